@@ -1,0 +1,321 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Backing: what the memory is (anonymous, THP, memfd, a hugetlbfs or tmpfs
+ * file, or a range the caller mapped), made at its exact size, and each
+ * extent bound to its node with MPOL_BIND before any page is touched.
+ */
+#include <fcntl.h>
+#include <numaif.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#ifndef HUGETLBFS_MAGIC
+#define HUGETLBFS_MAGIC 0x958458f6
+#endif
+#ifndef TMPFS_MAGIC
+#define TMPFS_MAGIC 0x01021994
+#endif
+#ifndef MFD_HUGETLB
+#define MFD_HUGETLB 0x0004U
+#endif
+#ifndef MFD_HUGE_SHIFT
+#define MFD_HUGE_SHIFT 26
+#endif
+
+static int bind_extent(struct prealloc_region *r, const struct prealloc_extent *e)
+{
+	unsigned long mask[PREALLOC_MAX_NODES / (8 * sizeof(unsigned long))] = { 0 };
+	const unsigned int bits = 8 * sizeof(unsigned long);
+
+	if (e->node < 0 || e->node >= PREALLOC_MAX_NODES)
+		return -EINVAL;
+	mask[e->node / bits] |= 1UL << (e->node % bits);
+	if (mbind(r->addr + e->offset, e->length, MPOL_BIND, mask, PREALLOC_MAX_NODES + 1, 0) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Maps len bytes aligned to align (THP needs 2 MiB alignment). */
+static void *map_anon_aligned(uint64_t len, uint64_t align)
+{
+	uint8_t *p, *aligned;
+
+	p = mmap(NULL, len + align, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		 -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	aligned = (uint8_t *)ALIGN_UP((uintptr_t)p, align);
+	if (aligned > p)
+		munmap(p, aligned - p);
+	if (aligned + len < p + len + align)
+		munmap(aligned + len, (p + len + align) - (aligned + len));
+	return aligned;
+}
+
+static int memfd_flags(uint64_t page_size, unsigned int *ret)
+{
+	*ret = MFD_CLOEXEC;
+	if (page_size == PREALLOC_PAGE_4K)
+		return 0;
+	if (page_size != PREALLOC_PAGE_2M && page_size != PREALLOC_PAGE_1G)
+		return -EINVAL;
+	*ret |= MFD_HUGETLB | ((unsigned int)__builtin_ctzll(page_size) << MFD_HUGE_SHIFT);
+	return 0;
+}
+
+/* Opens (or creates) a FILE backing; learns the page size from its fs. */
+static int open_file(struct prealloc_region *r, const struct prealloc_region_opts *o)
+{
+	struct statfs sfs;
+	struct stat st;
+	int fd;
+
+	fd = open(o->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		r->created_file = true;
+	} else if (errno == EEXIST && (o->flags & PREALLOC_REGION_REUSE)) {
+		fd = open(o->path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+	} else {
+		return -errno;
+	}
+	r->fd = fd;
+	if (fstatfs(fd, &sfs) < 0 || fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	if ((unsigned long)sfs.f_type == HUGETLBFS_MAGIC)
+		r->page_size = (uint64_t)sfs.f_bsize;
+	else if ((unsigned long)sfs.f_type == TMPFS_MAGIC)
+		r->page_size = PREALLOC_PAGE_4K;
+	else
+		return -EMEDIUMTYPE;
+	if (o->page_size && o->page_size != r->page_size)
+		return -EMEDIUMTYPE;
+	if (!r->created_file && (uint64_t)st.st_size != o->length)
+		return -EEXIST;	/* reuse only a file of exactly this size */
+	if (r->created_file && ftruncate(fd, (off_t)o->length) < 0)
+		return -errno;
+	return 0;
+}
+
+static int map_backing(struct prealloc_region *r, const struct prealloc_region_opts *o)
+{
+	unsigned int mflags;
+	void *p;
+	int r_;
+
+	switch (o->backing) {
+	case PREALLOC_BACKING_ANON:
+	case PREALLOC_BACKING_ANON_THP:
+		r->page_size = o->backing == PREALLOC_BACKING_ANON ? PREALLOC_PAGE_4K : PREALLOC_PAGE_2M;
+		if (o->page_size && o->page_size != r->page_size)
+			return -EINVAL;
+		if (o->length % r->page_size)
+			return -EINVAL;
+		p = map_anon_aligned(o->length, r->page_size);
+		if (!p)
+			return -errno;
+		r->addr = p;
+		r->owns_mapping = true;
+		if (madvise(p, o->length, o->backing == PREALLOC_BACKING_ANON ? MADV_NOHUGEPAGE
+									     : MADV_HUGEPAGE) < 0)
+			return -errno;
+		return 0;
+	case PREALLOC_BACKING_MEMFD:
+		r->page_size = o->page_size ? o->page_size : PREALLOC_PAGE_4K;
+		r_ = memfd_flags(r->page_size, &mflags);
+		if (r_ < 0)
+			return r_;
+		if (o->length % r->page_size)
+			return -EINVAL;
+		r->fd = memfd_create("prealloc", mflags);
+		if (r->fd < 0)
+			return -errno;
+		if (ftruncate(r->fd, (off_t)o->length) < 0)
+			return -errno;
+		break;
+	case PREALLOC_BACKING_FILE:
+		if (!o->path)
+			return -EINVAL;
+		r->path = strdup(o->path);
+		if (!r->path)
+			return -ENOMEM;
+		r_ = open_file(r, o);
+		if (r_ < 0)
+			return r_;
+		if (o->length % r->page_size)
+			return -EINVAL;
+		break;
+	case PREALLOC_BACKING_MAPPED:
+		r->page_size = o->page_size ? o->page_size : PREALLOC_PAGE_4K;
+		if (!o->addr || (uintptr_t)o->addr % r->page_size || o->length % r->page_size)
+			return -EINVAL;
+		r->addr = o->addr;
+		return 0;
+	default:
+		return -EINVAL;
+	}
+	p = mmap(NULL, o->length, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	r->addr = p;
+	r->owns_mapping = true;
+	return 0;
+}
+
+/* Nodes of the calling thread's policy (or all nodes) when none are named. */
+static int default_nodes(struct prealloc_ctx *ctx, int *nodes, unsigned int *nr)
+{
+	unsigned long mask[PREALLOC_MAX_NODES / (8 * sizeof(unsigned long))] = { 0 };
+	const unsigned int bits = 8 * sizeof(unsigned long);
+	int mode;
+
+	*nr = 0;
+	if (get_mempolicy(&mode, mask, PREALLOC_MAX_NODES + 1, NULL, 0) == 0 &&
+	    (mode == MPOL_BIND || mode == MPOL_PREFERRED || mode == MPOL_INTERLEAVE)) {
+		for (unsigned int i = 0; i < ctx->nr_nodes; i++) {
+			int n = ctx->nodes[i].node;
+
+			if (mask[n / bits] & (1UL << (n % bits)))
+				nodes[(*nr)++] = n;
+		}
+	}
+	if (*nr == 0)
+		for (unsigned int i = 0; i < ctx->nr_nodes; i++)
+			nodes[(*nr)++] = ctx->nodes[i].node;
+	return 0;
+}
+
+EXPORT int prealloc_region_new(struct prealloc_ctx *ctx, const struct prealloc_region_opts *opts,
+			       struct prealloc_region **ret_region)
+{
+	struct prealloc_region_opts o;
+	struct prealloc_region *r;
+	int *nodes = NULL;
+	unsigned int nr;
+	int ret;
+
+	if (!ctx || !opts || !ret_region)
+		return -EINVAL;
+	ret = copy_sized_in(&o, sizeof(o), opts);
+	if (ret < 0)
+		return ret;
+	if (!o.length || (o.nr_nodes && !o.nodes) || o.nr_nodes > PREALLOC_MAX_NODES)
+		return -EINVAL;
+	for (unsigned int i = 0; i < o.nr_nodes; i++) {
+		if (!topo_node(ctx, o.nodes[i]))
+			return -ENODEV;
+		for (unsigned int j = 0; j < i; j++)
+			if (o.nodes[i] == o.nodes[j])
+				return -EINVAL;
+	}
+
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->ctx = ctx;
+	r->backing = o.backing;
+	r->length = o.length;
+	r->fd = -1;
+
+	ret = map_backing(r, &o);
+	if (ret < 0)
+		goto fail;
+
+	nr = o.nr_nodes;
+	nodes = calloc(MAX(ctx->nr_nodes, nr), sizeof(*nodes));
+	r->extents = calloc(MAX(ctx->nr_nodes, nr), sizeof(*r->extents));
+	if (!nodes || !r->extents) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	if (nr)
+		memcpy(nodes, o.nodes, nr * sizeof(*nodes));
+	else
+		default_nodes(ctx, nodes, &nr);
+	ret = plan_extents(r->length, r->page_size, nodes, nr ? o.node_bytes : NULL, nr,
+			   r->extents);
+	if (ret < 0)
+		goto fail;
+	r->nr_extents = nr;
+
+	if (!(o.flags & PREALLOC_REGION_NO_BIND)) {
+		for (unsigned int i = 0; i < r->nr_extents; i++) {
+			ret = bind_extent(r, &r->extents[i]);
+			if (ret < 0)
+				goto fail;
+		}
+	}
+	free(nodes);
+	*ret_region = r;
+	return 0;
+fail:
+	free(nodes);
+	prealloc_region_discard(r);
+	return ret;
+}
+
+static void region_release(struct prealloc_region *r, bool unlink_file)
+{
+	if (r->owns_mapping && r->addr)
+		munmap(r->addr, r->length);
+	if (r->fd >= 0)
+		close(r->fd);
+	if (unlink_file && r->created_file && r->path)
+		unlink(r->path);
+	free(r->path);
+	free(r->extents);
+	free(r);
+}
+
+EXPORT void prealloc_region_free(struct prealloc_region *region)
+{
+	if (region)
+		region_release(region, false);
+}
+
+EXPORT int prealloc_region_discard(struct prealloc_region *region)
+{
+	if (!region)
+		return -EINVAL;
+	region_release(region, true);
+	return 0;
+}
+
+EXPORT void *prealloc_region_addr(const struct prealloc_region *region)
+{
+	return region ? region->addr : NULL;
+}
+
+EXPORT uint64_t prealloc_region_length(const struct prealloc_region *region)
+{
+	return region ? region->length : 0;
+}
+
+EXPORT uint64_t prealloc_region_page_size(const struct prealloc_region *region)
+{
+	return region ? region->page_size : 0;
+}
+
+EXPORT int prealloc_region_fd(const struct prealloc_region *region)
+{
+	return region ? region->fd : -1;
+}
+
+EXPORT int prealloc_region_extents(const struct prealloc_region *region,
+				   struct prealloc_extent *ret, unsigned int max)
+{
+	if (!region || (max && !ret))
+		return -EINVAL;
+	for (unsigned int i = 0; i < region->nr_extents && i < max; i++)
+		ret[i] = region->extents[i];
+	return (int)region->nr_extents;
+}

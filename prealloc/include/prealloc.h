@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libprealloc: make virtual-machine memory ready before the guest starts.
+ *
+ * Conventions:
+ *  - every function returns 0 (or a count) on success and a negative errno on
+ *    failure; nothing here prints, exits or raises signals;
+ *  - handles are opaque; options and result structs start with their own
+ *    size so the ABI can grow (a smaller, older struct is zero-extended; a
+ *    larger, newer one must have an all-zero tail or the call fails -E2BIG);
+ *  - output parameters are named ret_* and come last.
+ */
+#ifndef PREALLOC_H
+#define PREALLOC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PREALLOC_VERSION_MAJOR 0
+#define PREALLOC_VERSION_MINOR 1
+
+#define PREALLOC_PAGE_4K (UINT64_C(4) << 10)
+#define PREALLOC_PAGE_2M (UINT64_C(2) << 20)
+#define PREALLOC_PAGE_1G (UINT64_C(1) << 30)
+
+/* Largest node number this library handles (Linux's default MAX_NUMNODES). */
+#define PREALLOC_MAX_NODES 1024
+/* CPUs tracked per node report (bitmap size in 64-bit words * 64). */
+#define PREALLOC_MAX_CPUS 1024
+
+struct prealloc_ctx;
+struct prealloc_region;
+struct prealloc_job;
+
+const char *prealloc_version(void);
+
+/* ---- context ------------------------------------------------------------ */
+
+enum prealloc_log_level {
+	PREALLOC_LOG_ERR = 3,
+	PREALLOC_LOG_WARNING = 4,
+	PREALLOC_LOG_INFO = 6,
+	PREALLOC_LOG_DEBUG = 7,
+};
+
+typedef void (*prealloc_log_fn)(void *userdata, int level, const char *msg);
+
+/* Reads the topology once (nodes, CPUs, pools, mounts, CPU identity). */
+int prealloc_ctx_new(struct prealloc_ctx **ret_ctx);
+void prealloc_ctx_free(struct prealloc_ctx *ctx);
+/* Messages the library would otherwise drop reach fn; NULL silences. */
+void prealloc_ctx_set_log(struct prealloc_ctx *ctx, prealloc_log_fn fn, void *userdata);
+
+/* ---- topology ----------------------------------------------------------- */
+
+struct prealloc_node_info {
+	size_t size;		/* sizeof(struct prealloc_node_info) */
+	int node;
+	int cpu_node;		/* node whose CPUs serve this one: itself unless borrowed */
+	unsigned int nr_cpus;	/* allowed CPUs used for this node's workers */
+	uint64_t mem_total;	/* bytes */
+	uint64_t mem_free;	/* bytes */
+	uint64_t hp2m_total;	/* 2 MiB hugepages in the node's pool */
+	uint64_t hp2m_free;
+	uint64_t hp1g_total;	/* 1 GiB hugepages in the node's pool */
+	uint64_t hp1g_free;
+};
+
+struct prealloc_cpu_info {
+	size_t size;		/* sizeof(struct prealloc_cpu_info) */
+	char vendor[16];	/* "GenuineIntel", "AuthenticAMD", ... */
+	char model_name[64];	/* from /proc/cpuinfo, may be empty */
+	unsigned int family;	/* display family */
+	unsigned int model;	/* display model */
+	unsigned int stepping;
+	uint64_t features;	/* PREALLOC_CPU_* bits usable by this process */
+	uint64_t llc_bytes;	/* size of one last-level cache, 0 if unknown */
+};
+
+#define PREALLOC_CPU_SSE2 (UINT64_C(1) << 0)
+#define PREALLOC_CPU_ERMS (UINT64_C(1) << 1)   /* enhanced REP MOVSB/STOSB */
+#define PREALLOC_CPU_FSRM (UINT64_C(1) << 2)   /* fast short REP MOV */
+#define PREALLOC_CPU_AVX2 (UINT64_C(1) << 3)   /* with OS ymm state */
+#define PREALLOC_CPU_AVX512F (UINT64_C(1) << 4) /* with OS zmm state */
+#define PREALLOC_CPU_CLZERO (UINT64_C(1) << 5)
+#define PREALLOC_CPU_MOVDIR64B (UINT64_C(1) << 6)
+
+/* Online nodes with memory, ascending; returns the count (may exceed max). */
+int prealloc_nodes(struct prealloc_ctx *ctx, int *ret_nodes, unsigned int max);
+int prealloc_node_info(struct prealloc_ctx *ctx, int node, struct prealloc_node_info *ret_info);
+/* CPUs the workers for node use; returns the count (may exceed max). */
+int prealloc_node_cpus(struct prealloc_ctx *ctx, int node, int *ret_cpus, unsigned int max);
+int prealloc_cpu_info(struct prealloc_ctx *ctx, struct prealloc_cpu_info *ret_info);
+/* hugetlbfs mount point for page_size, NULL when none is mounted. */
+const char *prealloc_hugetlbfs_mount(struct prealloc_ctx *ctx, uint64_t page_size);
+
+/* ---- regions ------------------------------------------------------------ */
+
+enum prealloc_backing {
+	PREALLOC_BACKING_ANON = 0,	/* anonymous private, 4K (THP off) */
+	PREALLOC_BACKING_ANON_THP,	/* anonymous private, transparent hugepages */
+	PREALLOC_BACKING_MEMFD,		/* memfd; page_size picks 4K, 2M or 1G hugetlb */
+	PREALLOC_BACKING_FILE,		/* a file on hugetlbfs or tmpfs, mapped shared */
+	PREALLOC_BACKING_MAPPED,	/* a range the caller already mapped */
+};
+
+enum prealloc_region_flags {
+	PREALLOC_REGION_REUSE = 1u << 0,  /* FILE: accept an existing file of the exact size */
+	PREALLOC_REGION_NO_BIND = 1u << 1, /* do not mbind (MAPPED: caller set policy) */
+};
+
+struct prealloc_region_opts {
+	size_t size;		/* sizeof(struct prealloc_region_opts) */
+	int backing;		/* enum prealloc_backing */
+	unsigned int flags;	/* enum prealloc_region_flags */
+	uint64_t page_size;	/* 0: the backing's natural size (FILE: the fs's) */
+	uint64_t length;	/* bytes; a multiple of page_size */
+	const char *path;	/* FILE: path to create (or reuse) */
+	void *addr;		/* MAPPED: start, page aligned */
+	/*
+	 * Placement: nr_nodes nodes; node_bytes NULL splits length evenly in
+	 * page units (the first nodes take the remainder), else node_bytes[i]
+	 * bytes go to nodes[i] in order and must add up to length.
+	 * nr_nodes 0 places the region on the nodes of the current policy.
+	 */
+	unsigned int nr_nodes;
+	const int *nodes;
+	const uint64_t *node_bytes;
+};
+
+/* Creates (or adopts) the memory and binds each extent; touches nothing. */
+int prealloc_region_new(struct prealloc_ctx *ctx, const struct prealloc_region_opts *opts,
+			struct prealloc_region **ret_region);
+/* Unmaps (unless MAPPED) and closes; a FILE stays on disk. */
+void prealloc_region_free(struct prealloc_region *region);
+/* Unmaps, and unlinks the file if this region created it. */
+int prealloc_region_discard(struct prealloc_region *region);
+void *prealloc_region_addr(const struct prealloc_region *region);
+uint64_t prealloc_region_length(const struct prealloc_region *region);
+uint64_t prealloc_region_page_size(const struct prealloc_region *region);
+int prealloc_region_fd(const struct prealloc_region *region); /* -1 if none */
+/* Extents: node and byte range of each; returns the count (may exceed max). */
+struct prealloc_extent {
+	int node;
+	uint64_t offset;
+	uint64_t length;
+};
+int prealloc_region_extents(const struct prealloc_region *region, struct prealloc_extent *ret,
+			    unsigned int max);
+
+/* ---- jobs --------------------------------------------------------------- */
+
+enum prealloc_op {
+	PREALLOC_OP_POPULATE = 0, /* first fault-in: the kernel zeroes */
+	PREALLOC_OP_CLEAR,	  /* re-zero resident memory with a store kernel */
+	PREALLOC_OP_VERIFY,	  /* read back zeroes and placement only */
+};
+
+enum prealloc_job_flags {
+	PREALLOC_JOB_VERIFY = 1u << 0,	   /* after the op, check every byte is zero */
+	PREALLOC_JOB_NO_PLACEMENT = 1u << 1, /* skip the move_pages placement query */
+	PREALLOC_JOB_TOUCH = 1u << 2,	   /* force the touch fallback (tests) */
+	PREALLOC_JOB_NO_PIN = 1u << 3,	   /* do not pin workers to node CPUs */
+};
+
+enum prealloc_method {
+	PREALLOC_METHOD_POPULATE_WRITE = 0, /* MADV_POPULATE_WRITE */
+	PREALLOC_METHOD_TOUCH,		    /* one write per page, SIGBUS guarded */
+	PREALLOC_METHOD_CLEAR,		    /* a clear kernel, named in clear_kernel */
+	PREALLOC_METHOD_NONE,		    /* VERIFY */
+};
+
+struct prealloc_job_opts {
+	size_t size;		    /* sizeof(struct prealloc_job_opts) */
+	int op;			    /* enum prealloc_op */
+	unsigned int flags;	    /* enum prealloc_job_flags */
+	unsigned int threads;	    /* per node; 0: every allowed CPU of the node */
+	uint64_t chunk_size;	    /* 0: automatic */
+	const char *clear_kernel;   /* CLEAR: kernel name, NULL or "auto" to select */
+};
+
+struct prealloc_node_report {
+	size_t size;		/* sizeof(struct prealloc_node_report) */
+	int node;
+	unsigned int threads;
+	uint64_t bytes;		/* bytes of this node's extents */
+	uint64_t bytes_done;
+	double seconds;		/* this node's workers: release to last chunk done */
+	uint64_t pages_on_node;
+	uint64_t pages_off_node;   /* resident elsewhere */
+	uint64_t pages_missing;	   /* not resident at all */
+	uint64_t cpu_samples_off;  /* worker chunk starts seen on a CPU outside the node's set */
+	uint64_t cpus_seen[PREALLOC_MAX_CPUS / 64]; /* CPUs this node's workers ran on */
+};
+
+struct prealloc_report {
+	size_t size;		/* sizeof(struct prealloc_report) */
+	int op;
+	int method;		/* enum prealloc_method */
+	char clear_kernel[24];	/* CLEAR: kernel used */
+	uint64_t bytes;
+	uint64_t bytes_done;
+	uint64_t page_size;
+	double seconds;		/* wall time of the op (release to last worker) */
+	double verify_seconds;	/* placement query + zero check */
+	unsigned int nr_nodes;
+	unsigned int threads;	/* all nodes */
+	int error;		/* first error, negative errno, 0 if none */
+	int error_node;
+	uint64_t error_offset;	/* region offset of the first error */
+	uint64_t nonzero_offset; /* VERIFY: first non-zero byte, UINT64_MAX if none */
+	int cancelled;
+};
+
+/*
+ * Starts workers and returns at once. The region must outlive the job.
+ * Completion: prealloc_job_wait(), or poll prealloc_job_eventfd().
+ */
+int prealloc_job_start(struct prealloc_region *region, const struct prealloc_job_opts *opts,
+		       struct prealloc_job **ret_job);
+/* Bytes done so far, in total and (optionally) for one node. */
+int prealloc_job_progress(struct prealloc_job *job, uint64_t *ret_done, uint64_t *ret_total);
+int prealloc_job_node_progress(struct prealloc_job *job, int node, uint64_t *ret_done,
+			       uint64_t *ret_total);
+/* Workers stop at the next chunk boundary; wait still must be called. */
+int prealloc_job_cancel(struct prealloc_job *job);
+/* An eventfd that turns readable when the job is done. Owned by the job. */
+int prealloc_job_eventfd(struct prealloc_job *job);
+/* 1 when done, 0 while running. */
+int prealloc_job_done(struct prealloc_job *job);
+/* Joins the workers; returns the job's error (0 or negative errno). */
+int prealloc_job_wait(struct prealloc_job *job);
+int prealloc_job_report(struct prealloc_job *job, struct prealloc_report *ret_report);
+int prealloc_job_node_report(struct prealloc_job *job, unsigned int index,
+			     struct prealloc_node_report *ret_report);
+/* Cancels and waits if still running, then frees. */
+void prealloc_job_free(struct prealloc_job *job);
+
+/* Synchronous wrapper: start + wait + report. ret_report may be NULL. */
+int prealloc_run(struct prealloc_region *region, const struct prealloc_job_opts *opts,
+		 struct prealloc_report *ret_report);
+
+/* ---- helpers ------------------------------------------------------------ */
+
+/*
+ * Parses "512M", "1G", "4GiB", "4096"; K/M/G/T are binary (1024) multiples.
+ * -EINVAL on garbage, -ERANGE on overflow.
+ */
+int prealloc_parse_size(const char *s, uint64_t *ret_bytes);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

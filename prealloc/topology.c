@@ -1,0 +1,364 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Topology: nodes with memory, their CPUs (intersected with the CPUs this
+ * process may run on), memory and hugepage pools per node, hugetlbfs mounts.
+ * Read once when the context is made.
+ */
+#include <limits.h>
+#include <mntent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define NODE_SYSFS "/sys/devices/system/node"
+
+#ifndef HUGETLBFS_MAGIC
+#define HUGETLBFS_MAGIC 0x958458f6
+#endif
+
+static int node_meminfo(int node, uint64_t *ret_total, uint64_t *ret_free)
+{
+	char path[128], line[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), NODE_SYSFS "/node%d/meminfo", node);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	*ret_total = *ret_free = 0;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long kb;
+		char key[64];
+		int n;
+
+		if (sscanf(line, "Node %d %63[^:]: %llu", &n, key, &kb) != 3)
+			continue;
+		if (!strcmp(key, "MemTotal"))
+			*ret_total = kb << 10;
+		else if (!strcmp(key, "MemFree"))
+			*ret_free = kb << 10;
+	}
+	fclose(f);
+	return 0;
+}
+
+static void node_pool(int node, const char *size, uint64_t *ret_total, uint64_t *ret_free)
+{
+	char path[160];
+
+	snprintf(path, sizeof(path), NODE_SYSFS "/node%d/hugepages/hugepages-%s/nr_hugepages",
+		 node, size);
+	if (read_file_u64(path, ret_total) < 0)
+		*ret_total = 0;
+	snprintf(path, sizeof(path), NODE_SYSFS "/node%d/hugepages/hugepages-%s/free_hugepages",
+		 node, size);
+	if (read_file_u64(path, ret_free) < 0)
+		*ret_free = 0;
+}
+
+static int node_distance(int from, int to)
+{
+	char path[128], buf[4096], *p, *end;
+	int r, i = 0;
+
+	snprintf(path, sizeof(path), NODE_SYSFS "/node%d/distance", from);
+	r = read_file_str(path, buf, sizeof(buf));
+	if (r < 0)
+		return from == to ? 10 : 20;
+	/* One entry per possible node in order, so index = node number. */
+	for (p = buf; *p; p = end, i++) {
+		long d = strtol(p, &end, 10);
+
+		if (end == p)
+			break;
+		if (i == to)
+			return (int)d;
+	}
+	return from == to ? 10 : 20;
+}
+
+static uint64_t default_hugepage_size(void)
+{
+	char line[128];
+	uint64_t size = PREALLOC_PAGE_2M;
+	FILE *f = fopen("/proc/meminfo", "re");
+
+	if (!f)
+		return size;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long kb;
+
+		if (sscanf(line, "Hugepagesize: %llu kB", &kb) == 1)
+			size = kb << 10;
+	}
+	fclose(f);
+	return size;
+}
+
+static void find_hugetlbfs_mounts(struct prealloc_ctx *ctx)
+{
+	uint64_t dflt = default_hugepage_size();
+	struct mntent *m;
+	FILE *f;
+
+	f = setmntent("/proc/self/mounts", "re");
+	if (!f)
+		return;
+	while ((m = getmntent(f))) {
+		const char *ps;
+		uint64_t size = dflt;
+		char *dst;
+
+		if (strcmp(m->mnt_type, "hugetlbfs"))
+			continue;
+		ps = hasmntopt(m, "pagesize");
+		if (ps) {
+			char val[32];
+
+			snprintf(val, sizeof(val), "%s", ps + strlen("pagesize="));
+			val[strcspn(val, ",")] = '\0';
+			if (prealloc_parse_size(val, &size) < 0)
+				continue;
+		}
+		if (size == PREALLOC_PAGE_2M)
+			dst = ctx->hugetlbfs_2m;
+		else if (size == PREALLOC_PAGE_1G)
+			dst = ctx->hugetlbfs_1g;
+		else
+			continue;
+		/* First writable mount of a size wins. */
+		if (!dst[0] && access(m->mnt_dir, W_OK) == 0)
+			snprintf(dst, 256, "%s", m->mnt_dir);
+	}
+	endmntent(f);
+}
+
+static int single_node_fallback(struct prealloc_ctx *ctx)
+{
+	struct topo_node *n = calloc(1, sizeof(*n));
+	long pages = sysconf(_SC_PHYS_PAGES), avail = sysconf(_SC_AVPHYS_PAGES);
+
+	if (!n)
+		return -ENOMEM;
+	n->node = 0;
+	n->cpu_node = 0;
+	n->has_memory = true;
+	n->mem_total = (uint64_t)pages * sysconf(_SC_PAGESIZE);
+	n->mem_free = (uint64_t)avail * sysconf(_SC_PAGESIZE);
+	n->cpus = ctx->allowed;
+	n->nr_cpus = CPU_COUNT(&n->cpus);
+	ctx->nodes = n;
+	ctx->nr_nodes = 1;
+	ctx->max_node = 0;
+	return 0;
+}
+
+static int topology_read(struct prealloc_ctx *ctx)
+{
+	cpu_set_t with_memory;
+	char buf[4096], path[128];
+	int r;
+
+	if (sched_getaffinity(0, sizeof(ctx->allowed), &ctx->allowed) < 0)
+		return -errno;
+	find_hugetlbfs_mounts(ctx);
+
+	/* cpu_set_t doubles as a node bitmap here: both are small integer sets. */
+	r = read_file_str(NODE_SYSFS "/has_memory", buf, sizeof(buf));
+	if (r == -ENOENT)
+		return single_node_fallback(ctx);
+	if (r < 0)
+		return r;
+	r = parse_cpulist(buf, &with_memory);
+	if (r < 0)
+		return r;
+	ctx->nr_nodes = CPU_COUNT(&with_memory);
+	if (ctx->nr_nodes == 0)
+		return single_node_fallback(ctx);
+	ctx->nodes = calloc(ctx->nr_nodes, sizeof(*ctx->nodes));
+	if (!ctx->nodes)
+		return -ENOMEM;
+
+	unsigned int i = 0;
+	for (int node = 0; node < CPU_SETSIZE && i < ctx->nr_nodes; node++) {
+		struct topo_node *n;
+
+		if (!CPU_ISSET(node, &with_memory))
+			continue;
+		n = &ctx->nodes[i++];
+		n->node = node;
+		n->has_memory = true;
+		ctx->max_node = node;
+		node_meminfo(node, &n->mem_total, &n->mem_free);
+		node_pool(node, "2048kB", &n->hp2m_total, &n->hp2m_free);
+		node_pool(node, "1048576kB", &n->hp1g_total, &n->hp1g_free);
+		snprintf(path, sizeof(path), NODE_SYSFS "/node%d/cpulist", node);
+		if (read_file_str(path, buf, sizeof(buf)) >= 0 && parse_cpulist(buf, &n->cpus) == 0)
+			CPU_AND(&n->cpus, &n->cpus, &ctx->allowed);
+		else
+			CPU_ZERO(&n->cpus);
+		n->nr_cpus = CPU_COUNT(&n->cpus);
+		n->cpu_node = node;
+	}
+
+	/* A node with memory but no allowed CPU borrows its nearest node's CPUs. */
+	for (i = 0; i < ctx->nr_nodes; i++) {
+		struct topo_node *n = &ctx->nodes[i];
+		int best = -1, best_dist = INT_MAX;
+
+		if (n->nr_cpus)
+			continue;
+		for (unsigned int j = 0; j < ctx->nr_nodes; j++) {
+			struct topo_node *o = &ctx->nodes[j];
+			int d;
+
+			if (!o->nr_cpus || o->cpu_node != o->node)
+				continue;
+			d = node_distance(n->node, o->node);
+			if (d < best_dist) {
+				best_dist = d;
+				best = (int)j;
+			}
+		}
+		if (best >= 0) {
+			n->cpu_node = ctx->nodes[best].node;
+			n->cpus = ctx->nodes[best].cpus;
+		} else {
+			/* Every allowed CPU sits on a node without memory. */
+			n->cpus = ctx->allowed;
+		}
+		n->nr_cpus = CPU_COUNT(&n->cpus);
+	}
+	return 0;
+}
+
+const struct topo_node *topo_node(const struct prealloc_ctx *ctx, int node)
+{
+	for (unsigned int i = 0; i < ctx->nr_nodes; i++)
+		if (ctx->nodes[i].node == node)
+			return &ctx->nodes[i];
+	return NULL;
+}
+
+EXPORT int prealloc_ctx_new(struct prealloc_ctx **ret_ctx)
+{
+	struct prealloc_ctx *ctx;
+	const struct cpu_id *cpu;
+	int r;
+
+	if (!ret_ctx)
+		return -EINVAL;
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return -ENOMEM;
+	r = topology_read(ctx);
+	if (r < 0) {
+		prealloc_ctx_free(ctx);
+		return r;
+	}
+	cpu = cpu_get();
+	ctx->cpu = *cpu;
+	*ret_ctx = ctx;
+	return 0;
+}
+
+EXPORT void prealloc_ctx_free(struct prealloc_ctx *ctx)
+{
+	if (!ctx)
+		return;
+	free(ctx->nodes);
+	free(ctx);
+}
+
+EXPORT void prealloc_ctx_set_log(struct prealloc_ctx *ctx, prealloc_log_fn fn, void *userdata)
+{
+	if (!ctx)
+		return;
+	ctx->log_fn = fn;
+	ctx->log_userdata = userdata;
+}
+
+EXPORT int prealloc_nodes(struct prealloc_ctx *ctx, int *ret_nodes, unsigned int max)
+{
+	if (!ctx || (max && !ret_nodes))
+		return -EINVAL;
+	for (unsigned int i = 0; i < ctx->nr_nodes && i < max; i++)
+		ret_nodes[i] = ctx->nodes[i].node;
+	return (int)ctx->nr_nodes;
+}
+
+EXPORT int prealloc_node_info(struct prealloc_ctx *ctx, int node,
+			      struct prealloc_node_info *ret_info)
+{
+	struct prealloc_node_info info = { .size = sizeof(info) };
+	const struct topo_node *n;
+
+	if (!ctx || !ret_info || ret_info->size < sizeof(size_t))
+		return -EINVAL;
+	n = topo_node(ctx, node);
+	if (!n)
+		return -ENOENT;
+	info.node = n->node;
+	info.cpu_node = n->cpu_node;
+	info.nr_cpus = n->nr_cpus;
+	/* Pools and free memory change; read them fresh. */
+	info.mem_total = n->mem_total;
+	info.mem_free = n->mem_free;
+	node_meminfo(node, &info.mem_total, &info.mem_free);
+	node_pool(node, "2048kB", &info.hp2m_total, &info.hp2m_free);
+	node_pool(node, "1048576kB", &info.hp1g_total, &info.hp1g_free);
+	copy_sized_out(ret_info, &info, sizeof(info));
+	return 0;
+}
+
+EXPORT int prealloc_node_cpus(struct prealloc_ctx *ctx, int node, int *ret_cpus, unsigned int max)
+{
+	const struct topo_node *n;
+	unsigned int count = 0;
+
+	if (!ctx || (max && !ret_cpus))
+		return -EINVAL;
+	n = topo_node(ctx, node);
+	if (!n)
+		return -ENOENT;
+	for (int c = 0; c < CPU_SETSIZE; c++) {
+		if (!CPU_ISSET(c, &n->cpus))
+			continue;
+		if (count < max)
+			ret_cpus[count] = c;
+		count++;
+	}
+	return (int)count;
+}
+
+EXPORT int prealloc_cpu_info(struct prealloc_ctx *ctx, struct prealloc_cpu_info *ret_info)
+{
+	struct prealloc_cpu_info info = { .size = sizeof(info) };
+
+	if (!ctx || !ret_info || ret_info->size < sizeof(size_t))
+		return -EINVAL;
+	snprintf(info.vendor, sizeof(info.vendor), "%s", ctx->cpu.vendor);
+	snprintf(info.model_name, sizeof(info.model_name), "%s", ctx->cpu.model_name);
+	info.family = ctx->cpu.family;
+	info.model = ctx->cpu.model;
+	info.stepping = ctx->cpu.stepping;
+	info.features = ctx->cpu.features;
+	info.llc_bytes = ctx->cpu.llc_bytes;
+	copy_sized_out(ret_info, &info, sizeof(info));
+	return 0;
+}
+
+EXPORT const char *prealloc_hugetlbfs_mount(struct prealloc_ctx *ctx, uint64_t page_size)
+{
+	if (!ctx)
+		return NULL;
+	if (page_size == PREALLOC_PAGE_2M && ctx->hugetlbfs_2m[0])
+		return ctx->hugetlbfs_2m;
+	if (page_size == PREALLOC_PAGE_1G && ctx->hugetlbfs_1g[0])
+		return ctx->hugetlbfs_1g;
+	return NULL;
+}

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/* Small helpers: logging, sized-struct ABI, sysfs reads, size parsing. */
+#include <ctype.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "config.h"
+
+EXPORT const char *prealloc_version(void)
+{
+	return PREALLOC_VERSION;
+}
+
+void ctx_log(struct prealloc_ctx *ctx, int level, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	if (!ctx || !ctx->log_fn)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	ctx->log_fn(ctx->log_userdata, level, msg);
+}
+
+int copy_sized_in(void *dst, size_t dst_size, const void *src)
+{
+	size_t src_size = *(const size_t *)src;
+
+	if (src_size < sizeof(size_t))
+		return -EINVAL;
+	if (src_size > dst_size) {
+		const uint8_t *tail = (const uint8_t *)src + dst_size;
+
+		for (size_t i = 0; i < src_size - dst_size; i++)
+			if (tail[i])
+				return -E2BIG;
+		src_size = dst_size;
+	}
+	memset(dst, 0, dst_size);
+	memcpy(dst, src, src_size);
+	*(size_t *)dst = dst_size;
+	return 0;
+}
+
+void copy_sized_out(void *dst, const void *src, size_t src_size)
+{
+	size_t dst_size = *(size_t *)dst;
+
+	if (dst_size < sizeof(size_t))
+		return;
+	memcpy((uint8_t *)dst + sizeof(size_t), (const uint8_t *)src + sizeof(size_t),
+	       MIN(dst_size, src_size) - sizeof(size_t));
+}
+
+int read_file_str(const char *path, char *buf, size_t len)
+{
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		buf[--n] = '\0';
+	return (int)n;
+}
+
+int read_file_u64(const char *path, uint64_t *ret)
+{
+	char buf[64], *end;
+	int r;
+
+	r = read_file_str(path, buf, sizeof(buf));
+	if (r < 0)
+		return r;
+	errno = 0;
+	*ret = strtoull(buf, &end, 10);
+	if (errno || end == buf)
+		return -EINVAL;
+	return 0;
+}
+
+int parse_cpulist(const char *s, cpu_set_t *ret)
+{
+	CPU_ZERO(ret);
+	while (*s) {
+		char *end;
+		long a, b;
+
+		while (*s == ',' || isspace((unsigned char)*s))
+			s++;
+		if (!*s)
+			break;
+		a = strtol(s, &end, 10);
+		if (end == s || a < 0)
+			return -EINVAL;
+		b = a;
+		s = end;
+		if (*s == '-') {
+			b = strtol(s + 1, &end, 10);
+			if (end == s + 1 || b < a)
+				return -EINVAL;
+			s = end;
+		}
+		for (long c = a; c <= b && c < CPU_SETSIZE; c++)
+			CPU_SET(c, ret);
+	}
+	return 0;
+}
+
+double now_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+EXPORT int prealloc_parse_size(const char *s, uint64_t *ret_bytes)
+{
+	uint64_t value = 0, mult = 1;
+	const char *p = s;
+
+	if (!s || !ret_bytes)
+		return -EINVAL;
+	if (!isdigit((unsigned char)*p))
+		return -EINVAL;
+	for (; isdigit((unsigned char)*p); p++) {
+		unsigned int d = *p - '0';
+
+		if (value > (UINT64_MAX - d) / 10)
+			return -ERANGE;
+		value = value * 10 + d;
+	}
+	switch (toupper((unsigned char)*p)) {
+	case '\0':
+		break;
+	case 'K':
+		mult = UINT64_C(1) << 10;
+		break;
+	case 'M':
+		mult = UINT64_C(1) << 20;
+		break;
+	case 'G':
+		mult = UINT64_C(1) << 30;
+		break;
+	case 'T':
+		mult = UINT64_C(1) << 40;
+		break;
+	case 'B':
+		if (p[1])
+			return -EINVAL;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (*p && toupper((unsigned char)*p) != 'B') {
+		p++;
+		/* Accept K, KB, KiB (all binary). */
+		if (!strcasecmp(p, "ib") || !strcasecmp(p, "b"))
+			p += strlen(p);
+		if (*p)
+			return -EINVAL;
+	}
+	if (value > UINT64_MAX / mult)
+		return -ERANGE;
+	*ret_bytes = value * mult;
+	return 0;
+}
