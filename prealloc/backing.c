@@ -168,6 +168,9 @@ static int map_backing(struct prealloc_region *r, const struct prealloc_region_o
 		return -errno;
 	r->addr = p;
 	r->owns_mapping = true;
+	if ((o->flags & PREALLOC_REGION_THP) && r->page_size == PREALLOC_PAGE_4K &&
+	    madvise(p, o->length, MADV_HUGEPAGE) < 0)
+		return -errno;
 	return 0;
 }
 
@@ -308,6 +311,11 @@ EXPORT uint64_t prealloc_region_page_size(const struct prealloc_region *region)
 EXPORT int prealloc_region_fd(const struct prealloc_region *region)
 {
 	return region ? region->fd : -1;
+}
+
+EXPORT int prealloc_region_created_file(const struct prealloc_region *region)
+{
+	return region && region->created_file ? 1 : 0;
 }
 
 EXPORT int prealloc_region_extents(const struct prealloc_region *region,

@@ -112,6 +112,7 @@ enum prealloc_backing {
 enum prealloc_region_flags {
 	PREALLOC_REGION_REUSE = 1u << 0,  /* FILE: accept an existing file of the exact size */
 	PREALLOC_REGION_NO_BIND = 1u << 1, /* do not mbind (MAPPED: caller set policy) */
+	PREALLOC_REGION_THP = 1u << 2,	  /* FILE/MEMFD on tmpfs: MADV_HUGEPAGE (shmem THP) */
 };
 
 struct prealloc_region_opts {
@@ -144,6 +145,8 @@ void *prealloc_region_addr(const struct prealloc_region *region);
 uint64_t prealloc_region_length(const struct prealloc_region *region);
 uint64_t prealloc_region_page_size(const struct prealloc_region *region);
 int prealloc_region_fd(const struct prealloc_region *region); /* -1 if none */
+/* 1 if prealloc_region_new created the FILE (discard would unlink it), else 0. */
+int prealloc_region_created_file(const struct prealloc_region *region);
 /* Extents: node and byte range of each; returns the count (may exceed max). */
 struct prealloc_extent {
 	int node;
@@ -227,6 +230,8 @@ int prealloc_job_start(struct prealloc_region *region, const struct prealloc_job
 int prealloc_job_progress(struct prealloc_job *job, uint64_t *ret_done, uint64_t *ret_total);
 int prealloc_job_node_progress(struct prealloc_job *job, int node, uint64_t *ret_done,
 			       uint64_t *ret_total);
+/* Nodes the job works on, in report order; returns the count (may exceed max). */
+int prealloc_job_node_count(struct prealloc_job *job, int *ret_nodes, unsigned int max);
 /* Workers stop at the next chunk boundary; wait still must be called. */
 int prealloc_job_cancel(struct prealloc_job *job);
 /* An eventfd that turns readable when the job is done. Owned by the job. */
@@ -252,6 +257,71 @@ int prealloc_run(struct prealloc_region *region, const struct prealloc_job_opts 
  * -EINVAL on garbage, -ERANGE on overflow.
  */
 int prealloc_parse_size(const char *s, uint64_t *ret_bytes);
+
+/* ---- clear kernels ------------------------------------------------------ */
+
+/*
+ * Kernels: "clzero", "avx512_nt", "avx2_nt", "movnti" (non-temporal stores),
+ * "rep_stosb", "c" (cached stores). Automatic selection ("auto" or NULL)
+ * uses, in order: the active calibration if it was measured on this CPU
+ * model; cached stores where NT stores are known not to be faster; cached
+ * stores when the footprint (bytes per worker x workers) fits the last-level
+ * cache; else the best NT kernel this CPU has.
+ */
+
+/* Kernels usable on this CPU, best first; returns the count (may exceed max). */
+int prealloc_clear_kernels(struct prealloc_ctx *ctx, const char **ret_names, unsigned int max);
+/*
+ * The kernel automatic selection picks for size bytes per worker and threads
+ * workers; ret_why (may be NULL when why_len is 0) gets a short reason.
+ */
+int prealloc_clear_choose(struct prealloc_ctx *ctx, uint64_t size, unsigned int threads,
+			  const char **ret_name, char *ret_why, size_t why_len);
+/*
+ * Zeroes [addr, addr + len) on the calling thread; any alignment. kernel
+ * NULL or "auto" selects; -ENOENT unknown name, -EOPNOTSUPP not on this CPU
+ * (or not built).
+ */
+int prealloc_clear_range(void *addr, size_t len, const char *kernel);
+
+/*
+ * Calibration: per size class, the kernel measured fastest here (prealloc
+ * bench). A class covers footprints up to max_bytes; classes ascend and the
+ * last also covers anything larger. One calibration is active per process;
+ * the first automatic selection loads the default file once, if present.
+ */
+#define PREALLOC_CALIBRATION_CLASSES 8
+
+struct prealloc_calibration_class {
+	uint64_t max_bytes;
+	char kernel[24];
+	double gbps;		/* measured, informational */
+};
+
+struct prealloc_calibration {
+	size_t size;		/* sizeof(struct prealloc_calibration) */
+	unsigned int nr_classes;
+	struct prealloc_calibration_class classes[PREALLOC_CALIBRATION_CLASSES];
+};
+
+/* The default file: /var/lib/prealloc/calibration as root, else the user's cache dir. */
+int prealloc_calibration_path(char *ret_path, size_t len);
+/*
+ * Stores cal as measured on this CPU at path (NULL: the default file, its
+ * directory created) and makes it active. -EINVAL: unknown kernel, classes
+ * not ascending.
+ */
+int prealloc_calibration_save(struct prealloc_ctx *ctx, const struct prealloc_calibration *cal,
+			      const char *path);
+/*
+ * Loads path (NULL: the default file) and makes it active; ret_cal may be
+ * NULL. -ENOENT: no file; -ESTALE: measured on another CPU, not used;
+ * -EINVAL: malformed.
+ */
+int prealloc_calibration_load(struct prealloc_ctx *ctx, const char *path,
+			      struct prealloc_calibration *ret_cal);
+/* Deactivates any calibration: automatic selection uses the built-in rules. */
+int prealloc_calibration_unload(struct prealloc_ctx *ctx);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/* The command-line tool: the only code in the project that prints. */
+#ifndef PREALLOC_CLI_H
+#define PREALLOC_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "prealloc.h"
+
+/* Exit codes: documented in docs/prealloc.1.md; keep the two in step. */
+enum {
+	EXIT_OK = 0,
+	EXIT_FAILURE_RUN = 1,	/* the operation failed while running */
+	EXIT_USAGE = 2,		/* bad command line: option, size, node, page size */
+	EXIT_NO_MEMORY = 3,	/* not enough memory or hugepages on a node */
+	EXIT_ENVIRONMENT = 4,	/* no hugetlbfs, wrong filesystem, file exists, in use */
+	EXIT_VERIFY = 5,	/* --verify found non-zero or misplaced pages */
+	EXIT_SIGINT = 130,
+	EXIT_SIGTERM = 143,
+};
+
+/* Parsed --node options: either a node list (split evenly) or node:size pairs. */
+struct node_request {
+	unsigned int nr;
+	bool sized;
+	int nodes[PREALLOC_MAX_NODES];
+	uint64_t bytes[PREALLOC_MAX_NODES];
+};
+
+/* parse.c: pure parsers, unit-tested and fuzzed. err gets a one-line reason. */
+int parse_node_spec(const char *spec, struct node_request *req, char *err, size_t err_len);
+int parse_page_size(const char *s, uint64_t *ret, char *err, size_t err_len);
+/* "1.5 GiB"-style rendering for messages. */
+const char *format_size(uint64_t bytes, char *buf, size_t len);
+/* "0-3,5" from a list (ascending not required); "" for none. */
+const char *format_node_ranges(const int *nodes, unsigned int nr, char *buf, size_t len);
+
+#define MIN_LEN(a, b) ((a) < (b) ? (a) : (b))
+
+/* util.c */
+double now_wall(void);
+/* First line of a sysfs/proc file without the newline; <0 on error. */
+int read_sysfs_line(const char *path, char *buf, size_t len);
+extern const char *program_name;
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cli_log(void *userdata, int level, const char *msg);
+
+/* Page size requested on the command line beyond the library's sizes. */
+#define PAGE_SIZE_AUTO 0
+#define PAGE_SIZE_THP 1
+
+/* registry.c: the files this tool made, so rm refuses anything else. */
+int registry_add(const char *path, uint64_t size, uint64_t page_size, const char *nodes);
+int registry_lookup(const char *path);	/* 0 made by us, -ENOENT not, <0 error */
+/* Unlinks the file and its record. */
+int registry_release(const char *path);
+const char *registry_dir(void);
+
+/* report.c */
+struct run_view {
+	const char *command;	/* "create", "clear", ... */
+	const char *file;
+	const char *page_label;	/* "2M", "4k", "thp" */
+	const char *qemu;	/* QEMU option to use the file, or NULL */
+	const char *note;	/* one line the user should see, or NULL */
+	bool verified;		/* zeroes were checked (--verify) */
+};
+void report_print(FILE *f, struct prealloc_job *job, const struct run_view *view, bool json);
+/* Draws per-node progress on stderr when it is a terminal and the run is slow. */
+void progress_draw(struct prealloc_job *job, double elapsed, bool final);
+
+/* Subcommands. */
+int cmd_create(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_rm(int argc, char **argv);
+
+#endif

@@ -1,0 +1,717 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `prealloc [options] SIZE`: create guest memory as a file on hugetlbfs or
+ * tmpfs, bound to the requested nodes and populated in parallel, and keep it
+ * for the VMM. Every input is checked before anything is created; a run
+ * that fails or is interrupted removes what it created.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#ifndef HUGETLBFS_MAGIC
+#define HUGETLBFS_MAGIC 0x958458f6
+#endif
+#ifndef TMPFS_MAGIC
+#define TMPFS_MAGIC 0x01021994
+#endif
+
+#define SHMEM_THP_PATH "/sys/kernel/mm/transparent_hugepage/shmem_enabled"
+
+struct create_args {
+	struct node_request req;
+	uint64_t size;
+	bool have_size;
+	uint64_t page;		/* PAGE_SIZE_AUTO, PAGE_SIZE_THP or bytes */
+	const char *file;
+	bool reuse;
+	unsigned int threads;
+	bool verify, json, quiet, touch;
+};
+
+static const char usage_text[] =
+	"Usage: prealloc [OPTIONS] SIZE\n"
+	"       prealloc [OPTIONS] --node N:SIZE [--node M:SIZE]...\n"
+	"Create guest memory, populated in parallel on the given NUMA nodes, and keep\n"
+	"it as a file for the VMM.\n"
+	"\n"
+	"  -n, --node LIST        nodes: N, N-M, N,M (SIZE split evenly) or N:SIZE;\n"
+	"                         repeatable; default: every node of the current policy\n"
+	"  -p, --page-size SIZE   4k, 2M, 1G, thp or auto (default: auto)\n"
+	"  -f, --file PATH        the file to create (default: a new file under the\n"
+	"                         hugetlbfs mount of the page size, or /dev/shm)\n"
+	"      --reuse            populate PATH in place if it exists with this size\n"
+	"  -t, --threads N        workers per node (default: every allowed CPU of the node)\n"
+	"      --verify           check every page reads zero and sits on its node\n"
+	"      --json             print one JSON document (docs/json.md)\n"
+	"  -q, --quiet            no progress bar, no report\n"
+	"  -h, --help             this text\n"
+	"\n"
+	"SIZE takes K, M, G, T (or KiB, MiB, GiB, TiB), binary multiples.\n"
+	"Other commands: prealloc info | rm FILE | --version. See prealloc(1).\n";
+
+static int parse_args(int argc, char **argv, struct create_args *a)
+{
+	enum { OPT_REUSE = 256, OPT_VERIFY, OPT_JSON, OPT_TOUCH };
+	static const struct option opts[] = {
+		{ "node", required_argument, NULL, 'n' },
+		{ "page-size", required_argument, NULL, 'p' },
+		{ "file", required_argument, NULL, 'f' },
+		{ "reuse", no_argument, NULL, OPT_REUSE },
+		{ "threads", required_argument, NULL, 't' },
+		{ "verify", no_argument, NULL, OPT_VERIFY },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "touch", no_argument, NULL, OPT_TOUCH },	/* testing: the fallback path */
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	char err[256];
+	int c;
+
+	a->page = PAGE_SIZE_AUTO;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "n:p:f:t:qh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'n':
+			if (parse_node_spec(optarg, &a->req, err, sizeof(err)) < 0) {
+				cli_error("--node: %s", err);
+				return -EXIT_USAGE;
+			}
+			break;
+		case 'p':
+			if (parse_page_size(optarg, &a->page, err, sizeof(err)) < 0) {
+				cli_error("--page-size: %s", err);
+				return -EXIT_USAGE;
+			}
+			break;
+		case 'f':
+			a->file = optarg;
+			break;
+		case OPT_REUSE:
+			a->reuse = true;
+			break;
+		case 't': {
+			char *end;
+			unsigned long v;
+
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (errno || *end || end == optarg || v == 0 || v > 65536 ||
+			    optarg[0] == '-') {
+				cli_error("--threads: invalid thread count '%s' (expected 1-65536)",
+					  optarg);
+				return -EXIT_USAGE;
+			}
+			a->threads = (unsigned int)v;
+			break;
+		}
+		case OPT_VERIFY:
+			a->verify = true;
+			break;
+		case OPT_JSON:
+			a->json = true;
+			break;
+		case 'q':
+			a->quiet = true;
+			break;
+		case OPT_TOUCH:
+			a->touch = true;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return 1;
+		default:
+			fprintf(stderr, "Try 'prealloc --help'.\n");
+			return -EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		int r = prealloc_parse_size(argv[optind], &a->size);
+
+		if (r == -ERANGE) {
+			cli_error("size '%s' is too large", argv[optind]);
+			return -EXIT_USAGE;
+		}
+		if (r < 0) {
+			cli_error("invalid size '%s' (expected a number with K, M, G or T)",
+				  argv[optind]);
+			return -EXIT_USAGE;
+		}
+		if (a->size == 0) {
+			cli_error("size must be greater than zero");
+			return -EXIT_USAGE;
+		}
+		a->have_size = true;
+		optind++;
+	}
+	if (optind < argc) {
+		cli_error("unexpected argument '%s'", argv[optind]);
+		return -EXIT_USAGE;
+	}
+	if (a->req.sized) {
+		uint64_t sum = 0;
+
+		for (unsigned int i = 0; i < a->req.nr; i++) {
+			if (a->req.bytes[i] > UINT64_MAX - sum) {
+				cli_error("the node sizes add up to more than 16 EiB");
+				return -EXIT_USAGE;
+			}
+			sum += a->req.bytes[i];
+		}
+		if (a->have_size && sum != a->size) {
+			char s1[32], s2[32];
+
+			cli_error("the node sizes add up to %s, not the SIZE given (%s)",
+				  format_size(sum, s1, sizeof(s1)), format_size(a->size, s2, sizeof(s2)));
+			return -EXIT_USAGE;
+		}
+		a->size = sum;
+		a->have_size = true;
+	}
+	if (!a->have_size) {
+		cli_error("no size given (e.g. 'prealloc --node 0 1G'; see --help)");
+		return -EXIT_USAGE;
+	}
+	return 0;
+}
+
+/* Every requested node must be online and have memory. */
+static int check_nodes(struct prealloc_ctx *ctx, const struct node_request *req)
+{
+	int nodes[PREALLOC_MAX_NODES], nr;
+	char list[256], path[96];
+
+	nr = prealloc_nodes(ctx, nodes, PREALLOC_MAX_NODES);
+	for (unsigned int i = 0; i < req->nr; i++) {
+		bool found = false;
+
+		for (int k = 0; k < nr; k++)
+			found |= nodes[k] == req->nodes[i];
+		if (found)
+			continue;
+		format_node_ranges(nodes, (unsigned int)nr, list, sizeof(list));
+		snprintf(path, sizeof(path), "/sys/devices/system/node/node%d", req->nodes[i]);
+		if (access(path, F_OK) == 0)
+			cli_error("node %d has no memory (nodes with memory: %s)", req->nodes[i], list);
+		else
+			cli_error("node %d does not exist or is offline (nodes with memory: %s)",
+				  req->nodes[i], list);
+		return -EXIT_USAGE;
+	}
+	return 0;
+}
+
+static const char *page_label(uint64_t page)
+{
+	switch (page) {
+	case PAGE_SIZE_THP:
+		return "thp";
+	case PREALLOC_PAGE_4K:
+		return "4k";
+	case PREALLOC_PAGE_2M:
+		return "2M";
+	case PREALLOC_PAGE_1G:
+		return "1G";
+	default:
+		return "auto";
+	}
+}
+
+/* Bytes per node of the request, in request order. */
+static void node_split(const struct create_args *a, uint64_t page, uint64_t *ret)
+{
+	uint64_t pages = a->size / page;
+
+	for (unsigned int i = 0; i < a->req.nr; i++)
+		ret[i] = a->req.sized ? a->req.bytes[i]
+				      : (pages / a->req.nr + (i < pages % a->req.nr ? 1 : 0)) * page;
+}
+
+static bool shmem_thp_usable(char *mode, size_t len)
+{
+	char buf[128], *open_b, *close_b;
+
+	if (read_sysfs_line(SHMEM_THP_PATH, buf, sizeof(buf)) < 0) {
+		snprintf(mode, len, "missing");
+		return false;
+	}
+	open_b = strchr(buf, '[');
+	close_b = open_b ? strchr(open_b, ']') : NULL;
+	if (!open_b || !close_b) {
+		snprintf(mode, len, "unknown");
+		return false;
+	}
+	*close_b = '\0';
+	if ((size_t)snprintf(mode, len, "%s", open_b + 1) >= len)
+		return false;
+	return strcmp(mode, "never") && strcmp(mode, "deny");
+}
+
+/*
+ * Where the memory lives: a directory on hugetlbfs (page size from the
+ * mount) or tmpfs (4k/thp). Fills *page with the resolved size.
+ */
+static int resolve_location(struct prealloc_ctx *ctx, struct create_args *a, char *dir,
+			    size_t dir_len, const char **ret_note)
+{
+	struct statfs sfs;
+	char path[PATH_MAX], mode[32];
+
+	if (a->file) {
+		struct stat st;
+
+		if (lstat(a->file, &st) == 0) {
+			if (S_ISLNK(st.st_mode)) {
+				cli_error("%s is a symbolic link; give the real path", a->file);
+				return -EXIT_ENVIRONMENT;
+			}
+			if (!a->reuse) {
+				cli_error("%s already exists; pass --reuse to populate it in place, or "
+					  "choose another path", a->file);
+				return -EXIT_ENVIRONMENT;
+			}
+			if (!S_ISREG(st.st_mode)) {
+				cli_error("%s is not a regular file", a->file);
+				return -EXIT_ENVIRONMENT;
+			}
+		}
+		if ((size_t)snprintf(path, sizeof(path), "%s", a->file) >= sizeof(path)) {
+			cli_error("--file: path too long");
+			return -EXIT_USAGE;
+		}
+		snprintf(dir, dir_len, "%s", dirname(path));
+		if (statfs(dir, &sfs) < 0) {
+			cli_error("cannot use directory %s: %s", dir, strerror(errno));
+			return -EXIT_ENVIRONMENT;
+		}
+		if ((unsigned long)sfs.f_type == HUGETLBFS_MAGIC) {
+			uint64_t fs_page = (uint64_t)sfs.f_bsize;
+
+			if (a->page != PAGE_SIZE_AUTO && a->page != fs_page) {
+				cli_error("%s is on hugetlbfs with %s pages, but --page-size %s was "
+					  "given", dir, page_label(fs_page), page_label(a->page));
+				return -EXIT_ENVIRONMENT;
+			}
+			a->page = fs_page;
+			return 0;
+		}
+		if ((unsigned long)sfs.f_type == TMPFS_MAGIC) {
+			if (a->page == PREALLOC_PAGE_2M || a->page == PREALLOC_PAGE_1G) {
+				cli_error("%s is on tmpfs, which has no %s hugetlb pages; put the file "
+					  "on a hugetlbfs mount with pagesize=%s", dir,
+					  page_label(a->page), page_label(a->page));
+				return -EXIT_ENVIRONMENT;
+			}
+			if (a->page == PAGE_SIZE_AUTO)
+				a->page = PREALLOC_PAGE_4K;
+		} else {
+			cli_error("%s is not on hugetlbfs or tmpfs: guest memory files must live "
+				  "in memory", dir);
+			return -EXIT_ENVIRONMENT;
+		}
+	} else if (a->page == PAGE_SIZE_AUTO) {
+		const char *mnt = prealloc_hugetlbfs_mount(ctx, PREALLOC_PAGE_2M);
+
+		if (mnt) {
+			snprintf(dir, dir_len, "%s", mnt);
+			a->page = PREALLOC_PAGE_2M;
+			return 0;
+		}
+		snprintf(dir, dir_len, "/dev/shm");
+		a->page = PREALLOC_PAGE_4K;
+		*ret_note = "page size auto chose 4k: no hugetlbfs is mounted for 2M pages "
+			    "(mount -t hugetlbfs -o pagesize=2M none /dev/hugepages)";
+	} else if (a->page == PREALLOC_PAGE_2M || a->page == PREALLOC_PAGE_1G) {
+		const char *mnt = prealloc_hugetlbfs_mount(ctx, a->page);
+
+		if (!mnt) {
+			cli_error("no hugetlbfs is mounted for %s pages; mount one (mount -t "
+				  "hugetlbfs -o pagesize=%s none /dev/hugepages%s) or pass --file",
+				  page_label(a->page), page_label(a->page),
+				  a->page == PREALLOC_PAGE_1G ? "-1G" : "");
+			return -EXIT_ENVIRONMENT;
+		}
+		snprintf(dir, dir_len, "%s", mnt);
+		return 0;
+	} else {
+		snprintf(dir, dir_len, "/dev/shm");
+		if (statfs(dir, &sfs) < 0 || (unsigned long)sfs.f_type != TMPFS_MAGIC) {
+			cli_error("/dev/shm is not a tmpfs mount; pass --file on a tmpfs or "
+				  "hugetlbfs mount");
+			return -EXIT_ENVIRONMENT;
+		}
+	}
+	if (a->page == PAGE_SIZE_THP && !shmem_thp_usable(mode, sizeof(mode))) {
+		cli_error("thp on a tmpfs file needs shmem THP, which is '%s' (%s); use "
+			  "--page-size 2M on hugetlbfs, or 4k", mode, SHMEM_THP_PATH);
+		return -EXIT_ENVIRONMENT;
+	}
+	return 0;
+}
+
+/* A basic per-node capacity check so the run fails before touching memory. */
+static int check_capacity(struct prealloc_ctx *ctx, const struct create_args *a, uint64_t page,
+			  const uint64_t *node_bytes)
+{
+	for (unsigned int i = 0; i < a->req.nr; i++) {
+		struct prealloc_node_info info = { .size = sizeof(info) };
+		char need[32], have[32];
+
+		if (prealloc_node_info(ctx, a->req.nodes[i], &info) < 0)
+			continue;
+		if (page == PREALLOC_PAGE_2M || page == PREALLOC_PAGE_1G) {
+			uint64_t want = node_bytes[i] / page;
+			uint64_t free_pages = page == PREALLOC_PAGE_2M ? info.hp2m_free : info.hp1g_free;
+
+			if (want > free_pages) {
+				cli_error("node %d has %llu free %s hugepages, %llu needed; reserve more "
+					  "(echo N > /sys/devices/system/node/node%d/hugepages/"
+					  "hugepages-%s/nr_hugepages), use a smaller size or another "
+					  "node%s",
+					  a->req.nodes[i], (unsigned long long)free_pages,
+					  page_label(page), (unsigned long long)want, a->req.nodes[i],
+					  page == PREALLOC_PAGE_2M ? "2048kB" : "1048576kB",
+					  page == PREALLOC_PAGE_1G
+						  ? "; 1G pages are best reserved at boot "
+						    "(hugepagesz=1G hugepages=N)"
+						  : "");
+				return -EXIT_NO_MEMORY;
+			}
+		} else if (node_bytes[i] > info.mem_free) {
+			cli_error("node %d has %s free, %s needed", a->req.nodes[i],
+				  format_size(info.mem_free, have, sizeof(have)),
+				  format_size(node_bytes[i], need, sizeof(need)));
+			return -EXIT_NO_MEMORY;
+		}
+	}
+	return 0;
+}
+
+static void random_suffix(char *buf, size_t len)
+{
+	static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+	unsigned char raw[16];
+
+	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw)) {
+		unsigned long seed = (unsigned long)getpid() ^ (unsigned long)time(NULL);
+
+		for (size_t i = 0; i < sizeof(raw); i++)
+			raw[i] = (unsigned char)(seed >> (i % 8 * 8)) + (unsigned char)i * 37;
+	}
+	for (size_t i = 0; i + 1 < len && i < sizeof(raw); i++)
+		buf[i] = alphabet[raw[i] % (sizeof(alphabet) - 1)];
+	buf[MIN_LEN(len - 1, sizeof(raw))] = '\0';
+}
+
+/* "512M", "1G", or bytes when no binary suffix is exact. */
+static void size_token(uint64_t bytes, char *buf, size_t len)
+{
+	static const char suffix[] = "KMGT";
+	int s = -1;
+
+	while (s < 3 && bytes && bytes % 1024 == 0) {
+		bytes /= 1024;
+		s++;
+	}
+	if (s < 0)
+		snprintf(buf, len, "%llu", (unsigned long long)bytes);
+	else
+		snprintf(buf, len, "%llu%c", (unsigned long long)bytes, suffix[s]);
+}
+
+static void qemu_option(const char *file, uint64_t size, const struct node_request *req,
+			char *buf, size_t len)
+{
+	char sz[32], ranges[256], *save = NULL, *tok;
+	size_t off;
+
+	size_token(size, sz, sizeof(sz));
+	off = (size_t)snprintf(buf, len,
+			       "-object memory-backend-file,id=mem0,mem-path=%s,size=%s,share=on,"
+			       "prealloc=off",
+			       file, sz);
+	format_node_ranges(req->nodes, req->nr, ranges, sizeof(ranges));
+	/* QEMU takes one host-nodes= per range. */
+	for (tok = strtok_r(ranges, ",", &save); tok && off < len; tok = strtok_r(NULL, ",", &save))
+		off += (size_t)snprintf(buf + off, len - off, ",host-nodes=%s", tok);
+	if (off < len)
+		snprintf(buf + off, len - off, ",policy=bind");
+}
+
+static int exit_for_region_error(int err, const char *path, uint64_t page)
+{
+	switch (err) {
+	case -EMEDIUMTYPE:
+		cli_error("%s is not on a filesystem that holds %s pages", path, page_label(page));
+		return EXIT_ENVIRONMENT;
+	case -EEXIST:
+		cli_error("%s exists with a different size; --reuse needs the exact size", path);
+		return EXIT_ENVIRONMENT;
+	case -ENODEV:
+		cli_error("a requested node is offline or has no memory");
+		return EXIT_USAGE;
+	case -ENOSPC:
+	case -ENOMEM:
+		cli_error("cannot create %s: %s", path, strerror(-err));
+		return EXIT_NO_MEMORY;
+	case -EACCES:
+	case -EPERM:
+	case -ENOENT:
+	case -EROFS:
+		cli_error("cannot create %s: %s", path, strerror(-err));
+		return EXIT_ENVIRONMENT;
+	default:
+		cli_error("cannot set up %s: %s", path, strerror(-err));
+		return EXIT_FAILURE_RUN;
+	}
+}
+
+/*
+ * Runs the job to its end; SIGINT/SIGTERM cancel it at the next chunk.
+ * Returns the signal number that interrupted it, or 0.
+ */
+static int run_job(struct prealloc_job *job, int sfd, bool show_progress)
+{
+	double start = now_wall();
+	int got_signal = 0;
+	struct pollfd pfd[2] = {
+		{ .fd = prealloc_job_eventfd(job), .events = POLLIN },
+		{ .fd = sfd, .events = POLLIN },
+	};
+
+	while (!prealloc_job_done(job)) {
+		int n = poll(pfd, sfd >= 0 ? 2 : 1, 100);
+
+		if (n > 0 && sfd >= 0 && (pfd[1].revents & POLLIN)) {
+			struct signalfd_siginfo si;
+
+			if (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si) && !got_signal) {
+				got_signal = (int)si.ssi_signo;
+				prealloc_job_cancel(job);
+			}
+			/* A second signal changes nothing: the rollback still runs. */
+		}
+		if (show_progress && now_wall() - start > 1.0)
+			progress_draw(job, now_wall() - start, false);
+	}
+	if (show_progress && now_wall() - start > 1.0)
+		progress_draw(job, now_wall() - start, true);
+	return got_signal;
+}
+
+int cmd_create(int argc, char **argv)
+{
+	struct create_args a = { 0 };
+	struct prealloc_ctx *ctx = NULL;
+	struct prealloc_region *region = NULL;
+	struct prealloc_job *job = NULL;
+	struct prealloc_report rep = { .size = sizeof(rep) };
+	uint64_t node_bytes[PREALLOC_MAX_NODES];
+	char dir[PATH_MAX], path[PATH_MAX], ranges[256], sz[32], qemu[PATH_MAX + 512];
+	const char *note = NULL;
+	sigset_t mask, old_mask;
+	int sfd = -1, sig = 0, ret, r;
+	bool created = false;
+
+	r = parse_args(argc, argv, &a);
+	if (r)
+		return r > 0 ? EXIT_OK : -r;
+	r = prealloc_ctx_new(&ctx);
+	if (r < 0) {
+		cli_error("cannot read the system topology: %s", strerror(-r));
+		return EXIT_FAILURE_RUN;
+	}
+	prealloc_ctx_set_log(ctx, cli_log, NULL);
+	if (a.req.nr == 0) {
+		/* No --node: every node with memory, split evenly. */
+		int nr = prealloc_nodes(ctx, a.req.nodes, PREALLOC_MAX_NODES);
+
+		a.req.nr = (unsigned int)MIN_LEN((size_t)nr, (size_t)PREALLOC_MAX_NODES);
+	}
+	ret = check_nodes(ctx, &a.req);
+	if (ret < 0)
+		goto out;
+	ret = resolve_location(ctx, &a, dir, sizeof(dir), &note);
+	if (ret < 0)
+		goto out;
+
+	uint64_t unit = a.page == PAGE_SIZE_THP ? PREALLOC_PAGE_2M : a.page;
+
+	if (a.size % unit) {
+		cli_error("size %s is not a multiple of the %s page size", format_size(a.size, sz, sizeof(sz)),
+			  page_label(a.page));
+		ret = -EXIT_USAGE;
+		goto out;
+	}
+	for (unsigned int i = 0; i < a.req.nr && a.req.sized; i++) {
+		if (a.req.bytes[i] % unit) {
+			cli_error("node %d's size %s is not a multiple of the %s page size",
+				  a.req.nodes[i], format_size(a.req.bytes[i], sz, sizeof(sz)),
+				  page_label(a.page));
+			ret = -EXIT_USAGE;
+			goto out;
+		}
+	}
+	if (a.size / unit < a.req.nr) {
+		cli_error("size %s is fewer than one %s page per node", format_size(a.size, sz, sizeof(sz)),
+			  page_label(a.page));
+		ret = -EXIT_USAGE;
+		goto out;
+	}
+	node_split(&a, unit, node_bytes);
+	ret = check_capacity(ctx, &a, a.page == PAGE_SIZE_THP ? PREALLOC_PAGE_4K : a.page, node_bytes);
+	if (ret < 0)
+		goto out;
+
+	struct prealloc_region_opts ro = {
+		.size = sizeof(ro),
+		.backing = PREALLOC_BACKING_FILE,
+		.flags = (a.reuse ? PREALLOC_REGION_REUSE : 0) |
+			 (a.page == PAGE_SIZE_THP ? PREALLOC_REGION_THP : 0),
+		.length = a.size,
+		.nr_nodes = a.req.nr,
+		.nodes = a.req.nodes,
+		.node_bytes = node_bytes,
+	};
+	format_node_ranges(a.req.nodes, a.req.nr, ranges, sizeof(ranges));
+	size_token(a.size, sz, sizeof(sz));
+	/*
+	 * From here on SIGINT/SIGTERM must not kill us before the rollback:
+	 * block them (workers inherit the mask) and read them from a signalfd.
+	 */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &mask, &old_mask);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	for (int attempt = 0;; attempt++) {
+		if (a.file) {
+			snprintf(path, sizeof(path), "%s", a.file);
+		} else {
+			char suffix[8];
+
+			random_suffix(suffix, sizeof(suffix));
+			if ((size_t)snprintf(path, sizeof(path), "%s/prealloc-node%s-%s-%s", dir, ranges,
+					     sz, suffix) >= sizeof(path)) {
+				cli_error("the path under %s is too long", dir);
+				ret = -EXIT_USAGE;
+				goto out_signals;
+			}
+		}
+		ro.path = path;
+		r = prealloc_region_new(ctx, &ro, &region);
+		if (r == -EEXIST && !a.file && attempt < 8)
+			continue;
+		break;
+	}
+	if (r < 0) {
+		ret = -exit_for_region_error(r, path, a.page);
+		goto out_signals;
+	}
+	created = prealloc_region_created_file(region);
+
+	struct prealloc_job_opts jo = {
+		.size = sizeof(jo),
+		.op = PREALLOC_OP_POPULATE,
+		.flags = (a.verify ? PREALLOC_JOB_VERIFY : 0) | (a.touch ? PREALLOC_JOB_TOUCH : 0),
+		.threads = a.threads,
+	};
+	r = prealloc_job_start(region, &jo, &job);
+	if (r < 0) {
+		cli_error("cannot start workers: %s", strerror(-r));
+		ret = -EXIT_FAILURE_RUN;
+		goto rollback;
+	}
+	sig = run_job(job, sfd, !a.quiet);
+	r = prealloc_job_wait(job);
+	prealloc_job_report(job, &rep);
+	if (sig) {
+		cli_error("interrupted by %s; removing what this run created",
+			  sig == SIGINT ? "SIGINT" : "SIGTERM");
+		ret = sig == SIGINT ? -EXIT_SIGINT : -EXIT_SIGTERM;
+		goto rollback;
+	}
+	if (r < 0) {
+		char off[32];
+
+		cli_error("populating %s failed on node %d at offset %s: %s%s", path, rep.error_node,
+			  format_size(rep.error_offset, off, sizeof(off)), strerror(-r),
+			  r == -EFAULT || r == -ENOMEM ? " (the node ran out of memory or hugepages)"
+						       : "");
+		ret = r == -EFAULT || r == -ENOMEM ? -EXIT_NO_MEMORY : -EXIT_FAILURE_RUN;
+		goto rollback;
+	}
+	qemu_option(path, a.size, &a.req, qemu, sizeof(qemu));
+	struct run_view view = {
+		.command = "create",
+		.verified = a.verify,
+		.file = path,
+		.page_label = page_label(a.page),
+		.qemu = qemu,
+		.note = a.reuse && !created ? "existing pages kept their contents; run 'prealloc "
+					      "clear' to zero them"
+					    : note,
+	};
+	if (a.verify) {
+		bool bad = rep.nonzero_offset != UINT64_MAX;
+
+		for (unsigned int i = 0; i < rep.nr_nodes; i++) {
+			struct prealloc_node_report n = { .size = sizeof(n) };
+
+			prealloc_job_node_report(job, i, &n);
+			bad |= n.pages_off_node || n.pages_missing;
+		}
+		if (bad) {
+			report_print(stdout, job, &view, a.json);
+			cli_error("verification failed: %s", rep.nonzero_offset != UINT64_MAX
+								   ? "memory is not zero"
+								   : "pages are missing or on the wrong node");
+			ret = -EXIT_VERIFY;
+			goto rollback;
+		}
+	}
+	if (created) {
+		r = registry_add(path, a.size, unit, ranges);
+		if (r < 0) {
+			cli_error("cannot record %s in %s: %s", path, registry_dir(), strerror(-r));
+			ret = -EXIT_ENVIRONMENT;
+			goto rollback;
+		}
+	}
+	if (!a.quiet || a.json)
+		report_print(stdout, job, &view, a.json);
+	ret = 0;
+	prealloc_job_free(job);
+	prealloc_region_free(region);
+	goto out_signals;
+
+rollback:
+	prealloc_job_free(job);
+	if (created)
+		prealloc_region_discard(region);
+	else
+		prealloc_region_free(region);
+out_signals:
+	if (sfd >= 0)
+		close(sfd);
+	pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
+out:
+	prealloc_ctx_free(ctx);
+	return -ret;
+}

@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Command-line parsers: node specs and page sizes. Pure functions with a
+ * one-line reason on failure; tests/unit/test-parse.c and the fuzz target
+ * feed them garbage.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cli.h"
+
+static int fail(char *err, size_t err_len, int ret, const char *fmt, const char *what)
+{
+	if (err && err_len)
+		snprintf(err, err_len, fmt, what);
+	return ret;
+}
+
+/* A node number: decimal digits only, below PREALLOC_MAX_NODES. */
+static int parse_node_number(const char **p, int *ret)
+{
+	long v = 0;
+
+	if (!isdigit((unsigned char)**p))
+		return -EINVAL;
+	while (isdigit((unsigned char)**p)) {
+		v = v * 10 + (**p - '0');
+		if (v >= PREALLOC_MAX_NODES)
+			return -ERANGE;
+		(*p)++;
+	}
+	*ret = (int)v;
+	return 0;
+}
+
+static int add_node(struct node_request *req, int node, uint64_t bytes, char *err, size_t err_len)
+{
+	char num[16];
+
+	snprintf(num, sizeof(num), "%d", node);
+	for (unsigned int i = 0; i < req->nr; i++)
+		if (req->nodes[i] == node)
+			return fail(err, err_len, -EINVAL, "node %s given twice", num);
+	if (req->nr >= PREALLOC_MAX_NODES)
+		return fail(err, err_len, -E2BIG, "too many nodes%s", "");
+	req->nodes[req->nr] = node;
+	req->bytes[req->nr] = bytes;
+	req->nr++;
+	return 0;
+}
+
+int parse_node_spec(const char *spec, struct node_request *req, char *err, size_t err_len)
+{
+	const char *p = spec;
+
+	if (!spec || !*spec)
+		return fail(err, err_len, -EINVAL, "empty node list%s", "");
+	for (;;) {
+		char size_buf[64];
+		uint64_t bytes = 0;
+		int first, last, r;
+
+		r = parse_node_number(&p, &first);
+		if (r == -ERANGE)
+			return fail(err, err_len, r, "node number too large in '%s'", spec);
+		if (r < 0)
+			return fail(err, err_len, r, "invalid node list '%s' (expected N, N-M, N,M or N:SIZE)",
+				    spec);
+		last = first;
+		if (*p == '-') {
+			p++;
+			r = parse_node_number(&p, &last);
+			if (r == -ERANGE)
+				return fail(err, err_len, r, "node number too large in '%s'", spec);
+			if (r < 0 || last < first)
+				return fail(err, err_len, -EINVAL, "invalid node range in '%s'", spec);
+		}
+		if (*p == ':') {
+			size_t n;
+
+			if (last != first)
+				return fail(err, err_len, -EINVAL,
+					    "a size applies to one node, not a range: '%s'", spec);
+			p++;
+			n = strcspn(p, ",");
+			if (n == 0 || n >= sizeof(size_buf))
+				return fail(err, err_len, -EINVAL, "invalid size in '%s'", spec);
+			memcpy(size_buf, p, n);
+			size_buf[n] = '\0';
+			r = prealloc_parse_size(size_buf, &bytes);
+			if (r == -ERANGE)
+				return fail(err, err_len, r, "size too large in '%s'", spec);
+			if (r < 0)
+				return fail(err, err_len, r,
+					    "invalid size in '%s' (expected a number with K, M, G or T)",
+					    spec);
+			if (bytes == 0)
+				return fail(err, err_len, -EINVAL, "zero size in '%s'", spec);
+			p += n;
+		}
+		if (req->nr && req->sized != (bytes != 0))
+			return fail(err, err_len, -EINVAL,
+				    "give every node a size (N:SIZE) or none: '%s'", spec);
+		req->sized = bytes != 0;
+		for (int n = first; n <= last; n++) {
+			r = add_node(req, n, bytes, err, err_len);
+			if (r < 0)
+				return r;
+		}
+		if (*p == '\0')
+			return 0;
+		if (*p != ',')
+			return fail(err, err_len, -EINVAL,
+				    "invalid node list '%s' (expected N, N-M, N,M or N:SIZE)", spec);
+		p++;
+	}
+}
+
+int parse_page_size(const char *s, uint64_t *ret, char *err, size_t err_len)
+{
+	uint64_t v;
+
+	if (!strcasecmp(s, "auto")) {
+		*ret = PAGE_SIZE_AUTO;
+		return 0;
+	}
+	if (!strcasecmp(s, "thp")) {
+		*ret = PAGE_SIZE_THP;
+		return 0;
+	}
+	if (prealloc_parse_size(s, &v) == 0 &&
+	    (v == PREALLOC_PAGE_4K || v == PREALLOC_PAGE_2M || v == PREALLOC_PAGE_1G)) {
+		*ret = v;
+		return 0;
+	}
+	return fail(err, err_len, -EINVAL, "invalid page size '%s' (expected 4k, 2M, 1G, thp or auto)",
+		    s);
+}
+
+const char *format_size(uint64_t bytes, char *buf, size_t len)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+	unsigned int u = 0;
+	double v = (double)bytes;
+
+	while (v >= 1024 && u < sizeof(units) / sizeof(units[0]) - 1) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0 || v == (double)(uint64_t)v)
+		snprintf(buf, len, "%llu %s", (unsigned long long)v, units[u]);
+	else
+		snprintf(buf, len, "%.2f %s", v, units[u]);
+	return buf;
+}
+
+const char *format_node_ranges(const int *nodes, unsigned int nr, char *buf, size_t len)
+{
+	bool seen[PREALLOC_MAX_NODES] = { false };
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (unsigned int i = 0; i < nr; i++)
+		if (nodes[i] >= 0 && nodes[i] < PREALLOC_MAX_NODES)
+			seen[nodes[i]] = true;
+	for (int n = 0; n < PREALLOC_MAX_NODES; n++) {
+		int end = n;
+
+		if (!seen[n])
+			continue;
+		while (end + 1 < PREALLOC_MAX_NODES && seen[end + 1])
+			end++;
+		if (end == n)
+			off += snprintf(buf + off, off < len ? len - off : 0, "%s%d", off ? "," : "", n);
+		else
+			off += snprintf(buf + off, off < len ? len - off : 0, "%s%d-%d", off ? "," : "",
+					n, end);
+		n = end;
+	}
+	return buf;
+}

@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Rendering a job's report: a table for people, one JSON document for
+ * programs (schema in docs/json.md), and a per-node progress bar.
+ */
+#include <json-c/json.h>
+#include <math.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static const char *method_name(int method)
+{
+	switch (method) {
+	case PREALLOC_METHOD_POPULATE_WRITE:
+		return "madv_populate_write";
+	case PREALLOC_METHOD_TOUCH:
+		return "touch";
+	case PREALLOC_METHOD_CLEAR:
+		return "clear";
+	default:
+		return "none";
+	}
+}
+
+static const char *op_verb(int op)
+{
+	switch (op) {
+	case PREALLOC_OP_POPULATE:
+		return "populated";
+	case PREALLOC_OP_CLEAR:
+		return "cleared";
+	default:
+		return "verified";
+	}
+}
+
+static double gbps(uint64_t bytes, double seconds)
+{
+	return seconds > 0 ? bytes / seconds / 1e9 : 0;
+}
+
+static json_object *json_double(double v)
+{
+	/* Three significant decimals are plenty and keep documents stable. */
+	return json_object_new_double(round(v * 1e6) / 1e6);
+}
+
+static json_object *node_json(const struct prealloc_node_report *n)
+{
+	json_object *o = json_object_new_object(), *cpus = json_object_new_array();
+
+	json_object_object_add(o, "node", json_object_new_int(n->node));
+	json_object_object_add(o, "bytes", json_object_new_uint64(n->bytes));
+	json_object_object_add(o, "bytes_done", json_object_new_uint64(n->bytes_done));
+	json_object_object_add(o, "threads", json_object_new_int((int)n->threads));
+	json_object_object_add(o, "seconds", json_double(n->seconds));
+	json_object_object_add(o, "gb_per_s", json_double(gbps(n->bytes_done, n->seconds)));
+	json_object_object_add(o, "pages_on_node", json_object_new_uint64(n->pages_on_node));
+	json_object_object_add(o, "pages_off_node", json_object_new_uint64(n->pages_off_node));
+	json_object_object_add(o, "pages_missing", json_object_new_uint64(n->pages_missing));
+	for (int c = 0; c < PREALLOC_MAX_CPUS; c++)
+		if (n->cpus_seen[c / 64] & (UINT64_C(1) << (c % 64)))
+			json_object_array_add(cpus, json_object_new_int(c));
+	json_object_object_add(o, "cpus", cpus);
+	json_object_object_add(o, "cpu_samples_off", json_object_new_uint64(n->cpu_samples_off));
+	return o;
+}
+
+static void print_json(FILE *f, struct prealloc_job *job, const struct prealloc_report *rep,
+		       const struct run_view *view)
+{
+	json_object *o = json_object_new_object(), *nodes = json_object_new_array();
+
+	json_object_object_add(o, "command", json_object_new_string(view->command));
+	json_object_object_add(o, "bytes", json_object_new_uint64(rep->bytes));
+	json_object_object_add(o, "bytes_done", json_object_new_uint64(rep->bytes_done));
+	json_object_object_add(o, "seconds", json_double(rep->seconds));
+	json_object_object_add(o, "gb_per_s", json_double(gbps(rep->bytes_done, rep->seconds)));
+	json_object_object_add(o, "page_size", json_object_new_uint64(rep->page_size));
+	json_object_object_add(o, "page_label", json_object_new_string(view->page_label));
+	json_object_object_add(o, "file", view->file ? json_object_new_string(view->file) : NULL);
+	json_object_object_add(o, "method", json_object_new_string(method_name(rep->method)));
+	if (rep->method == PREALLOC_METHOD_CLEAR)
+		json_object_object_add(o, "clear_kernel", json_object_new_string(rep->clear_kernel));
+	json_object_object_add(o, "threads", json_object_new_int((int)rep->threads));
+	json_object_object_add(o, "verify_seconds", json_double(rep->verify_seconds));
+	json_object_object_add(o, "verified", json_object_new_boolean(view->verified));
+	if (rep->nonzero_offset != UINT64_MAX)
+		json_object_object_add(o, "first_nonzero_offset",
+				       json_object_new_uint64(rep->nonzero_offset));
+	json_object_object_add(o, "cancelled", json_object_new_boolean(rep->cancelled));
+	if (rep->error) {
+		json_object *e = json_object_new_object();
+
+		json_object_object_add(e, "errno", json_object_new_int(-rep->error));
+		json_object_object_add(e, "message", json_object_new_string(strerror(-rep->error)));
+		json_object_object_add(e, "node", json_object_new_int(rep->error_node));
+		json_object_object_add(e, "offset", json_object_new_uint64(rep->error_offset));
+		json_object_object_add(o, "error", e);
+	} else {
+		json_object_object_add(o, "error", NULL);
+	}
+	if (view->qemu)
+		json_object_object_add(o, "qemu", json_object_new_string(view->qemu));
+	if (view->note)
+		json_object_object_add(o, "note", json_object_new_string(view->note));
+	for (unsigned int i = 0; i < rep->nr_nodes; i++) {
+		struct prealloc_node_report n = { .size = sizeof(n) };
+
+		if (prealloc_job_node_report(job, i, &n) == 0)
+			json_object_array_add(nodes, node_json(&n));
+	}
+	json_object_object_add(o, "nodes", nodes);
+	fprintf(f, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
+								     JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(o);
+}
+
+static void print_human(FILE *f, struct prealloc_job *job, const struct prealloc_report *rep,
+			const struct run_view *view)
+{
+	char size[32], extra[64] = "";
+
+	if (rep->method == PREALLOC_METHOD_CLEAR)
+		snprintf(extra, sizeof(extra), " with the %s kernel", rep->clear_kernel);
+	else if (rep->method != PREALLOC_METHOD_NONE)
+		snprintf(extra, sizeof(extra), " with %s", method_name(rep->method));
+	fprintf(f, "%s %s in %s pages in %.3f s (%.2f GB/s, %u threads)%s\n",
+		format_size(rep->bytes_done, size, sizeof(size)), op_verb(rep->op),
+		view->page_label, rep->seconds, gbps(rep->bytes_done, rep->seconds), rep->threads,
+		extra);
+	fprintf(f, "  %-5s %12s %8s %9s %8s %10s %10s %10s  %s\n", "node", "size", "threads",
+		"seconds", "GB/s", "on node", "off node", "missing", "cpus");
+	for (unsigned int i = 0; i < rep->nr_nodes; i++) {
+		struct prealloc_node_report n = { .size = sizeof(n) };
+		char cpus[128] = "";
+		int list[PREALLOC_MAX_CPUS], nr = 0;
+
+		if (prealloc_job_node_report(job, i, &n) < 0)
+			continue;
+		for (int c = 0; c < PREALLOC_MAX_CPUS; c++)
+			if (n.cpus_seen[c / 64] & (UINT64_C(1) << (c % 64)))
+				list[nr++] = c;
+		/* CPU numbers share the range syntax with node numbers. */
+		format_node_ranges(list, (unsigned int)nr, cpus, sizeof(cpus));
+		fprintf(f, "  %-5d %12s %8u %9.3f %8.2f %10llu %10llu %10llu  %s\n", n.node,
+			format_size(n.bytes, size, sizeof(size)), n.threads, n.seconds,
+			gbps(n.bytes_done, n.seconds), (unsigned long long)n.pages_on_node,
+			(unsigned long long)n.pages_off_node, (unsigned long long)n.pages_missing,
+			cpus);
+	}
+	if (rep->verify_seconds > 0)
+		fprintf(f, "  placement%s checked in %.3f s%s\n", view->verified ? " and zeroes" : "",
+			rep->verify_seconds,
+			rep->nonzero_offset == UINT64_MAX ? "" : ": memory is NOT zero");
+	if (view->file)
+		fprintf(f, "file: %s\n", view->file);
+	if (view->qemu)
+		fprintf(f, "qemu: %s\n", view->qemu);
+	if (view->note)
+		fprintf(f, "note: %s\n", view->note);
+}
+
+void report_print(FILE *f, struct prealloc_job *job, const struct run_view *view, bool json)
+{
+	struct prealloc_report rep = { .size = sizeof(rep) };
+
+	if (prealloc_job_report(job, &rep) < 0)
+		return;
+	if (json)
+		print_json(f, job, &rep, view);
+	else
+		print_human(f, job, &rep, view);
+	fflush(f);
+}
+
+void progress_draw(struct prealloc_job *job, double elapsed, bool final)
+{
+	static unsigned int lines_drawn;
+	int nodes[64];
+	int nr;
+
+	if (!isatty(STDERR_FILENO))
+		return;
+	nr = prealloc_job_node_count(job, nodes, 64);
+	if (nr <= 0)
+		return;
+	if (lines_drawn)
+		fprintf(stderr, "\033[%uA", lines_drawn);
+	lines_drawn = 0;
+	for (int i = 0; i < nr && i < 64; i++) {
+		uint64_t done = 0, total = 1;
+		char bar[41];
+		int fill;
+
+		prealloc_job_node_progress(job, nodes[i], &done, &total);
+		fill = total ? (int)(40.0 * done / total) : 40;
+		memset(bar, '#', (size_t)fill);
+		memset(bar + fill, '.', (size_t)(40 - fill));
+		bar[40] = '\0';
+		fprintf(stderr, "\rnode %-3d [%s] %5.1f%% %6.1f s\033[K\n", nodes[i], bar,
+			total ? 100.0 * done / total : 100.0, elapsed);
+		lines_drawn++;
+	}
+	if (final)
+		lines_drawn = 0;
+	fflush(stderr);
+}

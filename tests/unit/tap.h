@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/* A few lines of TAP for test programs: ok/not ok per case, plan at the end. */
+#ifndef PREALLOC_TAP_H
+#define PREALLOC_TAP_H
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static unsigned int tap_count, tap_failed;
+
+__attribute__((format(printf, 2, 3))) static inline int tap_ok(int cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%sok %u - ", cond ? "" : "not ", ++tap_count);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	if (!cond)
+		tap_failed++;
+	return cond;
+}
+
+__attribute__((format(printf, 1, 2))) static inline void tap_skip(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("ok %u # SKIP ", ++tap_count);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+}
+
+static inline int tap_done(void)
+{
+	printf("1..%u\n", tap_count);
+	return tap_failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+#endif

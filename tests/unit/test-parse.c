@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: MIT */
+/* Size, node-list and page-size parsers: good input, garbage and overflow. */
+#include <errno.h>
+#include <string.h>
+
+#include "cli.h"
+#include "tap.h"
+
+static void size_case(const char *s, int want_ret, uint64_t want)
+{
+	uint64_t v = 0xdeadbeef;
+	int r = prealloc_parse_size(s, &v);
+
+	if (want_ret == 0)
+		tap_ok(r == 0 && v == want, "size '%s' = %llu (got %d, %llu)", s,
+		       (unsigned long long)want, r, (unsigned long long)v);
+	else
+		tap_ok(r == want_ret && v == 0xdeadbeef, "size '%s' rejected with %d (got %d)", s,
+		       want_ret, r);
+}
+
+static void node_case(const char *spec, int want_ret, unsigned int nr, const int *nodes,
+		      const uint64_t *bytes)
+{
+	struct node_request req;
+	char err[256] = "";
+	int r;
+	bool same = true;
+
+	memset(&req, 0, sizeof(req));
+	r = parse_node_spec(spec, &req, err, sizeof(err));
+	if (want_ret) {
+		tap_ok(r == want_ret && err[0], "node spec '%s' rejected (%d): %s", spec, r, err);
+		return;
+	}
+	same = r == 0 && req.nr == nr;
+	for (unsigned int i = 0; same && i < nr; i++)
+		same = req.nodes[i] == nodes[i] && req.bytes[i] == (bytes ? bytes[i] : 0);
+	tap_ok(same, "node spec '%s' parses (%d, %s)", spec, r, err);
+}
+
+int main(void)
+{
+	const uint64_t K = 1024, M = K * K, G = M * K, T = G * K;
+
+	size_case("0", 0, 0);
+	size_case("4096", 0, 4096);
+	size_case("512M", 0, 512 * M);
+	size_case("512m", 0, 512 * M);
+	size_case("1G", 0, G);
+	size_case("4GiB", 0, 4 * G);
+	size_case("4gib", 0, 4 * G);
+	size_case("2KB", 0, 2 * K);
+	size_case("3T", 0, 3 * T);
+	size_case("7TiB", 0, 7 * T);
+	size_case("100B", 0, 100);
+	size_case("18446744073709551615", 0, UINT64_MAX);
+	size_case("18446744073709551616", -ERANGE, 0);
+	size_case("99999999999999999999999", -ERANGE, 0);
+	size_case("16777216T", -ERANGE, 0);
+	size_case("16777215T", 0, 16777215 * T);
+	size_case("", -EINVAL, 0);
+	size_case("G", -EINVAL, 0);
+	size_case("-1G", -EINVAL, 0);
+	size_case("+1G", -EINVAL, 0);
+	size_case(" 1G", -EINVAL, 0);
+	size_case("1G ", -EINVAL, 0);
+	size_case("1.5G", -EINVAL, 0);
+	size_case("1X", -EINVAL, 0);
+	size_case("1GG", -EINVAL, 0);
+	size_case("1GiBx", -EINVAL, 0);
+	size_case("1iB", -EINVAL, 0);
+	size_case("0x10", -EINVAL, 0);
+	size_case("1BB", -EINVAL, 0);
+
+	node_case("0", 0, 1, (int[]){ 0 }, NULL);
+	node_case("0,1", 0, 2, (int[]){ 0, 1 }, NULL);
+	node_case("0-3", 0, 4, (int[]){ 0, 1, 2, 3 }, NULL);
+	node_case("5,0-1", 0, 3, (int[]){ 5, 0, 1 }, NULL);
+	node_case("0:64G", 0, 1, (int[]){ 0 }, (uint64_t[]){ 64 * G });
+	node_case("0:64G,1:2M", 0, 2, (int[]){ 0, 1 }, (uint64_t[]){ 64 * G, 2 * M });
+	node_case("1023", 0, 1, (int[]){ 1023 }, NULL);
+	node_case("1024", -ERANGE, 0, NULL, NULL);
+	node_case("99999999999999999999", -ERANGE, 0, NULL, NULL);
+	node_case("", -EINVAL, 0, NULL, NULL);
+	node_case(",", -EINVAL, 0, NULL, NULL);
+	node_case("0,", -EINVAL, 0, NULL, NULL);
+	node_case("a", -EINVAL, 0, NULL, NULL);
+	node_case("-1", -EINVAL, 0, NULL, NULL);
+	node_case("3-1", -EINVAL, 0, NULL, NULL);
+	node_case("0,0", -EINVAL, 0, NULL, NULL);
+	node_case("0-1,1", -EINVAL, 0, NULL, NULL);
+	node_case("0:", -EINVAL, 0, NULL, NULL);
+	node_case("0:0", -EINVAL, 0, NULL, NULL);
+	node_case("0:1Q", -EINVAL, 0, NULL, NULL);
+	node_case("0:99999999999T", -ERANGE, 0, NULL, NULL);
+	node_case("0-1:4G", -EINVAL, 0, NULL, NULL);
+	node_case("0:4G,1", -EINVAL, 0, NULL, NULL);
+	node_case("0,1:4G", -EINVAL, 0, NULL, NULL);
+	node_case("0 ", -EINVAL, 0, NULL, NULL);
+
+	/* Repeated --node options accumulate into one request. */
+	{
+		struct node_request req;
+		char err[128];
+
+		memset(&req, 0, sizeof(req));
+		tap_ok(parse_node_spec("0:1G", &req, err, sizeof(err)) == 0 &&
+			       parse_node_spec("1:3G", &req, err, sizeof(err)) == 0 && req.nr == 2 &&
+			       req.sized && req.bytes[1] == 3 * G,
+		       "--node 0:1G --node 1:3G accumulate");
+		tap_ok(parse_node_spec("1", &req, err, sizeof(err)) < 0,
+		       "--node 1 after sized nodes is refused: %s", err);
+		tap_ok(parse_node_spec("0:1G", &req, err, sizeof(err)) < 0,
+		       "a node repeated across options is refused: %s", err);
+	}
+
+	static const struct {
+		const char *s;
+		uint64_t want;
+		bool ok;
+	} pages[] = {
+		{ "4k", PREALLOC_PAGE_4K, true }, { "4K", PREALLOC_PAGE_4K, true },
+		{ "2M", PREALLOC_PAGE_2M, true }, { "2m", PREALLOC_PAGE_2M, true },
+		{ "1G", PREALLOC_PAGE_1G, true }, { "2MiB", PREALLOC_PAGE_2M, true },
+		{ "thp", PAGE_SIZE_THP, true },	  { "auto", PAGE_SIZE_AUTO, true },
+		{ "8k", 0, false },		  { "", 0, false },
+		{ "huge", 0, false },		  { "2097152", PREALLOC_PAGE_2M, true },
+	};
+	for (size_t i = 0; i < sizeof(pages) / sizeof(pages[0]); i++) {
+		uint64_t v = 12345;
+		char err[128] = "";
+		int r = parse_page_size(pages[i].s, &v, err, sizeof(err));
+
+		tap_ok(pages[i].ok ? r == 0 && v == pages[i].want : r < 0 && err[0],
+		       "page size '%s' %s", pages[i].s, pages[i].ok ? "accepted" : "rejected");
+	}
+
+	char buf[64];
+	tap_ok(!strcmp(format_node_ranges((int[]){ 3, 0, 1, 2, 7 }, 5, buf, sizeof(buf)), "0-3,7"),
+	       "node ranges render as 0-3,7 (%s)", buf);
+	tap_ok(!strcmp(format_size(512 << 20, buf, sizeof(buf)), "512 MiB"), "512 MiB renders (%s)",
+	       buf);
+	return tap_done();
+}
