@@ -174,6 +174,57 @@ static int map_backing(struct prealloc_region *r, const struct prealloc_region_o
 	return 0;
 }
 
+/* Appends [off, off + len) on node, merging with the previous extent. */
+static int extent_append(struct prealloc_region *r, unsigned int *cap, int node, uint64_t off,
+			 uint64_t len)
+{
+	struct prealloc_extent *last = r->nr_extents ? &r->extents[r->nr_extents - 1] : NULL;
+
+	if (last && last->node == node && last->offset + last->length == off) {
+		last->length += len;
+		return 0;
+	}
+	if (r->nr_extents == *cap) {
+		unsigned int ncap = *cap ? *cap * 2 : 16;
+		struct prealloc_extent *n = realloc(r->extents, ncap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		r->extents = n;
+		*cap = ncap;
+	}
+	r->extents[r->nr_extents++] = (struct prealloc_extent){ node, off, len };
+	return 0;
+}
+
+/* Extents from where each page of the region is now. */
+static int adopt_placement(struct prealloc_region *r)
+{
+	enum { BATCH = 1024 };
+	void *pages[BATCH];
+	int status[BATCH];
+	uint64_t npages = r->length / r->page_size;
+	unsigned int cap = 0;
+	int ret;
+
+	for (uint64_t done = 0; done < npages;) {
+		unsigned int n = (unsigned int)MIN(npages - done, (uint64_t)BATCH);
+
+		for (unsigned int i = 0; i < n; i++)
+			pages[i] = r->addr + (done + i) * r->page_size;
+		if (move_pages(0, n, pages, NULL, status, 0) < 0)
+			return -errno;
+		for (unsigned int i = 0; i < n; i++) {
+			ret = extent_append(r, &cap, status[i] >= 0 ? status[i] : -1,
+					    (done + i) * r->page_size, r->page_size);
+			if (ret < 0)
+				return ret;
+		}
+		done += n;
+	}
+	return 0;
+}
+
 /* Nodes of the calling thread's policy (or all nodes) when none are named. */
 static int default_nodes(struct prealloc_ctx *ctx, int *nodes, unsigned int *nr)
 {
@@ -232,6 +283,17 @@ EXPORT int prealloc_region_new(struct prealloc_ctx *ctx, const struct prealloc_r
 	ret = map_backing(r, &o);
 	if (ret < 0)
 		goto fail;
+	if (o.flags & PREALLOC_REGION_ADOPT_PLACEMENT) {
+		if (o.nr_nodes) {
+			ret = -EINVAL;
+			goto fail;
+		}
+		ret = adopt_placement(r);
+		if (ret < 0)
+			goto fail;
+		*ret_region = r;
+		return 0;
+	}
 
 	nr = o.nr_nodes;
 	nodes = calloc(MAX(ctx->nr_nodes, nr), sizeof(*nodes));

@@ -9,12 +9,14 @@
 
 #include "cpu.h"
 
+struct prealloc_region;
+
 /* Zeroes [dst, dst + len); any alignment, any length; NT kernels end with SFENCE. */
 typedef void (*clear_fn)(void *dst, size_t len);
 
 struct clear_kernel {
 	const char *name;
-	clear_fn fn;
+	clear_fn fn;		/* NULL: not built (-Dvector_kernels=false) */
 	uint64_t requires;	/* PREALLOC_CPU_* bits */
 	bool nontemporal;
 };
@@ -23,14 +25,76 @@ struct clear_kernel {
 extern const struct clear_kernel clear_kernels[];
 extern const unsigned int clear_kernels_count;
 
+/* The kernels themselves (clear_kernels.c); the vector ones exist only when built. */
+void clear_c(void *dst, size_t len);
+void clear_rep_stosb(void *dst, size_t len);
+void clear_movnti(void *dst, size_t len);
+void clear_avx2_nt(void *dst, size_t len);
+void clear_avx512_nt(void *dst, size_t len);
+void clear_clzero(void *dst, size_t len);
+
 const struct clear_kernel *clear_kernel_find(const char *name);
+/* Built, and every required feature present. */
 bool clear_kernel_usable(const struct clear_kernel *k, uint64_t features);
 
 /*
- * Picks the kernel for clearing size bytes (per worker total) with threads
- * workers: a pure function of its inputs. why gets a short reason.
+ * Calibration: the measured winner per size class on one CPU model. A
+ * class covers footprints (bytes per worker x workers) up to max_bytes;
+ * classes ascend, and the last one also covers anything larger.
+ */
+#define CLEAR_CAL_CLASSES 8
+#define CLEAR_KERNEL_NAME_MAX 24
+
+struct clear_cal_class {
+	uint64_t max_bytes;
+	char kernel[CLEAR_KERNEL_NAME_MAX];
+	double gbps;		/* informational */
+};
+
+struct clear_calibration {
+	/* Identity of the CPU it was measured on; anything else makes it foreign. */
+	char vendor[16];
+	char model_name[64];
+	unsigned int family;
+	unsigned int model;
+	unsigned int nr_classes;
+	struct clear_cal_class classes[CLEAR_CAL_CLASSES];
+};
+
+/* True when cal was measured on a CPU of cpu's vendor, family, model and name. */
+bool clear_calibration_matches(const struct clear_calibration *cal, const struct cpu_id *cpu);
+
+/*
+ * Picks the kernel for clearing size bytes per worker with threads workers
+ * sharing a last-level cache, under an optional calibration (NULL: none).
+ * A pure function of its inputs; why gets a short reason.
  */
 const struct clear_kernel *clear_select(const struct cpu_id *cpu, uint64_t size,
-					unsigned int threads, char *why, size_t why_len);
+					unsigned int threads, const struct clear_calibration *cal,
+					char *why, size_t why_len);
+
+/*
+ * clear_select() for a job on region: per node, its bytes spread over its
+ * workers (threads, 0: the node's CPUs), under the active calibration.
+ * The node with the largest footprint decides.
+ */
+const struct clear_kernel *clear_select_region(const struct prealloc_region *region,
+					       unsigned int threads, char *why, size_t why_len);
+
+/* calibrate.c */
+/* Default file: /var/lib/prealloc/calibration as root, else the user's cache. */
+int calibration_default_path(char *buf, size_t len);
+/* Parses a calibration file's text; -EINVAL when malformed. Pure. */
+int calibration_parse(const char *text, struct clear_calibration *ret);
+/* Formats cal as a file's text; returns the length or -ENOSPC. Pure. */
+int calibration_format(const struct clear_calibration *cal, char *buf, size_t len);
+int calibration_read(const char *path, struct clear_calibration *ret);
+int calibration_write(const char *path, const struct clear_calibration *cal);
+/*
+ * Copies the process's active calibration into ret; false when none. The
+ * first call tries the default file once (ignored if missing or foreign).
+ */
+bool calibration_active(const struct cpu_id *cpu, struct clear_calibration *ret);
+void calibration_set_active(const struct clear_calibration *cal);
 
 #endif

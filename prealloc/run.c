@@ -217,6 +217,9 @@ static int pools_build(struct prealloc_job *job)
 		const struct prealloc_extent *ext = &reg->extents[e];
 		struct node_pool *pool = NULL;
 
+		if (ext->node < 0)
+			continue;	/* not resident: nothing to clear or check */
+
 		for (unsigned int p = 0; p < job->nr_pools; p++)
 			if (job->pools[p].node == ext->node)
 				pool = &job->pools[p];
@@ -306,7 +309,7 @@ EXPORT int prealloc_job_start(struct prealloc_region *region, const struct preal
 		char why[128];
 
 		if (!name || !strcmp(name, "auto")) {
-			job->kernel = clear_select(cpu_get(), region->length, 1, why, sizeof(why));
+			job->kernel = clear_select_region(region, job->opts.threads, why, sizeof(why));
 		} else {
 			job->kernel = clear_kernel_find(name);
 			if (!job->kernel) {
@@ -336,6 +339,17 @@ EXPORT int prealloc_job_start(struct prealloc_region *region, const struct preal
 	if (job->efd < 0) {
 		r = -errno;
 		goto fail;
+	}
+	if (job->nr_workers == 0) {
+		/* Nothing resident to work on: done at once. */
+		uint64_t one = 1;
+
+		if (write(job->efd, &one, sizeof(one)) < 0) {
+			r = -errno;
+			goto fail;
+		}
+		*ret_job = job;
+		return 0;
 	}
 	job->workers = calloc(job->nr_workers, sizeof(*job->workers));
 	if (!job->workers) {
@@ -427,6 +441,15 @@ EXPORT int prealloc_job_node_progress(struct prealloc_job *job, int node, uint64
 		return 0;
 	}
 	return -ENOENT;
+}
+
+EXPORT int prealloc_job_node_count(struct prealloc_job *job, int *ret_nodes, unsigned int max)
+{
+	if (!job || (max && !ret_nodes))
+		return -EINVAL;
+	for (unsigned int p = 0; p < job->nr_pools && p < max; p++)
+		ret_nodes[p] = job->pools[p].node;
+	return (int)job->nr_pools;
 }
 
 EXPORT int prealloc_job_cancel(struct prealloc_job *job)

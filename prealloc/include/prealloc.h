@@ -113,6 +113,13 @@ enum prealloc_region_flags {
 	PREALLOC_REGION_REUSE = 1u << 0,  /* FILE: accept an existing file of the exact size */
 	PREALLOC_REGION_NO_BIND = 1u << 1, /* do not mbind (MAPPED: caller set policy) */
 	PREALLOC_REGION_THP = 1u << 2,	  /* FILE/MEMFD on tmpfs: MADV_HUGEPAGE (shmem THP) */
+	/*
+	 * Existing memory (FILE with REUSE, MAPPED): extents follow where the
+	 * pages already are (move_pages query); pages not resident form
+	 * extents with node -1, which jobs skip. Implies NO_BIND; nr_nodes
+	 * must be 0. This is how `clear` finds each page's node.
+	 */
+	PREALLOC_REGION_ADOPT_PLACEMENT = 1u << 3,
 };
 
 struct prealloc_region_opts {
@@ -149,7 +156,7 @@ int prealloc_region_fd(const struct prealloc_region *region); /* -1 if none */
 int prealloc_region_created_file(const struct prealloc_region *region);
 /* Extents: node and byte range of each; returns the count (may exceed max). */
 struct prealloc_extent {
-	int node;
+	int node;		/* -1: pages not resident (ADOPT_PLACEMENT) */
 	uint64_t offset;
 	uint64_t length;
 };
@@ -261,7 +268,7 @@ int prealloc_parse_size(const char *s, uint64_t *ret_bytes);
 /* ---- clear kernels ------------------------------------------------------ */
 
 /*
- * Kernels: "clzero", "avx512_nt", "avx2_nt", "movnti" (non-temporal stores),
+ * Kernels: "avx512_nt", "avx2_nt", "clzero", "movnti" (non-temporal stores),
  * "rep_stosb", "c" (cached stores). Automatic selection ("auto" or NULL)
  * uses, in order: the active calibration if it was measured on this CPU
  * model; cached stores where NT stores are known not to be faster; cached

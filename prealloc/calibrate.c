@@ -1,0 +1,419 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Calibration: per size class, the clear kernel that `prealloc bench`
+ * measured fastest on this machine, persisted as a small text file:
+ *
+ *   version 1
+ *   vendor AuthenticAMD
+ *   family 25
+ *   model 17
+ *   model_name AMD EPYC 9554 64-Core Processor
+ *   class 33554432 rep_stosb 41.20
+ *   class 18446744073709551615 clzero 30.10
+ *
+ * It lives in /var/lib/prealloc/calibration for root, else in the user's
+ * cache directory. One is active per process; the first automatic choice
+ * loads the default file once. A file measured on another CPU (vendor,
+ * family, model or model name differ) is foreign and never used.
+ */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "clear.h"
+
+#define CAL_VERSION 1
+#define CAL_MAX_TEXT 8192
+#define CAL_ROOT_DIR "/var/lib/prealloc"
+
+static pthread_mutex_t cal_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t cal_once = PTHREAD_ONCE_INIT;
+static struct clear_calibration cal_current;
+static bool cal_loaded;
+
+/* Directory holding the default file; creates nothing. */
+static int calibration_dir(char *buf, size_t len)
+{
+	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	int n;
+
+	if (geteuid() == 0)
+		n = snprintf(buf, len, "%s", CAL_ROOT_DIR);
+	else if (xdg && xdg[0] == '/')	/* the spec says relative values are invalid */
+		n = snprintf(buf, len, "%s/prealloc", xdg);
+	else if (home && home[0] == '/')
+		n = snprintf(buf, len, "%s/.cache/prealloc", home);
+	else
+		return -ENOENT;
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+int calibration_default_path(char *buf, size_t len)
+{
+	char dir[4096];
+	int r, n;
+
+	r = calibration_dir(dir, sizeof(dir));
+	if (r < 0)
+		return r;
+	n = snprintf(buf, len, "%s/calibration", dir);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* Classes ascend by max_bytes and name kernels this library knows. */
+static int calibration_check(const struct clear_calibration *cal)
+{
+	if (!cal->nr_classes || cal->nr_classes > CLEAR_CAL_CLASSES)
+		return -EINVAL;
+	for (unsigned int i = 0; i < cal->nr_classes; i++) {
+		if (!clear_kernel_find(cal->classes[i].kernel))
+			return -EINVAL;
+		if (i && cal->classes[i].max_bytes <= cal->classes[i - 1].max_bytes)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+int calibration_parse(const char *text, struct clear_calibration *ret)
+{
+	struct clear_calibration cal = { 0 };
+	unsigned int version = 0;
+	const char *line = text;
+
+	while (*line) {
+		const char *eol = strchrnul(line, '\n');
+		char buf[256], kernel[CLEAR_KERNEL_NAME_MAX + 1];
+		size_t n = (size_t)(eol - line);
+		unsigned long long max;
+		double gbps;
+
+		if (n >= sizeof(buf))
+			return -EINVAL;
+		memcpy(buf, line, n);
+		buf[n] = '\0';
+		line = *eol ? eol + 1 : eol;
+
+		if (!buf[0] || buf[0] == '#')
+			continue;
+		if (sscanf(buf, "version %u", &version) == 1) {
+			if (version != CAL_VERSION)
+				return -EINVAL;
+		} else if (!strncmp(buf, "vendor ", 7)) {
+			snprintf(cal.vendor, sizeof(cal.vendor), "%s", buf + 7);
+		} else if (!strncmp(buf, "model_name ", 11)) {
+			snprintf(cal.model_name, sizeof(cal.model_name), "%s", buf + 11);
+		} else if (sscanf(buf, "family %u", &cal.family) == 1 ||
+			   sscanf(buf, "model %u", &cal.model) == 1) {
+			continue;
+		} else if (sscanf(buf, "class %llu %24s %lf", &max, kernel, &gbps) == 3) {
+			struct clear_cal_class *c;
+
+			if (cal.nr_classes == CLEAR_CAL_CLASSES || strlen(kernel) >= CLEAR_KERNEL_NAME_MAX)
+				return -EINVAL;
+			c = &cal.classes[cal.nr_classes++];
+			c->max_bytes = max;
+			c->gbps = gbps;
+			memcpy(c->kernel, kernel, strlen(kernel) + 1);
+		}
+		/* Other keys are a newer writer's additions: ignored. */
+	}
+	if (version != CAL_VERSION || !cal.vendor[0] || calibration_check(&cal) < 0)
+		return -EINVAL;
+	*ret = cal;
+	return 0;
+}
+
+int calibration_format(const struct clear_calibration *cal, char *buf, size_t len)
+{
+	size_t off = 0;
+	int n;
+
+	n = snprintf(buf, len,
+		     "# prealloc calibration: fastest clear kernel per size class (prealloc bench --save)\n"
+		     "version %u\nvendor %s\nfamily %u\nmodel %u\nmodel_name %s\n",
+		     CAL_VERSION, cal->vendor, cal->family, cal->model, cal->model_name);
+	if (n < 0 || (size_t)n >= len)
+		return -ENOSPC;
+	off = (size_t)n;
+	for (unsigned int i = 0; i < cal->nr_classes; i++) {
+		n = snprintf(buf + off, len - off, "class %" PRIu64 " %s %.2f\n",
+			     cal->classes[i].max_bytes, cal->classes[i].kernel, cal->classes[i].gbps);
+		if (n < 0 || (size_t)n >= len - off)
+			return -ENOSPC;
+		off += (size_t)n;
+	}
+	return (int)off;
+}
+
+int calibration_read(const char *path, struct clear_calibration *ret)
+{
+	char *text;
+	ssize_t n;
+	size_t got = 0;
+	int fd, r;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	text = malloc(CAL_MAX_TEXT + 1);
+	if (!text) {
+		r = -ENOMEM;
+		goto out_close;
+	}
+	while (got < CAL_MAX_TEXT && (n = read(fd, text + got, CAL_MAX_TEXT - got)) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			r = -errno;
+			goto out_free;
+		}
+		got += (size_t)n;
+	}
+	text[got] = '\0';
+	/* A calibration file is a few hundred bytes; a full buffer is not one. */
+	r = got == CAL_MAX_TEXT ? -EINVAL : calibration_parse(text, ret);
+out_free:
+	free(text);
+out_close:
+	close(fd);
+	return r;
+}
+
+static int write_all(int fd, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Writes a temporary file beside path and renames it over: readers see old or new. */
+int calibration_write(const char *path, const struct clear_calibration *cal)
+{
+	char text[2048], *tmp;
+	int fd = -1, len, r;
+
+	r = calibration_check(cal);
+	if (r < 0)
+		return r;
+	len = calibration_format(cal, text, sizeof(text));
+	if (len < 0)
+		return len;
+	if (asprintf(&tmp, "%s.XXXXXX", path) < 0)
+		return -ENOMEM;
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0) {
+		r = -errno;
+		goto out_free;
+	}
+	/* Readable by all: it names a kernel, nothing secret. */
+	if (fchmod(fd, 0644) < 0 || (r = write_all(fd, text, (size_t)len)) < 0 || fsync(fd) < 0) {
+		r = r < 0 ? r : -errno;
+		goto out_unlink;
+	}
+	if (close(fd) < 0) {
+		fd = -1;
+		r = -errno;
+		goto out_unlink;
+	}
+	fd = -1;
+	if (rename(tmp, path) < 0) {
+		r = -errno;
+		goto out_unlink;
+	}
+	free(tmp);
+	return 0;
+
+out_unlink:
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+out_free:
+	free(tmp);
+	return r;
+}
+
+/* Creates the default directory (and a missing cache root) for the default file. */
+static int calibration_mkdir(void)
+{
+	char dir[4096], *slash;
+	mode_t mode = geteuid() == 0 ? 0755 : 0700;
+	int r;
+
+	r = calibration_dir(dir, sizeof(dir));
+	if (r < 0)
+		return r;
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = '\0';
+		if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+			return -errno;
+		*slash = '/';
+	}
+	if (mkdir(dir, mode) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static void calibration_load_default(void)
+{
+	struct clear_calibration cal;
+	char path[4096];
+
+	if (calibration_default_path(path, sizeof(path)) < 0 || calibration_read(path, &cal) < 0)
+		return;
+	if (!clear_calibration_matches(&cal, cpu_get()))
+		return;
+	pthread_mutex_lock(&cal_lock);
+	cal_current = cal;
+	cal_loaded = true;
+	pthread_mutex_unlock(&cal_lock);
+}
+
+bool calibration_active(const struct cpu_id *cpu, struct clear_calibration *ret)
+{
+	bool have;
+
+	pthread_once(&cal_once, calibration_load_default);
+	pthread_mutex_lock(&cal_lock);
+	have = cal_loaded && clear_calibration_matches(&cal_current, cpu);
+	if (have)
+		*ret = cal_current;
+	pthread_mutex_unlock(&cal_lock);
+	return have;
+}
+
+void calibration_set_active(const struct clear_calibration *cal)
+{
+	/* Settle the one-time default load first so it cannot override this later. */
+	pthread_once(&cal_once, calibration_load_default);
+	pthread_mutex_lock(&cal_lock);
+	cal_loaded = cal != NULL;
+	if (cal)
+		cal_current = *cal;
+	pthread_mutex_unlock(&cal_lock);
+}
+
+/* ---- public API ---------------------------------------------------------- */
+
+static void calibration_to_public(const struct clear_calibration *cal,
+				  struct prealloc_calibration *pub)
+{
+	memset(pub, 0, sizeof(*pub));
+	pub->size = sizeof(*pub);
+	pub->nr_classes = cal->nr_classes;
+	for (unsigned int i = 0; i < cal->nr_classes; i++) {
+		pub->classes[i].max_bytes = cal->classes[i].max_bytes;
+		pub->classes[i].gbps = cal->classes[i].gbps;
+		snprintf(pub->classes[i].kernel, sizeof(pub->classes[i].kernel), "%s",
+			 cal->classes[i].kernel);
+	}
+}
+
+EXPORT int prealloc_calibration_path(char *ret_path, size_t len)
+{
+	if (!ret_path || !len)
+		return -EINVAL;
+	return calibration_default_path(ret_path, len);
+}
+
+EXPORT int prealloc_calibration_load(struct prealloc_ctx *ctx, const char *path,
+				     struct prealloc_calibration *ret_cal)
+{
+	struct prealloc_calibration pub;
+	struct clear_calibration cal;
+	char def[4096];
+	int r;
+
+	if (!ctx || (ret_cal && ret_cal->size < sizeof(size_t)))
+		return -EINVAL;
+	if (!path) {
+		r = calibration_default_path(def, sizeof(def));
+		if (r < 0)
+			return r;
+		path = def;
+	}
+	r = calibration_read(path, &cal);
+	if (r < 0)
+		return r;
+	if (!clear_calibration_matches(&cal, &ctx->cpu))
+		return -ESTALE;
+	calibration_set_active(&cal);
+	if (ret_cal) {
+		calibration_to_public(&cal, &pub);
+		copy_sized_out(ret_cal, &pub, sizeof(pub));
+	}
+	return 0;
+}
+
+EXPORT int prealloc_calibration_save(struct prealloc_ctx *ctx,
+				     const struct prealloc_calibration *cal, const char *path)
+{
+	struct prealloc_calibration pub;
+	struct clear_calibration mine = { 0 };
+	char def[4096];
+	int r;
+
+	if (!ctx || !cal)
+		return -EINVAL;
+	r = copy_sized_in(&pub, sizeof(pub), cal);
+	if (r < 0)
+		return r;
+	if (!pub.nr_classes || pub.nr_classes > PREALLOC_CALIBRATION_CLASSES ||
+	    pub.nr_classes > CLEAR_CAL_CLASSES)
+		return -EINVAL;
+	snprintf(mine.vendor, sizeof(mine.vendor), "%s", ctx->cpu.vendor);
+	snprintf(mine.model_name, sizeof(mine.model_name), "%s", ctx->cpu.model_name);
+	mine.family = ctx->cpu.family;
+	mine.model = ctx->cpu.model;
+	mine.nr_classes = pub.nr_classes;
+	for (unsigned int i = 0; i < pub.nr_classes; i++) {
+		const struct prealloc_calibration_class *c = &pub.classes[i];
+
+		if (!memchr(c->kernel, '\0', sizeof(c->kernel)) ||
+		    strlen(c->kernel) >= CLEAR_KERNEL_NAME_MAX)
+			return -EINVAL;
+		mine.classes[i].max_bytes = c->max_bytes;
+		mine.classes[i].gbps = c->gbps;
+		strcpy(mine.classes[i].kernel, c->kernel);
+	}
+	r = calibration_check(&mine);
+	if (r < 0)
+		return r;
+	if (!path) {
+		r = calibration_default_path(def, sizeof(def));
+		if (r < 0)
+			return r;
+		r = calibration_mkdir();
+		if (r < 0)
+			return r;
+		path = def;
+	}
+	r = calibration_write(path, &mine);
+	if (r < 0)
+		return r;
+	calibration_set_active(&mine);
+	return 0;
+}
+
+EXPORT int prealloc_calibration_unload(struct prealloc_ctx *ctx)
+{
+	if (!ctx)
+		return -EINVAL;
+	calibration_set_active(NULL);
+	return 0;
+}

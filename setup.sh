@@ -1,0 +1,96 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# One entry point for a fresh Debian 12 machine (run as root):
+#   ./setup.sh demo   install what is missing, build, and create 1 GiB of
+#                     guest memory on node 0 (verified), then print the report
+#   ./setup.sh test   install what is missing, build, and run the whole
+#                     default test suite (also what .ci/run calls)
+#   ./setup.sh build  install and build only
+set -euo pipefail
+
+cd "$(dirname "$0")"
+ROOT=$PWD
+
+PACKAGES=(meson ninja-build pkg-config gcc clang libc6-dev libnuma-dev libjson-c-dev python3
+	qemu-system-x86 linux-image-amd64 busybox-static kmod cpio gzip)
+
+install_packages() {
+	local missing=()
+
+	for p in "${PACKAGES[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+			missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "setup.sh: missing packages (${missing[*]}); run as root to install them" >&2
+		exit 1
+	fi
+	echo "setup.sh: installing ${missing[*]}"
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+		"${missing[@]}" >/dev/null
+}
+
+# build DIR [meson options...]
+build() {
+	local dir=$1
+	shift
+	if [ ! -f "$dir/build.ninja" ]; then
+		meson setup "$dir" -Dwerror=true "$@" >/dev/null
+	fi
+	ninja -C "$dir" >/dev/null
+}
+
+# Adds one build's meson test results to the totals.
+PASSED=0 FAILED=0 SKIPPED=0
+count_results() {
+	local log=$1/meson-logs/testlog.json p f s
+	[ -f "$log" ] || return 0
+	p=$(grep -c '"result": "OK"' "$log" || true)
+	f=$(grep -cE '"result": "(FAIL|TIMEOUT|ERROR|UNEXPECTEDPASS)"' "$log" || true)
+	s=$(grep -c '"result": "SKIP"' "$log" || true)
+	PASSED=$((PASSED + p)) FAILED=$((FAILED + f)) SKIPPED=$((SKIPPED + s))
+}
+
+# run_tests DIR [meson test options...]; failures are counted, not fatal.
+run_tests() {
+	local dir=$1
+	shift
+	meson test -C "$dir" --print-errorlogs "$@" || true
+	count_results "$dir"
+}
+
+case "${1:-}" in
+demo)
+	install_packages
+	build build
+	# The main job on a sensible default: 1 GiB on node 0, checked page by page.
+	build/prealloc/cli/prealloc --node 0 --verify 1G
+	echo "(release it with: build/prealloc/cli/prealloc rm FILE)"
+	;;
+test)
+	install_packages
+	# The main build runs every default suite.
+	build build
+	run_tests build
+	# Sanitizers over the suites that exercise the library without a VM.
+	build build-asan -Db_sanitize=address,undefined -Db_lundef=false
+	run_tests build-asan --suite unit --suite kernels
+	# The portable kernels alone must pass the same kernel tests.
+	build build-novec -Dvector_kernels=false
+	run_tests build-novec --suite unit --suite kernels
+	echo
+	echo "$PASSED passed, $FAILED failed, $SKIPPED skipped"
+	[ "$FAILED" -eq 0 ]
+	;;
+build)
+	install_packages
+	build build
+	;;
+*)
+	echo "usage: $0 demo|test|build" >&2
+	exit 2
+	;;
+esac

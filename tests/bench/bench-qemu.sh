@@ -1,0 +1,207 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# bench-qemu.sh: QEMU's prealloc against prealloc's, same backing, size and
+# thread count, both timed as whole processes.
+#
+#   QEMU      qemu-system-x86_64 -machine none ... -object <backend>,prealloc=on,
+#             prealloc-threads=N, fed "quit" on its monitor; minus the same
+#             command with prealloc=off (process start and exit cancel out).
+#   prealloc  bench-populate --oneshot (prealloc_region_new + prealloc_run,
+#             default flags, so the placement query is included), minus
+#             bench-populate --oneshot --skip-populate; and "noplace", the
+#             same with PREALLOC_JOB_NO_PLACEMENT.
+# Both "on" runs include unmapping the memory at exit; the "off" runs do not.
+#
+# Backings: hugetlb2m = memory-backend-memfd,hugetlb=on,hugetlbsize=2M,share=on
+# against a 2M hugetlb memfd; thp = memory-backend-ram (QEMU madvises it
+# MADV_HUGEPAGE) against anonymous THP; memfd4k = memory-backend-memfd
+# (shmem, 4K unless shmem THP is on) against a 4K memfd.
+#
+# Run by hand as root (hugetlb needs the pool; the script reserves what is
+# missing and gives it back at exit). Prints markdown on stdout.
+# Usage: bench-qemu.sh [--bench PATH] [--qemu PATH] [--size 4G] [--reps 3]
+#                      [--threads "1 2"] [--backing "hugetlb2m thp memfd4k"]
+#                      [--keep-reporting]
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+bench=${BENCH_POPULATE:-$here/../../build-bench/tests/bench/bench-populate}
+qemu=qemu-system-x86_64
+size=4G
+reps=3
+threads="1 $(nproc)"
+backings="hugetlb2m thp memfd4k"
+keep_reporting=0
+
+while [ $# -gt 0 ]; do
+	case $1 in
+	--bench) bench=$2; shift ;;
+	--qemu) qemu=$2; shift ;;
+	--size) size=$2; shift ;;
+	--reps) reps=$2; shift ;;
+	--threads) threads=$2; shift ;;
+	--backing) backings=$2; shift ;;
+	--keep-reporting) keep_reporting=1 ;;
+	-h|--help) sed -n '3,25p' "$0"; exit 0 ;;
+	*) echo "bench-qemu.sh: unknown argument $1" >&2; exit 2 ;;
+	esac
+	shift
+done
+[ "$threads" = "1 1" ] && threads=1
+
+die() { echo "bench-qemu.sh: $*" >&2; exit 1; }
+log() { echo "bench-qemu.sh: $*" >&2; }
+
+[ -x "$bench" ] || die "no bench-populate at $bench (build it: meson setup build-bench && ninja -C build-bench)"
+command -v "$qemu" >/dev/null || die "no $qemu"
+[ "$(id -u)" = 0 ] || die "run as root (hugetlb pool, page reporting)"
+
+case $size in
+*G) bytes=$(( ${size%G} << 30 )) ;;
+*M) bytes=$(( ${size%M} << 20 )) ;;
+*) die "--size wants NG or NM" ;;
+esac
+(( bytes % (2 << 20) == 0 )) || die "--size must be a multiple of 2M"
+mib=$(( bytes >> 20 ))
+
+# ---- machine state we change, and give back at exit ----------------------
+hp=/proc/sys/vm/nr_hugepages
+hp_free=/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages
+hp_added=0
+pr=/sys/module/page_reporting/parameters/page_reporting_order
+pr_old=
+
+# Gives back only what we added: others may have changed the pool meanwhile.
+release_hugepages() {
+	(( hp_added > 0 )) || return 0
+	local cur
+	cur=$(cat $hp)
+	echo $(( cur > hp_added ? cur - hp_added : 0 )) > $hp
+	log "hugetlb pool back to $(cat $hp) pages"
+	hp_added=0
+}
+
+restore() {
+	release_hugepages
+	if [ -n "$pr_old" ]; then
+		echo "$pr_old" > $pr
+		log "page_reporting_order back to $(cat $pr)"
+		pr_old=
+	fi
+}
+trap restore EXIT
+trap 'exit 130' INT TERM
+
+# Reserves the 2M pages that are missing for one region.
+reserve_hugepages() {
+	local need=$(( bytes / (2 << 20) )) free old got
+	free=$(cat $hp_free)
+	(( free >= need )) && return 0
+	old=$(cat $hp)
+	echo $(( old + need - free )) > $hp
+	got=$(cat $hp)
+	hp_added=$(( got - old ))
+	log "hugetlb pool $old -> $got pages"
+	(( $(cat $hp_free) >= need ))
+}
+
+# Free page reporting hands freed guest memory back to the host, which then
+# faults it in again: every run would pay the host. Off while we measure.
+if [ $keep_reporting = 0 ] && [ -w $pr ] && (( $(cat $pr) <= 10 )); then
+	pr_old=$(cat $pr)
+	echo 11 > $pr
+	log "free page reporting off (page_reporting_order $pr_old -> 11) until exit"
+fi
+
+# ---- one timed process ---------------------------------------------------
+# Prints the seconds the command took; fails the script if it fails.
+time_cmd() {
+	local t0 t1
+	t0=$(date +%s%N)
+	"$@" >/dev/null 2>/tmp/bench-qemu.$$.err
+	local rc=$?
+	t1=$(date +%s%N)
+	if [ $rc != 0 ]; then
+		cat /tmp/bench-qemu.$$.err >&2
+		rm -f /tmp/bench-qemu.$$.err
+		die "failed ($rc): $*"
+	fi
+	rm -f /tmp/bench-qemu.$$.err
+	awk -v d=$(( t1 - t0 )) 'BEGIN { printf "%.6f\n", d / 1e9 }'
+}
+
+qemu_backend() { # backing prealloc threads
+	case $1 in
+	hugetlb2m) echo "memory-backend-memfd,id=m,size=${mib}M,hugetlb=on,hugetlbsize=2M,share=on,prealloc=$2,prealloc-threads=$3" ;;
+	thp) echo "memory-backend-ram,id=m,size=${mib}M,prealloc=$2,prealloc-threads=$3" ;;
+	memfd4k) echo "memory-backend-memfd,id=m,size=${mib}M,share=on,prealloc=$2,prealloc-threads=$3" ;;
+	esac
+}
+
+run_qemu() { # backing on|off threads
+	echo quit | "$qemu" -machine none -nodefaults -display none -S -monitor stdio \
+		-object "$(qemu_backend "$1" "$2" "$3")"
+}
+
+run_prealloc() { # backing populate|skip|noplace threads
+	local extra=
+	case $2 in
+	skip) extra=--skip-populate ;;
+	noplace) extra=--no-placement ;;
+	esac
+	"$bench" --oneshot --backing "$1" --size "$size" --threads "$3" $extra
+}
+
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.6f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+gbps() { awk -v b=$bytes -v s=$1 'BEGIN { printf "%.2f", (s > 0 ? b / s / 1e9 : 0) }'; }
+# Throughput ratio a/b from the times of a and b.
+ratio() { awk -v a=$1 -v b=$2 'BEGIN { printf "%.3f", (a > 0 ? b / a : 0) }'; }
+
+echo "## bench-qemu"
+echo
+echo "- $("$qemu" --version | head -1); size $size; $reps repetitions, interleaved; threads: $threads"
+echo "- shmem THP: $(cat /sys/kernel/mm/transparent_hugepage/shmem_enabled); anon THP: $(cat /sys/kernel/mm/transparent_hugepage/enabled)"
+echo "- seconds: whole process with prealloc on, minus the median of the same process with prealloc off"
+echo
+echo "| backing | threads | QEMU s | QEMU GB/s | prealloc s | prealloc GB/s | noplace s | noplace GB/s | prealloc/QEMU | noplace/QEMU |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
+
+for b in $backings; do
+	if [ $b = hugetlb2m ] && ! reserve_hugepages; then
+		echo "| $b | - | skipped: not enough 2M hugepages | | | | | | | |"
+		continue
+	fi
+	log "$b: warm-up"
+	for t in $threads; do
+		time_cmd run_qemu $b on $t >/dev/null
+		time_cmd run_prealloc $b populate $t >/dev/null
+	done
+	declare -A s=()
+	for ((r = 0; r < reps; r++)); do
+		for t in $threads; do
+			for what in qemu-on qemu-off pre-on pre-np pre-off; do
+				case $what in
+				qemu-on) v=$(time_cmd run_qemu $b on $t) ;;
+				qemu-off) v=$(time_cmd run_qemu $b off $t) ;;
+				pre-on) v=$(time_cmd run_prealloc $b populate $t) ;;
+				pre-np) v=$(time_cmd run_prealloc $b noplace $t) ;;
+				pre-off) v=$(time_cmd run_prealloc $b skip $t) ;;
+				esac
+				s[$what.$t]+="$v "
+			done
+		done
+	done
+	for t in $threads; do
+		m() { echo ${s[$1.$t]} | tr ' ' '\n' | median; }
+		q=$(awk -v a=$(m qemu-on) -v b=$(m qemu-off) 'BEGIN { printf "%.6f", a - b }')
+		p=$(awk -v a=$(m pre-on) -v b=$(m pre-off) 'BEGIN { printf "%.6f", a - b }')
+		n=$(awk -v a=$(m pre-np) -v b=$(m pre-off) 'BEGIN { printf "%.6f", a - b }')
+		log "$b $t threads: qemu on ${s[qemu-on.$t]}/ off ${s[qemu-off.$t]}; prealloc on ${s[pre-on.$t]}/ noplace ${s[pre-np.$t]}/ off ${s[pre-off.$t]}"
+		printf "| %s | %s | %.3f | %s | %.3f | %s | %.3f | %s | %s | %s |\n" \
+			$b $t $q "$(gbps $q)" $p "$(gbps $p)" $n "$(gbps $n)" \
+			"$(ratio $p $q)" "$(ratio $n $q)"
+	done
+	unset s
+	release_hugepages
+done

@@ -1,0 +1,80 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Bad input: every case gets its documented exit code and a one-line message
+# naming the problem, and leaves no file behind and the pool unchanged.
+set -u
+. "$(dirname "$0")/lib.sh"
+need_root
+mount_hugetlbfs 2M || skip "hugetlbfs with 2M pages cannot be mounted"
+reserve_2m 8 || { fail "could not reserve 2M pages"; finish; exit 1; }
+
+disk_dir=$(mktemp -d /var/tmp/prealloc-disk.XXXXXX)	# not tmpfs, not hugetlbfs
+printf 'precious' > "$TMP/existing"
+mkdir -p "$TMP/shm"
+mount -t tmpfs -o size=64M none "$TMP/shm"
+printf 'precious' > "$TMP/shm/existing"
+ln -s "$TMP/shm/existing" "$TMP/shm/link"
+
+snapshot() {
+	{ ls -A "$MNT" "$TMP/shm" /dev/shm; echo "free $(hp_free) total $(hp_total)"; } 2>/dev/null
+}
+
+# case EXIT REGEX ARGS...
+case_() {
+	local want=$1 regex=$2 rc before after
+	shift 2
+	before=$(snapshot)
+	"$PREALLOC" "$@" > "$TMP/case.out" 2> "$TMP/case.err"
+	rc=$?
+	after=$(snapshot)
+	COUNT=$((COUNT + 1))
+	if [ $rc -ne "$want" ]; then
+		fail "prealloc $*: exit $rc, want $want ($(head -c 300 "$TMP/case.err"))"
+	elif ! grep -Eq "$regex" "$TMP/case.err"; then
+		fail "prealloc $*: message '$(cat "$TMP/case.err")' does not match /$regex/"
+	elif [ "$(grep -c . "$TMP/case.err")" -ne 1 ] && [ "$want" -ne 2 ]; then
+		fail "prealloc $*: message is not one line: $(cat "$TMP/case.err")"
+	elif [ "$before" != "$after" ]; then
+		fail "prealloc $*: left something behind: $(diff <(echo "$before") <(echo "$after") | tr '\n' ' ')"
+	else
+		ok "prealloc $* -> $rc: $(head -1 "$TMP/case.err")"
+	fi
+}
+
+case_ 2 "invalid size '12Q'" 12Q
+case_ 2 "size '99999999999999999999G' is too large" 99999999999999999999G
+case_ 2 "size '16777216T' is too large" 16777216T
+case_ 2 "size must be greater than zero" 0
+case_ 2 "invalid size '1.5G'" 1.5G
+case_ 2 "no size given" --node 0
+case_ 2 "unexpected argument 'extra'" 1G extra
+case_ 2 "node 7 does not exist or is offline" --node 7 1G
+case_ 2 "invalid node list 'x'" --node x 1G
+case_ 2 "node number too large" --node 5000 1G
+case_ 2 "node 0 given twice" --node 0,0 1G
+case_ 2 "give every node a size" --node 0:1G --node 1 2G
+case_ 2 "add up to 1 GiB, not the SIZE given" --node 0:1G 2G
+case_ 2 "invalid page size '8k'" --page-size 8k 1G
+case_ 2 "invalid thread count '0'" --threads 0 1G
+case_ 2 "invalid thread count '-3'" --threads -3 1G
+case_ 2 "not a multiple of the 2M page size" --page-size 2M --file "$MNT/x" 3M
+case_ 2 "size 3 MiB is not a multiple of the 2M page size" --file "$MNT/x" --node 0:3M
+case_ 3 "node 0 .*(free|needed).*" --node 0 --page-size 2M --file "$MNT/x" 64G
+case_ 4 "no hugetlbfs is mounted for 1G pages" --page-size 1G 1G
+case_ 4 "is not on hugetlbfs or tmpfs" --file "$disk_dir/guest" 2M
+case_ 4 "already exists; pass --reuse" --file "$TMP/shm/existing" 4k
+case_ 4 "is a symbolic link" --file "$TMP/shm/link" --reuse 4k
+case_ 4 "is on tmpfs, which has no 2M hugetlb pages" --page-size 2M --file "$TMP/shm/x" 2M
+case_ 4 "is on hugetlbfs with 2M pages, but --page-size 1G" --page-size 1G --file "$MNT/x" 1G
+case_ 4 "exists with a different size" --file "$TMP/shm/existing" --reuse 4k
+if grep -q '\[never\]\|\[deny\]' /sys/kernel/mm/transparent_hugepage/shmem_enabled 2>/dev/null; then
+	case_ 4 "thp on a tmpfs file needs shmem THP" --page-size thp --file "$TMP/shm/x" 2M
+fi
+case_ 4 "was not made by prealloc" rm "$TMP/shm/existing"
+case_ 4 "is a symbolic link" rm "$TMP/shm/link"
+case_ 2 "no file given" rm
+
+check "refused files keep their contents" [ "$(cat "$TMP/shm/existing")" = precious ]
+umount "$TMP/shm"
+rm -rf "$disk_dir"
+finish

@@ -1,0 +1,345 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Kernel selection for CPUs we do not own: clear_select() is a pure function
+ * of (CPU identity, features, size, threads, calibration), so a table of
+ * identities replays Skylake-SP through Zen 5 and an unknown vendor below
+ * and above their last-level cache. Then calibration: a matching one
+ * overrides the rules, a stale or foreign one is ignored, and the file
+ * format and the public load/save round-trip.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "internal.h"
+#include "clear.h"
+#include "tap.h"
+
+#define MiB (UINT64_C(1) << 20)
+#define GiB (UINT64_C(1) << 30)
+
+#define F_BASE (PREALLOC_CPU_SSE2 | PREALLOC_CPU_ERMS)
+#define F_AVX2 (F_BASE | PREALLOC_CPU_AVX2)
+#define F_AVX512 (F_AVX2 | PREALLOC_CPU_AVX512F)
+
+static const struct cpu_id skylake_sp = { "GenuineIntel", "Intel(R) Xeon(R) Platinum 8180 CPU @ 2.50GHz",
+					  6, 0x55, 4, F_AVX512, 38 * MiB + MiB / 2 };
+static const struct cpu_id cascade_lake = { "GenuineIntel", "Intel(R) Xeon(R) Gold 6248 CPU @ 2.50GHz",
+					    6, 0x55, 7, F_AVX512, 27 * MiB + MiB / 2 };
+static const struct cpu_id ice_lake_sp = { "GenuineIntel", "Intel(R) Xeon(R) Platinum 8380 CPU @ 2.30GHz",
+					   6, 0x6a, 6, F_AVX512 | PREALLOC_CPU_FSRM, 60 * MiB };
+static const struct cpu_id sapphire_rapids = { "GenuineIntel", "Intel(R) Xeon(R) Platinum 8480+",
+					       6, 0x8f, 8,
+					       F_AVX512 | PREALLOC_CPU_FSRM | PREALLOC_CPU_MOVDIR64B,
+					       105 * MiB };
+static const struct cpu_id emerald_rapids = { "GenuineIntel", "INTEL(R) XEON(R) PLATINUM 8592+",
+					      6, 0xcf, 2,
+					      F_AVX512 | PREALLOC_CPU_FSRM | PREALLOC_CPU_MOVDIR64B,
+					      320 * MiB };
+/* A guest whose hypervisor hides AVX: only the baseline is left. */
+static const struct cpu_id sapphire_noavx = { "GenuineIntel", "Intel(R) Xeon(R) Platinum 8480+",
+					      6, 0x8f, 8, F_BASE, 105 * MiB };
+static const struct cpu_id zen2 = { "AuthenticAMD", "AMD EPYC 7702 64-Core Processor",
+				    0x17, 0x31, 0, PREALLOC_CPU_SSE2 | PREALLOC_CPU_AVX2 | PREALLOC_CPU_CLZERO,
+				    16 * MiB };
+static const struct cpu_id zen3 = { "AuthenticAMD", "AMD EPYC 7763 64-Core Processor",
+				    0x19, 0x01, 1, F_AVX2 | PREALLOC_CPU_FSRM | PREALLOC_CPU_CLZERO,
+				    32 * MiB };
+static const struct cpu_id zen4 = { "AuthenticAMD", "AMD EPYC 9654 96-Core Processor",
+				    0x19, 0x11, 1, F_AVX512 | PREALLOC_CPU_FSRM | PREALLOC_CPU_CLZERO,
+				    32 * MiB };
+/* The same Zen 4 as a guest that hides AVX-512 and CLZERO. */
+static const struct cpu_id zen4_guest = { "AuthenticAMD", "AMD EPYC",
+					  0x19, 0x11, 1, F_AVX2 | PREALLOC_CPU_FSRM, 32 * MiB };
+static const struct cpu_id zen5 = { "AuthenticAMD", "AMD EPYC 9755 128-Core Processor",
+				    0x1a, 0x02, 1,
+				    F_AVX512 | PREALLOC_CPU_FSRM | PREALLOC_CPU_CLZERO | PREALLOC_CPU_MOVDIR64B,
+				    32 * MiB };
+static const struct cpu_id zen4_raphael = { "AuthenticAMD", "AMD Ryzen 9 7950X 16-Core Processor",
+					    0x19, 0x61, 2, F_AVX512 | PREALLOC_CPU_FSRM | PREALLOC_CPU_CLZERO,
+					    32 * MiB };
+static const struct cpu_id zen3_vermeer = { "AuthenticAMD", "AMD Ryzen 9 5950X 16-Core Processor",
+					    0x19, 0x21, 0, F_AVX2 | PREALLOC_CPU_FSRM | PREALLOC_CPU_CLZERO,
+					    32 * MiB };
+static const struct cpu_id zen5_noavx = { "AuthenticAMD", "AMD EPYC",
+					  0x1a, 0x02, 1, F_BASE | PREALLOC_CPU_CLZERO, 32 * MiB };
+/* Unknown vendor, unknown LLC size (32 MiB assumed), CLZERO bit not trusted. */
+static const struct cpu_id unknown = { "VirtualCPUxyz", "", 7, 0x10, 0,
+				       F_AVX2 | PREALLOC_CPU_CLZERO, 0 };
+static const struct cpu_id unknown_bare = { "unknown", "", 0, 0, 0, PREALLOC_CPU_SSE2, 0 };
+
+struct select_case {
+	const char *what;
+	const struct cpu_id *cpu;
+	uint64_t size;		/* per worker */
+	unsigned int threads;
+	const char *expect;
+};
+
+static const struct select_case cases[] = {
+	{ "Skylake-SP 1 MiB", &skylake_sp, 1 * MiB, 1, "rep_stosb" },
+	{ "Skylake-SP 1 GiB (NT slow)", &skylake_sp, 1 * GiB, 1, "rep_stosb" },
+	{ "Skylake-SP 1 GiB x 16 (NT slow)", &skylake_sp, 1 * GiB, 16, "rep_stosb" },
+	{ "Cascade Lake 1 GiB (NT slow)", &cascade_lake, 1 * GiB, 1, "rep_stosb" },
+	{ "Ice Lake-SP 16 MiB", &ice_lake_sp, 16 * MiB, 1, "rep_stosb" },
+	{ "Ice Lake-SP 1 GiB", &ice_lake_sp, 1 * GiB, 1, "avx512_nt" },
+	{ "Ice Lake-SP 16 MiB x 8 threads", &ice_lake_sp, 16 * MiB, 8, "avx512_nt" },
+	{ "Sapphire Rapids 64 MiB", &sapphire_rapids, 64 * MiB, 1, "rep_stosb" },
+	{ "Sapphire Rapids 1 GiB", &sapphire_rapids, 1 * GiB, 1, "avx512_nt" },
+	{ "Sapphire Rapids without AVX 1 GiB", &sapphire_noavx, 1 * GiB, 1, "movnti" },
+	{ "Emerald Rapids 128 MiB", &emerald_rapids, 128 * MiB, 1, "rep_stosb" },
+	{ "Emerald Rapids 1 GiB", &emerald_rapids, 1 * GiB, 1, "avx512_nt" },
+	{ "Emerald Rapids 64 MiB x 16", &emerald_rapids, 64 * MiB, 16, "avx512_nt" },
+	{ "Zen 2 8 MiB (no ERMS)", &zen2, 8 * MiB, 1, "c" },
+	{ "Zen 2 1 GiB", &zen2, 1 * GiB, 1, "clzero" },
+	{ "Zen 3 16 MiB", &zen3, 16 * MiB, 1, "rep_stosb" },
+	{ "Zen 3 1 GiB", &zen3, 1 * GiB, 1, "clzero" },
+	{ "Zen 3 4 MiB x 16", &zen3, 4 * MiB, 16, "clzero" },
+	{ "Zen 4 32 MiB (exactly the LLC)", &zen4, 32 * MiB, 1, "rep_stosb" },
+	{ "Zen 4 32 MiB + 4 KiB", &zen4, 32 * MiB + 4096, 1, "avx512_nt" },
+	{ "Zen 4 1 GiB (vector NT beats CLZERO)", &zen4, 1 * GiB, 1, "avx512_nt" },
+	{ "Zen 4 Raphael 1 GiB", &zen4_raphael, 1 * GiB, 1, "avx512_nt" },
+	{ "Zen 4 guest without AVX-512/CLZERO 1 GiB", &zen4_guest, 1 * GiB, 1, "avx2_nt" },
+	{ "Zen 5 1 MiB", &zen5, 1 * MiB, 1, "rep_stosb" },
+	{ "Zen 5 1 GiB", &zen5, 1 * GiB, 1, "avx512_nt" },
+	{ "Zen 5 without AVX 1 GiB (CLZERO beats MOVNTI)", &zen5_noavx, 1 * GiB, 1, "clzero" },
+	{ "Zen 3 Vermeer 1 GiB", &zen3_vermeer, 1 * GiB, 1, "clzero" },
+	{ "unknown vendor 16 MiB", &unknown, 16 * MiB, 1, "rep_stosb" },
+	{ "unknown vendor 1 GiB (CLZERO not trusted)", &unknown, 1 * GiB, 1, "avx2_nt" },
+	{ "unknown bare CPU 1 MiB (no ERMS)", &unknown_bare, 1 * MiB, 1, "c" },
+	{ "unknown bare CPU 1 GiB", &unknown_bare, 1 * GiB, 1, "movnti" },
+	{ "size 0", &zen4, 0, 1, "rep_stosb" },
+	{ "threads 0 counts as 1", &zen4, 16 * MiB, 0, "rep_stosb" },
+	{ "footprint overflow saturates", &zen4, UINT64_MAX / 2, 4, "avx512_nt" },
+};
+
+/*
+ * Without the vector kernels only C and REP STOSB exist: every NT
+ * expectation becomes the cached kernel for that CPU.
+ */
+static const char *expected(const char *name, const struct cpu_id *cpu)
+{
+	const struct clear_kernel *k = clear_kernel_find(name);
+
+	if (k && k->fn)
+		return name;
+	return cpu->features & PREALLOC_CPU_ERMS ? "rep_stosb" : "c";
+}
+
+static void test_table(void)
+{
+	for (unsigned int i = 0; i < ARRAY_SIZE(cases); i++) {
+		const struct select_case *c = &cases[i];
+		const char *want = expected(c->expect, c->cpu);
+		const struct clear_kernel *k;
+		char why[128] = "";
+
+		k = clear_select(c->cpu, c->size, c->threads, NULL, why, sizeof(why));
+		tap_ok(k && !strcmp(k->name, want) && why[0], "%s: %s (%s)", c->what,
+		       k ? k->name : "NULL", why);
+		if (k && strcmp(k->name, want))
+			printf("#   expected %s\n", want);
+	}
+}
+
+static void test_selected_usable(void)
+{
+	static const struct cpu_id *cpus[] = { &skylake_sp, &ice_lake_sp, &sapphire_noavx, &zen2,
+						&zen4_guest, &zen5, &zen5_noavx, &unknown, &unknown_bare };
+	bool ok = true;
+
+	/* Whatever the inputs, the pick runs on that CPU. */
+	for (unsigned int c = 0; c < ARRAY_SIZE(cpus); c++)
+		for (uint64_t size = 1; size && size < UINT64_MAX / 4; size <<= 3)
+			for (unsigned int t = 0; t < 300; t = t * 4 + 1) {
+				const struct clear_kernel *k =
+					clear_select(cpus[c], size, t, NULL, NULL, 0);
+
+				ok &= k && clear_kernel_usable(k, cpus[c]->features);
+			}
+	tap_ok(ok, "every selection is usable on its CPU");
+}
+
+static struct clear_calibration calibration_for(const struct cpu_id *cpu)
+{
+	struct clear_calibration cal = {
+		.family = cpu->family,
+		.model = cpu->model,
+		.nr_classes = 2,
+		.classes = {
+			{ .max_bytes = 64 * MiB, .kernel = "avx2_nt", .gbps = 30.5 },
+			{ .max_bytes = UINT64_MAX, .kernel = "rep_stosb", .gbps = 25.25 },
+		},
+	};
+
+	snprintf(cal.vendor, sizeof(cal.vendor), "%s", cpu->vendor);
+	snprintf(cal.model_name, sizeof(cal.model_name), "%s", cpu->model_name);
+	return cal;
+}
+
+static const char *pick(const struct cpu_id *cpu, uint64_t size, unsigned int threads,
+			const struct clear_calibration *cal, char *why, size_t len)
+{
+	return clear_select(cpu, size, threads, cal, why, len)->name;
+}
+
+static void test_calibration_select(void)
+{
+	struct clear_calibration cal = calibration_for(&zen4), other;
+	char why[128];
+	const char *k;
+
+	k = pick(&zen4, 1 * MiB, 1, &cal, why, sizeof(why));
+	tap_ok(!strcmp(k, expected("avx2_nt", &zen4)), "calibration overrides below the LLC: %s (%s)",
+	       k, why);
+	k = pick(&zen4, 1 * GiB, 1, &cal, why, sizeof(why));
+	tap_ok(!strcmp(k, "rep_stosb"), "calibration overrides above the LLC: %s (%s)", k, why);
+	k = pick(&zen4, 16 * MiB, 8, &cal, why, sizeof(why));
+	tap_ok(!strcmp(k, "rep_stosb"), "calibration classes use the footprint (16 MiB x 8): %s", k);
+	k = pick(&zen4, 64 * MiB, 1, &cal, why, sizeof(why));
+	tap_ok(!strcmp(k, expected("avx2_nt", &zen4)), "class bound is inclusive: %s", k);
+
+	other = cal;
+	snprintf(other.model_name, sizeof(other.model_name), "AMD EPYC 9124 16-Core Processor");
+	k = pick(&zen4, 1 * GiB, 1, &other, why, sizeof(why));
+	tap_ok(!strcmp(k, expected("avx512_nt", &zen4)), "stale calibration (other model name) ignored: %s (%s)",
+	       k, why);
+	other = cal;
+	other.model = 0x01;
+	k = pick(&zen4, 1 * GiB, 1, &other, why, sizeof(why));
+	tap_ok(!strcmp(k, expected("avx512_nt", &zen4)), "foreign calibration (other model) ignored: %s", k);
+	other = calibration_for(&sapphire_rapids);
+	k = pick(&zen4, 1 * GiB, 1, &other, why, sizeof(why));
+	tap_ok(!strcmp(k, expected("avx512_nt", &zen4)), "foreign calibration (other vendor) ignored: %s", k);
+	k = pick(&sapphire_rapids, 1 * GiB, 1, &cal, why, sizeof(why));
+	tap_ok(!strcmp(k, expected("avx512_nt", &sapphire_rapids)),
+	       "a Zen 4 calibration does not steer Sapphire Rapids: %s", k);
+
+	/* A calibrated kernel the CPU cannot run falls back to the rules. */
+	other = calibration_for(&zen4_guest);
+	snprintf(other.classes[1].kernel, sizeof(other.classes[1].kernel), "avx512_nt");
+	k = pick(&zen4_guest, 1 * GiB, 1, &other, why, sizeof(why));
+	tap_ok(!strcmp(k, expected("avx2_nt", &zen4_guest)), "unusable calibrated kernel falls back: %s (%s)",
+	       k, why);
+	other.nr_classes = 0;
+	k = pick(&zen4, 1 * GiB, 1, &other, why, sizeof(why));
+	tap_ok(!strcmp(k, expected("avx512_nt", &zen4)), "empty calibration ignored: %s", k);
+}
+
+static void test_calibration_format(void)
+{
+	struct clear_calibration cal = calibration_for(&zen5), back;
+	char text[2048];
+	int n, r;
+
+	n = calibration_format(&cal, text, sizeof(text));
+	r = n > 0 ? calibration_parse(text, &back) : n;
+	tap_ok(r == 0 && clear_calibration_matches(&back, &zen5) && back.nr_classes == 2 &&
+		       back.classes[0].max_bytes == 64 * MiB && back.classes[1].max_bytes == UINT64_MAX &&
+		       !strcmp(back.classes[0].kernel, "avx2_nt") &&
+		       !strcmp(back.classes[1].kernel, "rep_stosb") && back.classes[1].gbps == 25.25,
+	       "calibration format/parse round trip (%d)", r);
+	tap_ok(calibration_format(&cal, text, 40) == -ENOSPC, "format into a short buffer: -ENOSPC");
+
+	static const struct {
+		const char *text, *what;
+	} bad[] = {
+		{ "", "empty" },
+		{ "version 2\nvendor X\nclass 1 c 1.0\n", "future version" },
+		{ "vendor X\nclass 1 c 1.0\n", "no version" },
+		{ "version 1\nclass 1 c 1.0\n", "no vendor" },
+		{ "version 1\nvendor X\n", "no classes" },
+		{ "version 1\nvendor X\nclass 1 warp_drive 1.0\n", "unknown kernel" },
+		{ "version 1\nvendor X\nclass 9 c 1.0\nclass 9 rep_stosb 2.0\n", "classes not ascending" },
+	};
+	for (unsigned int i = 0; i < ARRAY_SIZE(bad); i++)
+		tap_ok(calibration_parse(bad[i].text, &back) == -EINVAL, "parse rejects %s", bad[i].what);
+	r = calibration_parse("# note\nversion 1\nvendor X\nfuture_key 7\n\nclass 5 c 1.5\n", &back);
+	tap_ok(r == 0 && back.nr_classes == 1, "parse ignores comments and unknown keys (%d)", r);
+}
+
+/* The public entry points, against files in a private directory. */
+static void test_calibration_files(void)
+{
+	struct prealloc_calibration pub = { .size = sizeof(pub) }, got = { .size = sizeof(got) };
+	char dir[] = "/tmp/test-select.XXXXXX", path[256], foreign[256], def[4096];
+	struct prealloc_ctx *ctx = NULL;
+	const char *name;
+	char why[128];
+	FILE *f;
+	int r;
+
+	r = prealloc_ctx_new(&ctx);
+	if (r < 0 || !mkdtemp(dir)) {
+		tap_ok(0, "context and temporary directory (%d)", r);
+		goto out;
+	}
+	snprintf(path, sizeof(path), "%s/calibration", dir);
+	snprintf(foreign, sizeof(foreign), "%s/foreign", dir);
+
+	pub.nr_classes = 2;
+	pub.classes[0] = (struct prealloc_calibration_class){ 4096, "c", 1.0 };
+	pub.classes[1] = (struct prealloc_calibration_class){ UINT64_MAX, "rep_stosb", 2.0 };
+	r = prealloc_calibration_save(ctx, &pub, path);
+	tap_ok(r == 0 && access(path, R_OK) == 0, "save to a path (%d)", r);
+	r = prealloc_calibration_load(ctx, path, &got);
+	tap_ok(r == 0 && got.nr_classes == 2 && !strcmp(got.classes[1].kernel, "rep_stosb"),
+	       "load it back (%d)", r);
+	r = prealloc_clear_choose(ctx, 1 * GiB, 1, &name, why, sizeof(why));
+	tap_ok(r == 0 && !strcmp(name, "rep_stosb") && strstr(why, "calibrated"),
+	       "the loaded calibration steers prealloc_clear_choose: %s (%s)", name, why);
+	r = prealloc_clear_choose(ctx, 100, 1, &name, why, sizeof(why));
+	tap_ok(r == 0 && !strcmp(name, "c"), "small class: %s (%s)", name, why);
+	r = prealloc_calibration_unload(ctx);
+	prealloc_clear_choose(ctx, 100, 1, &name, why, sizeof(why));
+	tap_ok(r == 0 && !strstr(why, "calibrated"), "unload restores the rules: %s (%s)", name, why);
+
+	f = fopen(foreign, "w");
+	if (f) {
+		fputs("version 1\nvendor GenuineIntel\nfamily 6\nmodel 85\nmodel_name Intel Xeon\n"
+		      "class 18446744073709551615 rep_stosb 6.5\n", f);
+		fclose(f);
+	}
+	r = prealloc_calibration_load(ctx, foreign, NULL);
+	if (!strcmp(ctx->cpu.vendor, "GenuineIntel") && ctx->cpu.model == 85)
+		tap_skip("this CPU is the foreign one of the test file");
+	else
+		tap_ok(r == -ESTALE, "load of a foreign calibration: -ESTALE (%d)", r);
+	prealloc_clear_choose(ctx, 100, 1, &name, why, sizeof(why));
+	tap_ok(!strstr(why, "calibrated"), "a foreign file is not made active (%s)", why);
+	tap_ok(prealloc_calibration_load(ctx, "/nonexistent/calibration", NULL) == -ENOENT,
+	       "load of a missing file: -ENOENT");
+
+	pub.classes[1] = (struct prealloc_calibration_class){ UINT64_MAX, "warp_drive", 2.0 };
+	tap_ok(prealloc_calibration_save(ctx, &pub, path) == -EINVAL, "save rejects unknown kernels");
+	pub.classes[1] = (struct prealloc_calibration_class){ 4096, "c", 2.0 };
+	tap_ok(prealloc_calibration_save(ctx, &pub, path) == -EINVAL, "save rejects non-ascending classes");
+
+	/* The default path, for a non-root user with and without XDG_CACHE_HOME. */
+	if (geteuid() == 0) {
+		r = prealloc_calibration_path(def, sizeof(def));
+		tap_ok(r == 0 && !strcmp(def, "/var/lib/prealloc/calibration"), "root default: %s", def);
+	} else {
+		setenv("XDG_CACHE_HOME", dir, 1);
+		r = prealloc_calibration_path(def, sizeof(def));
+		tap_ok(r == 0 && !strncmp(def, dir, strlen(dir)) && strstr(def, "/prealloc/calibration"),
+		       "user default under XDG_CACHE_HOME: %s", def);
+	}
+	unlink(path);
+	unlink(foreign);
+	rmdir(dir);
+out:
+	prealloc_ctx_free(ctx);
+}
+
+int main(void)
+{
+	test_table();
+	test_selected_usable();
+	test_calibration_select();
+	test_calibration_format();
+	test_calibration_files();
+	return tap_done();
+}

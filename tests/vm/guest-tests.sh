@@ -1,0 +1,365 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# The VM rig's tests, run inside the guest by /init (busybox sh, as root).
+# Every check prints one line the host counts:
+#   VM-TEST: PASS name | FAIL name: why | SKIP name: why
+# and the script ends with VM-DONE. A check that cannot run because a later
+# piece of prealloc is not there yet prints SKIP with that reason.
+#
+# Boot parameters arrive as environment variables:
+#   prealloc_vm_variant  two-node | memory-only
+#   prealloc_vm_break    placement: one check expects the wrong node (proves
+#                        that a failing check fails the suite)
+
+variant=${prealloc_vm_variant:-two-node}
+sysnode=/sys/devices/system/node
+hugemnt=/dev/hugepages
+tmp=/tmp/vm-tests
+mkdir -p "$tmp"
+
+pass() { echo "VM-TEST: PASS $1"; }
+fail() { echo "VM-TEST: FAIL $1: $2"; }
+skip() { echo "VM-TEST: SKIP $1: $2"; }
+# Shows a command's output in the console log, indented.
+show() { sed 's/^/    /' "$@"; }
+
+# "0-2,5" -> "0 1 2 5"
+cpulist_expand() {
+	echo "$1" | tr ',' '\n' | while IFS=- read -r lo hi; do
+		[ -n "$lo" ] && seq "$lo" "${hi:-$lo}"
+	done | tr '\n' ' '
+}
+
+node_cpus() { cpulist_expand "$(cat "$sysnode/node$1/cpulist")"; }
+
+nodes_online() { cpulist_expand "$(cat "$sysnode/online")"; }
+
+# The node whose CPUs serve node $1: itself if it has CPUs, else the nearest
+# node with CPUs by the firmware's distance table (lowest id on a tie).
+cpu_node_of() {
+	local best= best_dist= n d
+	[ -n "$(node_cpus "$1")" ] && { echo "$1"; return; }
+	set -- $(cat "$sysnode/node$1/distance")
+	for n in $(nodes_online); do
+		d=$1
+		shift
+		[ -n "$(node_cpus "$n")" ] || continue
+		if [ -z "$best" ] || [ "$d" -lt "$best_dist" ]; then
+			best=$n best_dist=$d
+		fi
+	done
+	echo "$best"
+}
+
+# True when every word of $1 is a word of $2.
+subset_of() {
+	local w
+	for w in $1; do
+		case " $2 " in *" $w "*) ;; *) return 1 ;; esac
+	done
+}
+
+# Index in the JSON document's nodes[] of the entry for node $2.
+json_node_index() {
+	local count i
+	count=$(vm_json_get "$1" nodes/#) || return 1
+	i=0
+	while [ "$i" -lt "$count" ]; do
+		[ "$(vm_json_get "$1" "nodes/$i/node")" = "$2" ] && { echo "$i"; return 0; }
+		i=$((i + 1))
+	done
+	return 1
+}
+
+hp_file() { echo "$sysnode/node$1/hugepages/hugepages-2048kB/$2"; }
+hp_set() { echo "$2" >"$(hp_file "$1" nr_hugepages)"; }
+hp_get() { cat "$(hp_file "$1" "${2:-nr_hugepages}")"; }
+
+page_bytes() {
+	case "$1" in
+	2M) echo 2097152 ;;
+	4k) echo 4096 ;;
+	esac
+}
+
+# Checks one per-node JSON report entry: every page of the node's share is on
+# the node, and the node's workers ran only on the CPUs that serve the node.
+# json_node_check NAME JSON NODE BYTES PAGE_BYTES
+json_node_check() {
+	name=$1 json=$2 node=$3 bytes=$4 pb=$5
+	if ! idx=$(json_node_index "$json" "$node"); then
+		fail "$name" "report has no entry for node $node"
+		return
+	fi
+	on=$(vm_json_get "$json" "nodes/$idx/pages_on_node")
+	off=$(vm_json_get "$json" "nodes/$idx/pages_off_node")
+	miss=$(vm_json_get "$json" "nodes/$idx/pages_missing")
+	nbytes=$(vm_json_get "$json" "nodes/$idx/bytes")
+	want=$((bytes / pb))
+	if [ "$nbytes" = "$bytes" ] && [ "$on" = "$want" ] && [ "$off" = 0 ] && [ "$miss" = 0 ]; then
+		pass "$name: json node $node pages_on_node=$on"
+	else
+		fail "$name: json node $node" \
+			"bytes=$nbytes (want $bytes) on=$on (want $want) off=$off missing=$miss"
+	fi
+	cpus=$(vm_json_get "$json" "nodes/$idx/cpus")
+	samples_off=$(vm_json_get "$json" "nodes/$idx/cpu_samples_off")
+	serving=$(node_cpus "$(cpu_node_of "$node")")
+	if [ -n "$cpus" ] && subset_of "$cpus" "$serving" && [ "$samples_off" = 0 ]; then
+		pass "$name: node $node workers on cpus [$cpus] of [$serving]"
+	else
+		fail "$name: node $node workers" \
+			"ran on cpus [$cpus], node is served by [$serving]; cpu_samples_off=$samples_off"
+	fi
+}
+
+# create_check NAME PAGE SPEC EXPECT -- CLI ARGS...
+#   runs `prealloc ARGS --page-size PAGE --file F --json`, checks placement
+#   with vm_placement_check F SPEC and with the JSON report against EXPECT
+#   ("node:bytes ..."), then removes the file with `prealloc rm`.
+create_check() {
+	name=$1 page=$2 spec=$3 expect=$4
+	shift 5
+	pb=$(page_bytes "$page")
+	if [ "$page" = 2M ]; then file=$hugemnt/vm-test; else file=/dev/shm/vm-test; fi
+	json=$tmp/create.json
+	t0=$(date +%s)
+	prealloc "$@" --page-size "$page" --file "$file" --json >"$json" 2>"$tmp/err"
+	rc=$?
+	if [ "$rc" != 0 ]; then
+		fail "$name" "prealloc $* --page-size $page exited $rc: $(head -c 300 "$tmp/err")"
+		rm -f "$file"
+		return
+	fi
+	echo "    prealloc $* --page-size $page: $(($(date +%s) - t0))s"
+	if vm_placement_check "$file" "$spec" >"$tmp/chk" 2>&1; then
+		pass "$name: move_pages $spec"
+	else
+		fail "$name: move_pages" "expected $spec"
+	fi
+	show "$tmp/chk"
+	total=0
+	for e in $expect; do
+		json_node_check "$name" "$json" "${e%%:*}" "${e#*:}" "$pb"
+		total=$((total + ${e#*:}))
+	done
+	jbytes=$(vm_json_get "$json" bytes)
+	[ "$jbytes" = "$total" ] || fail "$name: json bytes" "$jbytes, want $total"
+	if prealloc rm "$file" 2>"$tmp/err" && [ ! -e "$file" ]; then
+		pass "$name: rm"
+	else
+		fail "$name: rm" "prealloc rm $file: $(head -c 300 "$tmp/err")"
+		rm -f "$file"
+	fi
+}
+
+# ---- environment ------------------------------------------------------------
+mount -t hugetlbfs -o pagesize=2M none "$hugemnt" || fail mount-hugetlbfs "mount failed"
+echo "guest: kernel $(uname -r), variant $variant, nodes [$(nodes_online)]"
+for n in $(nodes_online); do
+	echo "guest: node $n cpus [$(node_cpus "$n")] distance [$(cat "$sysnode/node$n/distance")]" \
+		"$(grep MemTotal "$sysnode/node$n/meminfo" | tr -s ' ' | cut -d' ' -f3-)"
+done
+
+have_cli=0
+if command -v prealloc >/dev/null; then
+	have_cli=1
+else
+	skip cli "the prealloc CLI was not built (prealloc/cli defines no prealloc target yet)"
+fi
+# A subcommand exists when its --help succeeds and is its own (the CLI answers
+# --help for an unknown word with the create command's usage).
+have_sub() {
+	[ "$have_cli" = 1 ] && prealloc "$1" --help >"$tmp/help" 2>&1 &&
+		head -n1 "$tmp/help" | grep -qi "^usage: prealloc $1"
+}
+
+M=1048576
+
+# ---- two-node: placement, worker CPUs, clear, pools, VFIO ---------------------
+two_node() {
+	if [ "$(nodes_online)" = "0 1 " ] && [ "$(node_cpus 0)" = "0 " ] &&
+		[ "$(node_cpus 1)" = "1 " ]; then
+		pass "topology: 2 nodes, cpu 0 on node 0, cpu 1 on node 1"
+	else
+		fail topology "nodes [$(nodes_online)], want 2 nodes with one CPU each"
+	fi
+
+	for n in 0 1; do hp_set "$n" 64; done
+	if [ "$(hp_get 0)" = 64 ] && [ "$(hp_get 1)" = 64 ]; then
+		pass "hugepages: 64 x 2M reserved on each node"
+	else
+		fail hugepages "nr_hugepages node0=$(hp_get 0) node1=$(hp_get 1), want 64"
+	fi
+
+	if [ "$have_cli" = 1 ]; then
+		# The break knob: expect node 0 for a file prealloc put on node 1.
+		want1=1
+		[ "${prealloc_vm_break:-}" = placement ] && want1=0
+		for page in 2M 4k; do
+			if [ "$page" = 2M ]; then s=32; else s=16; fi
+			create_check "$page one node" "$page" "$want1" "$want1:$((2 * s * M))" -- \
+				--node 1 "$((2 * s))M"
+			create_check "$page split" "$page" 0,1 "0:$((2 * s * M)) 1:$((2 * s * M))" -- \
+				--node 0,1 "$((4 * s))M"
+			create_check "$page exact" "$page" "0:$((s))M,1:$((3 * s))M" \
+				"0:$((s * M)) 1:$((3 * s * M))" -- \
+				--node "0:$((s))M" --node "1:$((3 * s))M" "$((4 * s))M"
+		done
+		# More workers than the node has CPUs: they must still stay home.
+		create_check "4k split, 3 threads per node" 4k 0,1 "0:$((16 * M)) 1:$((16 * M))" -- \
+			--node 0,1 --threads 3 32M
+		if [ "$(hp_get 0 free_hugepages)" = 64 ] && [ "$(hp_get 1 free_hugepages)" = 64 ]; then
+			pass "hugepages: all free again after rm"
+		else
+			fail "hugepages after rm" \
+				"free node0=$(hp_get 0 free_hugepages) node1=$(hp_get 1 free_hugepages)"
+		fi
+	fi
+
+	# clear: each node's pages re-zeroed by that node's workers.
+	if have_sub clear; then
+		file=$hugemnt/vm-clear
+		if prealloc --node 0,1 --page-size 2M --file "$file" --json 64M >/dev/null \
+			2>"$tmp/err" &&
+			vm_placement_check --fill 0xa5 "$file" 0,1 >"$tmp/chk" 2>&1 &&
+			prealloc clear --json "$file" >"$tmp/clear.json" 2>"$tmp/err"; then
+			if vm_placement_check --zero "$file" 0,1 >"$tmp/chk" 2>&1; then
+				pass "clear: zero and still in place"
+			else
+				fail clear "not zero or moved after clear"
+				show "$tmp/chk"
+			fi
+			for n in 0 1; do
+				json_node_check clear "$tmp/clear.json" "$n" "$((32 * M))" 2097152
+			done
+		else
+			fail clear "create/fill/clear failed: $(head -c 300 "$tmp/err")"
+		fi
+		prealloc rm "$file" 2>/dev/null || rm -f "$file"
+	else
+		skip clear "prealloc clear --help fails: the clear subcommand is not there yet"
+	fi
+
+	# Per-node hugepage pools: growth on the right node, admission per node.
+	if have_sub pool; then
+		file=$hugemnt/vm-pool
+		hp_set 0 0
+		hp_set 1 0
+		if prealloc --node 1 --page-size 2M --reserve --file "$file" --json 32M \
+			>"$tmp/pool.json" 2>"$tmp/err"; then
+			if [ "$(hp_get 1)" -ge 16 ] && [ "$(hp_get 0)" = 0 ] &&
+				vm_placement_check "$file" 1 >"$tmp/chk" 2>&1; then
+				pass "pool: --reserve grew node 1 to $(hp_get 1), node 0 stayed 0"
+			else
+				fail "pool: --reserve" "nr_hugepages node0=$(hp_get 0) node1=$(hp_get 1)"
+				show "$tmp/chk"
+			fi
+		else
+			fail "pool: --reserve" "prealloc exited $?: $(head -c 300 "$tmp/err")"
+		fi
+		prealloc rm "$file" 2>/dev/null || rm -f "$file"
+
+		# Node 0 short (16M free), node 1 plenty: the request must be refused
+		# before anything is touched, and leave both pools as they were.
+		hp_set 0 8
+		hp_set 1 64
+		free0=$(hp_get 0 free_hugepages) free1=$(hp_get 1 free_hugepages)
+		prealloc --node 0:32M --node 1:32M --page-size 2M --file "$file" 64M \
+			>/dev/null 2>"$tmp/err"
+		rc=$?
+		if [ "$rc" != 0 ] && [ ! -e "$file" ] && [ "$(hp_get 0 free_hugepages)" = "$free0" ] &&
+			[ "$(hp_get 1 free_hugepages)" = "$free1" ]; then
+			pass "pool: admission refused node 0 short (exit $rc: $(head -n1 "$tmp/err"))"
+		else
+			fail "pool: admission" "exit $rc, file left: $([ -e "$file" ] && echo yes || echo no)," \
+				"free node0=$(hp_get 0 free_hugepages)/$free0 node1=$(hp_get 1 free_hugepages)/$free1"
+		fi
+		rm -f "$file"
+		hp_set 0 64
+		hp_set 1 64
+	else
+		skip pool "prealloc pool --help fails: per-node pool management is not there yet"
+	fi
+
+	vfio
+}
+
+# ---- VFIO: the edu device bound to vfio-pci, its group usable ----------------
+vfio() {
+	ok=1
+	for m in $(cat /modules.list); do
+		insmod "/lib/modules/$m" 2>"$tmp/err" || { ok=0; fail "insmod $m" "$(cat "$tmp/err")"; }
+	done
+	[ "$ok" = 1 ] && pass "vfio: modules loaded ($(tr '\n' ' ' </modules.list))"
+
+	bdf=
+	for d in /sys/bus/pci/devices/*; do
+		if [ "$(cat "$d/vendor")" = 0x1234 ] && [ "$(cat "$d/device")" = 0x11e8 ]; then
+			bdf=${d##*/}
+		fi
+	done
+	if [ -z "$bdf" ]; then
+		fail vfio "no edu device (1234:11e8) on the PCI bus"
+		return
+	fi
+	d=/sys/bus/pci/devices/$bdf
+	[ -e "$d/driver" ] && echo "$bdf" >"$d/driver/unbind"
+	echo vfio-pci >"$d/driver_override"
+	echo "$bdf" >/sys/bus/pci/drivers_probe
+	group=$(basename "$(readlink "$d/iommu_group")")
+	if [ "$(basename "$(readlink "$d/driver")")" = vfio-pci ] && [ -c "/dev/vfio/$group" ]; then
+		pass "vfio: edu $bdf bound to vfio-pci, group /dev/vfio/$group"
+	else
+		fail vfio "edu $bdf driver=$(readlink "$d/driver") group=$group"
+		return
+	fi
+	if vm_vfio_check "$bdf" >"$tmp/vfio" 2>&1; then
+		pass "vfio: group viable, container type1v2, device fd, DMA map pins"
+	else
+		fail vfio "vm_vfio_check $bdf failed"
+	fi
+	show "$tmp/vfio"
+}
+
+# ---- memory-only: node 2 has memory, no CPU; served by its nearest node -------
+memory_only() {
+	near=$(cpu_node_of 2)
+	if [ "$(nodes_online)" = "0 1 2 " ] && [ -z "$(node_cpus 2)" ] && [ "$near" = 1 ]; then
+		pass "topology: node 2 has no CPU, nearest node with CPUs is 1"
+	else
+		fail topology "nodes [$(nodes_online)], node 2 cpus [$(node_cpus 2)], nearest $near"
+	fi
+	for n in 0 1 2; do hp_set "$n" 48; done
+	if [ "$(hp_get 2)" = 48 ]; then
+		pass "hugepages: 48 x 2M reserved on node 2"
+	else
+		fail hugepages "node 2 nr_hugepages=$(hp_get 2), want 48"
+	fi
+	[ "$have_cli" = 1 ] || return
+
+	if prealloc info --json >"$tmp/info.json" 2>"$tmp/err"; then
+		idx=$(json_node_index "$tmp/info.json" 2)
+		cn=$(vm_json_get "$tmp/info.json" "nodes/$idx/cpu_node")
+		cpus=$(vm_json_get "$tmp/info.json" "nodes/$idx/cpus")
+		if [ "$cn" = "$near" ] && [ -n "$cpus" ] && subset_of "$cpus" "$(node_cpus "$near")"; then
+			pass "info: node 2 cpu_node=$cn cpus [$cpus]"
+		else
+			fail info "node 2 cpu_node=$cn cpus [$cpus], want cpu_node $near"
+		fi
+	else
+		fail info "prealloc info --json exited $?: $(head -c 300 "$tmp/err")"
+	fi
+	create_check "2M memory-only node" 2M 2 "2:$((64 * M))" -- --node 2 64M
+	create_check "4k memory-only node" 4k 2 "2:$((32 * M))" -- --node 2 32M
+	create_check "2M three nodes" 2M 0,1,2 "0:$((32 * M)) 1:$((32 * M)) 2:$((32 * M))" -- \
+		--node 0,1,2 96M
+}
+
+case "$variant" in
+two-node) two_node ;;
+memory-only) memory_only ;;
+*) fail variant "unknown variant '$variant'" ;;
+esac
+echo "VM-DONE"

@@ -1,0 +1,231 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# Boot a QEMU TCG guest with several NUMA nodes and a device bound to vfio-pci,
+# run guest-tests.sh inside it, and turn its results into an exit code:
+# 0 all passed, 1 something failed (or the guest did not finish), 77 skipped
+# (only when the rig cannot be built here, with the reason printed).
+#
+#   run-vm.sh [--variant two-node|memory-only] [--source DIR]
+#             [--static-build DIR] [--timeout SECONDS] [--keep]
+#
+#   two-node     2 nodes x 768M, one CPU each, intel-iommu + edu device:
+#                placement, worker CPUs, clear, per-node pools, VFIO.
+#   memory-only  3 nodes x 512M, node 2 has memory but no CPU and is nearest
+#                to node 1: it must be served by node 1's CPUs.
+#
+# Environment: PREALLOC_VM_BREAK=placement makes one guest check expect the
+# wrong node (to prove a failure inside reaches the exit code);
+# PREALLOC_VM_KERNEL=/boot/vmlinuz-X picks the guest kernel.
+set -u -o pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+variant=two-node
+source_dir=$(cd "$here/../.." && pwd)
+static_build=
+qemu_timeout=140
+keep=0
+
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--variant) variant=$2; shift ;;
+	--source) source_dir=$2; shift ;;
+	--static-build) static_build=$2; shift ;;
+	--timeout) qemu_timeout=$2; shift ;;
+	--keep) keep=1 ;;
+	*) echo "usage: $0 [--variant two-node|memory-only] [--source DIR]" \
+		"[--static-build DIR] [--timeout S] [--keep]" >&2; exit 1 ;;
+	esac
+	shift
+done
+[ -n "$static_build" ] || static_build=$source_dir/build-vm-static
+case "$variant" in
+two-node|memory-only) ;;
+*) echo "unknown variant '$variant'" >&2; exit 1 ;;
+esac
+
+work=
+qemu_pid=
+cleanup() {
+	[ -n "$qemu_pid" ] && kill "$qemu_pid" 2>/dev/null && wait "$qemu_pid" 2>/dev/null
+	if [ -n "$work" ]; then
+		if [ "$keep" = 1 ]; then echo "kept $work"; else rm -rf "$work"; fi
+	fi
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+
+step() { printf '[%5.1fs] %s\n' "$SECONDS" "$*"; }
+SECONDS=0
+
+# ---- packages ------------------------------------------------------------
+# What the rig needs, as "command package" pairs; installed from Debian if
+# missing (CI machines start fresh).
+missing=
+for pair in qemu-system-x86_64:qemu-system-x86 busybox:busybox-static \
+	    modprobe:kmod cpio:cpio gzip:gzip; do
+	command -v "${pair%%:*}" >/dev/null 2>&1 || missing="$missing ${pair#*:}"
+done
+ls /boot/vmlinuz-* >/dev/null 2>&1 || missing="$missing linux-image-amd64"
+if [ -n "$missing" ]; then
+	if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+		echo "SKIP: the VM rig needs$missing, and this is not root on Debian to install them"
+		exit 77
+	fi
+	step "installing$missing"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -q >/dev/null &&
+		apt-get install -y -q --no-install-recommends \
+			qemu-system-x86 linux-image-amd64 busybox-static kmod cpio gzip >/dev/null ||
+		{ echo "FAIL: apt-get install$missing failed"; exit 1; }
+fi
+
+# The guest kernel: the newest installed image with vfio-pci as a module.
+kernel=${PREALLOC_VM_KERNEL:-}
+if [ -z "$kernel" ]; then
+	for k in $(ls -v /boot/vmlinuz-* 2>/dev/null); do
+		v=${k#/boot/vmlinuz-}
+		[ -n "$(find "/lib/modules/$v/kernel/drivers/vfio/pci" -name 'vfio-pci.ko*' \
+			2>/dev/null)" ] && kernel=$k
+	done
+fi
+if [ -z "$kernel" ] || [ ! -r "$kernel" ]; then
+	echo "FAIL: no readable /boot/vmlinuz-* with vfio-pci modules (install linux-image-amd64)"
+	exit 1
+fi
+kver=${kernel#/boot/vmlinuz-}
+
+# ---- static binaries -----------------------------------------------------
+# A second meson build dir of the same source, linked statically; a lock keeps
+# two variants started at once from building it together.
+mkdir -p "$static_build" || exit 1
+exec 9>"$static_build.lock"
+flock 9
+if [ ! -f "$static_build/build.ninja" ]; then
+	step "configuring static build in $static_build"
+	meson setup "$static_build" "$source_dir" --default-library=static \
+		-Dprefer_static=true -Dc_link_args=-static -Dbuildtype=debugoptimized \
+		>"$static_build.log" 2>&1 ||
+		{ cat "$static_build.log"; echo "FAIL: meson setup of the static build"; exit 1; }
+fi
+checkers="tests/vm/vm_placement_check tests/vm/vm_json_get tests/vm/vm_vfio_check"
+step "building static binaries"
+ninja -C "$static_build" $checkers >"$static_build.log" 2>&1 ||
+	{ cat "$static_build.log"; echo "FAIL: static build of the VM checkers"; exit 1; }
+cli=
+# (the list goes through a file: grep -q closing the pipe early would fail it)
+ninja -C "$static_build" -t targets all >"$static_build.targets" 2>&1
+if grep -q '^prealloc/cli/prealloc:' "$static_build.targets"; then
+	ninja -C "$static_build" prealloc/cli/prealloc >"$static_build.log" 2>&1 ||
+		{ cat "$static_build.log"; echo "FAIL: static build of the CLI"; exit 1; }
+	cli=$static_build/prealloc/cli/prealloc
+fi
+flock -u 9
+for b in $checkers ${cli:+prealloc/cli/prealloc}; do
+	if readelf -l "$static_build/$b" 2>/dev/null | grep -q 'Requesting program interpreter'; then
+		echo "FAIL: $static_build/$b is dynamically linked; the guest has no libc"
+		exit 1
+	fi
+done
+
+# ---- initramfs -------------------------------------------------------------
+work=$(mktemp -d /tmp/prealloc-vm.XXXXXX) || exit 1
+root=$work/root
+mkdir -p "$root"/{bin,dev,proc,sys,tmp,lib/modules,tests} || exit 1
+cp "$(command -v busybox)" "$root/bin/busybox" || exit 1
+if readelf -l "$root/bin/busybox" 2>/dev/null | grep -q 'program interpreter'; then
+	echo "FAIL: $(command -v busybox) is not static (install busybox-static)"
+	exit 1
+fi
+cp "$here/guest-init.sh" "$root/init" && chmod 755 "$root/init" || exit 1
+cp "$here/guest-tests.sh" "$root/tests/guest-tests.sh" || exit 1
+for b in $checkers; do cp "$static_build/$b" "$root/bin/" || exit 1; done
+[ -n "$cli" ] && { cp "$cli" "$root/bin/prealloc" || exit 1; }
+
+# vfio-pci and what it needs, in load order, decompressed for busybox insmod.
+: >"$root/modules.list"
+for ko in $(modprobe -S "$kver" --show-depends vfio-pci | awk '$1 == "insmod" { print $2 }' |
+	    awk '!seen[$0]++'); do
+	name=$(basename "$ko")
+	name=${name%.xz}; name=${name%.zst}; name=${name%.gz}
+	case "$ko" in
+	*.xz) xz -dc "$ko" ;;
+	*.zst) zstd -qdc "$ko" ;;
+	*.gz) gzip -dc "$ko" ;;
+	*) cat "$ko" ;;
+	esac >"$root/lib/modules/$name" || { echo "FAIL: cannot unpack $ko"; exit 1; }
+	echo "$name" >>"$root/modules.list"
+done
+if ! grep -q '^vfio-pci.ko$' "$root/modules.list"; then
+	echo "FAIL: modprobe -S $kver --show-depends vfio-pci listed no vfio-pci.ko"
+	exit 1
+fi
+(cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) >"$work/initramfs.cpio.gz" || exit 1
+step "initramfs $(($(stat -c %s "$work/initramfs.cpio.gz") / 1024)) KiB, kernel $kver"
+
+# ---- boot ------------------------------------------------------------------
+machine=(-accel tcg,thread=multi -cpu max -machine q35 -smp 2,sockets=2,cores=1,threads=1)
+case "$variant" in
+two-node)
+	machine+=(-m 1536M
+		-object memory-backend-ram,id=m0,size=768M
+		-object memory-backend-ram,id=m1,size=768M
+		-numa node,nodeid=0,cpus=0,memdev=m0
+		-numa node,nodeid=1,cpus=1,memdev=m1)
+	;;
+memory-only)
+	# Node 2: memory, no CPU; nearer to node 1 (15) than to node 0 (30).
+	machine+=(-m 1536M
+		-object memory-backend-ram,id=m0,size=512M
+		-object memory-backend-ram,id=m1,size=512M
+		-object memory-backend-ram,id=m2,size=512M
+		-numa node,nodeid=0,cpus=0,memdev=m0
+		-numa node,nodeid=1,cpus=1,memdev=m1
+		-numa node,nodeid=2,memdev=m2
+		-numa dist,src=0,dst=1,val=20
+		-numa dist,src=0,dst=2,val=30
+		-numa dist,src=1,dst=2,val=15)
+	;;
+esac
+machine+=(-device intel-iommu,intremap=on -device edu,dma_mask=0xffffffffffff)
+[ -r /usr/share/qemu/qboot.rom ] && machine+=(-bios /usr/share/qemu/qboot.rom)
+append="console=ttyS0 panic=-1 intel_iommu=on iommu=pt quiet prealloc_vm_variant=$variant"
+[ -n "${PREALLOC_VM_BREAK:-}" ] && append="$append prealloc_vm_break=$PREALLOC_VM_BREAK"
+
+console=$work/console.log
+step "booting $variant guest (timeout ${qemu_timeout}s)"
+timeout --kill-after=5 "$qemu_timeout" qemu-system-x86_64 "${machine[@]}" \
+	-display none -nodefaults -no-reboot -serial "file:$console" -monitor none \
+	-kernel "$kernel" -initrd "$work/initramfs.cpio.gz" -append "$append" \
+	</dev/null >"$work/qemu.log" 2>&1 &
+qemu_pid=$!
+wait "$qemu_pid"
+qemu_rc=$?
+qemu_pid=
+step "guest exited (qemu rc $qemu_rc)"
+
+# ---- results -------------------------------------------------------------
+tr -d '\r' <"$console" | sed 's/^/guest| /'
+[ -s "$work/qemu.log" ] && sed 's/^/qemu| /' "$work/qemu.log"
+results=$(tr -d '\r' <"$console" | grep -E '^VM-(TEST|DONE)')
+passed=$(grep -c '^VM-TEST: PASS' <<<"$results")
+failed=$(grep -c '^VM-TEST: FAIL' <<<"$results")
+skipped=$(grep -c '^VM-TEST: SKIP' <<<"$results")
+if ! grep -q '^VM-DONE' <<<"$results"; then
+	if [ "$qemu_rc" = 124 ] || [ "$qemu_rc" = 137 ]; then
+		echo "FAIL: guest did not finish within ${qemu_timeout}s"
+	else
+		echo "FAIL: guest stopped before its tests finished (qemu rc $qemu_rc)"
+	fi
+	failed=$((failed + 1))
+fi
+echo
+grep -E '^VM-TEST: (FAIL|SKIP)' <<<"$results"
+echo "$variant: $passed passed, $failed failed, $skipped skipped (${SECONDS}s)"
+if [ "$failed" -gt 0 ]; then
+	exit 1
+elif [ "$passed" -eq 0 ]; then
+	echo "nothing ran"
+	exit 1
+fi
+exit 0
