@@ -1,0 +1,252 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The library on every backing it offers, for real: anonymous 4K and THP,
+ * memfd 4K and 2M hugetlb, a tmpfs file, and a range the caller mapped.
+ * Each is populated by the per-node engine, then checked from outside the
+ * library: every page resident (mincore / st_blocks), on its node
+ * (move_pages), zero; the report agrees. Also the job API (progress,
+ * eventfd, cancel) and the touch fallback. Root reserves 2M pages for the
+ * hugetlb case and restores the pool.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <numaif.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "prealloc.h"
+#include "../unit/tap.h"
+
+#define MiB (UINT64_C(1) << 20)
+
+static long saved_pool = -1;
+
+static long pool_get(void)
+{
+	FILE *f = fopen("/proc/sys/vm/nr_hugepages", "re");
+	long v = -1;
+
+	if (f) {
+		if (fscanf(f, "%ld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+static int pool_set(long v)
+{
+	FILE *f = fopen("/proc/sys/vm/nr_hugepages", "we");
+
+	if (!f)
+		return -errno;
+	fprintf(f, "%ld\n", v);
+	return fclose(f) ? -errno : 0;
+}
+
+static void pool_restore(void)
+{
+	if (saved_pool >= 0)
+		pool_set(saved_pool);
+}
+
+/* Pages of [p, p+len) in page_size steps found on node, from outside the library. */
+static uint64_t pages_on(void *p, uint64_t len, uint64_t step, int node)
+{
+	uint64_t on = 0;
+
+	for (uint64_t off = 0; off < len; off += step) {
+		void *a = (uint8_t *)p + off;
+		int status = -1;
+
+		if (move_pages(0, 1, &a, NULL, &status, 0) == 0 && status == node)
+			on++;
+	}
+	return on;
+}
+
+static uint64_t resident_bytes(void *p, uint64_t len)
+{
+	uint64_t n = len / 4096, res = 0;
+	unsigned char *vec = malloc(n);
+
+	if (!vec || mincore(p, len, vec) < 0) {
+		free(vec);
+		return 0;
+	}
+	for (uint64_t i = 0; i < n; i++)
+		res += vec[i] & 1;
+	free(vec);
+	return res * 4096;
+}
+
+static bool all_zero(const uint8_t *p, uint64_t len)
+{
+	for (uint64_t i = 0; i < len; i += 8)
+		if (*(const uint64_t *)(p + i))
+			return false;
+	return true;
+}
+
+static void run_backing(struct prealloc_ctx *ctx, const char *name,
+			struct prealloc_region_opts *ro, unsigned int flags, int node)
+{
+	struct prealloc_region *r = NULL;
+	struct prealloc_report rep = { .size = sizeof(rep) };
+	struct prealloc_job_opts jo = { .size = sizeof(jo), .op = PREALLOC_OP_POPULATE,
+					.flags = PREALLOC_JOB_VERIFY | flags };
+	int ret;
+
+	ro->nr_nodes = 1;
+	ro->nodes = &node;
+	ret = prealloc_region_new(ctx, ro, &r);
+	if (!tap_ok(ret == 0, "%s: region created (%s)", name, strerror(-ret)))
+		return;
+	uint8_t *p = prealloc_region_addr(r);
+	uint64_t len = prealloc_region_length(r), page = prealloc_region_page_size(r);
+	tap_ok(resident_bytes(p, len) == 0, "%s: nothing resident before the run", name);
+	ret = prealloc_run(r, &jo, &rep);
+	tap_ok(ret == 0 && rep.bytes_done == len && rep.error == 0, "%s: populated %llu bytes (%s)",
+	       name, (unsigned long long)rep.bytes_done, strerror(-ret));
+	tap_ok(resident_bytes(p, len) == len, "%s: every page resident afterwards (mincore)", name);
+	uint64_t step = page == PREALLOC_PAGE_2M && ro->backing == PREALLOC_BACKING_ANON_THP ? 4096 : page;
+	tap_ok(pages_on(p, len, step, node) == len / step, "%s: every page on node %d (move_pages)",
+	       name, node);
+	tap_ok(all_zero(p, len) && rep.nonzero_offset == UINT64_MAX, "%s: memory reads zero", name);
+	tap_ok(rep.method == ((flags & PREALLOC_JOB_TOUCH) ? PREALLOC_METHOD_TOUCH
+							   : PREALLOC_METHOD_POPULATE_WRITE),
+	       "%s: report names the method used (%d)", name, rep.method);
+	struct prealloc_node_report nr = { .size = sizeof(nr) };
+	prealloc_job_node_report(NULL, 0, &nr);	/* must not crash */
+	prealloc_region_free(r);
+}
+
+static void job_api(struct prealloc_ctx *ctx)
+{
+	struct prealloc_region_opts ro = { .size = sizeof(ro), .backing = PREALLOC_BACKING_ANON,
+					   .length = 256 * MiB };
+	struct prealloc_job_opts jo = { .size = sizeof(jo), .op = PREALLOC_OP_POPULATE,
+					.chunk_size = 2 * MiB, .threads = 1 };
+	struct prealloc_region *r;
+	struct prealloc_job *job;
+	uint64_t done = 0, total = 0;
+
+	if (prealloc_region_new(ctx, &ro, &r) < 0) {
+		tap_ok(0, "job api: region");
+		return;
+	}
+	tap_ok(prealloc_job_start(r, &jo, &job) == 0, "job api: started");
+	struct pollfd pfd = { .fd = prealloc_job_eventfd(job), .events = POLLIN };
+	tap_ok(poll(&pfd, 1, 60000) == 1, "job api: eventfd turns readable on completion");
+	tap_ok(prealloc_job_done(job) == 1, "job api: done");
+	tap_ok(prealloc_job_wait(job) == 0, "job api: wait returns 0");
+	prealloc_job_progress(job, &done, &total);
+	tap_ok(done == total && total == 256 * MiB, "job api: progress reaches the total");
+	prealloc_job_free(job);
+	prealloc_region_free(r);
+
+	/* Cancel before the workers get far: wait reports ECANCELED, work stops early. */
+	ro.length = 1024 * MiB;
+	if (prealloc_region_new(ctx, &ro, &r) < 0)
+		return;
+	tap_ok(prealloc_job_start(r, &jo, &job) == 0, "job api: second job started");
+	prealloc_job_cancel(job);
+	int ret = prealloc_job_wait(job);
+	struct prealloc_report rep = { .size = sizeof(rep) };
+	prealloc_job_report(job, &rep);
+	tap_ok(ret == -ECANCELED && rep.cancelled && rep.bytes_done < rep.bytes,
+	       "job api: cancel stops at a chunk boundary (%llu of %llu done)",
+	       (unsigned long long)rep.bytes_done, (unsigned long long)rep.bytes);
+	prealloc_job_free(job);
+	prealloc_region_free(r);
+}
+
+int main(void)
+{
+	struct prealloc_ctx *ctx;
+	int nodes[4], node;
+
+	if (prealloc_ctx_new(&ctx) < 0 || prealloc_nodes(ctx, nodes, 4) < 1) {
+		printf("Bail out! no context\n");
+		return 1;
+	}
+	node = nodes[0];
+
+	run_backing(ctx, "anon 4K",
+		    &(struct prealloc_region_opts){ .size = sizeof(struct prealloc_region_opts),
+						    .backing = PREALLOC_BACKING_ANON,
+						    .length = 64 * MiB },
+		    0, node);
+	run_backing(ctx, "anon 4K touch fallback",
+		    &(struct prealloc_region_opts){ .size = sizeof(struct prealloc_region_opts),
+						    .backing = PREALLOC_BACKING_ANON,
+						    .length = 64 * MiB },
+		    PREALLOC_JOB_TOUCH, node);
+	run_backing(ctx, "anon THP",
+		    &(struct prealloc_region_opts){ .size = sizeof(struct prealloc_region_opts),
+						    .backing = PREALLOC_BACKING_ANON_THP,
+						    .length = 64 * MiB },
+		    0, node);
+	run_backing(ctx, "memfd 4K",
+		    &(struct prealloc_region_opts){ .size = sizeof(struct prealloc_region_opts),
+						    .backing = PREALLOC_BACKING_MEMFD,
+						    .page_size = PREALLOC_PAGE_4K,
+						    .length = 64 * MiB },
+		    0, node);
+
+	/* A tmpfs file: /dev/shm exists on Debian; the file is removed after. */
+	char path[] = "/dev/shm/prealloc-test-XXXXXX";
+	int fd = mkstemp(path);
+	if (fd >= 0) {
+		close(fd);
+		unlink(path);
+		run_backing(ctx, "tmpfs file",
+			    &(struct prealloc_region_opts){ .size = sizeof(struct prealloc_region_opts),
+							    .backing = PREALLOC_BACKING_FILE,
+							    .path = path,
+							    .length = 64 * MiB },
+			    0, node);
+		unlink(path);
+	} else {
+		tap_ok(0, "tmpfs file: mkstemp in /dev/shm (%s)", strerror(errno));
+	}
+
+	/* The embedding case: the caller's own mapping. */
+	void *mine = mmap(NULL, 64 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	madvise(mine, 64 * MiB, MADV_NOHUGEPAGE);
+	run_backing(ctx, "caller's mapping",
+		    &(struct prealloc_region_opts){ .size = sizeof(struct prealloc_region_opts),
+						    .backing = PREALLOC_BACKING_MAPPED,
+						    .addr = mine,
+						    .length = 64 * MiB },
+		    0, node);
+	munmap(mine, 64 * MiB);
+
+	/* memfd with 2M hugetlb pages: needs a pool; root grows it and puts it back. */
+	if (geteuid() == 0 && (saved_pool = pool_get()) >= 0) {
+		atexit(pool_restore);
+		pool_set(saved_pool + 32);
+		if (pool_get() >= saved_pool + 32)
+			run_backing(ctx, "memfd 2M hugetlb",
+				    &(struct prealloc_region_opts){
+					    .size = sizeof(struct prealloc_region_opts),
+					    .backing = PREALLOC_BACKING_MEMFD,
+					    .page_size = PREALLOC_PAGE_2M,
+					    .length = 64 * MiB },
+				    0, node);
+		else
+			tap_ok(0, "memfd 2M hugetlb: could not reserve 32 pages");
+	} else {
+		tap_skip("memfd 2M hugetlb: not root, cannot reserve hugepages");
+	}
+
+	job_api(ctx);
+	prealloc_ctx_free(ctx);
+	return tap_done();
+}
