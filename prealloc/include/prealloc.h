@@ -330,6 +330,133 @@ int prealloc_calibration_load(struct prealloc_ctx *ctx, const char *path,
 /* Deactivates any calibration: automatic selection uses the built-in rules. */
 int prealloc_calibration_unload(struct prealloc_ctx *ctx);
 
+/* ---- admission and pools ----------------------------------------------- */
+
+/*
+ * Admission proves a request fits before any page is touched: per node, the
+ * free hugepages of the size minus what other prealloc runs reserved but
+ * have not faulted yet (and, on one node, reservations of other programs),
+ * the caller's hugetlb cgroup limit (v2 hugetlb.<size>.max), and for 4K/THP
+ * the node's free memory. With PREALLOC_ADMIT_RESERVE it grows a short
+ * node's pool instead of failing. Pool changes happen under a system-wide
+ * lock (<state dir>/pool.lock) and are recorded in a ledger
+ * (<state dir>/ledger) so that concurrent runs never lose an update and the
+ * growth can be given back exactly. The state dir is $PREALLOC_STATE_DIR,
+ * else /run/prealloc for root.
+ */
+struct prealloc_reservation;
+
+enum prealloc_admit_flags {
+	PREALLOC_ADMIT_RESERVE = 1u << 0,  /* grow short node pools to fit */
+	PREALLOC_ADMIT_NO_CHECK = 1u << 1, /* tests only: reserve without checking capacity */
+};
+
+enum prealloc_admit_reason {
+	PREALLOC_ADMIT_OK = 0,
+	PREALLOC_ADMIT_POOL,	/* the node's pool has too few free pages */
+	PREALLOC_ADMIT_GLOBAL,	/* system-wide free pages minus reservations too few */
+	PREALLOC_ADMIT_CGROUP,	/* the hugetlb cgroup limit leaves too few pages */
+	PREALLOC_ADMIT_MEMORY,	/* 4K/THP: the node's free memory is too small */
+	PREALLOC_ADMIT_GROW,	/* RESERVE: the kernel allocated fewer pages than asked */
+	PREALLOC_ADMIT_LOCK,	/* the pool lock was not obtained in time */
+	PREALLOC_ADMIT_ACCESS,	/* the pool or the state dir is not writable */
+};
+
+struct prealloc_admit_opts {
+	size_t size;		/* sizeof(struct prealloc_admit_opts) */
+	unsigned int flags;	/* enum prealloc_admit_flags */
+	uint64_t page_size;	/* PREALLOC_PAGE_4K (also for THP), _2M or _1G */
+	unsigned int nr_nodes;
+	const int *nodes;
+	const uint64_t *node_bytes; /* bytes still to fault on nodes[i] */
+	unsigned int reserve_timeout_ms; /* RESERVE: compaction deadline; 0: 5000 */
+	unsigned int lock_timeout_ms;	  /* 0: 30000 */
+	const char *owner;	/* the file the pages are for, or a tag; NULL: set later */
+};
+
+/* Why admission failed, with the numbers a message needs. Pages, or bytes for MEMORY. */
+struct prealloc_admit_result {
+	size_t size;		/* sizeof(struct prealloc_admit_result) */
+	int reason;		/* enum prealloc_admit_reason */
+	int node;		/* the node that failed, -1 for a system-wide limit */
+	uint64_t page_size;
+	uint64_t needed;
+	uint64_t available;	/* usable for this request */
+	uint64_t pool_total;	/* the node's nr_hugepages */
+	uint64_t pool_free;	/* the node's free_hugepages */
+	uint64_t reserved_others; /* reserved by other runs, not faulted yet */
+	uint64_t grow_requested;  /* GROW: nr_hugepages written */
+	uint64_t grow_got;	  /* GROW: nr_hugepages read back */
+	double grow_seconds;
+	uint64_t added;		/* success: pages added to the pools for this request */
+	char cgroup[256];	/* CGROUP: the limiting cgroup's limit file */
+};
+
+/*
+ * Checks (and with RESERVE grows) every node of the request under the pool
+ * lock and records an in-flight reservation. 4K requests are checked but
+ * take no ledger entry. Errors: -ENOMEM short (pool, memory, growth),
+ * -EDQUOT cgroup limit, -ETIMEDOUT lock, -EACCES/-EPERM pool not writable,
+ * -ENODEV unknown node; ret_result (may be NULL) says why.
+ */
+int prealloc_admit(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *opts,
+		   struct prealloc_reservation **ret_resv, struct prealloc_admit_result *ret_result);
+/* Names the file (or tag) holding the pages, once it exists. */
+int prealloc_reservation_set_owner(struct prealloc_reservation *resv, const char *owner);
+/* The pages are faulted and held by the owner: the ledger keeps only the growth. */
+int prealloc_reservation_commit(struct prealloc_reservation *resv);
+/*
+ * Drops the reservation and gives back the growth it made; call after the
+ * owner's pages are freed. ret_returned (may be NULL): pages given back.
+ */
+int prealloc_reservation_rollback(struct prealloc_reservation *resv, uint64_t *ret_returned);
+/* Rolls back unless committed, then frees the handle. */
+void prealloc_reservation_free(struct prealloc_reservation *resv);
+
+struct prealloc_pool_status {
+	size_t size;		/* sizeof(struct prealloc_pool_status) */
+	int node;
+	uint64_t page_size;
+	uint64_t total;		/* nr_hugepages */
+	uint64_t free;		/* free_hugepages */
+	uint64_t surplus;	/* surplus_hugepages */
+	uint64_t reserved;	/* reserved by prealloc runs, not faulted yet */
+	uint64_t added;		/* pages prealloc added, per the ledger */
+	unsigned int owners;	/* ledger entries for this node and size */
+};
+int prealloc_pool_status(struct prealloc_ctx *ctx, int node, uint64_t page_size,
+			 struct prealloc_pool_status *ret_status);
+
+enum prealloc_ledger_state {
+	PREALLOC_LEDGER_IN_FLIGHT = 0, /* a run is populating for the owner */
+	PREALLOC_LEDGER_HELD,	       /* the owner holds the pages */
+	PREALLOC_LEDGER_ORPHAN,	       /* owner gone; growth not yet given back */
+};
+
+struct prealloc_ledger_entry {
+	size_t size;		/* sizeof(struct prealloc_ledger_entry) */
+	int state;		/* enum prealloc_ledger_state */
+	int node;
+	uint64_t page_size;
+	uint64_t pages;		/* pages the owner needs on the node */
+	uint64_t added;		/* pages added to the pool for it */
+	uint64_t outstanding;	/* IN_FLIGHT: pages not faulted yet */
+	int pid;		/* IN_FLIGHT: the run */
+	uint64_t dev, ino;	/* owner file identity, 0 if none */
+	char owner[4096];
+};
+/* Entry index of the ledger as it is now; -ENOENT past the end. */
+int prealloc_ledger_entry(struct prealloc_ctx *ctx, unsigned int index,
+			  struct prealloc_ledger_entry *ret_entry);
+/*
+ * The owner's pages are gone (file removed): give back the growth recorded
+ * for it. -EBUSY while the file still exists; -ENOENT no entry. Growth whose
+ * pages are still in use (an open file) stays as ORPHAN for prealloc_pool_gc.
+ */
+int prealloc_pool_release(struct prealloc_ctx *ctx, const char *owner, uint64_t *ret_returned);
+/* Gives back growth of owners that no longer exist and of runs that died. */
+int prealloc_pool_gc(struct prealloc_ctx *ctx, uint64_t *ret_returned, unsigned int *ret_entries);
+
 #ifdef __cplusplus
 }
 #endif

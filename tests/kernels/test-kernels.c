@@ -179,7 +179,8 @@ int main(void)
 	const struct cpu_id *cpu = cpu_get();
 
 	page = (size_t)sysconf(_SC_PAGESIZE);
-	printf("# cpu: %s family 0x%x model 0x%x \"%s\", features 0x%llx, llc %llu KiB, vector kernels %s\n",
+	printf("# cpu: %s family 0x%x model 0x%x \"%s\", features 0x%llx, llc %llu KiB, "
+	       "vector kernels %s\n",
 	       cpu->vendor, cpu->family, cpu->model, cpu->model_name,
 	       (unsigned long long)cpu->features, (unsigned long long)(cpu->llc_bytes >> 10),
 	       PREALLOC_VECTOR_KERNELS ? "built" : "not built");

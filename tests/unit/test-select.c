@@ -24,11 +24,14 @@
 #define F_AVX2 (F_BASE | PREALLOC_CPU_AVX2)
 #define F_AVX512 (F_AVX2 | PREALLOC_CPU_AVX512F)
 
-static const struct cpu_id skylake_sp = { "GenuineIntel", "Intel(R) Xeon(R) Platinum 8180 CPU @ 2.50GHz",
+static const struct cpu_id skylake_sp = {
+	"GenuineIntel", "Intel(R) Xeon(R) Platinum 8180 CPU @ 2.50GHz",
 					  6, 0x55, 4, F_AVX512, 38 * MiB + MiB / 2 };
-static const struct cpu_id cascade_lake = { "GenuineIntel", "Intel(R) Xeon(R) Gold 6248 CPU @ 2.50GHz",
+static const struct cpu_id cascade_lake = {
+	"GenuineIntel", "Intel(R) Xeon(R) Gold 6248 CPU @ 2.50GHz",
 					    6, 0x55, 7, F_AVX512, 27 * MiB + MiB / 2 };
-static const struct cpu_id ice_lake_sp = { "GenuineIntel", "Intel(R) Xeon(R) Platinum 8380 CPU @ 2.30GHz",
+static const struct cpu_id ice_lake_sp = {
+	"GenuineIntel", "Intel(R) Xeon(R) Platinum 8380 CPU @ 2.30GHz",
 					   6, 0x6a, 6, F_AVX512 | PREALLOC_CPU_FSRM, 60 * MiB };
 static const struct cpu_id sapphire_rapids = { "GenuineIntel", "Intel(R) Xeon(R) Platinum 8480+",
 					       6, 0x8f, 8,
@@ -204,15 +207,18 @@ static void test_calibration_select(void)
 	other = cal;
 	snprintf(other.model_name, sizeof(other.model_name), "AMD EPYC 9124 16-Core Processor");
 	k = pick(&zen4, 1 * GiB, 1, &other, why, sizeof(why));
-	tap_ok(!strcmp(k, expected("avx512_nt", &zen4)), "stale calibration (other model name) ignored: %s (%s)",
+	tap_ok(!strcmp(k, expected("avx512_nt", &zen4)),
+	       "stale calibration (other model name) ignored: %s (%s)",
 	       k, why);
 	other = cal;
 	other.model = 0x01;
 	k = pick(&zen4, 1 * GiB, 1, &other, why, sizeof(why));
-	tap_ok(!strcmp(k, expected("avx512_nt", &zen4)), "foreign calibration (other model) ignored: %s", k);
+	tap_ok(!strcmp(k, expected("avx512_nt", &zen4)),
+	       "foreign calibration (other model) ignored: %s", k);
 	other = calibration_for(&sapphire_rapids);
 	k = pick(&zen4, 1 * GiB, 1, &other, why, sizeof(why));
-	tap_ok(!strcmp(k, expected("avx512_nt", &zen4)), "foreign calibration (other vendor) ignored: %s", k);
+	tap_ok(!strcmp(k, expected("avx512_nt", &zen4)),
+	       "foreign calibration (other vendor) ignored: %s", k);
 	k = pick(&sapphire_rapids, 1 * GiB, 1, &cal, why, sizeof(why));
 	tap_ok(!strcmp(k, expected("avx512_nt", &sapphire_rapids)),
 	       "a Zen 4 calibration does not steer Sapphire Rapids: %s", k);
@@ -221,7 +227,8 @@ static void test_calibration_select(void)
 	other = calibration_for(&zen4_guest);
 	snprintf(other.classes[1].kernel, sizeof(other.classes[1].kernel), "avx512_nt");
 	k = pick(&zen4_guest, 1 * GiB, 1, &other, why, sizeof(why));
-	tap_ok(!strcmp(k, expected("avx2_nt", &zen4_guest)), "unusable calibrated kernel falls back: %s (%s)",
+	tap_ok(!strcmp(k, expected("avx2_nt", &zen4_guest)),
+	       "unusable calibrated kernel falls back: %s (%s)",
 	       k, why);
 	other.nr_classes = 0;
 	k = pick(&zen4, 1 * GiB, 1, &other, why, sizeof(why));
@@ -315,7 +322,8 @@ static void test_calibration_files(void)
 	pub.classes[1] = (struct prealloc_calibration_class){ UINT64_MAX, "warp_drive", 2.0 };
 	tap_ok(prealloc_calibration_save(ctx, &pub, path) == -EINVAL, "save rejects unknown kernels");
 	pub.classes[1] = (struct prealloc_calibration_class){ 4096, "c", 2.0 };
-	tap_ok(prealloc_calibration_save(ctx, &pub, path) == -EINVAL, "save rejects non-ascending classes");
+	tap_ok(prealloc_calibration_save(ctx, &pub, path) == -EINVAL,
+	       "save rejects non-ascending classes");
 
 	/* The default path, for a non-root user with and without XDG_CACHE_HOME. */
 	if (geteuid() == 0) {

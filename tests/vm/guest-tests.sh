@@ -38,36 +38,35 @@ nodes_online() { cpulist_expand "$(cat "$sysnode/online")"; }
 # The node whose CPUs serve node $1: itself if it has CPUs, else the nearest
 # node with CPUs by the firmware's distance table (lowest id on a tie).
 cpu_node_of() {
-	local best= best_dist= n d
 	[ -n "$(node_cpus "$1")" ] && { echo "$1"; return; }
+	cn_best='' cn_dist=''
+	# shellcheck disable=SC2046 # one distance per word, in node order
 	set -- $(cat "$sysnode/node$1/distance")
-	for n in $(nodes_online); do
-		d=$1
+	for cn_node in $(nodes_online); do
+		cn_d=$1
 		shift
-		[ -n "$(node_cpus "$n")" ] || continue
-		if [ -z "$best" ] || [ "$d" -lt "$best_dist" ]; then
-			best=$n best_dist=$d
+		[ -n "$(node_cpus "$cn_node")" ] || continue
+		if [ -z "$cn_best" ] || [ "$cn_d" -lt "$cn_dist" ]; then
+			cn_best=$cn_node cn_dist=$cn_d
 		fi
 	done
-	echo "$best"
+	echo "$cn_best"
 }
 
 # True when every word of $1 is a word of $2.
 subset_of() {
-	local w
-	for w in $1; do
-		case " $2 " in *" $w "*) ;; *) return 1 ;; esac
+	for so_word in $1; do
+		case " $2 " in *" $so_word "*) ;; *) return 1 ;; esac
 	done
 }
 
 # Index in the JSON document's nodes[] of the entry for node $2.
 json_node_index() {
-	local count i
-	count=$(vm_json_get "$1" nodes/#) || return 1
-	i=0
-	while [ "$i" -lt "$count" ]; do
-		[ "$(vm_json_get "$1" "nodes/$i/node")" = "$2" ] && { echo "$i"; return 0; }
-		i=$((i + 1))
+	jn_count=$(vm_json_get "$1" nodes/#) || return 1
+	jn_i=0
+	while [ "$jn_i" -lt "$jn_count" ]; do
+		[ "$(vm_json_get "$1" "nodes/$jn_i/node")" = "$2" ] && { echo "$jn_i"; return 0; }
+		jn_i=$((jn_i + 1))
 	done
 	return 1
 }
@@ -289,6 +288,7 @@ two_node() {
 # ---- VFIO: the edu device bound to vfio-pci, its group usable ----------------
 vfio() {
 	ok=1
+	# shellcheck disable=SC2013 # one module name per line, no spaces
 	for m in $(cat /modules.list); do
 		insmod "/lib/modules/$m" 2>"$tmp/err" || { ok=0; fail "insmod $m" "$(cat "$tmp/err")"; }
 	done

@@ -17,6 +17,7 @@
 # Environment: PREALLOC_VM_BREAK=placement makes one guest check expect the
 # wrong node (to prove a failure inside reaches the exit code);
 # PREALLOC_VM_KERNEL=/boot/vmlinuz-X picks the guest kernel.
+# shellcheck disable=SC2054 # the commas in arrays belong to QEMU's option values
 set -u -o pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -46,6 +47,7 @@ esac
 
 work=
 qemu_pid=
+# shellcheck disable=SC2317 # called by the trap
 cleanup() {
 	[ -n "$qemu_pid" ] && kill "$qemu_pid" 2>/dev/null && wait "$qemu_pid" 2>/dev/null
 	if [ -n "$work" ]; then
@@ -74,15 +76,18 @@ if [ -n "$missing" ]; then
 	fi
 	step "installing$missing"
 	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -q >/dev/null &&
-		apt-get install -y -q --no-install-recommends \
-			qemu-system-x86 linux-image-amd64 busybox-static kmod cpio gzip >/dev/null ||
-		{ echo "FAIL: apt-get install$missing failed"; exit 1; }
+	if ! apt-get update -q >/dev/null ||
+		! apt-get install -y -q --no-install-recommends \
+			qemu-system-x86 linux-image-amd64 busybox-static kmod cpio gzip >/dev/null; then
+		echo "FAIL: apt-get install$missing failed"
+		exit 1
+	fi
 fi
 
 # The guest kernel: the newest installed image with vfio-pci as a module.
 kernel=${PREALLOC_VM_KERNEL:-}
 if [ -z "$kernel" ]; then
+	# shellcheck disable=SC2045 # ls -v: version order; the names have no spaces
 	for k in $(ls -v /boot/vmlinuz-* 2>/dev/null); do
 		v=${k#/boot/vmlinuz-}
 		[ -n "$(find "/lib/modules/$v/kernel/drivers/vfio/pci" -name 'vfio-pci.ko*' \
@@ -110,6 +115,7 @@ if [ ! -f "$static_build/build.ninja" ]; then
 fi
 checkers="tests/vm/vm_placement_check tests/vm/vm_json_get tests/vm/vm_vfio_check"
 step "building static binaries"
+# shellcheck disable=SC2086 # a list of targets
 ninja -C "$static_build" $checkers >"$static_build.log" 2>&1 ||
 	{ cat "$static_build.log"; echo "FAIL: static build of the VM checkers"; exit 1; }
 cli=

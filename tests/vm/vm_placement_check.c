@@ -155,8 +155,8 @@ int main(int argc, char **argv)
 		int status[QUERY_BATCH];
 
 		for (uint64_t done = 0; done < npages;) {
-			unsigned int n = npages - done < QUERY_BATCH ? (unsigned int)(npages - done)
-								      : QUERY_BATCH;
+			uint64_t left = npages - done;
+			unsigned int n = left < QUERY_BATCH ? (unsigned int)left : QUERY_BATCH;
 
 			for (unsigned int i = 0; i < n; i++)
 				addrs[i] = map + offset + (done + i) * page;

@@ -52,8 +52,6 @@ int main(int argc, char **argv)
 	char link[PATH_MAX], path[PATH_MAX];
 	struct vfio_group_status status = {.argsz = sizeof(status)};
 	struct vfio_device_info dinfo = {.argsz = sizeof(dinfo)};
-	struct vfio_iommu_type1_dma_map map;
-	struct vfio_iommu_type1_dma_unmap unmap;
 	int container, group, device, api;
 	long before, pinned, after;
 	ssize_t n;
@@ -112,7 +110,7 @@ int main(int argc, char **argv)
 		return fail("mmap");
 	memset(buf, 0, MAP_BYTES);
 	before = vm_locked_kib();
-	map = (struct vfio_iommu_type1_dma_map){
+	struct vfio_iommu_type1_dma_map map = {
 		.argsz = sizeof(map),
 		.flags = VFIO_DMA_MAP_FLAG_READ | VFIO_DMA_MAP_FLAG_WRITE,
 		.vaddr = (uintptr_t)buf,
@@ -122,7 +120,7 @@ int main(int argc, char **argv)
 	if (ioctl(container, VFIO_IOMMU_MAP_DMA, &map) < 0)
 		return fail("VFIO_IOMMU_MAP_DMA");
 	pinned = vm_locked_kib();
-	unmap = (struct vfio_iommu_type1_dma_unmap){
+	struct vfio_iommu_type1_dma_unmap unmap = {
 		.argsz = sizeof(unmap),
 		.iova = map.iova,
 		.size = MAP_BYTES,
