@@ -5,22 +5,23 @@
 #include "internal.h"
 #include "tap.h"
 
+/* Versions of one options struct; fields grow in 8-byte steps, no padding. */
 struct opts_v1 {
 	size_t size;
-	int a;
+	int64_t a;
 };
 
 struct opts_v2 {
 	size_t size;
-	int a;
-	int b;
+	int64_t a;
+	int64_t b;
 	uint64_t c;
 };
 
 struct opts_v3 {
 	size_t size;
-	int a;
-	int b;
+	int64_t a;
+	int64_t b;
 	uint64_t c;
 	uint64_t d;
 };
