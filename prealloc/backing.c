@@ -5,6 +5,7 @@
  * extent bound to its node with MPOL_BIND before any page is touched.
  */
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <numaif.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,12 +16,6 @@
 
 #include "internal.h"
 
-#ifndef HUGETLBFS_MAGIC
-#define HUGETLBFS_MAGIC 0x958458f6
-#endif
-#ifndef TMPFS_MAGIC
-#define TMPFS_MAGIC 0x01021994
-#endif
 #ifndef MFD_HUGETLB
 #define MFD_HUGETLB 0x0004U
 #endif

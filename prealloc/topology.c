@@ -16,9 +16,6 @@
 
 #define NODE_SYSFS "/sys/devices/system/node"
 
-#ifndef HUGETLBFS_MAGIC
-#define HUGETLBFS_MAGIC 0x958458f6
-#endif
 
 static int node_meminfo(int node, uint64_t *ret_total, uint64_t *ret_free)
 {
