@@ -42,6 +42,9 @@ struct create_args {
 	bool reuse;
 	unsigned int threads;
 	bool verify, json, quiet, touch;
+	bool reserve;			/* grow node pools to fit */
+	bool skip_admission;		/* tests: populate without the capacity check */
+	unsigned int reserve_timeout_ms;
 };
 
 static const char usage_text[] =
@@ -57,17 +60,22 @@ static const char usage_text[] =
 	"                         hugetlbfs mount of the page size, or /dev/shm)\n"
 	"      --reuse            populate PATH in place if it exists with this size\n"
 	"  -t, --threads N        workers per node (default: every allowed CPU of the node)\n"
+	"      --reserve          grow a node's hugepage pool when it is short; the\n"
+	"                         growth is given back by 'prealloc rm' (docs/admission.md)\n"
+	"      --reserve-timeout S  seconds to keep compacting a node for --reserve\n"
+	"                         (default: 5)\n"
 	"      --verify           check every page reads zero and sits on its node\n"
 	"      --json             print one JSON document (docs/json.md)\n"
 	"  -q, --quiet            no progress bar, no report\n"
 	"  -h, --help             this text\n"
 	"\n"
 	"SIZE takes K, M, G, T (or KiB, MiB, GiB, TiB), binary multiples.\n"
-	"Other commands: prealloc info | rm FILE | --version. See prealloc(1).\n";
+	"Other commands: prealloc info | pool | rm FILE | --version. See prealloc(1).\n";
 
 static int parse_args(int argc, char **argv, struct create_args *a)
 {
-	enum { OPT_REUSE = 256, OPT_VERIFY, OPT_JSON, OPT_TOUCH };
+	enum { OPT_REUSE = 256, OPT_VERIFY, OPT_JSON, OPT_TOUCH, OPT_RESERVE, OPT_RESERVE_TIMEOUT,
+	       OPT_SKIP_ADMISSION };
 	static const struct option opts[] = {
 		{ "node", required_argument, NULL, 'n' },
 		{ "page-size", required_argument, NULL, 'p' },
@@ -78,6 +86,10 @@ static int parse_args(int argc, char **argv, struct create_args *a)
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "touch", no_argument, NULL, OPT_TOUCH },	/* testing: the fallback path */
+		{ "reserve", no_argument, NULL, OPT_RESERVE },
+		{ "reserve-timeout", required_argument, NULL, OPT_RESERVE_TIMEOUT },
+		/* testing: let population meet exhaustion (tests/integration) */
+		{ "test-skip-admission", no_argument, NULL, OPT_SKIP_ADMISSION },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
@@ -132,6 +144,28 @@ static int parse_args(int argc, char **argv, struct create_args *a)
 			break;
 		case OPT_TOUCH:
 			a->touch = true;
+			break;
+		case OPT_RESERVE:
+			a->reserve = true;
+			break;
+		case OPT_RESERVE_TIMEOUT: {
+			char *end;
+			double v;
+
+			errno = 0;
+			v = strtod(optarg, &end);
+			if (errno || *end || end == optarg || !(v > 0 && v <= 3600)) {
+				cli_error("--reserve-timeout: invalid time '%s' (expected seconds, "
+					  "0-3600)", optarg);
+				return -EXIT_USAGE;
+			}
+			a->reserve_timeout_ms = (unsigned int)(v * 1000 + 0.5);
+			if (!a->reserve_timeout_ms)
+				a->reserve_timeout_ms = 1;
+			break;
+		}
+		case OPT_SKIP_ADMISSION:
+			a->skip_admission = true;
 			break;
 		case 'h':
 			fputs(usage_text, stdout);

@@ -26,13 +26,13 @@
 
 static const struct cpu_id skylake_sp = {
 	"GenuineIntel", "Intel(R) Xeon(R) Platinum 8180 CPU @ 2.50GHz",
-					  6, 0x55, 4, F_AVX512, 38 * MiB + MiB / 2 };
+	6, 0x55, 4, F_AVX512, 38 * MiB + MiB / 2 };
 static const struct cpu_id cascade_lake = {
 	"GenuineIntel", "Intel(R) Xeon(R) Gold 6248 CPU @ 2.50GHz",
-					    6, 0x55, 7, F_AVX512, 27 * MiB + MiB / 2 };
+	6, 0x55, 7, F_AVX512, 27 * MiB + MiB / 2 };
 static const struct cpu_id ice_lake_sp = {
 	"GenuineIntel", "Intel(R) Xeon(R) Platinum 8380 CPU @ 2.30GHz",
-					   6, 0x6a, 6, F_AVX512 | PREALLOC_CPU_FSRM, 60 * MiB };
+	6, 0x6a, 6, F_AVX512 | PREALLOC_CPU_FSRM, 60 * MiB };
 static const struct cpu_id sapphire_rapids = { "GenuineIntel", "Intel(R) Xeon(R) Platinum 8480+",
 					       6, 0x8f, 8,
 					       F_AVX512 | PREALLOC_CPU_FSRM | PREALLOC_CPU_MOVDIR64B,
