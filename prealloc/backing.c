@@ -16,6 +16,9 @@
 
 #include "internal.h"
 
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
 #ifndef MFD_HUGETLB
 #define MFD_HUGETLB 0x0004U
 #endif
@@ -192,30 +195,76 @@ static int extent_append(struct prealloc_region *r, unsigned int *cap, int node,
 	return 0;
 }
 
-/* Extents from where each page of the region is now. */
-static int adopt_placement(struct prealloc_region *r)
+/* Appends extents for [off, off + len) from where each page is now. */
+static int adopt_range(struct prealloc_region *r, unsigned int *cap, uint64_t off, uint64_t len)
 {
 	enum { BATCH = 1024 };
 	void *pages[BATCH];
 	int status[BATCH];
-	uint64_t npages = r->length / r->page_size;
-	unsigned int cap = 0;
+	uint64_t npages = len / r->page_size;
 	int ret;
 
 	for (uint64_t done = 0; done < npages;) {
 		unsigned int n = (unsigned int)MIN(npages - done, (uint64_t)BATCH);
 
 		for (unsigned int i = 0; i < n; i++)
-			pages[i] = r->addr + (done + i) * r->page_size;
+			pages[i] = r->addr + off + (done + i) * r->page_size;
 		if (move_pages(0, n, pages, NULL, status, 0) < 0)
 			return -errno;
 		for (unsigned int i = 0; i < n; i++) {
-			ret = extent_append(r, &cap, status[i] >= 0 ? status[i] : -1,
-					    (done + i) * r->page_size, r->page_size);
+			ret = extent_append(r, cap, status[i] >= 0 ? status[i] : -1,
+					    off + (done + i) * r->page_size, r->page_size);
 			if (ret < 0)
 				return ret;
 		}
 		done += n;
+	}
+	return 0;
+}
+
+/*
+ * Extents from where each page of the region is now. move_pages looks at
+ * this process's page tables, and a fresh mapping of a file has none: so
+ * map the file's data first (MADV_POPULATE_READ maps pages that exist and
+ * changes no content). Holes (SEEK_HOLE, on tmpfs) stay holes: they read as
+ * zero already, and become node -1 extents that jobs skip. hugetlbfs reports
+ * no holes, so a hole there is allocated (zeroed) by the read fault.
+ */
+static int adopt_placement(struct prealloc_region *r)
+{
+	unsigned int cap = 0;
+	uint64_t off = 0;
+	int ret;
+
+	if (r->fd < 0)
+		return adopt_range(r, &cap, 0, r->length);	/* the caller's own mapping */
+	while (off < r->length) {
+		off_t data = lseek(r->fd, (off_t)off, SEEK_DATA), hole;
+
+		if (data < 0 && errno != ENXIO)
+			return -errno;
+		if (data < 0 || (uint64_t)data >= r->length)
+			data = (off_t)r->length;	/* no more data */
+		data = (off_t)ALIGN_DOWN((uint64_t)data, r->page_size);
+		if ((uint64_t)data > off) {
+			ret = extent_append(r, &cap, -1, off, (uint64_t)data - off);
+			if (ret < 0)
+				return ret;
+			off = (uint64_t)data;
+			continue;
+		}
+		hole = lseek(r->fd, (off_t)off, SEEK_HOLE);
+		if (hole < 0 || (uint64_t)hole > r->length)
+			hole = (off_t)r->length;
+		hole = (off_t)ALIGN_UP((uint64_t)hole, r->page_size);
+		if ((uint64_t)hole > r->length)
+			hole = (off_t)r->length;
+		if (madvise(r->addr + off, (uint64_t)hole - off, MADV_POPULATE_READ) < 0)
+			return -errno;
+		ret = adopt_range(r, &cap, off, (uint64_t)hole - off);
+		if (ret < 0)
+			return ret;
+		off = (uint64_t)hole;
 	}
 	return 0;
 }

@@ -127,6 +127,80 @@ static void run_backing(struct prealloc_ctx *ctx, const char *name,
 	prealloc_region_free(r);
 }
 
+/*
+ * Clearing memory that already exists: a tmpfs file with data, a hole, and
+ * more data, mapped afresh (no page tables yet). The region learns each
+ * page's node, clears the data, skips the hole, and the whole file reads
+ * zero from outside.
+ */
+static void clear_adopted(struct prealloc_ctx *ctx, int node)
+{
+	char path[] = "/dev/shm/prealloc-clear-XXXXXX";
+	const uint64_t len = 8 * MiB;
+	struct prealloc_region *r;
+	struct prealloc_report rep = { .size = sizeof(rep) };
+	struct prealloc_node_report nr = { .size = sizeof(nr) };
+	struct prealloc_job_opts jo = { .size = sizeof(jo), .op = PREALLOC_OP_CLEAR,
+					.flags = PREALLOC_JOB_VERIFY };
+	struct prealloc_job *job;
+	int fd = mkstemp(path);
+	uint8_t buf[4096];
+
+	if (!tap_ok(fd >= 0 && ftruncate(fd, (off_t)len) == 0, "clear: tmpfs file made"))
+		return;
+	memset(buf, 0xa5, sizeof(buf));
+	/* Data in the first and last 2 MiB; a 4 MiB hole between. */
+	for (uint64_t off = 0; off < len; off += sizeof(buf))
+		if (off < 2 * MiB || off >= 6 * MiB)
+			if (pwrite(fd, buf, sizeof(buf), (off_t)off) != (ssize_t)sizeof(buf))
+				break;
+	close(fd);
+
+	struct prealloc_region_opts ro = {
+		.size = sizeof(ro),
+		.backing = PREALLOC_BACKING_FILE,
+		.flags = PREALLOC_REGION_REUSE | PREALLOC_REGION_ADOPT_PLACEMENT,
+		.path = path,
+		.length = len,
+	};
+	int ret = prealloc_region_new(ctx, &ro, &r);
+	if (!tap_ok(ret == 0, "clear: region adopts the file (%s)", strerror(-ret))) {
+		unlink(path);
+		return;
+	}
+	struct prealloc_extent ext[8];
+	int n = prealloc_region_extents(r, ext, 8);
+	tap_ok(n == 3 && ext[0].node == node && ext[0].length == 2 * MiB && ext[1].node == -1 &&
+		       ext[1].length == 4 * MiB && ext[2].node == node,
+	       "clear: extents follow the pages: data on node %d, the hole skipped (%d extents)",
+	       node, n);
+	ret = prealloc_job_start(r, &jo, &job);
+	tap_ok(ret == 0, "clear: job started");
+	if (ret == 0) {
+		ret = prealloc_job_wait(job);
+		prealloc_job_report(job, &rep);
+		prealloc_job_node_report(job, 0, &nr);
+		tap_ok(ret == 0 && rep.bytes_done == 4 * MiB && rep.method == PREALLOC_METHOD_CLEAR &&
+			       rep.clear_kernel[0] && rep.nonzero_offset == UINT64_MAX,
+		       "clear: 4 MiB cleared with kernel '%s'", rep.clear_kernel);
+		tap_ok(nr.node == node && nr.pages_on_node == 1024 && nr.pages_off_node == 0,
+		       "clear: report counts 1024 data pages on node %d", node);
+		prealloc_job_free(job);
+	}
+	prealloc_region_free(r);
+	/* From outside: read the file back. */
+	fd = open(path, O_RDONLY);
+	bool zero = fd >= 0;
+	for (uint64_t off = 0; zero && off < len; off += sizeof(buf))
+		zero = pread(fd, buf, sizeof(buf), (off_t)off) == (ssize_t)sizeof(buf) &&
+		       all_zero(buf, sizeof(buf));
+	struct stat st;
+	tap_ok(zero && fstat(fd, &st) == 0 && (uint64_t)st.st_blocks * 512 == 4 * MiB,
+	       "clear: file reads zero and the hole stayed a hole");
+	close(fd);
+	unlink(path);
+}
+
 static void job_api(struct prealloc_ctx *ctx)
 {
 	struct prealloc_region_opts ro = { .size = sizeof(ro), .backing = PREALLOC_BACKING_ANON,
@@ -246,6 +320,7 @@ int main(void)
 		tap_skip("memfd 2M hugetlb: not root, cannot reserve hugepages");
 	}
 
+	clear_adopted(ctx, node);
 	job_api(ctx);
 	prealloc_ctx_free(ctx);
 	return tap_done();
