@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* prealloc: make virtual-machine memory ready before the guest starts. */
+#include <ctype.h>
 #include <string.h>
 
 #include "cli.h"
@@ -10,6 +11,9 @@ static const struct {
 } commands[] = {
 	{ "info", cmd_info },
 	{ "rm", cmd_rm },
+	{ "clear", cmd_clear },
+	{ "bench", cmd_bench },
+	{ "pool", cmd_pool },
 };
 
 int main(int argc, char **argv)
@@ -21,6 +25,12 @@ int main(int argc, char **argv)
 	for (size_t i = 0; argc > 1 && i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (!strcmp(argv[1], commands[i].name))
 			return commands[i].fn(argc - 1, argv + 1);
+	/* A word that is neither a command, an option nor a size is a typo. */
+	if (argc > 1 && isalpha((unsigned char)argv[1][0])) {
+		cli_error("unknown command '%s' (commands: info, rm, clear, bench, pool; or "
+			  "a SIZE to create memory, see --help)", argv[1]);
+		return EXIT_USAGE;
+	}
 	/* No subcommand: create memory (the main job). */
 	return cmd_create(argc, argv);
 }

@@ -73,6 +73,7 @@ fi
 case_ 4 "was not made by prealloc" rm "$TMP/shm/existing"
 case_ 4 "is a symbolic link" rm "$TMP/shm/link"
 case_ 2 "no file given" rm
+case_ 2 "unknown command .frobnicate." frobnicate 1G
 
 check "refused files keep their contents" [ "$(cat "$TMP/shm/existing")" = precious ]
 umount "$TMP/shm"
