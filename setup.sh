@@ -81,6 +81,9 @@ test)
 	# The portable kernels alone must pass the same kernel tests.
 	build build-novec -Dvector_kernels=false
 	run_tests build-novec --suite unit --suite kernels
+	# The parsers under libFuzzer for a bounded time (needs clang).
+	CC=clang build build-fuzz
+	run_tests build-fuzz --suite fuzz
 	echo
 	echo "$PASSED passed, $FAILED failed, $SKIPPED skipped"
 	[ "$FAILED" -eq 0 ]

@@ -105,9 +105,14 @@ int calibration_parse(const char *text, struct clear_calibration *ret)
 			if (version != CAL_VERSION)
 				return -EINVAL;
 		} else if (!strncmp(buf, "vendor ", 7)) {
-			snprintf(cal.vendor, sizeof(cal.vendor), "%s", buf + 7);
+			/* Too long for the field: not written by us. */
+			if ((size_t)snprintf(cal.vendor, sizeof(cal.vendor), "%s", buf + 7) >=
+			    sizeof(cal.vendor))
+				return -EINVAL;
 		} else if (!strncmp(buf, "model_name ", 11)) {
-			snprintf(cal.model_name, sizeof(cal.model_name), "%s", buf + 11);
+			if ((size_t)snprintf(cal.model_name, sizeof(cal.model_name), "%s", buf + 11) >=
+			    sizeof(cal.model_name))
+				return -EINVAL;
 		} else if (sscanf(buf, "family %u", &cal.family) == 1 ||
 			   sscanf(buf, "model %u", &cal.model) == 1) {
 			continue;

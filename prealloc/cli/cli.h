@@ -76,5 +76,8 @@ void progress_draw(struct prealloc_job *job, double elapsed, bool final);
 int cmd_create(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_rm(int argc, char **argv);
+int cmd_clear(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_pool(int argc, char **argv);
 
 #endif

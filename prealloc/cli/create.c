@@ -399,41 +399,106 @@ static int resolve_location(struct prealloc_ctx *ctx, struct create_args *a, cha
 	return 0;
 }
 
-/* A basic per-node capacity check so the run fails before touching memory. */
-static int check_capacity(struct prealloc_ctx *ctx, const struct create_args *a, uint64_t page,
-			  const uint64_t *node_bytes)
+#define BOOT_1G_ADVICE                                                                         \
+	"runtime allocation of 1G pages often fails because memory is fragmented: reserve "      \
+	"them at boot with 'hugepagesz=1G hugepages=N' on the kernel command line"
+
+/* Explains a failed admission (docs/admission.md); returns the exit code. */
+static int admission_error(int err, const struct prealloc_admit_result *res, uint64_t page,
+			   bool reserve)
 {
-	for (unsigned int i = 0; i < a->req.nr; i++) {
-		struct prealloc_node_info info = { .size = sizeof(info) };
-		char need[32], have[32];
+	const char *lbl = page_label(page);
+	bool gig = page == PREALLOC_PAGE_1G;
+	char need[32], have[32];
 
-		if (prealloc_node_info(ctx, a->req.nodes[i], &info) < 0)
-			continue;
-		if (page == PREALLOC_PAGE_2M || page == PREALLOC_PAGE_1G) {
-			uint64_t want = node_bytes[i] / page;
-			uint64_t free_pages = page == PREALLOC_PAGE_2M ? info.hp2m_free : info.hp1g_free;
-
-			if (want > free_pages) {
-				cli_error("node %d has %llu free %s hugepages, %llu needed; reserve more "
-					  "(echo N > /sys/devices/system/node/node%d/hugepages/"
-					  "hugepages-%s/nr_hugepages), use a smaller size or another "
-					  "node%s",
-					  a->req.nodes[i], (unsigned long long)free_pages,
-					  page_label(page), (unsigned long long)want, a->req.nodes[i],
-					  page == PREALLOC_PAGE_2M ? "2048kB" : "1048576kB",
-					  page == PREALLOC_PAGE_1G
-						  ? "; 1G pages are best reserved at boot "
-						    "(hugepagesz=1G hugepages=N)"
-						  : "");
-				return -EXIT_NO_MEMORY;
-			}
-		} else if (node_bytes[i] > info.mem_free) {
-			cli_error("node %d has %s free, %s needed", a->req.nodes[i],
-				  format_size(info.mem_free, have, sizeof(have)),
-				  format_size(node_bytes[i], need, sizeof(need)));
-			return -EXIT_NO_MEMORY;
+	switch (res->reason) {
+	case PREALLOC_ADMIT_POOL:
+		if (err == -EOPNOTSUPP) {
+			cli_error("node %d has no %s hugepage pool on this kernel", res->node, lbl);
+			return EXIT_ENVIRONMENT;
 		}
+		cli_error("node %d has %llu free %s hugepages (%llu free in its pool of %llu, %llu "
+			  "reserved by other runs), %llu needed; pass --reserve to grow the node's "
+			  "pool, use a smaller size or another node%s%s",
+			  res->node, (unsigned long long)res->available, lbl,
+			  (unsigned long long)res->pool_free, (unsigned long long)res->pool_total,
+			  (unsigned long long)res->reserved_others, (unsigned long long)res->needed,
+			  gig ? "; " : "", gig ? BOOT_1G_ADVICE : "");
+		return EXIT_NO_MEMORY;
+	case PREALLOC_ADMIT_GLOBAL:
+		cli_error("only %llu %s hugepages are free system-wide once other programs' "
+			  "reservations are counted, %llu needed; pass --reserve, use a smaller size%s%s",
+			  (unsigned long long)res->available, lbl, (unsigned long long)res->needed,
+			  gig ? "; " : "", gig ? BOOT_1G_ADVICE : "");
+		return EXIT_NO_MEMORY;
+	case PREALLOC_ADMIT_CGROUP:
+		cli_error("the hugetlb cgroup limit %s leaves room for %llu %s hugepages, %llu needed; "
+			  "raise the limit or use a smaller size",
+			  res->cgroup, (unsigned long long)res->available, lbl,
+			  (unsigned long long)res->needed);
+		return EXIT_NO_MEMORY;
+	case PREALLOC_ADMIT_MEMORY:
+		cli_error("node %d has %s free, %s needed; use a smaller size, another node, or "
+			  "hugepages (--page-size 2M --reserve)",
+			  res->node, format_size(res->available, have, sizeof(have)),
+			  format_size(res->needed, need, sizeof(need)));
+		return EXIT_NO_MEMORY;
+	case PREALLOC_ADMIT_GROW:
+		cli_error("cannot grow node %d's %s hugepage pool: asked the kernel for %llu pages "
+			  "(%llu needed free, %llu were), it allocated only %llu in %.1f s even after "
+			  "compacting the node, and the pool was put back as it was; free memory on "
+			  "the node, use a smaller size or another node%s%s",
+			  res->node, lbl, (unsigned long long)res->grow_requested,
+			  (unsigned long long)res->needed, (unsigned long long)res->available,
+			  (unsigned long long)res->grow_got, res->grow_seconds, gig ? "; " : "",
+			  gig ? BOOT_1G_ADVICE : "");
+		return EXIT_NO_MEMORY;
+	case PREALLOC_ADMIT_LOCK:
+		cli_error("timed out waiting for the hugepage pool lock (another prealloc run "
+			  "holds it)");
+		return EXIT_ENVIRONMENT;
+	case PREALLOC_ADMIT_ACCESS:
+		cli_error("cannot %s: %s%s", reserve ? "grow the hugepage pool or write the ledger"
+						    : "write the ledger",
+			  strerror(-err), err == -EACCES || err == -EPERM ? " (run as root)" : "");
+		return EXIT_ENVIRONMENT;
+	default:
+		cli_error("admission failed: %s", strerror(-err));
+		return EXIT_FAILURE_RUN;
 	}
+}
+
+/*
+ * Admission before anything is created: each node's free pages (or memory)
+ * must cover its share, growing the pool with --reserve. need_bytes are the
+ * bytes still to fault per node (a reused file's resident pages excluded).
+ */
+static int admit_request(struct prealloc_ctx *ctx, const struct create_args *a, uint64_t page,
+			 const uint64_t *need_bytes, struct prealloc_reservation **ret_resv)
+{
+	struct prealloc_admit_result res = { .size = sizeof(res) };
+	struct prealloc_admit_opts ao = {
+		.size = sizeof(ao),
+		.flags = (a->reserve ? PREALLOC_ADMIT_RESERVE : 0) |
+			 (a->skip_admission ? PREALLOC_ADMIT_NO_CHECK : 0),
+		.page_size = page,
+		.nr_nodes = a->req.nr,
+		.nodes = a->req.nodes,
+		.node_bytes = need_bytes,
+		.reserve_timeout_ms = a->reserve_timeout_ms,
+		.owner = a->file,
+	};
+	int r;
+
+	if (a->reserve && page == PREALLOC_PAGE_4K)
+		cli_warn("--reserve applies to hugepage pools; %s pages need none",
+			 page_label(a->page));
+	r = prealloc_admit(ctx, &ao, ret_resv, &res);
+	if (r < 0)
+		return -admission_error(r, &res, page, a->reserve);
+	if (res.added && !a->quiet && !a->json)
+		fprintf(stderr, "%s: reserved %llu %s hugepages more (prealloc rm gives them back)\n",
+			program_name, (unsigned long long)res.added, page_label(page));
 	return 0;
 }
 
@@ -517,7 +582,7 @@ static int exit_for_region_error(int err, const char *path, uint64_t page)
 }
 
 /*
- * Runs the job to its end; SIGINT/SIGTERM cancel it at the next chunk.
+ * Runs the job to its end; SIGINT/SIGTERM/SIGHUP cancel it at the next chunk.
  * Returns the signal number that interrupted it, or 0.
  */
 static int run_job(struct prealloc_job *job, int sfd, bool show_progress)
@@ -549,19 +614,52 @@ static int run_job(struct prealloc_job *job, int sfd, bool show_progress)
 	return got_signal;
 }
 
+/* A signal that arrived while it was blocked (during admission), or 0. */
+static int pending_signal(int sfd)
+{
+	struct pollfd pfd = { .fd = sfd, .events = POLLIN };
+	struct signalfd_siginfo si;
+
+	if (sfd < 0 || poll(&pfd, 1, 0) <= 0)
+		return 0;
+	if (read(sfd, &si, sizeof(si)) != (ssize_t)sizeof(si))
+		return 0;
+	return (int)si.ssi_signo;
+}
+
+/*
+ * Bytes per node still to fault: a reused file's resident pages (st_blocks)
+ * are credited to the nodes in proportion, since where they sit is unknown.
+ */
+static void need_split(const uint64_t *node_bytes, unsigned int nr, uint64_t total,
+		       uint64_t resident, uint64_t page, uint64_t *ret)
+{
+	for (unsigned int i = 0; i < nr; i++) {
+		uint64_t credit = total ? (uint64_t)((double)resident * (double)node_bytes[i] /
+						     (double)total)
+					: 0;
+
+		credit = credit / page * page;
+		ret[i] = node_bytes[i] > credit ? node_bytes[i] - credit : 0;
+	}
+}
+
 int cmd_create(int argc, char **argv)
 {
 	struct create_args a = { 0 };
 	struct prealloc_ctx *ctx = NULL;
 	struct prealloc_region *region = NULL;
 	struct prealloc_job *job = NULL;
+	struct prealloc_reservation *resv = NULL;
 	struct prealloc_report rep = { .size = sizeof(rep) };
-	uint64_t node_bytes[PREALLOC_MAX_NODES];
+	uint64_t node_bytes[PREALLOC_MAX_NODES], need_bytes[PREALLOC_MAX_NODES];
+	uint64_t resident_before = 0, admit_page;
 	char dir[PATH_MAX], path[PATH_MAX], ranges[256], sz[32], qemu[PATH_MAX + 512];
 	const char *note = NULL;
 	sigset_t mask, old_mask;
 	int sfd = -1, sig = 0, ret, r;
-	bool created = false;
+	bool created = false, existed = false;
+	struct stat st;
 
 	r = parse_args(argc, argv, &a);
 	if (r)
@@ -609,9 +707,12 @@ int cmd_create(int argc, char **argv)
 		goto out;
 	}
 	node_split(&a, unit, node_bytes);
-	ret = check_capacity(ctx, &a, a.page == PAGE_SIZE_THP ? PREALLOC_PAGE_4K : a.page, node_bytes);
-	if (ret < 0)
-		goto out;
+	admit_page = a.page == PAGE_SIZE_THP ? PREALLOC_PAGE_4K : a.page;
+	if (a.file && a.reuse && stat(a.file, &st) == 0) {
+		existed = true;
+		resident_before = (uint64_t)st.st_blocks * 512;
+	}
+	need_split(node_bytes, a.req.nr, a.size, resident_before, admit_page, need_bytes);
 
 	struct prealloc_region_opts ro = {
 		.size = sizeof(ro),
@@ -628,12 +729,22 @@ int cmd_create(int argc, char **argv)
 	/*
 	 * From here on SIGINT/SIGTERM must not kill us before the rollback:
 	 * block them (workers inherit the mask) and read them from a signalfd.
+	 * Admission may grow pools, so it already runs under this mask.
 	 */
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);	/* the terminal went away: roll back too */
 	pthread_sigmask(SIG_BLOCK, &mask, &old_mask);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+
+	ret = admit_request(ctx, &a, admit_page, need_bytes, &resv);
+	if (ret < 0)
+		goto out_signals;
+	sig = pending_signal(sfd);
+	if (sig)
+		goto interrupted;
+
 	for (int attempt = 0;; attempt++) {
 		if (a.file) {
 			snprintf(path, sizeof(path), "%s", a.file);
@@ -645,7 +756,7 @@ int cmd_create(int argc, char **argv)
 					     sz, suffix) >= sizeof(path)) {
 				cli_error("the path under %s is too long", dir);
 				ret = -EXIT_USAGE;
-				goto out_signals;
+				goto rollback;
 			}
 		}
 		ro.path = path;
@@ -656,9 +767,15 @@ int cmd_create(int argc, char **argv)
 	}
 	if (r < 0) {
 		ret = -exit_for_region_error(r, path, a.page);
-		goto out_signals;
+		goto rollback;
 	}
 	created = prealloc_region_created_file(region);
+	r = prealloc_reservation_set_owner(resv, path);
+	if (r < 0) {
+		cli_error("cannot record %s in the pool ledger: %s", path, strerror(-r));
+		ret = -EXIT_ENVIRONMENT;
+		goto rollback;
+	}
 
 	struct prealloc_job_opts jo = {
 		.size = sizeof(jo),
@@ -675,20 +792,19 @@ int cmd_create(int argc, char **argv)
 	sig = run_job(job, sfd, !a.quiet);
 	r = prealloc_job_wait(job);
 	prealloc_job_report(job, &rep);
-	if (sig) {
-		cli_error("interrupted by %s; removing what this run created",
-			  sig == SIGINT ? "SIGINT" : "SIGTERM");
-		ret = sig == SIGINT ? -EXIT_SIGINT : -EXIT_SIGTERM;
-		goto rollback;
-	}
+	if (sig)
+		goto interrupted;
 	if (r < 0) {
 		char off[32];
+		bool exhausted = r == -EFAULT || r == -ENOMEM || r == -EHWPOISON;
 
 		cli_error("populating %s failed on node %d at offset %s: %s%s", path, rep.error_node,
 			  format_size(rep.error_offset, off, sizeof(off)), strerror(-r),
-			  r == -EFAULT || r == -ENOMEM ? " (the node ran out of memory or hugepages)"
-						       : "");
-		ret = r == -EFAULT || r == -ENOMEM ? -EXIT_NO_MEMORY : -EXIT_FAILURE_RUN;
+			  r == -EHWPOISON ? " (a poisoned page)"
+			  : exhausted	  ? " (the node ran out of memory or hugepages, or a hugetlb "
+					    "cgroup limit was reached)"
+					  : "");
+		ret = exhausted && r != -EHWPOISON ? -EXIT_NO_MEMORY : -EXIT_FAILURE_RUN;
 		goto rollback;
 	}
 	qemu_option(path, a.size, &a.req, qemu, sizeof(qemu));
@@ -728,19 +844,49 @@ int cmd_create(int argc, char **argv)
 			goto rollback;
 		}
 	}
+	/* The pages are faulted: the ledger keeps only the growth, owned by the file. */
+	r = prealloc_reservation_commit(resv);
+	if (r < 0)
+		cli_warn("cannot update the pool ledger: %s; 'prealloc pool --gc' settles it",
+			 strerror(-r));
 	if (!a.quiet || a.json)
 		report_print(stdout, job, &view, a.json);
 	ret = 0;
 	prealloc_job_free(job);
 	prealloc_region_free(region);
+	prealloc_reservation_free(resv);
 	goto out_signals;
 
+interrupted:
+	cli_error("interrupted by SIG%s; removing what this run created", sigabbrev_np(sig));
+	ret = -(128 + sig);	/* 130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP */
 rollback:
+	/* Stop the workers, free the pages (file first), then give back the pool growth. */
 	prealloc_job_free(job);
-	if (created)
+	if (created) {
 		prealloc_region_discard(region);
-	else
+	} else if (region) {
+		/*
+		 * A reused file: punch what this run populated. Only an empty
+		 * file is known to hold nothing else; otherwise keep it whole.
+		 */
+		if (existed && resident_before == 0 &&
+		    fallocate(prealloc_region_fd(region), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
+			      (off_t)a.size) < 0)
+			cli_warn("cannot punch %s back to empty: %s", path, strerror(errno));
+		else if (existed && resident_before)
+			cli_warn("%s held pages before this run and keeps what it has now", path);
 		prealloc_region_free(region);
+	}
+	if (resv) {
+		uint64_t returned = 0;
+
+		r = prealloc_reservation_rollback(resv, &returned);
+		if (r < 0)
+			cli_warn("cannot give back the pool growth: %s; 'prealloc pool --gc' retries",
+				 strerror(-r));
+		prealloc_reservation_free(resv);
+	}
 out_signals:
 	if (sfd >= 0)
 		close(sfd);

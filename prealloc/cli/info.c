@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* `prealloc info`: topology, pools per node and size, mounts, CPU identity. */
+#include <errno.h>
 #include <getopt.h>
 #include <json-c/json.h>
 #include <string.h>
@@ -33,6 +34,62 @@ static const char *sysfs_mode(const char *path, char *buf, size_t len)
 	if ((size_t)snprintf(buf, len, "%s", line) >= len)
 		return "unknown";
 	return buf;
+}
+
+/* One automatic clear-kernel choice: bytes per worker, workers, kernel, why. */
+static json_object *clear_choice_json(struct prealloc_ctx *ctx, uint64_t size, unsigned int threads)
+{
+	json_object *o = json_object_new_object();
+	const char *name = "?";
+	char why[160] = "";
+
+	prealloc_clear_choose(ctx, size, threads, &name, why, sizeof(why));
+	json_object_object_add(o, "bytes_per_worker", json_object_new_uint64(size));
+	json_object_object_add(o, "threads", json_object_new_int((int)threads));
+	json_object_object_add(o, "kernel", json_object_new_string(name));
+	json_object_object_add(o, "why", json_object_new_string(why));
+	return o;
+}
+
+/*
+ * Clear kernels usable here, the calibration in force, and what `auto`
+ * picks for a large clear on a node's every CPU and for one below the LLC.
+ */
+static json_object *clear_json(struct prealloc_ctx *ctx)
+{
+	struct prealloc_cpu_info ci = { .size = sizeof(ci) };
+	json_object *o = json_object_new_object(), *names = json_object_new_array();
+	json_object *cal = json_object_new_object();
+	const char *list[16];
+	unsigned int threads = 1;
+	int nodes[PREALLOC_MAX_NODES], nr, n, r;
+	char path[4096] = "";
+
+	n = prealloc_clear_kernels(ctx, list, 16);
+	for (int i = 0; i < n && i < 16; i++)
+		json_object_array_add(names, json_object_new_string(list[i]));
+	json_object_object_add(o, "kernels", names);
+	prealloc_calibration_path(path, sizeof(path));
+	r = prealloc_calibration_load(ctx, NULL, NULL);
+	json_object_object_add(cal, "path", path[0] ? json_object_new_string(path) : NULL);
+	json_object_object_add(cal, "state",
+			       json_object_new_string(r == 0		 ? "active"
+						      : r == -ENOENT ? "none"
+						      : r == -ESTALE ? "foreign"
+								     : "invalid"));
+	json_object_object_add(o, "calibration", cal);
+	nr = prealloc_nodes(ctx, nodes, PREALLOC_MAX_NODES);
+	for (int i = 0; i < nr && i < PREALLOC_MAX_NODES; i++) {
+		struct prealloc_node_info ni = { .size = sizeof(ni) };
+
+		if (prealloc_node_info(ctx, nodes[i], &ni) == 0 && ni.nr_cpus > threads)
+			threads = ni.nr_cpus;
+	}
+	prealloc_cpu_info(ctx, &ci);
+	json_object_object_add(o, "large", clear_choice_json(ctx, UINT64_C(1) << 30, threads));
+	json_object_object_add(o, "small",
+			       clear_choice_json(ctx, (ci.llc_bytes ? ci.llc_bytes : 32u << 20) / 4, 1));
+	return o;
 }
 
 static json_object *info_json(struct prealloc_ctx *ctx)
@@ -103,7 +160,35 @@ static json_object *info_json(struct prealloc_ctx *ctx)
 		json_object_array_add(nodes, n);
 	}
 	json_object_object_add(o, "nodes", nodes);
+	json_object_object_add(o, "clear", clear_json(ctx));
 	return o;
+}
+
+static void print_clear(json_object *o)
+{
+	json_object *clear = json_object_object_get(o, "clear");
+	json_object *names = json_object_object_get(clear, "kernels");
+	json_object *cal = json_object_object_get(clear, "calibration");
+	const char *state = json_object_get_string(json_object_object_get(cal, "state"));
+	char s[32];
+
+	printf("clear kernels:");
+	for (size_t i = 0; i < json_object_array_length(names); i++)
+		printf(" %s", json_object_get_string(json_object_array_get_idx(names, i)));
+	printf("\n");
+	printf("clear calibration: %s%s%s\n", state, strcmp(state, "none") ? " " : "",
+	       strcmp(state, "none") ? json_object_get_string(json_object_object_get(cal, "path"))
+				     : " (built-in rules; 'prealloc bench --save' measures)");
+	for (int i = 0; i < 2; i++) {
+		json_object *c = json_object_object_get(clear, i ? "small" : "large");
+
+		printf("clear auto, %s per worker x %d: %s (%s)\n",
+		       format_size(json_object_get_uint64(json_object_object_get(c, "bytes_per_worker")),
+				   s, sizeof(s)),
+		       json_object_get_int(json_object_object_get(c, "threads")),
+		       json_object_get_string(json_object_object_get(c, "kernel")),
+		       json_object_get_string(json_object_object_get(c, "why")));
+	}
 }
 
 static void print_human(json_object *o)
@@ -170,6 +255,7 @@ static void print_human(json_object *o)
 				   sizeof(s2)),
 		       h2, h1);
 	}
+	print_clear(o);
 }
 
 int cmd_info(int argc, char **argv)

@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* `prealloc rm FILE...`: release files this tool made, and nothing else. */
+/*
+ * `prealloc rm FILE...`: release files this tool made, and nothing else,
+ * then give back the hugepage pool growth the ledger holds for each.
+ */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -13,6 +18,7 @@ int cmd_rm(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
+	struct prealloc_ctx *ctx = NULL;
 	int c, ret = EXIT_OK;
 
 	optind = 1;
@@ -34,6 +40,8 @@ int cmd_rm(int argc, char **argv)
 	}
 	for (int i = optind; i < argc; i++) {
 		const char *path = argv[i];
+		char abs[PATH_MAX];
+		uint64_t returned = 0;
 		struct stat st;
 		int r;
 
@@ -59,11 +67,44 @@ int cmd_rm(int argc, char **argv)
 			ret = EXIT_ENVIRONMENT;
 			continue;
 		}
+		/* The ledger knows the file by its absolute path, which unlink makes unresolvable. */
+		if (!realpath(path, abs)) {
+			cli_error("rm: %s: %s", path, strerror(errno));
+			ret = EXIT_ENVIRONMENT;
+			continue;
+		}
 		r = registry_release(path);
 		if (r < 0) {
 			cli_error("rm: cannot remove %s: %s", path, strerror(-r));
 			ret = EXIT_FAILURE_RUN;
+			continue;
+		}
+		if (!ctx && (r = prealloc_ctx_new(&ctx)) < 0) {
+			cli_error("rm: cannot read the system topology: %s", strerror(-r));
+			ret = EXIT_FAILURE_RUN;
+			continue;
+		}
+		r = prealloc_pool_release(ctx, abs, &returned);
+		if (r == -ENOENT)
+			continue;	/* the run added nothing to any pool */
+		if (r < 0) {
+			cli_error("rm: removed %s, but cannot give back its pool growth: %s", path,
+				  strerror(-r));
+			ret = EXIT_FAILURE_RUN;
+			continue;
+		}
+		/* Pages still mapped elsewhere (a running VMM) come back at 'prealloc pool --gc'. */
+		for (unsigned int k = 0;; k++) {
+			struct prealloc_ledger_entry e = { .size = sizeof(e) };
+
+			if (prealloc_ledger_entry(ctx, k, &e) < 0)
+				break;
+			if (!strcmp(e.owner, abs) && e.added)
+				cli_warn("rm: %llu pages of node %d's pool are still in use (is the "
+					 "file still open?); 'prealloc pool --gc' returns them later",
+					 (unsigned long long)e.added, e.node);
 		}
 	}
+	prealloc_ctx_free(ctx);
 	return ret;
 }

@@ -402,12 +402,15 @@ static double ratio(const struct method *a, const struct method *b, enum field f
 }
 
 static void print_backing(enum backing_kind b, const struct opts *o, const struct method *m,
-			  unsigned int nr)
+			  unsigned int nr, double busy)
 {
 	const struct method *raw1 = find_method(m, nr, M_RAW, 1);
 
 	printf("\n### %s: %s, %.2f GiB, %u repetitions\n\n", backings[b].name, backings[b].what,
 	       o->size / 1073741824.0, o->reps);
+	/* Other work on the same CPUs shows up as tasks waiting to run. */
+	printf("CPU pressure while measuring (PSI some: time a runnable task waited for a CPU): "
+	       "%.0f%%\n\n", 100 * busy);
 	printf("| method | threads | median s | GB/s | min..max s | op s (GB/s) | placement s |"
 	       " THP %% |\n");
 	printf("|---|---|---|---|---|---|---|---|\n");
@@ -519,13 +522,30 @@ static bool backing_usable(enum backing_kind b, const struct opts *o)
 	return true;
 }
 
+/* Microseconds some runnable task waited for a CPU (PSI), 0 if unknown. */
+static uint64_t cpu_pressure_us(void)
+{
+	unsigned long long total = 0;
+	char line[256];
+	FILE *f = fopen("/proc/pressure/cpu", "re");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "some avg10=%*f avg60=%*f avg300=%*f total=%llu", &total) == 1)
+			break;
+	fclose(f);
+	return total;
+}
+
 static void bench_backing(enum backing_kind b, const struct opts *o, FILE *json, bool first)
 {
 	static struct method m[MAX_METHODS];
 	unsigned int nr = build_methods(o, m);
 	unsigned int max_threads = 1;
 	struct sample s;
-	double t0 = now();
+	uint64_t psi0 = cpu_pressure_us();
+	double t0 = now(), busy;
 	int r;
 
 	for (unsigned int t = 0; t < o->nr_threads; t++)
@@ -551,8 +571,9 @@ static void bench_backing(enum backing_kind b, const struct opts *o, FILE *json,
 			m[i].n++;
 		}
 	}
+	busy = (cpu_pressure_us() - psi0) / 1e6 / (now() - t0);
 	fprintf(stderr, "bench-populate: %s done in %.1f s\n", backings[b].name, now() - t0);
-	print_backing(b, o, m, nr);
+	print_backing(b, o, m, nr, busy);
 	if (json)
 		json_backing(json, b, o, m, nr, first);
 }

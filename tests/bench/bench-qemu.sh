@@ -164,14 +164,20 @@ echo "- $("$qemu" --version | head -1); size $size; $reps repetitions, interleav
 echo "- shmem THP: $(cat /sys/kernel/mm/transparent_hugepage/shmem_enabled); anon THP: $(cat /sys/kernel/mm/transparent_hugepage/enabled)"
 echo "- seconds: whole process with prealloc on, minus the median of the same process with prealloc off"
 echo
-echo "| backing | threads | QEMU s | QEMU GB/s | prealloc s | prealloc GB/s | noplace s | noplace GB/s | prealloc/QEMU | noplace/QEMU |"
-echo "|---|---|---|---|---|---|---|---|---|---|"
+echo "- CPU pressure: share of the backing's run time in which a runnable task waited for a CPU (PSI some); other work on these CPUs shows here"
+echo
+echo "| backing | threads | QEMU s | QEMU GB/s | prealloc s | prealloc GB/s | noplace s | noplace GB/s | prealloc/QEMU | noplace/QEMU | CPU pressure |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
+
+# Microseconds some runnable task has waited for a CPU since boot.
+psi_us() { sed -n 's/^some .*total=\([0-9]*\)/\1/p' /proc/pressure/cpu 2>/dev/null || echo 0; }
 
 for b in $backings; do
 	if [ $b = hugetlb2m ] && ! reserve_hugepages; then
-		echo "| $b | - | skipped: not enough 2M hugepages | | | | | | | |"
+		echo "| $b | - | skipped: not enough 2M hugepages | | | | | | | | |"
 		continue
 	fi
+	psi0=$(psi_us) t_b=$(date +%s%N)
 	log "$b: warm-up"
 	for t in $threads; do
 		time_cmd run_qemu $b on $t >/dev/null
@@ -192,15 +198,17 @@ for b in $backings; do
 			done
 		done
 	done
+	busy=$(awk -v p=$(( $(psi_us) - psi0 )) -v t=$(( $(date +%s%N) - t_b )) \
+		'BEGIN { printf "%.0f%%", (t > 0 ? 100 * p * 1000 / t : 0) }')
 	for t in $threads; do
 		m() { echo ${s[$1.$t]} | tr ' ' '\n' | median; }
 		q=$(awk -v a=$(m qemu-on) -v b=$(m qemu-off) 'BEGIN { printf "%.6f", a - b }')
 		p=$(awk -v a=$(m pre-on) -v b=$(m pre-off) 'BEGIN { printf "%.6f", a - b }')
 		n=$(awk -v a=$(m pre-np) -v b=$(m pre-off) 'BEGIN { printf "%.6f", a - b }')
 		log "$b $t threads: qemu on ${s[qemu-on.$t]}/ off ${s[qemu-off.$t]}; prealloc on ${s[pre-on.$t]}/ noplace ${s[pre-np.$t]}/ off ${s[pre-off.$t]}"
-		printf "| %s | %s | %.3f | %s | %.3f | %s | %.3f | %s | %s | %s |\n" \
+		printf "| %s | %s | %.3f | %s | %.3f | %s | %.3f | %s | %s | %s | %s |\n" \
 			$b $t $q "$(gbps $q)" $p "$(gbps $p)" $n "$(gbps $n)" \
-			"$(ratio $p $q)" "$(ratio $n $q)"
+			"$(ratio $p $q)" "$(ratio $n $q)" "$busy"
 	done
 	unset s
 	release_hugepages

@@ -117,7 +117,7 @@ log "bench-qemu.sh ${qemu_args[*]}"
 	echo "- command: tests/bench/run-populate.sh --size $size --reps $reps --qemu-reps $qemu_reps${threads:+ --threads $threads}"
 	echo "- machine: $(nproc) CPUs, $(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)," \
 		"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')," \
-		"kernel $(uname -r), $(systemd-detect-virt 2>/dev/null || grep -m1 -o hypervisor /proc/cpuinfo)"
+		"kernel $(uname -r), hypervisor: $(lscpu | sed -n "s/^Hypervisor vendor: *//p")"
 	echo "- free page reporting turned off for the run (was order ${pr_old:-unchanged})"
 	echo
 	cat "$tmp_pop"

@@ -94,6 +94,10 @@ if [ -z "$kernel" ]; then
 			2>/dev/null)" ] && kernel=$k
 	done
 fi
+if [ -n "$kernel" ] && [ ! -r "$kernel" ] && [ "$(id -u)" != 0 ]; then
+	echo "SKIP: $kernel is readable by root only, and this is not root"
+	exit 77
+fi
 if [ -z "$kernel" ] || [ ! -r "$kernel" ]; then
 	echo "FAIL: no readable /boot/vmlinuz-* with vfio-pci modules (install linux-image-amd64)"
 	exit 1

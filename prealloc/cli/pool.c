@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `prealloc pool [--json] [--gc]`: each node's hugepage pools (total, free,
+ * reserved by prealloc runs still populating, added by prealloc) and the
+ * ledger's owners; --gc gives back growth whose owner no longer exists.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <json-c/json.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const uint64_t pool_sizes[] = { PREALLOC_PAGE_2M, PREALLOC_PAGE_1G };
+
+static const char *size_label(uint64_t page_size)
+{
+	return page_size == PREALLOC_PAGE_1G ? "1G" : "2M";
+}
+
+static const char *state_label(int state)
+{
+	switch (state) {
+	case PREALLOC_LEDGER_IN_FLIGHT:
+		return "in-flight";
+	case PREALLOC_LEDGER_HELD:
+		return "held";
+	default:
+		return "orphan";
+	}
+}
+
+static json_object *owners_json(struct prealloc_ctx *ctx, int node, uint64_t page_size)
+{
+	json_object *arr = json_object_new_array();
+
+	for (unsigned int k = 0;; k++) {
+		struct prealloc_ledger_entry e = { .size = sizeof(e) };
+		json_object *o;
+
+		if (prealloc_ledger_entry(ctx, k, &e) < 0)
+			break;
+		if (e.node != node || e.page_size != page_size)
+			continue;
+		o = json_object_new_object();
+		json_object_object_add(o, "owner", json_object_new_string(e.owner));
+		json_object_object_add(o, "state", json_object_new_string(state_label(e.state)));
+		json_object_object_add(o, "pages", json_object_new_int64((int64_t)e.pages));
+		json_object_object_add(o, "added", json_object_new_int64((int64_t)e.added));
+		json_object_object_add(o, "outstanding", json_object_new_int64((int64_t)e.outstanding));
+		if (e.state == PREALLOC_LEDGER_IN_FLIGHT)
+			json_object_object_add(o, "pid", json_object_new_int(e.pid));
+		json_object_array_add(arr, o);
+	}
+	return arr;
+}
+
+static void owners_text(struct prealloc_ctx *ctx, int node, uint64_t page_size)
+{
+	for (unsigned int k = 0;; k++) {
+		struct prealloc_ledger_entry e = { .size = sizeof(e) };
+
+		if (prealloc_ledger_entry(ctx, k, &e) < 0)
+			break;
+		if (e.node != node || e.page_size != page_size)
+			continue;
+		printf("    %s: %s, %llu pages, added %llu", e.owner, state_label(e.state),
+		       (unsigned long long)e.pages, (unsigned long long)e.added);
+		if (e.state == PREALLOC_LEDGER_IN_FLIGHT)
+			printf(", %llu to fault, pid %d", (unsigned long long)e.outstanding, e.pid);
+		printf("\n");
+	}
+}
+
+static int pool_show(struct prealloc_ctx *ctx, bool json)
+{
+	int nodes[PREALLOC_MAX_NODES], nr;
+	json_object *root = NULL, *arr = NULL;
+
+	nr = prealloc_nodes(ctx, nodes, PREALLOC_MAX_NODES);
+	if (nr < 0) {
+		cli_error("pool: cannot list nodes: %s", strerror(-nr));
+		return EXIT_FAILURE_RUN;
+	}
+	if (json) {
+		root = json_object_new_object();
+		arr = json_object_new_array();
+		json_object_object_add(root, "pools", arr);
+	} else {
+		printf("%-5s %-4s %8s %8s %8s %9s %8s %7s\n", "node", "size", "total", "free", "surplus",
+		       "reserved", "added", "owners");
+	}
+	for (int i = 0; i < nr && i < PREALLOC_MAX_NODES; i++) {
+		for (size_t s = 0; s < sizeof(pool_sizes) / sizeof(pool_sizes[0]); s++) {
+			struct prealloc_pool_status st = { .size = sizeof(st) };
+			json_object *o;
+
+			if (prealloc_pool_status(ctx, nodes[i], pool_sizes[s], &st) < 0)
+				continue;	/* no pool of this size here */
+			if (!json) {
+				printf("%-5d %-4s %8llu %8llu %8llu %9llu %8llu %7u\n", st.node,
+				       size_label(st.page_size), (unsigned long long)st.total,
+				       (unsigned long long)st.free, (unsigned long long)st.surplus,
+				       (unsigned long long)st.reserved, (unsigned long long)st.added,
+				       st.owners);
+				owners_text(ctx, st.node, st.page_size);
+				continue;
+			}
+			o = json_object_new_object();
+			json_object_object_add(o, "node", json_object_new_int(st.node));
+			json_object_object_add(o, "page_size", json_object_new_int64((int64_t)st.page_size));
+			json_object_object_add(o, "total", json_object_new_int64((int64_t)st.total));
+			json_object_object_add(o, "free", json_object_new_int64((int64_t)st.free));
+			json_object_object_add(o, "surplus", json_object_new_int64((int64_t)st.surplus));
+			json_object_object_add(o, "reserved", json_object_new_int64((int64_t)st.reserved));
+			json_object_object_add(o, "added", json_object_new_int64((int64_t)st.added));
+			json_object_object_add(o, "owners", owners_json(ctx, st.node, st.page_size));
+			json_object_array_add(arr, o);
+		}
+	}
+	if (json) {
+		puts(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY));
+		json_object_put(root);
+	}
+	return EXIT_OK;
+}
+
+int cmd_pool(int argc, char **argv)
+{
+	enum { OPT_JSON = 256, OPT_GC };
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "gc", no_argument, NULL, OPT_GC },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	struct prealloc_ctx *ctx = NULL;
+	bool json = false, gc = false;
+	int c, r, ret;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_JSON:
+			json = true;
+			break;
+		case OPT_GC:
+			gc = true;
+			break;
+		case 'h':
+			printf("Usage: prealloc pool [--json] [--gc]\n"
+			       "Show each node's hugepage pools: total, free, surplus, reserved by\n"
+			       "prealloc runs still populating, added by prealloc (the ledger), and\n"
+			       "the ledger's owners. --gc first gives back growth whose owner file\n"
+			       "no longer exists or whose run died.\n");
+			return EXIT_OK;
+		default:
+			fprintf(stderr, "Try 'prealloc pool --help'.\n");
+			return EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		cli_error("pool: unexpected argument '%s'", argv[optind]);
+		return EXIT_USAGE;
+	}
+	r = prealloc_ctx_new(&ctx);
+	if (r < 0) {
+		cli_error("pool: cannot read the system topology: %s", strerror(-r));
+		return EXIT_FAILURE_RUN;
+	}
+	if (gc) {
+		uint64_t returned = 0;
+		unsigned int entries = 0;
+
+		r = prealloc_pool_gc(ctx, &returned, &entries);
+		if (r < 0) {
+			cli_error("pool: --gc failed: %s%s", strerror(-r),
+				  r == -EACCES || r == -EPERM ? " (run as root)" : "");
+			prealloc_ctx_free(ctx);
+			return r == -EACCES || r == -EPERM || r == -ETIMEDOUT ? EXIT_ENVIRONMENT
+									       : EXIT_FAILURE_RUN;
+		}
+		/* Keep stdout one JSON document with --json. */
+		fprintf(json ? stderr : stdout, "gave back %llu hugepages from %u stale ledger entries\n",
+			(unsigned long long)returned, entries);
+	}
+	ret = pool_show(ctx, json);
+	prealloc_ctx_free(ctx);
+	return ret;
+}

@@ -1,0 +1,62 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# A request larger than node 0's free 2M pages fails before allocating:
+# exit 3, a message naming node, pages needed and free and the remedies,
+# the pool untouched, no file left. The same request with --reserve
+# succeeds, and 'prealloc rm' returns the pool to its baseline.
+. "$(dirname "$0")/lib-admit.sh"
+
+M=$(mount_hugetlbfs 2M) || skip "cannot mount hugetlbfs with 2M pages"
+MOUNTS+=("$M")
+base_nr=$(hp nr 2048)
+base_free=$(hp free 2048)
+need=$((base_free + 32))
+echo "# baseline: node 0 2M pool $base_nr, free $base_free; asking for $need pages"
+
+"$PREALLOC" --node 0 --file "$M/vm" $((need * 2))M 2> "$TMP/err"
+rc=$?
+cat "$TMP/err"
+check "refused with exit 3 (got $rc)" [ $rc -eq 3 ]
+check "message names node 0, free and needed pages" \
+	grep -q "node 0 has $base_free free 2M hugepages.*$need needed" "$TMP/err"
+check "message names the remedies" grep -q -- "--reserve.*smaller size or another node" "$TMP/err"
+check "no file left" [ ! -e "$M/vm" ]
+check "pool untouched (free $(hp free 2048), total $(hp nr 2048))" \
+	[ "$(hp free 2048)" -eq "$base_free" -a "$(hp nr 2048)" -eq "$base_nr" ]
+check "no ledger entry" [ "$(ledger_entries)" -eq 0 ]
+
+"$PREALLOC" -q --node 0 --file "$M/vm" --reserve $((need * 2))M
+rc=$?
+check "--reserve: exit 0 (got $rc)" [ $rc -eq 0 ]
+check "--reserve: file holds every page" \
+	[ "$(stat -c %b "$M/vm" 2>/dev/null || echo 0)" -eq $((need * 4096)) ]
+check "--reserve: pool grew by what was missing ($(hp nr 2048))" \
+	[ "$(hp nr 2048)" -eq $((base_nr + need - base_free)) ]
+"$PREALLOC" pool --json > "$TMP/pool.json"
+check "pool --json shows the growth and its owner" python3 - "$TMP/pool.json" "$M/vm" \
+	$((need - base_free)) <<'PY'
+import json, os, sys
+d = json.load(open(sys.argv[1]))
+p = [p for p in d["pools"] if p["node"] == 0 and p["page_size"] == 2 << 20][0]
+owners = [o for o in p["owners"] if o["owner"] == os.path.realpath(sys.argv[2])]
+sys.exit(not (p["added"] == int(sys.argv[3]) and len(owners) == 1 and owners[0]["state"] == "held"))
+PY
+
+"$PREALLOC" rm "$M/vm"
+rc=$?
+check "rm: exit 0 (got $rc)" [ $rc -eq 0 ]
+check "rm: file gone" [ ! -e "$M/vm" ]
+check "rm: pool back at baseline (total $(hp nr 2048), free $(hp free 2048))" \
+	[ "$(hp nr 2048)" -eq "$base_nr" -a "$(hp free 2048)" -eq "$base_free" ]
+check "rm: ledger empty" [ "$(ledger_entries)" -eq 0 ]
+
+# pool --gc: growth whose owner vanished without 'prealloc rm' comes back.
+"$PREALLOC" -q --node 0 --file "$M/gc" --reserve $((need * 2))M
+check "gc: reserved again" [ "$(hp nr 2048)" -eq $((base_nr + need - base_free)) ]
+rm -f "$M/gc"
+"$PREALLOC" pool --gc > "$TMP/gc.out"
+cat "$TMP/gc.out"
+check "gc: reports the pages given back" grep -q "gave back $((need - base_free)) hugepages" "$TMP/gc.out"
+check "gc: pool back at baseline" [ "$(hp nr 2048)" -eq "$base_nr" -a "$(hp free 2048)" -eq "$base_free" ]
+check "gc: ledger empty" [ "$(ledger_entries)" -eq 0 ]
+finish

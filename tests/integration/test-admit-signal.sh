@@ -1,0 +1,50 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# SIGINT (then SIGTERM) in the middle of a multi-GiB --reserve run: the job
+# is cancelled at chunk granularity and rolled back; exit 130 (143), no
+# file, the pool at its baseline, the ledger empty, within a bounded time.
+# A second signal right after the first must not skip the rollback.
+. "$(dirname "$0")/lib-admit.sh"
+
+SIZE_MB=${SIZE_MB:-6144}
+BOUND=${BOUND:-20}	# seconds from the first signal to exit
+
+M=$(mount_hugetlbfs 2M) || skip "cannot mount hugetlbfs with 2M pages"
+MOUNTS+=("$M")
+base_nr=$(hp nr 2048)
+base_free=$(hp free 2048)
+echo "# baseline: node 0 2M pool $base_nr, free $base_free; runs of $SIZE_MB MiB"
+
+interrupt() {	# interrupt SIGNAL EXPECTED_EXIT
+	local sig=$1 want=$2 pid rc t0 t1 blocks=0 i
+	"$PREALLOC" -q --node 0 --threads 1 --file "$M/vm" --reserve ${SIZE_MB}M 2> "$TMP/err" &
+	pid=$!
+	on_exit "kill -9 $pid"
+	# Wait until population is under way: the file exists and has pages.
+	for ((i = 0; i < 2000; i++)); do
+		blocks=$(stat -c %b "$M/vm" 2>/dev/null || echo 0)
+		[ "$blocks" -gt 0 ] && break
+		kill -0 $pid 2>/dev/null || break
+		sleep 0.01
+	done
+	t0=$(date +%s.%N)
+	kill -s "$sig" $pid
+	kill -s "$sig" $pid 2>/dev/null	# the second signal
+	wait $pid
+	rc=$?
+	t1=$(date +%s.%N)
+	cat "$TMP/err"
+	echo "# $sig after $((blocks / 4096)) of $((SIZE_MB / 2)) pages; exit after $(awk "BEGIN { print $t1 - $t0 }") s"
+	check "$sig: signalled mid-run" [ "$blocks" -gt 0 -a "$blocks" -lt $((SIZE_MB * 2048)) ]
+	check "$sig: exit $want (got $rc)" [ $rc -eq "$want" ]
+	check "$sig: exited within $BOUND s" awk "BEGIN { exit !($t1 - $t0 < $BOUND) }"
+	check "$sig: message says so" grep -q "interrupted by $sig" "$TMP/err"
+	check "$sig: no file left" [ ! -e "$M/vm" ]
+	check "$sig: pool at baseline (total $(hp nr 2048), free $(hp free 2048))" \
+		[ "$(hp nr 2048)" -eq "$base_nr" -a "$(hp free 2048)" -eq "$base_free" ]
+	check "$sig: ledger empty" [ "$(ledger_entries)" -eq 0 ]
+}
+
+interrupt SIGINT 130
+interrupt SIGTERM 143
+finish

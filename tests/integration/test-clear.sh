@@ -1,0 +1,172 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# `prealloc clear`: a file prealloc made on a private tmpfs and on a private
+# 2M hugetlbfs mount is filled with a pattern, cleared in place (--verify,
+# every kernel by --method) and read back as zero by a second process. Clear
+# refuses a file another process maps (naming it), a symbolic link and a file
+# on a disk filesystem, and then the pattern is still there; an unknown
+# kernel is a usage error.
+set -u
+. "$(dirname "$0")/lib.sh"
+need_root
+
+TMPFS=
+HOLDER=
+clear_cleanup() {
+	[ -n "$HOLDER" ] && kill "$HOLDER" 2>/dev/null && wait "$HOLDER" 2>/dev/null
+	[ -n "$TMPFS" ] && { rm -f "$TMPFS"/* 2>/dev/null; umount "$TMPFS"; rmdir "$TMPFS"; }
+	rm -f /var/tmp/prealloc-clear-test.$$
+}
+# lib.sh's cleanup restores the pool and exits with the status it is given.
+trap 'rc=$?; clear_cleanup; (exit $rc); cleanup' EXIT
+
+# fill FILE BYTE: write BYTE over every byte through a shared mapping.
+fill() {
+	python3 - "$1" "$2" <<'EOF'
+import mmap, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+m = mmap.mmap(fd, os.fstat(fd).st_size)
+chunk = bytes([int(sys.argv[2])]) * (1 << 20)
+for off in range(0, len(m), len(chunk)):
+    n = min(len(chunk), len(m) - off)
+    m[off:off + n] = chunk[:n]
+m.close()
+EOF
+}
+
+# all_bytes FILE BYTE: a second process reads every byte as BYTE.
+all_bytes() {
+	python3 - "$1" "$2" <<'EOF'
+import mmap, os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+m = mmap.mmap(fd, os.fstat(fd).st_size, prot=mmap.PROT_READ)
+want = int(sys.argv[2])
+bad = len(m) - m[:].count(bytes([want]))
+if bad:
+    print("# %d bytes are not %d" % (bad, want))
+sys.exit(1 if bad else 0)
+EOF
+}
+
+# hold FILE: a background process maps FILE and sleeps; its pid in HOLDER.
+hold() {
+	python3 -c '
+import mmap, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR)
+m = mmap.mmap(fd, os.fstat(fd).st_size)
+open(sys.argv[2], "w").close()
+time.sleep(600)' "$1" "$TMP/held" &
+	HOLDER=$!
+	for _ in $(seq 100); do [ -e "$TMP/held" ] && return 0; sleep 0.1; done
+	return 1
+}
+unhold() {
+	kill "$HOLDER"; wait "$HOLDER" 2>/dev/null
+	HOLDER=
+	rm -f "$TMP/held"
+}
+
+KERNELS=$("$PREALLOC" info --json | python3 -c \
+	'import json, sys; print(" ".join(json.load(sys.stdin)["clear"]["kernels"]))')
+check "info --json lists usable clear kernels ($KERNELS)" [ -n "$KERNELS" ]
+
+# exercise FILE LABEL PAGES: the clear and refusal cases on one prepared file.
+exercise() {
+	local f=$1 what=$2 pages=$3 out=$TMP/out.json k rc
+
+	fill "$f" 171
+	"$PREALLOC" clear --verify --json "$f" > "$out" 2> "$TMP/err"
+	check "$what: clear --verify exits 0" [ $? -eq 0 ]
+	check "$what: second process reads zero" all_bytes "$f" 0
+	check "$what: JSON command, verified, kernel" [ "$(json_get "$out" \
+		"d['command'], d['verified'], d['method'], bool(d['clear_kernel'])")" = \
+		"clear True clear True" ]
+	check "$what: every byte cleared, all $pages pages on node 0" [ "$(json_get "$out" \
+		"d['bytes_done'] == $(stat -c %s "$f"), d['nodes'][0]['pages_on_node'], d['nodes'][0]['pages_missing']")" = \
+		"True $pages 0" ]
+	check "$what: per-node GB/s reported" \
+		python3 -c "import json; d=json.load(open('$out')); assert d['nodes'][0]['gb_per_s'] > 0"
+
+	for k in $KERNELS auto; do
+		fill "$f" 90
+		"$PREALLOC" clear --method "$k" --threads 2 "$f" > "$TMP/human" 2>&1
+		rc=$?
+		check "$what: --method $k exits 0 (rc $rc)" [ $rc -eq 0 ]
+		[ "$k" = auto ] || check "$what: --method $k is the kernel used" \
+			grep -q "with the $k kernel" "$TMP/human"
+		check "$what: --method $k leaves zeroes" all_bytes "$f" 0
+	done
+
+	# A running guest maps the file: refused, named, untouched.
+	fill "$f" 171
+	hold "$f" || fail "$what: helper could not map the file"
+	"$PREALLOC" clear "$f" > /dev/null 2> "$TMP/err"
+	rc=$?
+	check "$what: in-use file refused with exit 4 (rc $rc)" [ $rc -eq 4 ]
+	check "$what: the message names pid $HOLDER" grep -q "mapped by pid $HOLDER (python3)" "$TMP/err"
+	check "$what: pattern intact after the refusal" all_bytes "$f" 171
+	"$PREALLOC" clear --force "$f" > /dev/null 2> "$TMP/err"
+	check "$what: --force clears an in-use file" [ $? -eq 0 ]
+	check "$what: the holder sees zero" all_bytes "$f" 0
+	unhold
+
+	# A symbolic link to the file: refused, untouched.
+	fill "$f" 171
+	ln -sf "$f" "$TMP/link"
+	"$PREALLOC" clear --force "$TMP/link" > /dev/null 2> "$TMP/err"
+	rc=$?
+	check "$what: symlink refused with exit 4, even with --force (rc $rc)" [ $rc -eq 4 ]
+	check "$what: the message says symbolic link" grep -q "symbolic link" "$TMP/err"
+	check "$what: pattern intact after the symlink refusal" all_bytes "$f" 171
+
+	"$PREALLOC" clear --method no_such_kernel "$f" > /dev/null 2> "$TMP/err"
+	rc=$?
+	check "$what: unknown --method exits 2 (rc $rc)" [ $rc -eq 2 ]
+	check "$what: the message lists usable kernels" grep -q "usable here: auto" "$TMP/err"
+	check "$what: pattern intact after the usage error" all_bytes "$f" 171
+}
+
+# tmpfs, 4k pages.
+TMPFS=$(mktemp -d /tmp/prealloc-tmpfs.XXXXXX)
+mount -t tmpfs -o size=256M none "$TMPFS" || { rmdir "$TMPFS"; TMPFS=; fail "mount tmpfs"; }
+if [ -n "$TMPFS" ]; then
+	"$PREALLOC" --page-size 4k --file "$TMPFS/guest" -q 64M
+	check "tmpfs: create 64M exits 0" [ $? -eq 0 ]
+	exercise "$TMPFS/guest" tmpfs 16384
+
+	# Holes are skipped and reported; they read as zero.
+	truncate -s 80M "$TMPFS/guest"
+	"$PREALLOC" clear --verify --json "$TMPFS/guest" > "$TMP/out.json" 2> "$TMP/err"
+	check "tmpfs: file with holes clears (rc $?)" [ $? -eq 0 ]
+	check "tmpfs: holes named in the note" \
+		python3 -c "import json; d=json.load(open('$TMP/out.json')); assert '4096 pages was not resident' in d['note'], d['note']"
+	check "tmpfs: file with holes reads zero" all_bytes "$TMPFS/guest" 0
+fi
+
+# hugetlbfs, 2M pages.
+if mount_hugetlbfs 2M && reserve_2m 32; then
+	"$PREALLOC" --node 0 --page-size 2M --file "$MNT/guest" -q 64M
+	check "hugetlbfs: create 64M exits 0" [ $? -eq 0 ]
+	free_before=$(hp_free)
+	exercise "$MNT/guest" hugetlbfs 32
+	check "hugetlbfs: clearing took no hugepage from the pool" [ "$(hp_free)" -eq "$free_before" ]
+	"$PREALLOC" rm "$MNT/guest"
+else
+	fail "hugetlbfs: cannot mount hugetlbfs or reserve 32 2M pages"
+fi
+
+# A disk filesystem: refused without --force, pattern intact; cleared with it.
+f=/var/tmp/prealloc-clear-test.$$
+head -c 1048577 /dev/zero | tr '\0' '\253' > "$f"
+"$PREALLOC" clear "$f" > /dev/null 2> "$TMP/err"
+rc=$?
+check "disk file refused with exit 4 (rc $rc)" [ $rc -eq 4 ]
+check "the message says hugetlbfs or tmpfs" grep -q "not on hugetlbfs or tmpfs" "$TMP/err"
+check "disk file intact after the refusal" all_bytes "$f" 171
+"$PREALLOC" clear --force --verify "$f" > /dev/null 2> "$TMP/err"
+check "disk file cleared with --force (1 MiB + 1 byte)" [ $? -eq 0 ]
+check "disk file reads zero" all_bytes "$f" 0
+
+"$PREALLOC" clear "$TMP/does-not-exist" > /dev/null 2>&1
+check "missing file exits 2" [ $? -eq 2 ]
+finish
