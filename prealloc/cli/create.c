@@ -658,7 +658,7 @@ int cmd_create(int argc, char **argv)
 	const char *note = NULL;
 	sigset_t mask, old_mask;
 	int sfd = -1, sig = 0, ret, r;
-	bool created = false, existed = false;
+	bool created = false, existed = false, printed = false;
 	struct stat st;
 
 	r = parse_args(argc, argv, &a);
@@ -829,6 +829,7 @@ int cmd_create(int argc, char **argv)
 		}
 		if (bad) {
 			report_print(stdout, job, &view, a.json);
+			printed = true;
 			cli_error("verification failed: %s", rep.nonzero_offset != UINT64_MAX
 								   ? "memory is not zero"
 								   : "pages are missing or on the wrong node");
@@ -861,6 +862,13 @@ interrupted:
 	cli_error("interrupted by SIG%s; removing what this run created", sigabbrev_np(sig));
 	ret = -(128 + sig);	/* 130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP */
 rollback:
+	/* --json promises a document for a run that started, failed or not. */
+	if (a.json && job && !printed) {
+		struct run_view failed = { .command = "create", .file = path,
+					   .page_label = page_label(a.page), .verified = a.verify };
+
+		report_print(stdout, job, &failed, true);
+	}
 	/* Stop the workers, free the pages (file first), then give back the pool growth. */
 	prealloc_job_free(job);
 	if (created) {
