@@ -9,7 +9,9 @@
  *             each calling MADV_POPULATE_WRITE on an equal slice;
  *   prealloc  prealloc_region_new() + prealloc_run(POPULATE), default flags
  *             (the move_pages placement query included);
- *   noplace   the same with PREALLOC_JOB_NO_PLACEMENT.
+ *   noplace   the same with PREALLOC_JOB_NO_PLACEMENT;
+ *   rawbind   (--raw-bind) raw on a mapping MPOL_BIND to the first node, as
+ *             prealloc binds it: separates the policy's cost from the library's.
  * Raw with one thread is always measured: it is the single-threaded anchor.
  * Each backing is warmed up first (populate and free its size) because in a
  * nested VM the host faults guest memory in on its first touch.
@@ -23,6 +25,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <linux/mman.h>
+#include <numaif.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
@@ -49,7 +52,7 @@
 
 #define MAX_THREAD_COUNTS 8
 #define MAX_REPS 101
-#define MAX_METHODS (3 * MAX_THREAD_COUNTS + 1)
+#define MAX_METHODS (4 * MAX_THREAD_COUNTS + 1)
 #define PAGE_2M (UINT64_C(2) << 20)
 
 enum backing_kind { B_ANON4K, B_THP, B_HUGETLB2M, B_MEMFD4K, NR_BACKINGS };
@@ -70,8 +73,8 @@ static const struct backing_desc {
 			PREALLOC_BACKING_MEMFD, PREALLOC_PAGE_4K },
 };
 
-enum method_kind { M_RAW, M_PREALLOC, M_NOPLACE };
-static const char *const method_names[] = { "raw", "prealloc", "noplace" };
+enum method_kind { M_RAW, M_PREALLOC, M_NOPLACE, M_RAWBIND };
+static const char *const method_names[] = { "raw", "prealloc", "noplace", "rawbind" };
 
 struct sample {
 	double wall;		/* whole call: threads created to threads joined */
@@ -95,6 +98,7 @@ struct opts {
 	unsigned int nr_threads;
 	bool want[NR_BACKINGS];
 	bool noplace;
+	bool rawbind;
 	const char *json;
 	/* --oneshot */
 	bool oneshot;
@@ -270,7 +274,20 @@ static double thp_fraction(uint64_t len)
 	return (double)(kb << 10) / (double)len;
 }
 
-static int run_raw(enum backing_kind b, uint64_t len, unsigned int threads, struct sample *ret)
+/* MPOL_BIND to the first node, as prealloc binds a one-node region. */
+static int raw_bind(uint8_t *p, uint64_t len)
+{
+	unsigned long mask[16] = { 0 };
+	const unsigned int bits = 8 * sizeof(unsigned long);
+
+	if (nodes[0] < 0 || nodes[0] >= (int)(16 * bits))
+		return -EINVAL;
+	mask[nodes[0] / bits] |= 1UL << (nodes[0] % bits);
+	return mbind(p, len, MPOL_BIND, mask, 16 * bits + 1, 0) < 0 ? -errno : 0;
+}
+
+static int run_raw(enum backing_kind b, uint64_t len, unsigned int threads, bool bind,
+		   struct sample *ret)
 {
 	uint8_t *p;
 	int fd, r;
@@ -278,6 +295,13 @@ static int run_raw(enum backing_kind b, uint64_t len, unsigned int threads, stru
 	p = raw_map(b, len, &fd);
 	if (!p)
 		return -errno;
+	if (bind) {
+		r = raw_bind(p, len);
+		if (r < 0) {
+			raw_unmap(p, len, fd);
+			return r;
+		}
+	}
 	r = raw_populate(p, len, threads, ret);
 	ret->verify = 0;
 	ret->thp_frac = b == B_THP ? thp_fraction(len) : 0;
@@ -325,7 +349,9 @@ static int run_method(enum backing_kind b, uint64_t len, const struct method *m,
 {
 	/* Raw gets as many threads in all as prealloc's pools together. */
 	if (m->kind == M_RAW)
-		return run_raw(b, len, m->threads * nr_nodes, ret);
+		return run_raw(b, len, m->threads * nr_nodes, false, ret);
+	if (m->kind == M_RAWBIND)
+		return run_raw(b, len, m->threads, true, ret);
 	return run_prealloc(b, len, m->threads, m->kind == M_NOPLACE, ret);
 }
 
@@ -423,7 +449,7 @@ static void print_backing(enum backing_kind b, const struct opts *o, const struc
 		       method_names[m[i].kind], m[i].threads, w, gbps(o->size, w),
 		       extreme(&m[i], F_WALL, false), extreme(&m[i], F_WALL, true), op,
 		       gbps(o->size, op));
-		if (m[i].kind == M_RAW)
+		if (m[i].kind == M_RAW || m[i].kind == M_RAWBIND)
 			printf("- | ");
 		else
 			printf("%.3f | ", median(&m[i], F_VERIFY));
@@ -492,6 +518,8 @@ static unsigned int build_methods(const struct opts *o, struct method *m)
 		m[nr++] = (struct method){ .kind = M_PREALLOC, .threads = o->threads[t] };
 		if (o->noplace)
 			m[nr++] = (struct method){ .kind = M_NOPLACE, .threads = o->threads[t] };
+		if (o->rawbind)
+			m[nr++] = (struct method){ .kind = M_RAWBIND, .threads = o->threads[t] };
 	}
 	return nr;
 }
@@ -553,7 +581,7 @@ static void bench_backing(enum backing_kind b, const struct opts *o, FILE *json,
 			max_threads = o->threads[t];
 	/* Warm-up: the host backs guest memory on first touch; pay that here. */
 	for (unsigned int i = 0; i < o->warmups; i++) {
-		r = run_raw(b, o->size, max_threads, &s);
+		r = run_raw(b, o->size, max_threads, false, &s);
 		if (r < 0)
 			die("warm-up populate", r);
 		fprintf(stderr, "bench-populate: %s warm-up %u: %.3f s\n", backings[b].name, i + 1,
@@ -722,6 +750,7 @@ static void usage(FILE *f)
 		"  --threads LIST     thread counts per node, e.g. 1,2 (default 1 and all CPUs)\n"
 		"  --backing LIST     anon4k,thp,hugetlb2m,memfd4k (default anon4k,thp,hugetlb2m)\n"
 		"  --no-placement     also time prealloc with PREALLOC_JOB_NO_PLACEMENT\n"
+		"  --raw-bind         also time raw on a mapping MPOL_BIND to the first node\n"
 		"  --json FILE        also write the results as JSON\n"
 		"  --oneshot          populate one region (first backing, first thread count) and"
 		" exit\n"
@@ -737,6 +766,7 @@ int main(int argc, char **argv)
 		{ "threads", required_argument, NULL, 't' },
 		{ "backing", required_argument, NULL, 'b' },
 		{ "no-placement", no_argument, NULL, 'n' },
+		{ "raw-bind", no_argument, NULL, 'B' },
 		{ "json", required_argument, NULL, 'j' },
 		{ "oneshot", no_argument, NULL, 'o' },
 		{ "skip-populate", no_argument, NULL, 'k' },
@@ -773,6 +803,9 @@ int main(int argc, char **argv)
 			break;
 		case 'n':
 			o.noplace = true;
+			break;
+		case 'B':
+			o.rawbind = true;
 			break;
 		case 'j':
 			o.json = optarg;

@@ -27,7 +27,7 @@ set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
 bench=${BENCH_POPULATE:-$here/../../build-bench/tests/bench/bench-populate}
-qemu=qemu-system-x86_64
+qemu="qemu-system-x86_64"
 size=4G
 reps=3
 threads="1 $(nproc)"
@@ -202,9 +202,9 @@ for b in $backings; do
 		'BEGIN { printf "%.0f%%", (t > 0 ? 100 * p * 1000 / t : 0) }')
 	for t in $threads; do
 		m() { echo ${s[$1.$t]} | tr ' ' '\n' | median; }
-		q=$(awk -v a=$(m qemu-on) -v b=$(m qemu-off) 'BEGIN { printf "%.6f", a - b }')
-		p=$(awk -v a=$(m pre-on) -v b=$(m pre-off) 'BEGIN { printf "%.6f", a - b }')
-		n=$(awk -v a=$(m pre-np) -v b=$(m pre-off) 'BEGIN { printf "%.6f", a - b }')
+		q=$(awk -v a="$(m qemu-on)" -v b="$(m qemu-off)" 'BEGIN { printf "%.6f", a - b }')
+		p=$(awk -v a="$(m pre-on)" -v b="$(m pre-off)" 'BEGIN { printf "%.6f", a - b }')
+		n=$(awk -v a="$(m pre-np)" -v b="$(m pre-off)" 'BEGIN { printf "%.6f", a - b }')
 		log "$b $t threads: qemu on ${s[qemu-on.$t]}/ off ${s[qemu-off.$t]}; prealloc on ${s[pre-on.$t]}/ noplace ${s[pre-np.$t]}/ off ${s[pre-off.$t]}"
 		printf "| %s | %s | %.3f | %s | %.3f | %s | %.3f | %s | %s | %s | %s |\n" \
 			$b $t $q "$(gbps $q)" $p "$(gbps $p)" $n "$(gbps $n)" \
