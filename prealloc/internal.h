@@ -95,6 +95,15 @@ void touch_guard_remove(void);
 /* Counts pages of [addr, addr+len) on node, elsewhere and missing. */
 int placement_query(uint8_t *addr, uint64_t len, uint64_t page_size, int node,
 		    uint64_t *ret_on, uint64_t *ret_off, uint64_t *ret_missing);
+/*
+ * Calls fn once per mapping of [addr, addr+len) with its per-node page
+ * counts (counts[node], in pages of unit bytes) from /proc/self/numa_maps.
+ * -ENOTSUP when the range is not made of whole mappings, -EAGAIN when the
+ * mappings changed while reading: then ask move_pages instead.
+ */
+typedef int (*placement_fn)(void *arg, uint64_t start, uint64_t end, uint64_t unit,
+			    const uint64_t *counts);
+int placement_scan(uint8_t *addr, uint64_t len, placement_fn fn, void *arg);
 /* Offset of the first non-zero byte, or len when all zero. */
 uint64_t zero_check(const uint8_t *addr, uint64_t len);
 

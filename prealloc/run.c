@@ -61,6 +61,7 @@ struct prealloc_job {
 	int efd;
 	bool joined;
 	bool guard;
+	bool placement_scanned;	/* counts came from numa_maps; skip move_pages */
 };
 
 static void job_fail(struct prealloc_job *job, int err, int node, uint64_t offset)
@@ -110,6 +111,70 @@ static int op_chunk(struct prealloc_job *job, uint8_t *p, uint64_t len)
 	}
 }
 
+/* Placement is counted in pages of this size: THP may be split, so 4K there. */
+static uint64_t placement_step(const struct prealloc_region *reg)
+{
+	return reg->backing == PREALLOC_BACKING_ANON_THP ? PREALLOC_PAGE_4K : reg->page_size;
+}
+
+/* placement_scan callback: one mapping's per-node counts go to its extent's pool. */
+static int scan_mapping(void *arg, uint64_t start, uint64_t end, uint64_t unit,
+			const uint64_t *counts)
+{
+	struct prealloc_job *job = arg;
+	struct prealloc_region *reg = job->region;
+	uint64_t first = start - (uintptr_t)reg->addr, last = end - (uintptr_t)reg->addr;
+	uint64_t step = placement_step(reg), on, all = 0;
+	struct node_pool *pool = NULL;
+	unsigned int e;
+
+	for (e = 0; e < reg->nr_extents; e++)
+		if (reg->extents[e].offset <= first &&
+		    last <= reg->extents[e].offset + reg->extents[e].length)
+			break;
+	if (e == reg->nr_extents)
+		return -ENOTSUP;	/* a mapping across extents: count page by page */
+	if (reg->extents[e].node < 0)
+		return 0;
+	for (unsigned int p = 0; p < job->nr_pools; p++)
+		if (job->pools[p].node == reg->extents[e].node)
+			pool = &job->pools[p];
+	if (!pool)
+		return -ENOTSUP;
+	for (int n = 0; n < PREALLOC_MAX_NODES; n++)
+		all += counts[n];
+	on = counts[pool->node] * unit / step;
+	atomic_fetch_add(&pool->on, on);
+	atomic_fetch_add(&pool->off, all * unit / step - on);
+	return 0;
+}
+
+/*
+ * Counts every pool's pages at once from numa_maps, which is ~5x cheaper
+ * than move_pages per page. On any mismatch the counts are reset and the
+ * workers fall back to move_pages chunk by chunk.
+ */
+static void placement_scan_job(struct prealloc_job *job)
+{
+	struct prealloc_region *reg = job->region;
+	uint64_t step = placement_step(reg);
+
+	if (placement_scan(reg->addr, reg->length, scan_mapping, job) < 0) {
+		for (unsigned int p = 0; p < job->nr_pools; p++) {
+			atomic_store(&job->pools[p].on, 0);
+			atomic_store(&job->pools[p].off, 0);
+		}
+		return;
+	}
+	for (unsigned int p = 0; p < job->nr_pools; p++) {
+		struct node_pool *pool = &job->pools[p];
+		uint64_t pages = pool->bytes / step, seen = pool->on + pool->off;
+
+		atomic_store(&pool->missing, pages > seen ? pages - seen : 0);
+	}
+	job->placement_scanned = true;
+}
+
 static void check_chunk(struct prealloc_job *job, struct node_pool *pool,
 			const struct plan_chunk *c)
 {
@@ -117,13 +182,10 @@ static void check_chunk(struct prealloc_job *job, struct node_pool *pool,
 	uint8_t *p = reg->addr + c->offset;
 	bool zeroes = (job->opts.flags & PREALLOC_JOB_VERIFY) || job->opts.op == PREALLOC_OP_VERIFY;
 
-	if (!(job->opts.flags & PREALLOC_JOB_NO_PLACEMENT)) {
+	if (!(job->opts.flags & PREALLOC_JOB_NO_PLACEMENT) && !job->placement_scanned) {
 		uint64_t on = 0, off = 0, missing = 0;
-		/* Hugetlb pages are one folio each; otherwise ask per base page. */
-		uint64_t step = reg->page_size == PREALLOC_PAGE_2M && reg->backing == PREALLOC_BACKING_ANON_THP
-					? PREALLOC_PAGE_4K
-					: reg->page_size;
-		int r = placement_query(p, c->length, step, pool->node, &on, &off, &missing);
+		int r = placement_query(p, c->length, placement_step(reg), pool->node, &on, &off,
+					&missing);
 
 		if (r < 0) {
 			job_fail(job, r, pool->node, c->offset);
@@ -181,8 +243,11 @@ static void *worker_main(void *arg)
 		job->t_op_end = t;
 	pthread_mutex_unlock(&job->lock);
 
-	if (pthread_barrier_wait(&job->barrier) == PTHREAD_BARRIER_SERIAL_THREAD)
+	if (pthread_barrier_wait(&job->barrier) == PTHREAD_BARRIER_SERIAL_THREAD) {
 		job->t_check_start = now_seconds();
+		if (!(job->opts.flags & PREALLOC_JOB_NO_PLACEMENT) && !atomic_load(&job->cancel))
+			placement_scan_job(job);
+	}
 	pthread_barrier_wait(&job->barrier);
 
 	while (!atomic_load(&job->cancel) &&

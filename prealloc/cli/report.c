@@ -43,8 +43,11 @@ static double gbps(uint64_t bytes, double seconds)
 
 static json_object *json_double(double v)
 {
-	/* Three significant decimals are plenty and keep documents stable. */
-	return json_object_new_double(round(v * 1e6) / 1e6);
+	char text[48];
+
+	/* Microseconds and kB/s are plenty; print them as such, not as %.17g. */
+	snprintf(text, sizeof(text), "%.6f", v);
+	return json_object_new_double_s(v, text);
 }
 
 static json_object *node_json(const struct prealloc_node_report *n)

@@ -111,7 +111,16 @@ static void run_backing(struct prealloc_ctx *ctx, const char *name,
 	uint8_t *p = prealloc_region_addr(r);
 	uint64_t len = prealloc_region_length(r), page = prealloc_region_page_size(r);
 	tap_ok(resident_bytes(p, len) == 0, "%s: nothing resident before the run", name);
-	ret = prealloc_run(r, &jo, &rep);
+	struct prealloc_node_report nrep = { .size = sizeof(nrep) };
+	struct prealloc_job *job;
+
+	ret = prealloc_job_start(r, &jo, &job);
+	if (ret == 0) {
+		ret = prealloc_job_wait(job);
+		prealloc_job_report(job, &rep);
+		prealloc_job_node_report(job, 0, &nrep);
+		prealloc_job_free(job);
+	}
 	tap_ok(ret == 0 && rep.bytes_done == len && rep.error == 0, "%s: populated %llu bytes (%s)",
 	       name, (unsigned long long)rep.bytes_done, strerror(-ret));
 	tap_ok(resident_bytes(p, len) == len, "%s: every page resident afterwards (mincore)", name);
@@ -119,11 +128,15 @@ static void run_backing(struct prealloc_ctx *ctx, const char *name,
 	tap_ok(pages_on(p, len, step, node) == len / step, "%s: every page on node %d (move_pages)",
 	       name, node);
 	tap_ok(all_zero(p, len) && rep.nonzero_offset == UINT64_MAX, "%s: memory reads zero", name);
+	tap_ok(nrep.node == node && nrep.pages_on_node == len / step && nrep.pages_off_node == 0 &&
+		       nrep.pages_missing == 0,
+	       "%s: report agrees: %llu of %llu pages on node %d, %llu off, %llu missing", name,
+	       (unsigned long long)nrep.pages_on_node, (unsigned long long)(len / step), node,
+	       (unsigned long long)nrep.pages_off_node, (unsigned long long)nrep.pages_missing);
 	tap_ok(rep.method == ((flags & PREALLOC_JOB_TOUCH) ? PREALLOC_METHOD_TOUCH
 							   : PREALLOC_METHOD_POPULATE_WRITE),
 	       "%s: report names the method used (%d)", name, rep.method);
-	struct prealloc_node_report nr = { .size = sizeof(nr) };
-	prealloc_job_node_report(NULL, 0, &nr);	/* must not crash */
+	tap_ok(prealloc_job_node_report(NULL, 0, &nrep) == -EINVAL, "%s: NULL job refused", name);
 	prealloc_region_free(r);
 }
 
@@ -301,6 +314,23 @@ int main(void)
 						    .length = 64 * MiB },
 		    0, node);
 	munmap(mine, 64 * MiB);
+
+	/*
+	 * The caller's range inside a larger mapping it bound itself: the
+	 * range is not a whole mapping, so placement is asked page by page.
+	 */
+	uint8_t *big = mmap(NULL, 96 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	madvise(big, 96 * MiB, MADV_NOHUGEPAGE);
+	run_backing(ctx, "range inside a larger mapping",
+		    &(struct prealloc_region_opts){ .size = sizeof(struct prealloc_region_opts),
+						    .backing = PREALLOC_BACKING_MAPPED,
+						    .flags = PREALLOC_REGION_NO_BIND,
+						    .addr = big + 16 * MiB,
+						    .length = 64 * MiB },
+		    0, node);
+	tap_ok(resident_bytes(big, 16 * MiB) == 0 && resident_bytes(big + 80 * MiB, 16 * MiB) == 0,
+	       "range inside a larger mapping: nothing outside the range was touched");
+	munmap(big, 96 * MiB);
 
 	/* memfd with 2M hugetlb pages: needs a pool; root grows it and puts it back. */
 	if (geteuid() == 0 && (saved_pool = pool_get()) >= 0) {
