@@ -556,6 +556,51 @@ static void build_calibration(const struct bench_args *a, const struct bench_res
 		cal->classes[cal->nr_classes - 1].max_bytes = UINT64_MAX;
 }
 
+/* What auto picks now that the calibration is active, against the best measured. */
+static void show_calibrated(struct prealloc_ctx *ctx, const struct bench_args *a,
+			    const struct bench_results *res, json_object *o)
+{
+	for (unsigned int pass = 0; pass < 2; pass++) {
+		unsigned int n = pass ? a->nr_threads : a->nr_sizes;
+		json_object *rows = o ? json_object_object_get(o, pass ? "by_threads" : "single_thread")
+				      : NULL;
+
+		if (!o)
+			printf("%s", pass ? "" : "auto with it:");
+		for (unsigned int i = 0; i < n; i++) {
+			unsigned int t = pass ? a->threads[i] : 1;
+			uint64_t size = pass ? (a->threads_size + t - 1) / t : a->sizes[i];
+			const double *g = pass ? res->by_threads[i] : res->single[i];
+			const char *name = NULL;
+			int k;
+			char s[32];
+
+			prealloc_clear_choose(ctx, size, t, &name, NULL, 0);
+			k = kernel_index(a, name);
+			if (o) {
+				json_object *row = json_object_array_get_idx(rows, i);
+
+				json_object_object_add(row, "auto_calibrated", json_object_new_string(name));
+				json_object_object_add(row, "auto_calibrated_to_best",
+						       k < 0 ? NULL
+							     : json_object_new_double(
+								       round(g[k] / g[best_of(a, g)] *
+									     1000) / 1000));
+				continue;
+			}
+			if (pass)
+				printf(" %ux%s", t, format_size(size, s, sizeof(s)));
+			else
+				printf(" %s", format_size(size, s, sizeof(s)));
+			printf(" %s", name);
+			if (k >= 0)
+				printf(" (%.2f)", g[k] / g[best_of(a, g)]);
+		}
+	}
+	if (!o)
+		printf("\n");
+}
+
 static void default_sizes(struct bench_args *a, uint64_t llc, uint64_t cap)
 {
 	uint64_t s = MAX_OF(llc / 4, UINT64_C(1) << 20);
@@ -695,6 +740,8 @@ int cmd_bench(int argc, char **argv)
 					       cal.classes[i].kernel, cal.classes[i].gbps);
 			}
 		}
+		if (r == 0)
+			show_calibrated(ctx, &a, &res, o);
 		if (o && r == 0) {
 			json_object *c = json_object_new_object(), *cl = json_object_new_array();
 

@@ -386,12 +386,12 @@ static int run_job(struct prealloc_job *job, int sfd, bool show_progress)
 }
 
 /*
- * Makes the pages the file holds in memory present in our mapping, so the
- * move_pages query behind ADOPT_PLACEMENT sees them. On tmpfs mincore()
- * names the pages in memory, and holes stay holes. On hugetlbfs mincore()
- * sees only our own page tables, so the whole file is mapped: a hole (rare
- * in a prepared file) gets a page the kernel zeroes, from the reservation
- * mmap made for it.
+ * For our own mapping of a tmpfs file that ends in a partial page (the
+ * library's FILE backing takes whole pages only): makes the pages in memory
+ * present in the mapping, so the move_pages query behind ADOPT_PLACEMENT
+ * sees them. mincore() names them; holes and swapped-out pages stay out
+ * (clear_swapped() handles the latter). hugetlbfs files are whole pages; if
+ * one came here, all of it is mapped, holes from mmap's reservation.
  */
 static int make_present(uint8_t *addr, uint64_t length, uint64_t page, bool tmpfs)
 {
@@ -445,12 +445,14 @@ static int open_checked(const char *file, const struct stat *st)
 }
 
 /*
- * Maps length bytes of fd and wraps the mapping in a region: on hugetlbfs
- * and tmpfs with extents where each page already is (holes apart);
- * elsewhere (--force) as one range that is cleared whole.
+ * The file as a region: on hugetlbfs and tmpfs with extents where each page
+ * already is (holes apart), through the library's FILE backing when the
+ * file is whole pages, else through our own mapping of fd; elsewhere
+ * (--force) as one range that is cleared whole.
  */
-static int map_file(struct prealloc_ctx *ctx, int fd, unsigned long fs_type, uint64_t page,
-		    uint64_t length, void **ret_map, struct prealloc_region **ret_region)
+static int map_file(struct prealloc_ctx *ctx, const char *file, const struct stat *st, int fd,
+		    unsigned long fs_type, uint64_t page, uint64_t length, void **ret_map,
+		    struct prealloc_region **ret_region)
 {
 	bool in_memory = fs_type == HUGETLBFS_MAGIC || fs_type == TMPFS_MAGIC;
 	struct prealloc_region_opts ro = {
@@ -460,8 +462,32 @@ static int map_file(struct prealloc_ctx *ctx, int fd, unsigned long fs_type, uin
 		.page_size = page,
 		.length = length,
 	};
+	struct stat fst;
 	int r;
 
+	*ret_map = NULL;
+	if (in_memory && length == (uint64_t)st->st_size) {
+		struct prealloc_region_opts fo = {
+			.size = sizeof(fo),
+			.backing = PREALLOC_BACKING_FILE,
+			.flags = PREALLOC_REGION_REUSE | PREALLOC_REGION_ADOPT_PLACEMENT,
+			.length = length,
+			.path = file,
+		};
+
+		r = prealloc_region_new(ctx, &fo, ret_region);
+		if (r < 0)
+			return r;
+		/* It must still be the file checked, and not one made just now. */
+		if (prealloc_region_created_file(*ret_region) ||
+		    fstat(prealloc_region_fd(*ret_region), &fst) < 0 || fst.st_dev != st->st_dev ||
+		    fst.st_ino != st->st_ino) {
+			prealloc_region_discard(*ret_region);
+			*ret_region = NULL;
+			return -ESTALE;
+		}
+		return 0;
+	}
 	ro.addr = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (ro.addr == MAP_FAILED)
 		return -errno;
@@ -529,7 +555,7 @@ int cmd_clear(int argc, char **argv)
 	/* The file opened must be the file checked: nothing swapped in between. */
 	r = own_fd = open_checked(a.file, &st);
 	if (r >= 0 && length)
-		r = map_file(ctx, own_fd, fs_type, page, length, &own_map, &region);
+		r = map_file(ctx, a.file, &st, own_fd, fs_type, page, length, &own_map, &region);
 	if (r < 0) {
 		if (r == -ESTALE)
 			cli_error("%s changed while it was being opened; nothing was cleared", a.file);

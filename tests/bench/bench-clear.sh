@@ -36,10 +36,8 @@ trap cleanup EXIT
 
 lscpu > "$out/lscpu.txt" 2>/dev/null || true
 "$P" info > "$out/info.txt"
-echo "== prealloc bench --save" >&2
-"$P" bench --repeat 7 --save > "$out/bench.txt"
+echo "== prealloc bench --save --json" >&2
 "$P" bench --repeat 7 --save --json > "$out/bench.json"
-cat "$out/bench.txt"
 
 # median of a JSON field over runs: med FILE...
 med() { python3 -c 'import json,sys,statistics as s; print(round(s.median(json.load(open(f))["gb_per_s"] for f in sys.argv[1:]),2))' "$@"; }
@@ -71,8 +69,44 @@ mount -t tmpfs -o size=$((mib + 64))M none "$tmpfs"
 populate_vs_clear tmpfs-4k "$tmpfs" 4k >> "$out/populate-vs-clear.txt"
 cat "$out/populate-vs-clear.txt"
 
-if ! python3 -c 'import matplotlib' 2>/dev/null; then
+# Markdown tables for docs/kernels.md.
+python3 - "$out/bench.json" "$out/populate-vs-clear.txt" > "$out/tables.md" <<'PY'
+import json, sys
+b = json.load(open(sys.argv[1]))
+ks = b["kernels"]
+name = lambda k: "c (memset)" if k == "c" else k
+def table(rows, first, key):
+    print("| %s | %s | best | auto (rules) | auto/best | auto (calibrated) | cal/best |" %
+          (first, " | ".join(name(k) for k in ks)))
+    print("|" + "---|" * (len(ks) + 6))
+    for r in rows:
+        print("| %s | %s | %s | %s | %.2f | %s | %s |" % (key(r),
+              " | ".join("%.1f" % r["gb_per_s"][k] for k in ks), name(r["best"]), name(r["auto"]),
+              r["auto_to_best"], name(r.get("auto_calibrated", "-")),
+              "%.2f" % r["auto_calibrated_to_best"] if "auto_calibrated_to_best" in r else "-"))
+print("Single thread, GB/s by size (median of %d):\n" % b["repeat"])
+table(b["single_thread"], "size", lambda r: "%d MiB" % (r["size"] >> 20))
+print("\n%d MiB, GB/s by threads:\n" % (b["threads_size"] >> 20))
+table(b["by_threads"], "threads", lambda r: str(r["threads"]))
+print("\nSaved calibration:", ", ".join("%s up to %s" % (c["kernel"],
+      "any size" if c["max_bytes"] >= 2**63 else "%.1f MiB" % (c["max_bytes"] / 2**20))
+      for c in b.get("calibration", {}).get("classes", [])))
+print("\n| backing | fresh populate GB/s | prealloc clear GB/s (auto: kernel) | clear/populate | clear --method c GB/s |")
+print("|---|---|---|---|---|")
+for l in open(sys.argv[2]):
+    if l.startswith("#") or not l.strip():
+        continue
+    f = l.split()
+    print("| %s | %s | %s (%s) | %.1fx | %s |" % (f[0], f[1], f[2], f[4],
+          float(f[2]) / float(f[1]), f[3]))
+PY
+cat "$out/tables.md"
+
+# Debian's matplotlib (a python3 earlier in PATH may lack it).
+py=/usr/bin/python3
+[ -x "$py" ] || py=python3
+if ! "$py" -c 'import matplotlib' 2>/dev/null; then
 	apt-get install -y python3-matplotlib > "$out/apt.log" 2>&1 || true
 fi
-python3 "$here/plot-kernels.py" "$out/bench.json" "$out/populate-vs-clear.txt" "$out/kernels.png"
+"$py" "$here/plot-kernels.py" "$out/bench.json" "$out/populate-vs-clear.txt" "$out/kernels.png"
 echo "results in $out (plot: $out/kernels.png)" >&2

@@ -141,6 +141,13 @@ if [ -n "$TMPFS" ]; then
 	check "tmpfs: holes named in the note" \
 		python3 -c "import json; d=json.load(open('$TMP/out.json')); assert '4096 pages was not resident' in d['note'], d['note']"
 	check "tmpfs: file with holes reads zero" all_bytes "$TMPFS/guest" 0
+
+	# A partial last page (not a file prealloc made): mapped by clear itself.
+	truncate -s $((80 * 1048576 + 100)) "$TMPFS/guest"
+	fill "$TMPFS/guest" 171
+	"$PREALLOC" clear --verify "$TMPFS/guest" > /dev/null 2> "$TMP/err"
+	check "tmpfs: file ending in a partial page clears (rc $?)" [ $? -eq 0 ]
+	check "tmpfs: ... and reads zero to the last byte" all_bytes "$TMPFS/guest" 0
 fi
 
 # hugetlbfs, 2M pages.
