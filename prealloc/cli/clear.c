@@ -17,14 +17,12 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <linux/magic.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
@@ -69,26 +67,18 @@ static int parse_args(int argc, char **argv, struct clear_args *a)
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
+	char err[128];
 	int c;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "t:m:qh", opts, NULL)) != -1) {
 		switch (c) {
-		case 't': {
-			char *end;
-			unsigned long v;
-
-			errno = 0;
-			v = strtoul(optarg, &end, 10);
-			if (errno || *end || end == optarg || v == 0 || v > 65536 ||
-			    optarg[0] == '-') {
-				cli_error("--threads: invalid thread count '%s' (expected 1-65536)",
-					  optarg);
+		case 't':
+			if (parse_threads(optarg, &a->threads, err, sizeof(err)) < 0) {
+				cli_error("--threads: %s", err);
 				return -EXIT_USAGE;
 			}
-			a->threads = (unsigned int)v;
 			break;
-		}
 		case 'm':
 			a->method = strcmp(optarg, "auto") ? optarg : NULL;
 			break;
@@ -356,35 +346,6 @@ static int64_t clear_swapped(struct prealloc_region *region, int fd, const char 
 	return cleared;
 }
 
-/* Runs the job to its end; SIGINT/SIGTERM cancel it. Returns the signal, or 0. */
-static int run_job(struct prealloc_job *job, int sfd, bool show_progress)
-{
-	double start = now_wall();
-	int got_signal = 0;
-	struct pollfd pfd[2] = {
-		{ .fd = prealloc_job_eventfd(job), .events = POLLIN },
-		{ .fd = sfd, .events = POLLIN },
-	};
-
-	while (!prealloc_job_done(job)) {
-		int n = poll(pfd, sfd >= 0 ? 2 : 1, 100);
-
-		if (n > 0 && sfd >= 0 && (pfd[1].revents & POLLIN)) {
-			struct signalfd_siginfo si;
-
-			if (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si) && !got_signal) {
-				got_signal = (int)si.ssi_signo;
-				prealloc_job_cancel(job);
-			}
-		}
-		if (show_progress && now_wall() - start > 1.0)
-			progress_draw(job, now_wall() - start, false);
-	}
-	if (show_progress && now_wall() - start > 1.0)
-		progress_draw(job, now_wall() - start, true);
-	return got_signal;
-}
-
 /*
  * For our own mapping of a tmpfs file that ends in a partial page (the
  * library's FILE backing takes whole pages only): makes the pages in memory
@@ -517,7 +478,7 @@ int cmd_clear(int argc, char **argv)
 	bool in_memory, swapped_nonzero = false;
 	void *own_map = NULL;
 	int own_fd = -1, sfd = -1, sig, ret, r;
-	sigset_t mask, old_mask;
+	sigset_t old_mask;
 
 	r = parse_args(argc, argv, &a);
 	if (r)
@@ -546,11 +507,7 @@ int cmd_clear(int argc, char **argv)
 		goto out;
 	}
 
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &mask, &old_mask);
-	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	sfd = signals_catch(&old_mask);
 
 	/* The file opened must be the file checked: nothing swapped in between. */
 	r = own_fd = open_checked(a.file, &st);
@@ -601,13 +558,13 @@ int cmd_clear(int argc, char **argv)
 		ret = r == -EOPNOTSUPP ? -EXIT_ENVIRONMENT : -EXIT_FAILURE_RUN;
 		goto out_region;
 	}
-	sig = run_job(job, sfd, !a.quiet && !a.json);
+	sig = job_run(job, sfd, !a.quiet && !a.json);
 	r = prealloc_job_wait(job);
 	prealloc_job_report(job, &rep);
 	if (sig) {
-		cli_error("interrupted by %s: %s is partly cleared; run 'prealloc clear' again to "
-			  "finish", sig == SIGINT ? "SIGINT" : "SIGTERM", a.file);
-		ret = sig == SIGINT ? -EXIT_SIGINT : -EXIT_SIGTERM;
+		cli_error("interrupted by SIG%s: %s is partly cleared; run 'prealloc clear' again to "
+			  "finish", sigabbrev_np(sig), a.file);
+		ret = -(128 + sig);	/* 130 SIGINT, 143 SIGTERM, 129 SIGHUP */
 		goto out_job;
 	}
 	if (r < 0) {
@@ -690,9 +647,7 @@ out_region:
 		munmap(own_map, length);
 	if (own_fd >= 0)
 		close(own_fd);
-	if (sfd >= 0)
-		close(sfd);
-	pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
+	signals_release(sfd, &old_mask);
 out:
 	prealloc_ctx_free(ctx);
 	return -ret;

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <signal.h>
 #include <stdio.h>
 
 #include "prealloc.h"
@@ -32,6 +33,8 @@ struct node_request {
 /* parse.c: pure parsers, unit-tested and fuzzed. err gets a one-line reason. */
 int parse_node_spec(const char *spec, struct node_request *req, char *err, size_t err_len);
 int parse_page_size(const char *s, uint64_t *ret, char *err, size_t err_len);
+/* Workers per node: 1-65536, decimal digits only. */
+int parse_threads(const char *s, unsigned int *ret, char *err, size_t err_len);
 /* "1.5 GiB"-style rendering for messages. */
 const char *format_size(uint64_t bytes, char *buf, size_t len);
 /* "0-3,5" from a list (ascending not required); "" for none. */
@@ -40,6 +43,19 @@ const char *format_node_ranges(const int *nodes, unsigned int nr, char *buf, siz
 #define MIN_LEN(a, b) ((a) < (b) ? (a) : (b))
 
 /* util.c */
+/*
+ * Blocks SIGINT, SIGTERM and SIGHUP (threads made later inherit the mask,
+ * so only this thread sees them) and returns a signalfd that reads them.
+ */
+int signals_catch(sigset_t *ret_old);
+void signals_release(int sfd, const sigset_t *old);
+/* A signal that arrived while blocked, or 0; does not wait. */
+int signal_pending(int sfd);
+/*
+ * Waits for job to finish, drawing progress; the first signal cancels it at
+ * the next chunk (later ones change nothing). Returns that signal, or 0.
+ */
+int job_run(struct prealloc_job *job, int sfd, bool show_progress);
 double now_wall(void);
 /* First line of a sysfs/proc file without the newline; <0 on error. */
 int read_sysfs_line(const char *path, char *buf, size_t len);

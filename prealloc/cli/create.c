@@ -10,12 +10,10 @@
 #include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
-#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/random.h>
@@ -118,21 +116,12 @@ static int parse_args(int argc, char **argv, struct create_args *a)
 		case OPT_REUSE:
 			a->reuse = true;
 			break;
-		case 't': {
-			char *end;
-			unsigned long v;
-
-			errno = 0;
-			v = strtoul(optarg, &end, 10);
-			if (errno || *end || end == optarg || v == 0 || v > 65536 ||
-			    optarg[0] == '-') {
-				cli_error("--threads: invalid thread count '%s' (expected 1-65536)",
-					  optarg);
+		case 't':
+			if (parse_threads(optarg, &a->threads, err, sizeof(err)) < 0) {
+				cli_error("--threads: %s", err);
 				return -EXIT_USAGE;
 			}
-			a->threads = (unsigned int)v;
 			break;
-		}
 		case OPT_VERIFY:
 			a->verify = true;
 			break;
@@ -582,52 +571,6 @@ static int exit_for_region_error(int err, const char *path, uint64_t page)
 }
 
 /*
- * Runs the job to its end; SIGINT/SIGTERM/SIGHUP cancel it at the next chunk.
- * Returns the signal number that interrupted it, or 0.
- */
-static int run_job(struct prealloc_job *job, int sfd, bool show_progress)
-{
-	double start = now_wall();
-	int got_signal = 0;
-	struct pollfd pfd[2] = {
-		{ .fd = prealloc_job_eventfd(job), .events = POLLIN },
-		{ .fd = sfd, .events = POLLIN },
-	};
-
-	while (!prealloc_job_done(job)) {
-		int n = poll(pfd, sfd >= 0 ? 2 : 1, 100);
-
-		if (n > 0 && sfd >= 0 && (pfd[1].revents & POLLIN)) {
-			struct signalfd_siginfo si;
-
-			if (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si) && !got_signal) {
-				got_signal = (int)si.ssi_signo;
-				prealloc_job_cancel(job);
-			}
-			/* A second signal changes nothing: the rollback still runs. */
-		}
-		if (show_progress && now_wall() - start > 1.0)
-			progress_draw(job, now_wall() - start, false);
-	}
-	if (show_progress && now_wall() - start > 1.0)
-		progress_draw(job, now_wall() - start, true);
-	return got_signal;
-}
-
-/* A signal that arrived while it was blocked (during admission), or 0. */
-static int pending_signal(int sfd)
-{
-	struct pollfd pfd = { .fd = sfd, .events = POLLIN };
-	struct signalfd_siginfo si;
-
-	if (sfd < 0 || poll(&pfd, 1, 0) <= 0)
-		return 0;
-	if (read(sfd, &si, sizeof(si)) != (ssize_t)sizeof(si))
-		return 0;
-	return (int)si.ssi_signo;
-}
-
-/*
  * Bytes per node still to fault: a reused file's resident pages (st_blocks)
  * are credited to the nodes in proportion, since where they sit is unknown.
  */
@@ -656,7 +599,7 @@ int cmd_create(int argc, char **argv)
 	uint64_t resident_before = 0, admit_page;
 	char dir[PATH_MAX], path[PATH_MAX], ranges[256], sz[32], qemu[PATH_MAX + 512];
 	const char *note = NULL;
-	sigset_t mask, old_mask;
+	sigset_t old_mask;
 	int sfd = -1, sig = 0, ret, r;
 	bool created = false, existed = false, printed = false;
 	struct stat st;
@@ -731,17 +674,12 @@ int cmd_create(int argc, char **argv)
 	 * block them (workers inherit the mask) and read them from a signalfd.
 	 * Admission may grow pools, so it already runs under this mask.
 	 */
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);	/* the terminal went away: roll back too */
-	pthread_sigmask(SIG_BLOCK, &mask, &old_mask);
-	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	sfd = signals_catch(&old_mask);
 
 	ret = admit_request(ctx, &a, admit_page, need_bytes, &resv);
 	if (ret < 0)
 		goto out_signals;
-	sig = pending_signal(sfd);
+	sig = signal_pending(sfd);
 	if (sig)
 		goto interrupted;
 
@@ -789,7 +727,7 @@ int cmd_create(int argc, char **argv)
 		ret = -EXIT_FAILURE_RUN;
 		goto rollback;
 	}
-	sig = run_job(job, sfd, !a.quiet);
+	sig = job_run(job, sfd, !a.quiet);
 	r = prealloc_job_wait(job);
 	prealloc_job_report(job, &rep);
 	if (sig)
@@ -896,9 +834,7 @@ rollback:
 		prealloc_reservation_free(resv);
 	}
 out_signals:
-	if (sfd >= 0)
-		close(sfd);
-	pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
+	signals_release(sfd, &old_mask);
 out:
 	prealloc_ctx_free(ctx);
 	return -ret;

@@ -119,6 +119,25 @@ int parse_node_spec(const char *spec, struct node_request *req, char *err, size_
 	}
 }
 
+int parse_threads(const char *s, unsigned int *ret, char *err, size_t err_len)
+{
+	unsigned long v = 0;
+	const char *p = s;
+
+	if (!isdigit((unsigned char)*p))
+		return fail(err, err_len, -EINVAL, "invalid thread count '%s' (expected 1-65536)", s);
+	for (; isdigit((unsigned char)*p); p++) {
+		v = v * 10 + (unsigned long)(*p - '0');
+		if (v > 65536)
+			return fail(err, err_len, -ERANGE,
+				    "invalid thread count '%s' (expected 1-65536)", s);
+	}
+	if (*p || v == 0)
+		return fail(err, err_len, -EINVAL, "invalid thread count '%s' (expected 1-65536)", s);
+	*ret = (unsigned int)v;
+	return 0;
+}
+
 int parse_page_size(const char *s, uint64_t *ret, char *err, size_t err_len)
 {
 	uint64_t v;

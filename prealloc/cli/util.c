@@ -2,7 +2,12 @@
 /* Messages: one line, prefixed with the program name, on stderr. */
 #include <stdarg.h>
 #include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
 #include <string.h>
 #include <time.h>
 
@@ -63,4 +68,64 @@ int read_sysfs_line(const char *path, char *buf, size_t len)
 	fclose(f);
 	buf[strcspn(buf, "\n")] = '\0';
 	return 0;
+}
+
+int signals_catch(sigset_t *ret_old)
+{
+	sigset_t mask;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);	/* the terminal went away: roll back too */
+	pthread_sigmask(SIG_BLOCK, &mask, ret_old);
+	return signalfd(-1, &mask, SFD_CLOEXEC);
+}
+
+void signals_release(int sfd, const sigset_t *old)
+{
+	if (sfd >= 0)
+		close(sfd);
+	pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
+int signal_pending(int sfd)
+{
+	struct pollfd pfd = { .fd = sfd, .events = POLLIN };
+	struct signalfd_siginfo si;
+
+	if (sfd < 0 || poll(&pfd, 1, 0) <= 0)
+		return 0;
+	if (read(sfd, &si, sizeof(si)) != (ssize_t)sizeof(si))
+		return 0;
+	return (int)si.ssi_signo;
+}
+
+int job_run(struct prealloc_job *job, int sfd, bool show_progress)
+{
+	double start = now_wall();
+	int got_signal = 0;
+	struct pollfd pfd[2] = {
+		{ .fd = prealloc_job_eventfd(job), .events = POLLIN },
+		{ .fd = sfd, .events = POLLIN },
+	};
+
+	while (!prealloc_job_done(job)) {
+		int n = poll(pfd, sfd >= 0 ? 2 : 1, 100);
+
+		if (n > 0 && sfd >= 0 && (pfd[1].revents & POLLIN)) {
+			struct signalfd_siginfo si;
+
+			if (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si) && !got_signal) {
+				got_signal = (int)si.ssi_signo;
+				prealloc_job_cancel(job);
+			}
+			/* A second signal changes nothing: the rollback still runs. */
+		}
+		if (show_progress && now_wall() - start > 1.0)
+			progress_draw(job, now_wall() - start, false);
+	}
+	if (show_progress && now_wall() - start > 1.0)
+		progress_draw(job, now_wall() - start, true);
+	return got_signal;
 }

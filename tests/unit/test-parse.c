@@ -136,6 +136,23 @@ int main(void)
 		       "page size '%s' %s", pages[i].s, pages[i].ok ? "accepted" : "rejected");
 	}
 
+	static const struct {
+		const char *s;
+		unsigned int want;
+	} threads[] = {
+		{ "1", 1 }, { "16", 16 }, { "65536", 65536 }, { "0", 0 }, { "65537", 0 },
+		{ "-3", 0 }, { "+3", 0 }, { "3x", 0 }, { "", 0 }, { " 3", 0 },
+		{ "99999999999999999999999", 0 },
+	};
+	for (size_t i = 0; i < sizeof(threads) / sizeof(threads[0]); i++) {
+		unsigned int v = 777;
+		char err[128] = "";
+		int r = parse_threads(threads[i].s, &v, err, sizeof(err));
+
+		tap_ok(threads[i].want ? r == 0 && v == threads[i].want : r < 0 && v == 777 && err[0],
+		       "thread count '%s' %s", threads[i].s, threads[i].want ? "accepted" : "rejected");
+	}
+
 	char buf[64];
 	tap_ok(!strcmp(format_node_ranges((int[]){ 3, 0, 1, 2, 7 }, 5, buf, sizeof(buf)), "0-3,7"),
 	       "node ranges render as 0-3,7 (%s)", buf);
