@@ -219,6 +219,26 @@ static void fail_with(struct prealloc_admit_result *res, int reason, int node, u
 	res->available = available;
 }
 
+/* This run's ledger entry for node i of the request. */
+static struct ledger_entry reservation_entry(const struct prealloc_reservation *resv,
+					     const struct prealloc_admit_opts *o, unsigned int i,
+					     uint64_t pages, uint64_t added)
+{
+	struct ledger_entry e = {
+		.id = resv->id,
+		.state = PREALLOC_LEDGER_IN_FLIGHT,
+		.node = o->nodes[i],
+		.page_size = o->page_size,
+		.pages = pages,
+		.added = added,
+		.pid = (int)getpid(),
+		.start_time = process_start_time((int)getpid()),
+	};
+
+	snprintf(e.owner, sizeof(e.owner), "%s", o->owner && *o->owner ? o->owner : "-");
+	return e;
+}
+
 /*
  * The hugetlb admission proper, under the lock: checks each node, grows
  * the short ones (RESERVE), and on success appends the in-flight entries.
@@ -229,6 +249,7 @@ static int admit_hugetlb(struct prealloc_ctx *ctx, const struct prealloc_admit_o
 {
 	uint64_t ps = o->page_size, need_total = 0, others_total = 0, gfree = 0, gresv = 0;
 	uint64_t *need = NULL, *added = NULL, cg_left;
+	size_t *slot = NULL;	/* this run's ledger entry per node, or SIZE_MAX */
 	bool check = !(o->flags & PREALLOC_ADMIT_NO_CHECK);
 	double deadline;
 	struct ledger l = { 0 };
@@ -236,12 +257,20 @@ static int admit_hugetlb(struct prealloc_ctx *ctx, const struct prealloc_admit_o
 
 	need = calloc(o->nr_nodes, sizeof(*need));
 	added = calloc(o->nr_nodes, sizeof(*added));
-	if (!need || !added) {
+	slot = malloc(o->nr_nodes * sizeof(*slot));
+	if (!need || !added || !slot) {
 		r = -ENOMEM;
 		goto out;
 	}
+	for (unsigned int i = 0; i < o->nr_nodes; i++)
+		slot[i] = SIZE_MAX;
 	for (unsigned int i = 0; i < o->nr_nodes; i++) {
-		need[i] = (o->node_bytes[i] + ps - 1) / ps;
+		/* Page counts, rounded up; no byte count near 2^64 may wrap to "none". */
+		need[i] = o->node_bytes[i] / ps + (o->node_bytes[i] % ps ? 1 : 0);
+		if (need[i] > UINT64_MAX - need_total) {
+			r = -EINVAL;
+			goto out;
+		}
 		need_total += need[i];
 	}
 
@@ -298,7 +327,25 @@ static int admit_hugetlb(struct prealloc_ctx *ctx, const struct prealloc_admit_o
 			r = -ENOMEM;
 			goto undo;
 		}
+		/*
+		 * Write ahead: the ledger names the growth before the pool has
+		 * it, so a run killed while growing leaves growth that gc can
+		 * find. (If the kernel then gives fewer pages, gc may return up
+		 * to the difference in free pages: the lesser harm.)
+		 */
+		struct ledger_entry e = reservation_entry(resv, o, i, need[i], need[i] - avail);
+
+		r = ledger_append(&l, &e);
+		if (r < 0)
+			goto undo;
+		slot[i] = l.nr - 1;
+		r = ledger_save(&l);
+		if (r < 0) {
+			res->reason = PREALLOC_ADMIT_ACCESS;
+			goto undo;
+		}
 		r = pool_grow(o->nodes[i], ps, need[i] - avail, deadline, &g);
+		l.e[slot[i]].added = g.added;
 		res->grow_requested = g.requested;
 		res->grow_got = g.got;
 		res->grow_seconds = g.seconds;
@@ -324,21 +371,14 @@ static int admit_hugetlb(struct prealloc_ctx *ctx, const struct prealloc_admit_o
 	}
 
 	for (unsigned int i = 0; i < o->nr_nodes; i++) {
-		struct ledger_entry e = {
-			.id = resv->id,
-			.state = PREALLOC_LEDGER_IN_FLIGHT,
-			.node = o->nodes[i],
-			.page_size = ps,
-			.pages = need[i],
-			.added = added[i],
-			.pid = (int)getpid(),
-			.start_time = process_start_time((int)getpid()),
-		};
+		struct ledger_entry e = reservation_entry(resv, o, i, need[i], added[i]);
 
-		snprintf(e.owner, sizeof(e.owner), "%s", o->owner && *o->owner ? o->owner : "-");
+		if (slot[i] != SIZE_MAX)
+			continue;	/* written ahead of its growth */
 		r = ledger_append(&l, &e);
 		if (r < 0)
 			goto undo;
+		slot[i] = l.nr - 1;
 	}
 	r = ledger_save(&l);
 	if (r < 0) {
@@ -349,7 +389,13 @@ static int admit_hugetlb(struct prealloc_ctx *ctx, const struct prealloc_admit_o
 	goto out;
 
 undo:
-	for (unsigned int i = 0; i < o->nr_nodes; i++) {
+	/* Forget the entries first: a ledger must never claim pages already given back. */
+	for (unsigned int i = o->nr_nodes; i-- > 0;)
+		if (slot && slot[i] != SIZE_MAX)
+			ledger_remove(&l, slot[i]);	/* appended in node order, removed in reverse */
+	if (fd >= 0)
+		ledger_save(&l);
+	for (unsigned int i = 0; added && i < o->nr_nodes; i++) {
 		uint64_t returned;
 
 		pool_shrink(o->nodes[i], ps, added[i], &returned);
@@ -360,6 +406,7 @@ out:
 	pool_unlock(fd);
 	free(need);
 	free(added);
+	free(slot);
 	return r;
 }
 
@@ -550,6 +597,12 @@ EXPORT int prealloc_reservation_rollback(struct prealloc_reservation *resv, uint
 	if (r == 0)
 		resv->finished = true;
 	return r;
+}
+
+EXPORT void prealloc_reservation_abandon(struct prealloc_reservation *resv)
+{
+	/* The ledger keeps the entries; pool --gc settles them once we are gone. */
+	free(resv);
 }
 
 EXPORT void prealloc_reservation_free(struct prealloc_reservation *resv)

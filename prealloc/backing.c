@@ -269,6 +269,12 @@ static int adopt_placement(struct prealloc_region *r)
 	return 0;
 }
 
+/* Mode flags get_mempolicy reports OR'd into the mode. */
+#define POLICY_MODE_FLAGS ((1 << 15) | (1 << 14) | (1 << 13)) /* static, relative, balancing */
+#ifndef MPOL_PREFERRED_MANY
+#define MPOL_PREFERRED_MANY 5
+#endif
+
 /* Nodes of the calling thread's policy (or all nodes) when none are named. */
 static int default_nodes(struct prealloc_ctx *ctx, int *nodes, unsigned int *nr)
 {
@@ -277,19 +283,39 @@ static int default_nodes(struct prealloc_ctx *ctx, int *nodes, unsigned int *nr)
 	int mode;
 
 	*nr = 0;
-	if (get_mempolicy(&mode, mask, PREALLOC_MAX_NODES + 1, NULL, 0) == 0 &&
-	    (mode == MPOL_BIND || mode == MPOL_PREFERRED || mode == MPOL_INTERLEAVE)) {
-		for (unsigned int i = 0; i < ctx->nr_nodes; i++) {
-			int n = ctx->nodes[i].node;
+	if (get_mempolicy(&mode, mask, PREALLOC_MAX_NODES + 1, NULL, 0) == 0) {
+		mode &= ~POLICY_MODE_FLAGS;
+		if (mode == MPOL_BIND || mode == MPOL_PREFERRED || mode == MPOL_INTERLEAVE ||
+		    mode == MPOL_PREFERRED_MANY) {
+			for (unsigned int i = 0; i < ctx->nr_nodes; i++) {
+				int n = ctx->nodes[i].node;
 
-			if (mask[n / bits] & (1UL << (n % bits)))
-				nodes[(*nr)++] = n;
+				if (mask[n / bits] & (1UL << (n % bits)))
+					nodes[(*nr)++] = n;
+			}
 		}
 	}
 	if (*nr == 0)
 		for (unsigned int i = 0; i < ctx->nr_nodes; i++)
 			nodes[(*nr)++] = ctx->nodes[i].node;
 	return 0;
+}
+
+EXPORT int prealloc_default_nodes(struct prealloc_ctx *ctx, int *ret_nodes, unsigned int max)
+{
+	int *all;
+	unsigned int nr;
+
+	if (!ctx || (max && !ret_nodes))
+		return -EINVAL;
+	all = calloc(MAX(ctx->nr_nodes, 1u), sizeof(*all));
+	if (!all)
+		return -ENOMEM;
+	default_nodes(ctx, all, &nr);
+	for (unsigned int i = 0; i < nr && i < max; i++)
+		ret_nodes[i] = all[i];
+	free(all);
+	return (int)nr;
 }
 
 EXPORT int prealloc_region_new(struct prealloc_ctx *ctx, const struct prealloc_region_opts *opts,
@@ -376,10 +402,16 @@ static void region_release(struct prealloc_region *r, bool unlink_file)
 {
 	if (r->owns_mapping && r->addr)
 		munmap(r->addr, r->length);
+	if (unlink_file && r->created_file && r->path && r->fd >= 0) {
+		struct stat mine, there;
+
+		/* Only the file we created: not one put at its path since. */
+		if (fstat(r->fd, &mine) == 0 && lstat(r->path, &there) == 0 &&
+		    mine.st_dev == there.st_dev && mine.st_ino == there.st_ino)
+			unlink(r->path);
+	}
 	if (r->fd >= 0)
 		close(r->fd);
-	if (unlink_file && r->created_file && r->path)
-		unlink(r->path);
 	free(r->path);
 	free(r->extents);
 	free(r);

@@ -49,6 +49,38 @@ int state_path(char *buf, size_t len, const char *leaf)
 	return 0;
 }
 
+/*
+ * The state directory must be ours alone: a directory (not a link), owned
+ * by us, writable by nobody else. A /tmp fallback another user created
+ * first could otherwise feed us a ledger or links to overwrite.
+ */
+static int state_dir_trusted(const char *dir)
+{
+	struct stat st;
+
+	if (lstat(dir, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
+		return -EPERM;
+	return 0;
+}
+
+/* A new file for writing that follows no link and replaces nothing. */
+static FILE *create_exclusive(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	FILE *f;
+
+	if (fd < 0 && errno == EEXIST && unlink(path) == 0)	/* a crashed run's leftover */
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return NULL;
+	f = fdopen(fd, "w");
+	if (!f)
+		close(fd);
+	return f;
+}
+
 /* Creates the directory of path and its parents (mode 0700). */
 static int mkdir_for(const char *path)
 {
@@ -71,7 +103,7 @@ static int mkdir_for(const char *path)
 	}
 	if (mkdir(buf, 0700) < 0 && errno != EEXIST)
 		return -errno;
-	return 0;
+	return state_dir_trusted(buf);
 }
 
 int pool_lock(unsigned int timeout_ms, int *ret_fd)
@@ -221,7 +253,7 @@ int ledger_save(const struct ledger *l)
 		return r;
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= sizeof(tmp))
 		return -ENAMETOOLONG;
-	f = fopen(tmp, "we");
+	f = create_exclusive(tmp);
 	if (!f)
 		return -errno;
 	fputs(LEDGER_HEADER, f);
@@ -496,14 +528,28 @@ int ledger_return_growth(struct ledger *l, size_t i, uint64_t *ret_returned, uin
 	/* Never take pages another run was promised and has not faulted yet. */
 	others = ledger_node_outstanding(l, e->node, e->page_size, e->id);
 	give = free_pages > others ? MIN(e->added, free_pages - others) : 0;
-	r = pool_shrink(e->node, e->page_size, give, &returned);
-	if (r < 0)
+	if (!give)
+		return 0;
+	/*
+	 * Write ahead: record the pages as returned before returning them. A
+	 * crash in between leaves growth in the pool (an administrator sees
+	 * it) rather than a ledger that would shrink the pool a second time.
+	 */
+	e->added -= give;
+	r = ledger_save(l);
+	if (r < 0) {
+		e->added += give;
 		return r;
-	returned = MIN(returned, e->added);
-	e->added -= returned;
+	}
+	r = pool_shrink(e->node, e->page_size, give, &returned);
+	returned = r < 0 ? 0 : MIN(returned, give);
+	if (returned < give) {
+		e->added += give - returned;	/* what the kernel kept is still ours */
+		ledger_save(l);
+	}
 	*ret_returned = returned;
 	*ret_left = e->added;
-	return 0;
+	return r < 0 ? r : 0;
 }
 
 /* ---- public: status, listing, release, gc ------------------------------ */

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Run: one worker pool per node, all nodes at once. Workers are created
- * pinned to their node's CPUs, wait at a barrier (thread creation takes
- * mmap_lock for write and would queue behind populating threads), then
- * drain their node's chunk queue. A second barrier separates the timed
- * operation from the placement query and zero check.
+ * pinned to their node's CPUs and wait at a gate until all exist (thread
+ * creation takes mmap_lock for write and would queue behind populating
+ * threads), then drain their node's chunk queue. A barrier separates the
+ * timed operation from the placement query and zero check.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -38,7 +38,6 @@ struct worker {
 	struct prealloc_job *job;
 	struct node_pool *pool;
 	pthread_t tid;
-	bool started;
 };
 
 struct prealloc_job {
@@ -49,7 +48,9 @@ struct prealloc_job {
 	unsigned int nr_pools;
 	struct worker *workers;
 	unsigned int nr_workers;
-	pthread_barrier_t barrier;
+	pthread_cond_t gate;		/* workers wait here until all exist */
+	bool gate_open, gate_abandon;	/* under lock */
+	pthread_barrier_t barrier;	/* before and after the check phase */
 	bool barrier_ready;
 	pthread_mutex_t lock;
 	atomic_int cancel;
@@ -89,7 +90,9 @@ static void note_cpu(struct node_pool *pool, bool pinned)
 
 static int op_chunk(struct prealloc_job *job, uint8_t *p, uint64_t len)
 {
-	uint64_t page = job->region->page_size;
+	/* The touch step: a THP region may fall back to 4K pages, so touch each. */
+	uint64_t page = job->region->backing == PREALLOC_BACKING_ANON_THP ? PREALLOC_PAGE_4K
+									   : job->region->page_size;
 	int r;
 
 	switch (job->opts.op) {
@@ -217,10 +220,13 @@ static void *worker_main(void *arg)
 	size_t i;
 	double t;
 
-	if (pthread_barrier_wait(&job->barrier) == PTHREAD_BARRIER_SERIAL_THREAD)
-		job->t_start = now_seconds();
-	/* All workers wait for t_start to be set by passing a second time. */
-	pthread_barrier_wait(&job->barrier);
+	/* The gate opens once every worker exists: all start together. */
+	pthread_mutex_lock(&job->lock);
+	while (!job->gate_open)
+		pthread_cond_wait(&job->gate, &job->lock);
+	pthread_mutex_unlock(&job->lock);
+	if (job->gate_abandon)
+		return NULL;
 
 	while (!atomic_load(&job->cancel) &&
 	       (i = atomic_fetch_add(&pool->next, 1)) < pool->nr_chunks) {
@@ -340,6 +346,7 @@ static void job_destroy(struct prealloc_job *job)
 		pthread_barrier_destroy(&job->barrier);
 	if (job->guard)
 		touch_guard_remove();
+	pthread_cond_destroy(&job->gate);
 	pthread_mutex_destroy(&job->lock);
 	if (job->efd >= 0)
 		close(job->efd);
@@ -361,6 +368,7 @@ EXPORT int prealloc_job_start(struct prealloc_region *region, const struct preal
 		return -ENOMEM;
 	job->efd = -1;
 	pthread_mutex_init(&job->lock, NULL);
+	pthread_cond_init(&job->gate, NULL);
 	job->region = region;
 	r = copy_sized_in(&job->opts, sizeof(job->opts), opts);
 	if (r < 0)
@@ -421,13 +429,9 @@ EXPORT int prealloc_job_start(struct prealloc_region *region, const struct preal
 		r = -ENOMEM;
 		goto fail;
 	}
-	r = -pthread_barrier_init(&job->barrier, NULL, job->nr_workers);
-	if (r < 0)
-		goto fail;
-	job->barrier_ready = true;
-
+	r = 0;
 	pthread_attr_init(&attr);
-	for (unsigned int p = 0; p < job->nr_pools; p++) {
+	for (unsigned int p = 0; p < job->nr_pools && r == 0; p++) {
 		struct node_pool *pool = &job->pools[p];
 
 		if (!(job->opts.flags & PREALLOC_JOB_NO_PIN) && pool->topo->nr_cpus)
@@ -435,36 +439,43 @@ EXPORT int prealloc_job_start(struct prealloc_region *region, const struct preal
 		else
 			pthread_attr_setaffinity_np(&attr, sizeof(region->ctx->allowed),
 						    &region->ctx->allowed);
-		for (unsigned int t = 0; t < pool->threads; t++, w++) {
+		for (unsigned int t = 0; t < pool->threads; t++) {
 			job->workers[w].job = job;
 			job->workers[w].pool = pool;
 			r = -pthread_create(&job->workers[w].tid, &attr, worker_main, &job->workers[w]);
 			if (r < 0)
-				break;
-			job->workers[w].started = true;
+				break;	/* e.g. EAGAIN: a task limit (pids.max) was hit */
+			w++;
 		}
-		if (r < 0)
-			break;
 	}
 	pthread_attr_destroy(&attr);
-	if (r < 0) {
-		/*
-		 * Workers already made wait at the barrier for ones that will
-		 * never come: nothing ran yet, so cancel and let the missing
-		 * ones pass the barrier by proxy is not possible; join after
-		 * feeding the barrier from this thread instead.
-		 */
+
+	/*
+	 * Every worker made waits at the gate. The barrier for the check
+	 * phase counts only those; if one could not be made, the rest are
+	 * released cancelled, do nothing, and are joined.
+	 */
+	if (w) {
+		int rb = -pthread_barrier_init(&job->barrier, NULL, w);
+
+		if (rb < 0 && r == 0)
+			r = rb;
+		job->barrier_ready = rb == 0;
+	}
+	if (r < 0)
 		atomic_store(&job->cancel, 1);
-		for (unsigned int k = w; k < job->nr_workers; k++) {
-			job->workers[k].job = job;
-			job->workers[k].pool = &job->pools[0];
-		}
-		for (unsigned int k = w; k < job->nr_workers; k++)
-			if (pthread_create(&job->workers[k].tid, NULL, worker_main, &job->workers[k]) == 0)
-				job->workers[k].started = true;
-		for (unsigned int k = 0; k < job->nr_workers; k++)
-			if (job->workers[k].started)
-				pthread_join(job->workers[k].tid, NULL);
+	if (r < 0 && !job->barrier_ready) {
+		/* No barrier to meet at: the workers must not pass the gate. */
+		job->gate_abandon = true;
+	}
+	pthread_mutex_lock(&job->lock);
+	job->t_start = now_seconds();
+	job->gate_open = true;
+	pthread_cond_broadcast(&job->gate);
+	pthread_mutex_unlock(&job->lock);
+	if (r < 0) {
+		for (unsigned int k = 0; k < w; k++)
+			pthread_join(job->workers[k].tid, NULL);
 		goto fail;
 	}
 	*ret_job = job;

@@ -71,7 +71,7 @@ void cli_log(void *userdata, int level, const char *msg);
 /* registry.c: the files this tool made, so rm refuses anything else. */
 int registry_add(const char *path, uint64_t size, uint64_t page_size, const char *nodes);
 int registry_lookup(const char *path);	/* 0 made by us, -ENOENT not, <0 error */
-/* Unlinks the file and its record. */
+/* Checks the record again, then unlinks the file and its record. */
 int registry_release(const char *path);
 const char *registry_dir(void);
 

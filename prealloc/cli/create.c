@@ -614,8 +614,8 @@ int cmd_create(int argc, char **argv)
 	}
 	prealloc_ctx_set_log(ctx, cli_log, NULL);
 	if (a.req.nr == 0) {
-		/* No --node: every node with memory, split evenly. */
-		int nr = prealloc_nodes(ctx, a.req.nodes, PREALLOC_MAX_NODES);
+		/* No --node: the nodes of the memory policy (numactl), else all, split evenly. */
+		int nr = prealloc_default_nodes(ctx, a.req.nodes, PREALLOC_MAX_NODES);
 
 		a.req.nr = (unsigned int)MIN_LEN((size_t)nr, (size_t)PREALLOC_MAX_NODES);
 	}
@@ -775,6 +775,10 @@ int cmd_create(int argc, char **argv)
 			goto rollback;
 		}
 	}
+	/* Last chance for an interruption to roll back: after this, the file is kept. */
+	sig = signal_pending(sfd);
+	if (sig)
+		goto interrupted;
 	if (created) {
 		r = registry_add(path, a.size, unit, ranges);
 		if (r < 0) {
@@ -785,9 +789,13 @@ int cmd_create(int argc, char **argv)
 	}
 	/* The pages are faulted: the ledger keeps only the growth, owned by the file. */
 	r = prealloc_reservation_commit(resv);
-	if (r < 0)
+	if (r < 0) {
 		cli_warn("cannot update the pool ledger: %s; 'prealloc pool --gc' settles it",
 			 strerror(-r));
+		/* Keep the growth with the kept file: no rollback of the reservation. */
+		prealloc_reservation_abandon(resv);
+		resv = NULL;
+	}
 	if (!a.quiet || a.json)
 		report_print(stdout, job, &view, a.json);
 	ret = 0;

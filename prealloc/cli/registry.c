@@ -38,6 +38,7 @@ const char *registry_dir(void)
 static int mkdir_parents(const char *path)
 {
 	char buf[PATH_MAX];
+	struct stat st;
 
 	snprintf(buf, sizeof(buf), "%s", path);
 	for (char *p = buf + 1; *p; p++) {
@@ -50,6 +51,11 @@ static int mkdir_parents(const char *path)
 	}
 	if (mkdir(buf, 0700) < 0 && errno != EEXIST)
 		return -errno;
+	/* Ours alone, or a /tmp fallback another user made first could plant records. */
+	if (lstat(buf, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
+		return -EPERM;
 	return 0;
 }
 
@@ -69,7 +75,7 @@ int registry_add(const char *path, uint64_t size, uint64_t page_size, const char
 	char rec[PATH_MAX], tmp[PATH_MAX + 32], abs[PATH_MAX];
 	struct stat st;
 	FILE *f;
-	int r;
+	int fd, r;
 
 	r = mkdir_parents(registry_dir());
 	if (r < 0)
@@ -80,9 +86,17 @@ int registry_add(const char *path, uint64_t size, uint64_t page_size, const char
 	if (r < 0)
 		return r;
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", rec, (int)getpid());
-	f = fopen(tmp, "we");
-	if (!f)
+	unlink(tmp);	/* a crashed run's leftover; then create, following no link */
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
 		return -errno;
+	f = fdopen(fd, "w");
+	if (!f) {
+		r = -errno;
+		close(fd);
+		unlink(tmp);
+		return r;
+	}
 	fprintf(f, "path=%s\nsize=%llu\npage_size=%llu\nnodes=%s\n", abs, (unsigned long long)size,
 		(unsigned long long)page_size, nodes);
 	if (fclose(f) != 0 || rename(tmp, rec) < 0) {
@@ -127,12 +141,20 @@ int registry_lookup(const char *path)
 int registry_release(const char *path)
 {
 	char rec[PATH_MAX];
-	struct stat st;
+	struct stat st, now;
 	int r;
 
+	r = registry_lookup(path);
+	if (r < 0)
+		return r;
 	r = record_path(path, rec, sizeof(rec), &st);
 	if (r < 0)
 		return r;
+	/* Still the file whose record matched: not one swapped in since. */
+	if (lstat(path, &now) < 0)
+		return -errno;
+	if (now.st_dev != st.st_dev || now.st_ino != st.st_ino)
+		return -ESTALE;
 	if (unlink(path) < 0)
 		return -errno;
 	unlink(rec);

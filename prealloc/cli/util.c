@@ -79,11 +79,19 @@ int signals_catch(sigset_t *ret_old)
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGHUP);	/* the terminal went away: roll back too */
 	pthread_sigmask(SIG_BLOCK, &mask, ret_old);
-	return signalfd(-1, &mask, SFD_CLOEXEC);
+	return signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 }
 
 void signals_release(int sfd, const sigset_t *old)
 {
+	struct signalfd_siginfo si;
+
+	/*
+	 * A signal still pending came after the outcome was settled (kept or
+	 * rolled back): consume it rather than die with the work done.
+	 */
+	while (sfd >= 0 && read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+		;
 	if (sfd >= 0)
 		close(sfd);
 	pthread_sigmask(SIG_SETMASK, old, NULL);

@@ -93,6 +93,12 @@ struct prealloc_cpu_info {
 /* Online nodes with memory, ascending; returns the count (may exceed max). */
 int prealloc_nodes(struct prealloc_ctx *ctx, int *ret_nodes, unsigned int max);
 int prealloc_node_info(struct prealloc_ctx *ctx, int node, struct prealloc_node_info *ret_info);
+/*
+ * The nodes a region with nr_nodes 0 is placed on: those of the calling
+ * thread's memory policy (bind, preferred, preferred-many, interleave, as
+ * numactl sets), else every node with memory. Returns the count.
+ */
+int prealloc_default_nodes(struct prealloc_ctx *ctx, int *ret_nodes, unsigned int max);
 /* CPUs the workers for node use; returns the count (may exceed max). */
 int prealloc_node_cpus(struct prealloc_ctx *ctx, int node, int *ret_cpus, unsigned int max);
 int prealloc_cpu_info(struct prealloc_ctx *ctx, struct prealloc_cpu_info *ret_info);
@@ -412,6 +418,14 @@ int prealloc_reservation_commit(struct prealloc_reservation *resv);
 int prealloc_reservation_rollback(struct prealloc_reservation *resv, uint64_t *ret_returned);
 /* Rolls back unless committed, then frees the handle. */
 void prealloc_reservation_free(struct prealloc_reservation *resv);
+/*
+ * Frees the handle and leaves its ledger entries as they are: for a caller
+ * whose commit failed but who keeps the memory (a rollback would shrink the
+ * pool under it). `prealloc_pool_gc` later turns entries of a process that
+ * is gone into held growth of the owner file, or returns them if the file
+ * is gone too.
+ */
+void prealloc_reservation_abandon(struct prealloc_reservation *resv);
 
 struct prealloc_pool_status {
 	size_t size;		/* sizeof(struct prealloc_pool_status) */

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -280,6 +281,20 @@ int main(void)
 						    .backing = PREALLOC_BACKING_ANON_THP,
 						    .length = 64 * MiB },
 		    0, node);
+	/*
+	 * THP that falls back to 4K pages (THP off for this process): the touch
+	 * fallback must still reach every 4K page, not one per 2 MiB.
+	 */
+	if (prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) == 0) {
+		run_backing(ctx, "anon THP fallen back to 4K, touch fallback",
+			    &(struct prealloc_region_opts){ .size = sizeof(struct prealloc_region_opts),
+							    .backing = PREALLOC_BACKING_ANON_THP,
+							    .length = 64 * MiB },
+			    PREALLOC_JOB_TOUCH, node);
+		prctl(PR_SET_THP_DISABLE, 0, 0, 0, 0);
+	} else {
+		tap_ok(0, "prctl(PR_SET_THP_DISABLE): %s", strerror(errno));
+	}
 	run_backing(ctx, "memfd 4K",
 		    &(struct prealloc_region_opts){ .size = sizeof(struct prealloc_region_opts),
 						    .backing = PREALLOC_BACKING_MEMFD,

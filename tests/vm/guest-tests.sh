@@ -206,6 +206,18 @@ two_node() {
 				"0:$((s * M)) 1:$((3 * s * M))" -- \
 				--verify --node "0:$((s))M" --node "1:$((3 * s))M" "$((4 * s))M"
 		done
+		# No --node under a memory policy (numactl --membind=1): node 1 only.
+		if vm_membind 1 prealloc --page-size 4k --file /dev/shm/vm-policy --json 32M \
+			>"$tmp/policy.json" 2>"$tmp/err" &&
+			[ "$(vm_json_get "$tmp/policy.json" nodes/#)" = 1 ] &&
+			[ "$(vm_json_get "$tmp/policy.json" nodes/0/node)" = 1 ] &&
+			vm_placement_check /dev/shm/vm-policy 1 >"$tmp/chk" 2>&1; then
+			pass "no --node follows the memory policy (bind to node 1)"
+		else
+			fail "memory policy" "prealloc under membind 1: $(head -c 300 "$tmp/err")"
+			show "$tmp/chk"
+		fi
+		prealloc rm /dev/shm/vm-policy 2>/dev/null || rm -f /dev/shm/vm-policy
 		# More workers than the node has CPUs: they must still stay home.
 		create_check "4k split, 3 threads per node" 4k 0,1 "0:$((16 * M)) 1:$((16 * M))" -- \
 			--node 0,1 --threads 3 32M

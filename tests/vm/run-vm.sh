@@ -117,7 +117,7 @@ if [ ! -f "$static_build/build.ninja" ]; then
 		>"$static_build.log" 2>&1 ||
 		{ cat "$static_build.log"; echo "FAIL: meson setup of the static build"; exit 1; }
 fi
-checkers="tests/vm/vm_placement_check tests/vm/vm_json_get tests/vm/vm_vfio_check"
+checkers="tests/vm/vm_placement_check tests/vm/vm_json_get tests/vm/vm_vfio_check tests/vm/vm_membind"
 step "building static binaries"
 # shellcheck disable=SC2086 # a list of targets
 ninja -C "$static_build" $checkers >"$static_build.log" 2>&1 ||
