@@ -266,20 +266,6 @@ static int check_file(const struct clear_args *a, struct stat *st, unsigned long
 	return 0;
 }
 
-static const char *page_label(uint64_t page)
-{
-	switch (page) {
-	case PREALLOC_PAGE_4K:
-		return "4k";
-	case PREALLOC_PAGE_2M:
-		return "2M";
-	case PREALLOC_PAGE_1G:
-		return "1G";
-	default:
-		return "?";
-	}
-}
-
 static void note_add(char *note, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void note_add(char *note, const char *fmt, ...)

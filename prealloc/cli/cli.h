@@ -35,6 +35,8 @@ int parse_node_spec(const char *spec, struct node_request *req, char *err, size_
 int parse_page_size(const char *s, uint64_t *ret, char *err, size_t err_len);
 /* Workers per node: 1-65536, decimal digits only. */
 int parse_threads(const char *s, unsigned int *ret, char *err, size_t err_len);
+/* "4k", "2M", "1G", "thp" or "auto" for a page size as parse_page_size gives it. */
+const char *page_label(uint64_t page);
 /* "1.5 GiB"-style rendering for messages. */
 const char *format_size(uint64_t bytes, char *buf, size_t len);
 /* "0-3,5" from a list (ascending not required); "" for none. */

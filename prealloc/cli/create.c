@@ -240,22 +240,6 @@ static int check_nodes(struct prealloc_ctx *ctx, const struct node_request *req)
 	return 0;
 }
 
-static const char *page_label(uint64_t page)
-{
-	switch (page) {
-	case PAGE_SIZE_THP:
-		return "thp";
-	case PREALLOC_PAGE_4K:
-		return "4k";
-	case PREALLOC_PAGE_2M:
-		return "2M";
-	case PREALLOC_PAGE_1G:
-		return "1G";
-	default:
-		return "auto";
-	}
-}
-
 /* Bytes per node of the request, in request order. */
 static void node_split(const struct create_args *a, uint64_t page, uint64_t *ret)
 {

@@ -153,6 +153,12 @@ int main(void)
 		       "thread count '%s' %s", threads[i].s, threads[i].want ? "accepted" : "rejected");
 	}
 
+	tap_ok(!strcmp(page_label(PREALLOC_PAGE_2M), "2M") && !strcmp(page_label(PAGE_SIZE_THP), "thp") &&
+		       !strcmp(page_label(PREALLOC_PAGE_4K), "4k") &&
+		       !strcmp(page_label(PREALLOC_PAGE_1G), "1G") &&
+		       !strcmp(page_label(PAGE_SIZE_AUTO), "auto"),
+	       "page labels round-trip the parser's values");
+
 	char buf[64];
 	tap_ok(!strcmp(format_node_ranges((int[]){ 3, 0, 1, 2, 7 }, 5, buf, sizeof(buf)), "0-3,7"),
 	       "node ranges render as 0-3,7 (%s)", buf);
