@@ -139,6 +139,7 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 
 	a->repeat = 5;
 	optind = 1;
+	opterr = 0;	/* option_error() says it in one line */
 	while ((c = getopt_long(argc, argv, "s:t:k:r:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
@@ -202,8 +203,7 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 			fputs(usage_text, stdout);
 			return 1;
 		default:
-			fprintf(stderr, "Try 'prealloc bench --help'.\n");
-			return -EXIT_USAGE;
+			return -option_error("bench", argv, "s:t:k:r:h", opts);
 		}
 	}
 	if (optind < argc) {

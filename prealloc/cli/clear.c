@@ -71,6 +71,7 @@ static int parse_args(int argc, char **argv, struct clear_args *a)
 	int c;
 
 	optind = 1;
+	opterr = 0;	/* option_error() says it in one line */
 	while ((c = getopt_long(argc, argv, "t:m:qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 't':
@@ -98,8 +99,7 @@ static int parse_args(int argc, char **argv, struct clear_args *a)
 			fputs(usage_text, stdout);
 			return 1;
 		default:
-			fprintf(stderr, "Try 'prealloc clear --help'.\n");
-			return -EXIT_USAGE;
+			return -option_error("clear", argv, "t:m:qh", opts);
 		}
 	}
 	if (optind >= argc) {

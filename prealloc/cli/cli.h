@@ -45,6 +45,13 @@ const char *format_node_ranges(const int *nodes, unsigned int nr, char *buf, siz
 #define MIN_LEN(a, b) ((a) < (b) ? (a) : (b))
 
 /* util.c */
+struct option;
+/*
+ * One line for a bad option from getopt_long (with opterr = 0): unknown, or
+ * missing its argument. cmd is the subcommand (NULL for create). Returns 2.
+ */
+int option_error(const char *cmd, char *const argv[], const char *optstring,
+		 const struct option *longopts);
 /*
  * Blocks SIGINT, SIGTERM and SIGHUP (threads made later inherit the mask,
  * so only this thread sees them) and returns a signalfd that reads them.
@@ -72,7 +79,8 @@ void cli_log(void *userdata, int level, const char *msg);
 
 /* registry.c: the files this tool made, so rm refuses anything else. */
 int registry_add(const char *path, uint64_t size, uint64_t page_size, const char *nodes);
-int registry_lookup(const char *path);	/* 0 made by us, -ENOENT not, <0 error */
+/* 0 made by us, -ENOENT not, -ESTALE made by us but resized since, <0 error. */
+int registry_lookup(const char *path);
 /* Checks the record again, then unlinks the file and its record. */
 int registry_release(const char *path);
 const char *registry_dir(void);

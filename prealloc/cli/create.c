@@ -96,6 +96,7 @@ static int parse_args(int argc, char **argv, struct create_args *a)
 
 	a->page = PAGE_SIZE_AUTO;
 	optind = 1;
+	opterr = 0;	/* option_error() says it in one line */
 	while ((c = getopt_long(argc, argv, "n:p:f:t:qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'n':
@@ -160,8 +161,7 @@ static int parse_args(int argc, char **argv, struct create_args *a)
 			fputs(usage_text, stdout);
 			return 1;
 		default:
-			fprintf(stderr, "Try 'prealloc --help'.\n");
-			return -EXIT_USAGE;
+			return -option_error(NULL, argv, "n:p:f:t:qh", opts);
 		}
 	}
 	if (optind < argc) {
@@ -271,6 +271,42 @@ static bool shmem_thp_usable(char *mode, size_t len)
 }
 
 /*
+ * auto with a 2M hugetlbfs mounted: 2M pages if the size is a multiple of
+ * 2 MiB and, unless --reserve may grow the pools, every node has the free
+ * pages. Otherwise 4k, and *ret_note says why (a mounted but empty pool is
+ * how Debian boots).
+ */
+static bool auto_2m_fits(struct prealloc_ctx *ctx, const struct create_args *a,
+			 const char **ret_note)
+{
+	static char note[256];
+	uint64_t pages = a->size / PREALLOC_PAGE_2M;
+
+	if (a->size % PREALLOC_PAGE_2M) {
+		*ret_note = "page size auto chose 4k: the size is not a multiple of 2 MiB";
+		return false;
+	}
+	if (a->reserve)
+		return true;
+	for (unsigned int i = 0; i < a->req.nr; i++) {
+		struct prealloc_node_info info = { .size = sizeof(info) };
+		uint64_t want = a->req.sized ? (a->req.bytes[i] + PREALLOC_PAGE_2M - 1) / PREALLOC_PAGE_2M
+					     : pages / a->req.nr + (i < pages % a->req.nr ? 1 : 0);
+
+		if (prealloc_node_info(ctx, a->req.nodes[i], &info) < 0 || info.hp2m_free >= want)
+			continue;
+		snprintf(note, sizeof(note),
+			 "page size auto chose 4k: node %d has %llu free 2M hugepages, %llu needed "
+			 "(--reserve grows the pool; --page-size 2M insists)",
+			 a->req.nodes[i], (unsigned long long)info.hp2m_free,
+			 (unsigned long long)want);
+		*ret_note = note;
+		return false;
+	}
+	return true;
+}
+
+/*
  * Where the memory lives: a directory on hugetlbfs (page size from the
  * mount) or tmpfs (4k/thp). Fills *page with the resolved size.
  */
@@ -335,15 +371,16 @@ static int resolve_location(struct prealloc_ctx *ctx, struct create_args *a, cha
 	} else if (a->page == PAGE_SIZE_AUTO) {
 		const char *mnt = prealloc_hugetlbfs_mount(ctx, PREALLOC_PAGE_2M);
 
-		if (mnt) {
+		if (mnt && auto_2m_fits(ctx, a, ret_note)) {
 			snprintf(dir, dir_len, "%s", mnt);
 			a->page = PREALLOC_PAGE_2M;
 			return 0;
 		}
 		snprintf(dir, dir_len, "/dev/shm");
 		a->page = PREALLOC_PAGE_4K;
-		*ret_note = "page size auto chose 4k: no hugetlbfs is mounted for 2M pages "
-			    "(mount -t hugetlbfs -o pagesize=2M none /dev/hugepages)";
+		if (!mnt)
+			*ret_note = "page size auto chose 4k: no hugetlbfs is mounted for 2M pages "
+				    "(mount -t hugetlbfs -o pagesize=2M none /dev/hugepages)";
 	} else if (a->page == PREALLOC_PAGE_2M || a->page == PREALLOC_PAGE_1G) {
 		const char *mnt = prealloc_hugetlbfs_mount(ctx, a->page);
 

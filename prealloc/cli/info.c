@@ -271,6 +271,7 @@ int cmd_info(int argc, char **argv)
 	int c, r;
 
 	optind = 1;
+	opterr = 0;	/* option_error() says it in one line */
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
@@ -282,8 +283,7 @@ int cmd_info(int argc, char **argv)
 			       "and the CPU's identity and features.\n");
 			return EXIT_OK;
 		default:
-			fprintf(stderr, "Try 'prealloc info --help'.\n");
-			return EXIT_USAGE;
+			return option_error("info", argv, "h", opts);
 		}
 	}
 	if (optind < argc) {

@@ -139,6 +139,7 @@ int cmd_pool(int argc, char **argv)
 	int c, r, ret;
 
 	optind = 1;
+	opterr = 0;	/* option_error() says it in one line */
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case OPT_JSON:
@@ -155,8 +156,7 @@ int cmd_pool(int argc, char **argv)
 			       "no longer exists or whose run died.\n");
 			return EXIT_OK;
 		default:
-			fprintf(stderr, "Try 'prealloc pool --help'.\n");
-			return EXIT_USAGE;
+			return option_error("pool", argv, "h", opts);
 		}
 	}
 	if (optind < argc) {

@@ -133,8 +133,10 @@ int registry_lookup(const char *path)
 	}
 	fclose(f);
 	/* An inode number can be reused: path and size must match too. */
-	if (!path_ok || size != (unsigned long long)st.st_size)
+	if (!path_ok)
 		return -ENOENT;
+	if (size != (unsigned long long)st.st_size)
+		return -ESTALE;	/* ours, but changed since: the user should look first */
 	return 0;
 }
 

@@ -22,6 +22,7 @@ int cmd_rm(int argc, char **argv)
 	int c, ret = EXIT_OK;
 
 	optind = 1;
+	opterr = 0;	/* option_error() says it in one line */
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
@@ -30,8 +31,7 @@ int cmd_rm(int argc, char **argv)
 			       "Refuses any file prealloc did not make.\n");
 			return EXIT_OK;
 		default:
-			fprintf(stderr, "Try 'prealloc rm --help'.\n");
-			return EXIT_USAGE;
+			return option_error("rm", argv, "h", opts);
 		}
 	}
 	if (optind == argc) {
@@ -59,6 +59,12 @@ int cmd_rm(int argc, char **argv)
 		if (r == -ENOENT || r == -EINVAL) {
 			cli_error("rm: %s was not made by prealloc (no record in %s); not removing it",
 				  path, registry_dir());
+			ret = EXIT_ENVIRONMENT;
+			continue;
+		}
+		if (r == -ESTALE) {
+			cli_error("rm: %s was made by prealloc but its size changed since; not "
+				  "removing it (remove it by hand if it is no longer needed)", path);
 			ret = EXIT_ENVIRONMENT;
 			continue;
 		}

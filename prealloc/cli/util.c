@@ -2,6 +2,7 @@
 /* Messages: one line, prefixed with the program name, on stderr. */
 #include <stdarg.h>
 #include <errno.h>
+#include <getopt.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -136,4 +137,33 @@ int job_run(struct prealloc_job *job, int sfd, bool show_progress)
 	if (show_progress && now_wall() - start > 1.0)
 		progress_draw(job, now_wall() - start, true);
 	return got_signal;
+}
+
+int option_error(const char *cmd, char *const argv[], const char *optstring,
+		 const struct option *longopts)
+{
+	const char *tok = argv[optind - 1];
+	bool known = false;
+	char name[64];
+
+	/* getopt leaves optopt 0 for an unknown long option, the value otherwise. */
+	if (optopt) {
+		known = optopt < 256 && strchr(optstring, optopt);
+		for (const struct option *o = longopts; !known && o && o->name; o++)
+			known = o->val == optopt;
+	}
+	if (!strncmp(tok, "--", 2) || known)
+		snprintf(name, sizeof(name), "%.*s", (int)strcspn(tok, "="), tok);
+	else
+		snprintf(name, sizeof(name), "-%c", optopt);
+	if (known && strchr(tok, '=') && !strncmp(tok, "--", 2))
+		cli_error("option '%s' takes no argument (see 'prealloc%s%s --help')", name,
+			  cmd ? " " : "", cmd ? cmd : "");
+	else if (known)
+		cli_error("option '%s' needs an argument (see 'prealloc%s%s --help')", name,
+			  cmd ? " " : "", cmd ? cmd : "");
+	else
+		cli_error("unknown option '%s' (see 'prealloc%s%s --help')", name, cmd ? " " : "",
+			  cmd ? cmd : "");
+	return EXIT_USAGE;
 }

@@ -4,8 +4,8 @@
 # The VM rig's tests, run inside the guest by /init (busybox sh, as root).
 # Every check prints one line the host counts:
 #   VM-TEST: PASS name | FAIL name: why | SKIP name: why
-# and the script ends with VM-DONE. A check that cannot run because a later
-# piece of prealloc is not there yet prints SKIP with that reason.
+# and the script ends with VM-DONE. Every piece these checks use exists, so
+# a missing CLI or subcommand is a FAIL, never a SKIP.
 #
 # Boot parameters arrive as environment variables:
 #   prealloc_vm_variant  two-node | memory-only
@@ -20,7 +20,6 @@ mkdir -p "$tmp"
 
 pass() { echo "VM-TEST: PASS $1"; }
 fail() { echo "VM-TEST: FAIL $1: $2"; }
-skip() { echo "VM-TEST: SKIP $1: $2"; }
 # Shows a command's output in the console log, indented.
 show() { sed 's/^/    /' "$@"; }
 
@@ -165,10 +164,9 @@ have_cli=0
 if command -v prealloc >/dev/null; then
 	have_cli=1
 else
-	skip cli "the prealloc CLI was not built (prealloc/cli defines no prealloc target yet)"
+	fail cli "the prealloc CLI is not in the initramfs"
 fi
-# A subcommand exists when its --help succeeds and is its own (the CLI answers
-# --help for an unknown word with the create command's usage).
+# A subcommand is there when its --help succeeds with its own usage line.
 have_sub() {
 	[ "$have_cli" = 1 ] && prealloc "$1" --help >"$tmp/help" 2>&1 &&
 		head -n1 "$tmp/help" | grep -qi "^usage: prealloc $1"
@@ -250,7 +248,7 @@ two_node() {
 		fi
 		prealloc rm "$file" 2>/dev/null || rm -f "$file"
 	else
-		skip clear "prealloc clear --help fails: the clear subcommand is not there yet"
+		fail clear "prealloc clear --help does not answer with its own usage"
 	fi
 
 	# Per-node hugepage pools: growth on the right node, admission per node.
@@ -272,7 +270,7 @@ two_node() {
 		fi
 		prealloc rm "$file" 2>/dev/null || rm -f "$file"
 	else
-		skip "pool: --reserve" "prealloc pool --help fails: pool management is not there yet"
+		fail "pool: --reserve" "prealloc pool --help does not answer with its own usage"
 	fi
 
 	# Admission needs no pool management, only the create command.

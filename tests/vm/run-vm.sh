@@ -125,11 +125,13 @@ ninja -C "$static_build" $checkers >"$static_build.log" 2>&1 ||
 cli=
 # (the list goes through a file: grep -q closing the pipe early would fail it)
 ninja -C "$static_build" -t targets all >"$static_build.targets" 2>&1
-if grep -q '^prealloc/cli/prealloc:' "$static_build.targets"; then
-	ninja -C "$static_build" prealloc/cli/prealloc >"$static_build.log" 2>&1 ||
-		{ cat "$static_build.log"; echo "FAIL: static build of the CLI"; exit 1; }
-	cli=$static_build/prealloc/cli/prealloc
+if ! grep -q '^prealloc/cli/prealloc:' "$static_build.targets"; then
+	echo "FAIL: the static build defines no prealloc/cli/prealloc target"
+	exit 1
 fi
+ninja -C "$static_build" prealloc/cli/prealloc >"$static_build.log" 2>&1 ||
+	{ cat "$static_build.log"; echo "FAIL: static build of the CLI"; exit 1; }
+cli=$static_build/prealloc/cli/prealloc
 flock -u 9
 for b in $checkers ${cli:+prealloc/cli/prealloc}; do
 	if readelf -l "$static_build/$b" 2>/dev/null | grep -q 'Requesting program interpreter'; then
