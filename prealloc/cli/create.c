@@ -146,7 +146,7 @@ static int parse_args(int argc, char **argv, struct create_args *a)
 			v = strtod(optarg, &end);
 			if (errno || *end || end == optarg || !(v > 0 && v <= 3600)) {
 				cli_error("--reserve-timeout: invalid time '%s' (expected seconds, "
-					  "0-3600)", optarg);
+					  "more than 0, at most 3600)", optarg);
 				return -EXIT_USAGE;
 			}
 			a->reserve_timeout_ms = (unsigned int)(v * 1000 + 0.5);
