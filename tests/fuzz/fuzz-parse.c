@@ -12,6 +12,16 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/*
+ * A refusal must leave a reason: err was filled with 'x' (no NUL) before the
+ * parse, so a NUL within the buffer proves the parser wrote a terminated
+ * string there, and a non-empty one proves it said something.
+ */
+static int reason_written(const char *err, size_t len)
+{
+	return memchr(err, '\0', len) != NULL && err[0] != '\0';
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct node_request req;
@@ -30,6 +40,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();	/* an empty string is not a size */
 
 	memset(&req, 0, sizeof(req));
+	memset(err, 'x', sizeof(err));	/* no NUL: a parser that leaves err alone is caught */
 	if (parse_node_spec(s, &req, err, sizeof(err)) == 0) {
 		/* Accepted: at least one node, each in range, none twice. */
 		if (req.nr == 0 || req.nr > PREALLOC_MAX_NODES)
@@ -40,13 +51,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (req.sized != (req.bytes[i] != 0))
 				abort();
 		}
-	} else if (!memchr(err, '\0', sizeof(err))) {
-		abort();	/* the reason must be a terminated string */
-	}
-	if (parse_page_size(s, &v, err, sizeof(err)) == 0 && v != PAGE_SIZE_AUTO &&
-	    v != PAGE_SIZE_THP && v != PREALLOC_PAGE_4K && v != PREALLOC_PAGE_2M &&
-	    v != PREALLOC_PAGE_1G)
+	} else if (!reason_written(err, sizeof(err))) {
 		abort();
+	}
+	memset(err, 'x', sizeof(err));
+	if (parse_page_size(s, &v, err, sizeof(err)) == 0) {
+		if (v != PAGE_SIZE_AUTO && v != PAGE_SIZE_THP && v != PREALLOC_PAGE_4K &&
+		    v != PREALLOC_PAGE_2M && v != PREALLOC_PAGE_1G)
+			abort();
+	} else if (!reason_written(err, sizeof(err))) {
+		abort();
+	}
 	free(s);
 	return 0;
 }

@@ -49,8 +49,28 @@ int main(void)
 		printf("not ok - context\n");
 		return 1;
 	}
+	/*
+	 * Sane: at least one kernel ("c", plain cached stores, runs on every
+	 * CPU) and no more than the six the library knows, each one named;
+	 * otherwise the per-kernel loop below could silently run zero times.
+	 */
 	nk = prealloc_clear_kernels(ctx, kernels, 16);
-	for (int k = 0; k < nk && k < 16; k++) {
+	{
+		int named = nk > 0 && nk <= 6, has_c = 0;
+
+		for (int k = 0; named && k < nk; k++) {
+			named = kernels[k] && kernels[k][0];
+			has_c |= named && !strcmp(kernels[k], "c");
+		}
+		snprintf(what, sizeof(what), "prealloc_clear_kernels: %d usable kernels, \"c\" among them",
+			 nk);
+		expect(named && has_c, what);
+		if (!named || !has_c) {
+			printf("1..1\n");
+			return 1;
+		}
+	}
+	for (int k = 0; k < nk; k++) {
 		struct prealloc_report rep = { .size = sizeof(rep) };
 		struct prealloc_extent ext[64];
 		struct prealloc_region *region;
@@ -134,6 +154,6 @@ int main(void)
 		munmap(p, LEN);
 	}
 	prealloc_ctx_free(ctx);
-	printf("1..%d\n", nk * 4 + 1);
+	printf("1..%d\n", 1 + nk * 4 + 1);
 	return fails ? 1 : 0;
 }

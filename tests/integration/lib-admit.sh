@@ -26,6 +26,8 @@ check() {	# check DESCRIPTION COMMAND...
 	if "$@"; then ok "$what"; else fail "$what"; fi
 }
 on_exit() { EXIT_CMDS+=("$*"); }
+# bail REASON: a failure that ends the test (exit 1) with the reason.
+bail() { fail "$*"; finish; exit 1; }
 
 # Pool sysfs files: per node where nodes are exposed, else the global one.
 pool_files() {	# pool_files KB
@@ -71,15 +73,26 @@ trap cleanup EXIT
 trap 'exit 1' INT TERM
 save_pools
 
-# mount_hugetlbfs SIZE: prints a private hugetlbfs mount point of page SIZE.
+# mount_hugetlbfs SIZE (2M or 1G): a private hugetlbfs mount of page SIZE in
+# $M, unmounted at exit. Skips, saying why, only where the kernel provably
+# lacks hugetlbfs or the SIZE hstate; a mount that fails anyway fails the test.
 mount_hugetlbfs() {
-	local m
-	m=$(mktemp -d /tmp/prealloc-admit-mnt.XXXXXX)
-	if ! mount -t hugetlbfs -o pagesize="$1" none "$m"; then
-		rmdir "$m"
-		return 1
+	local kb
+	case $1 in
+	2M) kb=2048 ;;
+	1G) kb=1048576 ;;
+	*) bail "mount_hugetlbfs: unknown page size $1" ;;
+	esac
+	grep -qw hugetlbfs /proc/filesystems ||
+		skip "this kernel has no hugetlbfs (not in /proc/filesystems)"
+	[ -d "/sys/kernel/mm/hugepages/hugepages-${kb}kB" ] ||
+		skip "this kernel has no $1 hugepages (no /sys/kernel/mm/hugepages/hugepages-${kb}kB)"
+	M=$(mktemp -d /tmp/prealloc-admit-mnt.XXXXXX) || bail "cannot create a mount point in /tmp"
+	if ! mount -t hugetlbfs -o pagesize="$1" none "$M"; then
+		rmdir "$M"
+		bail "cannot mount hugetlbfs with $1 pages on $M, though the kernel has both"
 	fi
-	echo "$m"
+	MOUNTS+=("$M")
 }
 
 # Node 0 pool counters: hp NAME KB (NAME: nr, free, surplus).

@@ -1,6 +1,9 @@
 # SPDX-License-Identifier: MIT
 # Shared by the integration scripts: pools, mounts and cleanup done right.
 # Sourced, not run. Each test gets a private state dir and hugetlbfs mount.
+# Whatever a test mounts or creates it registers (track_mount, track_dir);
+# cleanup undoes it all on any exit, including SIGINT and SIGTERM (meson's
+# timeout), and puts the hugepage pool back.
 
 PREALLOC=${PREALLOC:?set PREALLOC to the CLI binary}
 CHECK_FILE=${CHECK_FILE:-}
@@ -9,12 +12,16 @@ TMP=$(mktemp -d /tmp/prealloc-test.XXXXXX)
 export PREALLOC_STATE_DIR=$TMP/state
 MNT=
 POOL_SAVED=
+TRACKED_MOUNTS=()
+TRACKED_DIRS=()
 FAILS=0
 COUNT=0
 
 skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "not ok - $*"; FAILS=$((FAILS + 1)); }
 ok() { echo "ok - $*"; }
+# bail REASON: a failure that ends the test (exit 1) with the reason.
+bail() { COUNT=$((COUNT + 1)); fail "$*"; finish; exit 1; }
 check() {	# check DESCRIPTION COMMAND...
 	local what=$1
 	shift
@@ -22,21 +29,66 @@ check() {	# check DESCRIPTION COMMAND...
 	if "$@"; then ok "$what"; else fail "$what"; fi
 }
 
+# track_mount DIR: unmount DIR (emptied first) at exit. track_dir DIR: remove
+# DIR and its contents at exit, after every tracked mount is undone.
+track_mount() { TRACKED_MOUNTS+=("$1"); }
+track_dir() { TRACKED_DIRS+=("$1"); }
+
 cleanup() {
-	local rc=$?
-	[ -n "$MNT" ] && { rm -f "$MNT"/* 2>/dev/null; umount "$MNT" 2>/dev/null; rmdir "$MNT"; }
+	local rc=$? i m d
+	trap - EXIT INT TERM
+	for ((i = ${#TRACKED_MOUNTS[@]} - 1; i >= 0; i--)); do
+		m=${TRACKED_MOUNTS[$i]}
+		mountpoint -q "$m" 2>/dev/null || continue
+		rm -rf "${m:?}"/* 2>/dev/null
+		if ! umount "$m"; then
+			echo "# cleanup: cannot unmount $m"
+			[ "$rc" -eq 0 ] && rc=1
+		fi
+	done
 	[ -n "$POOL_SAVED" ] && echo "$POOL_SAVED" > /proc/sys/vm/nr_hugepages
-	rm -rf "$TMP"
-	exit $rc
+	# --one-file-system: a mount that would not go stays as it is.
+	for ((i = ${#TRACKED_DIRS[@]} - 1; i >= 0; i--)); do
+		d=${TRACKED_DIRS[$i]}
+		rm -rf --one-file-system "${d:?}"
+	done
+	rm -rf --one-file-system "$TMP"
+	exit "$rc"
 }
 trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 need_root() { [ "$(id -u)" -eq 0 ] || skip "needs root to reserve hugepages and mount hugetlbfs"; }
 
-# mount_hugetlbfs SIZE: a private hugetlbfs mount in $MNT.
+# page_kb SIZE: the hstate size in kB of a page size given as 2M or 1G.
+page_kb() {
+	case $1 in
+	2M) echo 2048 ;;
+	1G) echo 1048576 ;;
+	*) echo "page_kb: unknown page size $1" >&2; return 1 ;;
+	esac
+}
+
+# need_hugetlbfs SIZE: skip, saying why, only where the kernel provably lacks
+# hugetlbfs or the SIZE hstate.
+need_hugetlbfs() {
+	local kb
+	kb=$(page_kb "$1") || bail "need_hugetlbfs: unknown page size $1"
+	grep -qw hugetlbfs /proc/filesystems ||
+		skip "this kernel has no hugetlbfs (not in /proc/filesystems)"
+	[ -d "/sys/kernel/mm/hugepages/hugepages-${kb}kB" ] ||
+		skip "this kernel has no $1 hugepages (no /sys/kernel/mm/hugepages/hugepages-${kb}kB)"
+}
+
+# mount_hugetlbfs SIZE: a private hugetlbfs mount in $MNT, undone at exit;
+# returns 1 if it cannot be made. Callers run need_root and need_hugetlbfs
+# first, so that a failure here is a failure of the test, not a skip.
 mount_hugetlbfs() {
-	MNT=$(mktemp -d /tmp/prealloc-hugetlbfs.XXXXXX)
-	mount -t hugetlbfs -o pagesize="$1" none "$MNT" || { rmdir "$MNT"; MNT=; return 1; }
+	MNT=$(mktemp -d /tmp/prealloc-hugetlbfs.XXXXXX) || { MNT=; return 1; }
+	track_dir "$MNT"
+	mount -t hugetlbfs -o pagesize="$1" none "$MNT" || return 1
+	track_mount "$MNT"
 }
 
 # reserve_2m N: make N more 2M pages free (restored at exit).

@@ -6,17 +6,20 @@
 # A second signal right after the first must not skip the rollback.
 . "$(dirname "$0")/lib-admit.sh"
 
-SIZE_MB=${SIZE_MB:-6144}
+MIN_MB=${MIN_MB:-6144}	# multi-GiB, so that the signal lands mid-run
 BOUND=${BOUND:-20}	# seconds from the first signal to exit
 
-M=$(mount_hugetlbfs 2M) || skip "cannot mount hugetlbfs with 2M pages"
-MOUNTS+=("$M")
+mount_hugetlbfs 2M	# sets M; skips only without hugetlbfs or 2M pages
 base_nr=$(hp nr 2048)
 base_free=$(hp free 2048)
-echo "# baseline: node 0 2M pool $base_nr, free $base_free; runs of $SIZE_MB MiB"
+# More pages than are free, so that --reserve must grow the pool.
+need=$((base_free + 64))
+[ $need -ge $((MIN_MB / 2)) ] || need=$((MIN_MB / 2))
+SIZE_MB=$((need * 2))
+echo "# baseline: node 0 2M pool $base_nr, free $base_free; runs of $SIZE_MB MiB ($need pages)"
 
 interrupt() {	# interrupt SIGNAL EXPECTED_EXIT
-	local sig=$1 want=$2 pid rc t0 t1 blocks=0 i
+	local sig=$1 want=$2 pid rc t0 t1 blocks=0 i grown
 	"$PREALLOC" -q --node 0 --threads 1 --file "$M/vm" --reserve ${SIZE_MB}M 2> "$TMP/err" &
 	pid=$!
 	on_exit "kill -9 $pid"
@@ -27,6 +30,7 @@ interrupt() {	# interrupt SIGNAL EXPECTED_EXIT
 		kill -0 $pid 2>/dev/null || break
 		sleep 0.01
 	done
+	grown=$(hp nr 2048)	# admission grew the pool before population began
 	t0=$(date +%s.%N)
 	kill -s "$sig" $pid
 	kill -s "$sig" $pid 2>/dev/null	# the second signal
@@ -36,6 +40,8 @@ interrupt() {	# interrupt SIGNAL EXPECTED_EXIT
 	cat "$TMP/err"
 	echo "# $sig after $((blocks / 4096)) of $((SIZE_MB / 2)) pages; exit after $(awk "BEGIN { print $t1 - $t0 }") s"
 	check "$sig: signalled mid-run" [ "$blocks" -gt 0 -a "$blocks" -lt $((SIZE_MB * 2048)) ]
+	check "$sig: --reserve grew the pool for the run ($base_nr -> $grown, $need needed)" \
+		[ "$grown" -ge $((base_nr + need - base_free)) ]
 	check "$sig: exit $want (got $rc)" [ $rc -eq "$want" ]
 	check "$sig: exited within $BOUND s" awk "BEGIN { exit !($t1 - $t0 < $BOUND) }"
 	check "$sig: message says so" grep -q "interrupted by $sig" "$TMP/err"

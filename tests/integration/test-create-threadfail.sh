@@ -5,8 +5,10 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 SHIM=${FAIL_SHIM:?set FAIL_SHIM to the pthread_create shim}
+[ "$(id -u)" -eq 0 ] || skip "needs root to mount a private tmpfs"
 mkdir -p "$TMP/shm"
-mount -t tmpfs -o size=256M none "$TMP/shm" 2>/dev/null || skip "cannot mount a private tmpfs (not root)"
+mount -t tmpfs -o size=256M none "$TMP/shm" || bail "cannot mount a private tmpfs on $TMP/shm"
+track_mount "$TMP/shm"
 
 for made in 0 1 3; do
 	PREALLOC_TEST_THREADS=$made timeout 30 env LD_PRELOAD="$SHIM" \
@@ -17,5 +19,4 @@ for made in 0 1 3; do
 		grep -q "cannot start workers: Resource temporarily unavailable" "$TMP/err"
 	check "$made of 8 workers made: no file left" [ ! -e "$TMP/shm/guest" ]
 done
-umount "$TMP/shm"
-finish
+finish	# lib.sh's cleanup unmounts $TMP/shm

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <numaif.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,16 +27,25 @@
 
 #define MiB (UINT64_C(1) << 20)
 
-static long saved_pool = -1;
+#define NR_HUGEPAGES "/proc/sys/vm/nr_hugepages"
 
+static long saved_pool = -1;
+/* For the signal handler: the saved pool as written, and whether to write it. */
+static char saved_pool_str[24];
+static size_t saved_pool_len;
+static volatile sig_atomic_t pool_raised;
+
+/* The global 2M pool; -1 with errno set when it cannot be read. */
 static long pool_get(void)
 {
-	FILE *f = fopen("/proc/sys/vm/nr_hugepages", "re");
+	FILE *f = fopen(NR_HUGEPAGES, "re");
 	long v = -1;
 
 	if (f) {
-		if (fscanf(f, "%ld", &v) != 1)
+		if (fscanf(f, "%ld", &v) != 1) {
 			v = -1;
+			errno = EIO;
+		}
 		fclose(f);
 	}
 	return v;
@@ -53,8 +63,25 @@ static int pool_set(long v)
 
 static void pool_restore(void)
 {
-	if (saved_pool >= 0)
+	if (pool_raised && saved_pool >= 0)
 		pool_set(saved_pool);
+	pool_raised = 0;
+}
+
+/* SIGTERM (meson's timeout) or SIGINT while the pool is raised: put it back, async-signal-safe. */
+static void pool_restore_on_signal(int sig)
+{
+	if (pool_raised) {
+		int fd = open(NR_HUGEPAGES, O_WRONLY | O_CLOEXEC);
+
+		if (fd >= 0) {
+			ssize_t w = write(fd, saved_pool_str, saved_pool_len);
+
+			(void)w;
+			close(fd);
+		}
+	}
+	_exit(128 + sig);
 }
 
 /* Pages of [p, p+len) in page_size steps found on node, from outside the library. */
@@ -85,6 +112,46 @@ static uint64_t resident_bytes(void *p, uint64_t len)
 		res += vec[i] & 1;
 	free(vec);
 	return res * 4096;
+}
+
+/*
+ * AnonHugePages (bytes) summed over the mappings of /proc/self/smaps that
+ * overlap [p, p+len); -1 when smaps cannot be read.
+ */
+static long long anon_huge_bytes(const void *p, uint64_t len)
+{
+	FILE *f = fopen("/proc/self/smaps", "re");
+	unsigned long start, end, lo = (unsigned long)p, hi = lo + len;
+	long long total = 0, kb;
+	bool in = false;
+	char line[512];
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx ", &start, &end) == 2 && strchr(line, '-') < strchr(line, ' '))
+			in = start < hi && end > lo;
+		else if (in && sscanf(line, "AnonHugePages: %lld kB", &kb) == 1)
+			total += kb * 1024;
+	}
+	fclose(f);
+	return total;
+}
+
+/* THP mode for anonymous memory: "always", "madvise" or "never" (the bracketed one). */
+static const char *thp_mode(char *buf, size_t len)
+{
+	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "re");
+	char *a, *b;
+
+	if (!f)
+		return "absent";
+	a = fgets(buf, (int)len, f);
+	fclose(f);
+	if (!a || !(a = strchr(buf, '[')) || !(b = strchr(a, ']')))
+		return "unknown";
+	*b = '\0';
+	return a + 1;
 }
 
 static bool all_zero(const uint8_t *p, uint64_t len)
@@ -138,6 +205,22 @@ static void run_backing(struct prealloc_ctx *ctx, const char *name,
 							   : PREALLOC_METHOD_POPULATE_WRITE),
 	       "%s: report names the method used (%d)", name, rep.method);
 	tap_ok(prealloc_job_node_report(NULL, 0, &nrep) == -EINVAL, "%s: NULL job refused", name);
+	if (ro->backing == PREALLOC_BACKING_ANON_THP) {
+		long long huge = anon_huge_bytes(p, len);
+		char mode[128];
+		const char *m = thp_mode(mode, sizeof(mode));
+
+		if (prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) == 1)
+			tap_ok(huge == 0, "%s: THP disabled for the process, no huge pages (%lld bytes)",
+			       name, huge);
+		else if (strcmp(m, "always") && strcmp(m, "madvise"))
+			tap_skip("%s: huge pages not checked: transparent_hugepage/enabled is [%s]",
+				 name, m);
+		else	/* most, not all: fragmented memory may refuse a few huge pages */
+			tap_ok(huge >= (long long)len / 2,
+			       "%s: backed by transparent huge pages: AnonHugePages %lld of %llu bytes",
+			       name, huge, (unsigned long long)len);
+	}
 	prealloc_region_free(r);
 }
 
@@ -347,9 +430,27 @@ int main(void)
 	       "range inside a larger mapping: nothing outside the range was touched");
 	munmap(big, 96 * MiB);
 
-	/* memfd with 2M hugetlb pages: needs a pool; root grows it and puts it back. */
-	if (geteuid() == 0 && (saved_pool = pool_get()) >= 0) {
+	/*
+	 * memfd with 2M hugetlb pages: needs a pool; root grows it and puts it
+	 * back right after the case, on SIGTERM/SIGINT, and (backstop) at exit.
+	 */
+	if (geteuid() != 0) {
+		tap_skip("memfd 2M hugetlb: not root, cannot reserve hugepages");
+	} else if ((saved_pool = pool_get()) < 0) {
+		if (errno == ENOENT)
+			tap_skip("memfd 2M hugetlb: kernel without hugetlb pages (no %s)", NR_HUGEPAGES);
+		else
+			tap_ok(0, "memfd 2M hugetlb: cannot read %s: %s", NR_HUGEPAGES, strerror(errno));
+	} else {
+		struct sigaction sa = { .sa_handler = pool_restore_on_signal };
+		int n = snprintf(saved_pool_str, sizeof(saved_pool_str), "%ld\n", saved_pool);
+
+		saved_pool_len = n > 0 && (size_t)n < sizeof(saved_pool_str) ? (size_t)n : 0;
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGTERM, &sa, NULL);
+		sigaction(SIGINT, &sa, NULL);
 		atexit(pool_restore);
+		pool_raised = 1;
 		pool_set(saved_pool + 32);
 		if (pool_get() >= saved_pool + 32)
 			run_backing(ctx, "memfd 2M hugetlb",
@@ -361,8 +462,9 @@ int main(void)
 				    0, node);
 		else
 			tap_ok(0, "memfd 2M hugetlb: could not reserve 32 pages");
-	} else {
-		tap_skip("memfd 2M hugetlb: not root, cannot reserve hugepages");
+		pool_restore();
+		tap_ok(pool_get() == saved_pool, "memfd 2M hugetlb: pool restored to %ld (now %ld)",
+		       saved_pool, pool_get());
 	}
 
 	clear_adopted(ctx, node);

@@ -311,15 +311,13 @@ static void test_calibration_files(void)
 
 	f = fopen(foreign, "w");
 	if (f) {
-		fputs("version 1\nvendor GenuineIntel\nfamily 6\nmodel 85\nmodel_name Intel Xeon\n"
+		/* A vendor no real CPU reports: the file is foreign on every host. */
+		fputs("version 1\nvendor TestVendor00\nfamily 6\nmodel 85\nmodel_name Intel Xeon\n"
 		      "class 18446744073709551615 rep_stosb 6.5\n", f);
 		fclose(f);
 	}
 	r = prealloc_calibration_load(ctx, foreign, NULL);
-	if (!strcmp(ctx->cpu.vendor, "GenuineIntel") && ctx->cpu.model == 85)
-		tap_skip("this CPU is the foreign one of the test file");
-	else
-		tap_ok(r == -ESTALE, "load of a foreign calibration: -ESTALE (%d)", r);
+	tap_ok(r == -ESTALE, "load of a foreign calibration: -ESTALE (%d)", r);
 	prealloc_clear_choose(ctx, 100, 1, &name, why, sizeof(why));
 	tap_ok(!strstr(why, "calibrated"), "a foreign file is not made active (%s)", why);
 	tap_ok(prealloc_calibration_load(ctx, "/nonexistent/calibration", NULL) == -ENOENT,
