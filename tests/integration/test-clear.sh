@@ -9,6 +9,7 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 need_root
+need_hugetlbfs 2M
 
 TMPFS=
 HOLDER=
