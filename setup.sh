@@ -38,9 +38,11 @@ build() {
 	local dir=$1
 	shift
 	if [ ! -f "$dir/build.ninja" ]; then
-		meson setup "$dir" -Dwerror=true "$@" >/dev/null
+		meson setup "$dir" -Dwerror=true "$@" > "$dir.setup.log" 2>&1 ||
+			{ cat "$dir.setup.log"; echo "setup.sh: meson setup $dir failed" >&2; exit 1; }
 	fi
-	ninja -C "$dir" >/dev/null
+	ninja -C "$dir" > "$dir.build.log" 2>&1 ||
+		{ cat "$dir.build.log"; echo "setup.sh: building $dir failed" >&2; exit 1; }
 }
 
 # Adds one build's meson test results to the totals.

@@ -142,7 +142,7 @@ int job_run(struct prealloc_job *job, int sfd, bool show_progress)
 int option_error(const char *cmd, char *const argv[], const char *optstring,
 		 const struct option *longopts)
 {
-	const char *tok = argv[optind - 1];
+	const char *tok = optind > 0 && argv[optind - 1] ? argv[optind - 1] : "?";
 	bool known = false;
 	char name[64];
 
