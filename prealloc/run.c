@@ -88,6 +88,24 @@ static void note_cpu(struct node_pool *pool, bool pinned)
 		atomic_fetch_add(&pool->cpu_samples_off, 1);
 }
 
+/*
+ * The SIGBUS guard for the touch fallback is process-wide, and an embedding
+ * VMM may have its own SIGBUS handler (memory errors): install it only when
+ * a job really touches, once per job, before any worker touches.
+ */
+static int job_touch_guard(struct prealloc_job *job)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&job->lock);
+	if (!job->guard) {
+		r = touch_guard_install();
+		job->guard = r == 0;
+	}
+	pthread_mutex_unlock(&job->lock);
+	return r;
+}
+
 static int op_chunk(struct prealloc_job *job, uint8_t *p, uint64_t len)
 {
 	/* The touch step: a THP region may fall back to 4K pages, so touch each. */
@@ -102,6 +120,9 @@ static int op_chunk(struct prealloc_job *job, uint8_t *p, uint64_t len)
 		r = populate_chunk(p, len, page, false);
 		if (r == -EINVAL) {
 			/* No MADV_POPULATE_WRITE here (before 5.14): touch instead. */
+			r = job_touch_guard(job);
+			if (r < 0)
+				return r;
 			atomic_store(&job->touch, 1);
 			r = populate_chunk(p, len, page, true);
 		}
@@ -397,12 +418,10 @@ EXPORT int prealloc_job_start(struct prealloc_region *region, const struct preal
 	}
 	if (job->opts.op == PREALLOC_OP_POPULATE && (job->opts.flags & PREALLOC_JOB_TOUCH))
 		job->touch = 1;
-	if (job->opts.op == PREALLOC_OP_POPULATE) {
-		/* Needed should MADV_POPULATE_WRITE be missing, so install up front. */
-		r = touch_guard_install();
+	if (job->touch) {
+		r = job_touch_guard(job);
 		if (r < 0)
 			goto fail;
-		job->guard = true;
 	}
 
 	r = pools_build(job);
