@@ -469,12 +469,9 @@ int cmd_clear(int argc, char **argv)
 	r = parse_args(argc, argv, &a);
 	if (r)
 		return r > 0 ? EXIT_OK : -r;
-	r = prealloc_ctx_new(&ctx);
-	if (r < 0) {
-		cli_error("cannot read the system topology: %s", strerror(-r));
+	ctx = cli_context();
+	if (!ctx)
 		return EXIT_FAILURE_RUN;
-	}
-	prealloc_ctx_set_log(ctx, cli_log, NULL);
 	ret = check_method(ctx, a.method);
 	if (ret < 0)
 		goto out;

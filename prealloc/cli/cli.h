@@ -45,6 +45,8 @@ const char *format_node_ranges(const int *nodes, unsigned int nr, char *buf, siz
 #define MIN_LEN(a, b) ((a) < (b) ? (a) : (b))
 
 /* util.c */
+/* A context whose library messages reach stderr; NULL (said why) on failure. */
+struct prealloc_ctx *cli_context(void);
 struct option;
 /*
  * One line for a bad option from getopt_long (with opterr = 0): unknown, or

@@ -628,12 +628,9 @@ int cmd_create(int argc, char **argv)
 	r = parse_args(argc, argv, &a);
 	if (r)
 		return r > 0 ? EXIT_OK : -r;
-	r = prealloc_ctx_new(&ctx);
-	if (r < 0) {
-		cli_error("cannot read the system topology: %s", strerror(-r));
+	ctx = cli_context();
+	if (!ctx)
 		return EXIT_FAILURE_RUN;
-	}
-	prealloc_ctx_set_log(ctx, cli_log, NULL);
 	if (a.req.nr == 0) {
 		/* No --node: the nodes of the memory policy (numactl), else all, split evenly. */
 		int nr = prealloc_default_nodes(ctx, a.req.nodes, PREALLOC_MAX_NODES);

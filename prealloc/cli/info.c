@@ -268,7 +268,7 @@ int cmd_info(int argc, char **argv)
 	struct prealloc_ctx *ctx;
 	bool json = false;
 	json_object *o;
-	int c, r;
+	int c;
 
 	optind = 1;
 	opterr = 0;	/* option_error() says it in one line */
@@ -290,11 +290,9 @@ int cmd_info(int argc, char **argv)
 		cli_error("info: unexpected argument '%s'", argv[optind]);
 		return EXIT_USAGE;
 	}
-	r = prealloc_ctx_new(&ctx);
-	if (r < 0) {
-		cli_error("cannot read the system topology: %s", strerror(-r));
+	ctx = cli_context();
+	if (!ctx)
 		return EXIT_FAILURE_RUN;
-	}
 	o = info_json(ctx);
 	if (json)
 		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |

@@ -163,11 +163,9 @@ int cmd_pool(int argc, char **argv)
 		cli_error("pool: unexpected argument '%s'", argv[optind]);
 		return EXIT_USAGE;
 	}
-	r = prealloc_ctx_new(&ctx);
-	if (r < 0) {
-		cli_error("pool: cannot read the system topology: %s", strerror(-r));
+	ctx = cli_context();
+	if (!ctx)
 		return EXIT_FAILURE_RUN;
-	}
 	if (gc) {
 		uint64_t returned = 0;
 		unsigned int entries = 0;

@@ -167,3 +167,16 @@ int option_error(const char *cmd, char *const argv[], const char *optstring,
 			  cmd ? cmd : "");
 	return EXIT_USAGE;
 }
+
+struct prealloc_ctx *cli_context(void)
+{
+	struct prealloc_ctx *ctx;
+	int r = prealloc_ctx_new(&ctx);
+
+	if (r < 0) {
+		cli_error("cannot read the system topology: %s", strerror(-r));
+		return NULL;
+	}
+	prealloc_ctx_set_log(ctx, cli_log, NULL);
+	return ctx;
+}

@@ -66,53 +66,10 @@ esac
 mib=$(( bytes >> 20 ))
 
 # ---- machine state we change, and give back at exit ----------------------
-hp=/proc/sys/vm/nr_hugepages
-hp_free=/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages
-hp_added=0
-pr=/sys/module/page_reporting/parameters/page_reporting_order
-pr_old=
-
-# Gives back only what we added: others may have changed the pool meanwhile.
-release_hugepages() {
-	(( hp_added > 0 )) || return 0
-	local cur
-	cur=$(cat $hp)
-	echo $(( cur > hp_added ? cur - hp_added : 0 )) > $hp
-	log "hugetlb pool back to $(cat $hp) pages"
-	hp_added=0
-}
-
-restore() {
-	release_hugepages
-	if [ -n "$pr_old" ]; then
-		echo "$pr_old" > $pr
-		log "page_reporting_order back to $(cat $pr)"
-		pr_old=
-	fi
-}
-trap restore EXIT
+. "$(dirname "$0")/machine-state.sh"
+trap restore_machine EXIT
 trap 'exit 130' INT TERM
-
-# Reserves the 2M pages that are missing for one region.
-reserve_hugepages() {
-	local need=$(( bytes / (2 << 20) )) free old got
-	free=$(cat $hp_free)
-	(( free >= need )) && return 0
-	old=$(cat $hp)
-	echo $(( old + need - free )) > $hp
-	got=$(cat $hp)
-	hp_added=$(( got - old ))
-	log "hugetlb pool $old -> $got pages"
-	(( $(cat $hp_free) >= need ))
-}
-
-# Free page reporting hands freed guest memory back to the host, which then
-# faults it in again: every run would pay the host. Off while we measure.
-if [ $keep_reporting = 0 ] && [ -w $pr ] && (( $(cat $pr) <= 10 )); then
-	pr_old=$(cat $pr)
-	echo 11 > $pr
-	log "free page reporting off (page_reporting_order $pr_old -> 11) until exit"
-fi
+if [ $keep_reporting = 0 ]; then reporting_off; fi
 
 # ---- one timed process ---------------------------------------------------
 # Prints the seconds the command took; fails the script if it fails.
@@ -173,7 +130,7 @@ echo "|---|---|---|---|---|---|---|---|---|---|---|"
 psi_us() { sed -n 's/^some .*total=\([0-9]*\)/\1/p' /proc/pressure/cpu 2>/dev/null || echo 0; }
 
 for b in $backings; do
-	if [ $b = hugetlb2m ] && ! reserve_hugepages; then
+	if [ $b = hugetlb2m ] && ! reserve_hugepages "$bytes"; then
 		echo "| $b | - | skipped: not enough 2M hugepages | | | | | | | | |"
 		continue
 	fi

@@ -52,52 +52,16 @@ ninja -C "$build" tests/bench/bench-populate >/dev/null || die "build failed"
 bench=$build/tests/bench/bench-populate
 
 # ---- machine state we change, and give back at exit ----------------------
-hp=/proc/sys/vm/nr_hugepages
-hp_free=/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages
-hp_added=0
-pr=/sys/module/page_reporting/parameters/page_reporting_order
-pr_old=
-
-release_hugepages() {
-	(( hp_added > 0 )) || return 0
-	local cur
-	cur=$(cat $hp)
-	# Only what we added: another user may have grown the pool meanwhile.
-	echo $(( cur > hp_added ? cur - hp_added : 0 )) > $hp
-	log "hugetlb pool back to $(cat $hp) pages"
-	hp_added=0
-}
-
-restore() {
-	release_hugepages
-	if [ -n "$pr_old" ]; then
-		echo "$pr_old" > $pr
-		log "page_reporting_order back to $(cat $pr)"
-		pr_old=
-	fi
-}
-trap restore EXIT
+. "$src/tests/bench/machine-state.sh"
+trap restore_machine EXIT
 trap 'exit 130' INT TERM
-
-if [ -w $pr ] && (( $(cat $pr) <= 10 )); then
-	pr_old=$(cat $pr)
-	echo 11 > $pr
-	log "free page reporting off (page_reporting_order $pr_old -> 11) until exit"
-fi
-
-need=$(( bytes / (2 << 20) ))
-free=$(cat $hp_free)
-if (( free < need )); then
-	old=$(cat $hp)
-	echo $(( old + need - free )) > $hp
-	hp_added=$(( $(cat $hp) - old ))
-	log "hugetlb pool $old -> $(cat $hp) pages"
-fi
+reporting_off
+reserve_hugepages "$bytes" || log "could not free $(( bytes >> 21 )) 2M hugepages; the hugetlb rows may fail"
 
 # ---- run ---------------------------------------------------------------
 mkdir -p "$(dirname "$out")"
 tmp_pop=$(mktemp) tmp_qemu=$(mktemp)
-trap 'rm -f "$tmp_pop" "$tmp_qemu"; restore' EXIT
+trap 'rm -f "$tmp_pop" "$tmp_qemu"; restore_machine' EXIT
 bench_args=(--size "$size" --reps "$reps" --no-placement --json "${out%.md}.json")
 [ -n "$threads" ] && bench_args+=(--threads "$threads")
 t0=$(date +%s)
