@@ -1,31 +1,33 @@
 # SPDX-License-Identifier: MIT
 # Shared by the integration scripts: pools, mounts and cleanup done right.
 # Sourced, not run. Each test gets a private state dir and hugetlbfs mount.
-# Whatever a test mounts or creates it registers (track_mount, track_dir);
-# cleanup undoes it all on any exit, including SIGINT and SIGTERM (meson's
-# timeout), and puts the hugepage pool back.
+# Whatever a test mounts or creates it registers (track_mount, track_dir,
+# on_exit for anything else: cgroups, background processes); cleanup undoes
+# it all on any exit, including SIGINT and SIGTERM (meson's timeout), and
+# puts every hugepage pool (each node, both sizes) back as it found them.
 
 PREALLOC=${PREALLOC:?set PREALLOC to the CLI binary}
 CHECK_FILE=${CHECK_FILE:-}
-NODE_HP2M=/sys/devices/system/node/node0/hugepages/hugepages-2048kB
+NODE_SYSFS=/sys/devices/system/node
 TMP=$(mktemp -d /tmp/prealloc-test.XXXXXX)
 export PREALLOC_STATE_DIR=$TMP/state
 MNT=
-POOL_SAVED=
 TRACKED_MOUNTS=()
 TRACKED_DIRS=()
+EXIT_CMDS=()
+POOL_FILES=()
+POOL_VALUES=()
 FAILS=0
 COUNT=0
 
 skip() { echo "SKIP: $*"; exit 77; }
-fail() { echo "not ok - $*"; FAILS=$((FAILS + 1)); }
-ok() { echo "ok - $*"; }
+fail() { COUNT=$((COUNT + 1)); echo "not ok $COUNT - $*"; FAILS=$((FAILS + 1)); }
+ok() { COUNT=$((COUNT + 1)); echo "ok $COUNT - $*"; }
 # bail REASON: a failure that ends the test (exit 1) with the reason.
-bail() { COUNT=$((COUNT + 1)); fail "$*"; finish; exit 1; }
+bail() { fail "$*"; finish; exit 1; }
 check() {	# check DESCRIPTION COMMAND...
 	local what=$1
 	shift
-	COUNT=$((COUNT + 1))
 	if "$@"; then ok "$what"; else fail "$what"; fi
 }
 
@@ -33,10 +35,28 @@ check() {	# check DESCRIPTION COMMAND...
 # DIR and its contents at exit, after every tracked mount is undone.
 track_mount() { TRACKED_MOUNTS+=("$1"); }
 track_dir() { TRACKED_DIRS+=("$1"); }
+# on_exit COMMAND: run at exit, before mounts are undone, latest first.
+on_exit() { EXIT_CMDS+=("$*"); }
+
+# pool_files KB: the pool size files, per node where nodes are exposed.
+pool_files() {
+	if [ -d "$NODE_SYSFS/node0" ]; then
+		ls "$NODE_SYSFS"/node*/hugepages/hugepages-"$1"kB/nr_hugepages 2>/dev/null
+	else
+		ls /sys/kernel/mm/hugepages/hugepages-"$1"kB/nr_hugepages 2>/dev/null
+	fi
+}
+for f in $(pool_files 2048) $(pool_files 1048576); do
+	POOL_FILES+=("$f")
+	POOL_VALUES+=("$(cat "$f")")
+done
 
 cleanup() {
 	local rc=$? i m d
 	trap - EXIT INT TERM
+	for ((i = ${#EXIT_CMDS[@]} - 1; i >= 0; i--)); do
+		eval "${EXIT_CMDS[$i]}" 2>/dev/null
+	done
 	for ((i = ${#TRACKED_MOUNTS[@]} - 1; i >= 0; i--)); do
 		m=${TRACKED_MOUNTS[$i]}
 		mountpoint -q "$m" 2>/dev/null || continue
@@ -46,7 +66,9 @@ cleanup() {
 			[ "$rc" -eq 0 ] && rc=1
 		fi
 	done
-	[ -n "$POOL_SAVED" ] && echo "$POOL_SAVED" > /proc/sys/vm/nr_hugepages
+	for i in "${!POOL_FILES[@]}"; do
+		echo "${POOL_VALUES[$i]}" > "${POOL_FILES[$i]}" 2>/dev/null
+	done
 	# --one-file-system: a mount that would not go stays as it is.
 	for ((i = ${#TRACKED_DIRS[@]} - 1; i >= 0; i--)); do
 		d=${TRACKED_DIRS[$i]}
@@ -91,10 +113,19 @@ mount_hugetlbfs() {
 	track_mount "$MNT"
 }
 
+# private_hugetlbfs SIZE: root, hugetlbfs with SIZE pages (else a skip that
+# says why), and a private mount of it in $MNT; a mount that fails anyway
+# fails the test.
+private_hugetlbfs() {
+	need_root
+	need_hugetlbfs "$1"
+	mount_hugetlbfs "$1" ||
+		bail "cannot mount hugetlbfs with $1 pages on $MNT, though the kernel has both"
+}
+
 # reserve_2m N: make N more 2M pages free (restored at exit).
 reserve_2m() {
 	local want=$1 cur
-	[ -n "$POOL_SAVED" ] || POOL_SAVED=$(cat /proc/sys/vm/nr_hugepages)
 	cur=$(cat /proc/sys/vm/nr_hugepages)
 	echo $((cur + want)) > /proc/sys/vm/nr_hugepages
 	[ "$(cat /proc/sys/vm/nr_hugepages)" -ge $((cur + want)) ]

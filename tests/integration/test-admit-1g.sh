@@ -10,7 +10,8 @@
 
 KB=1048576
 [ -n "$(pool_files $KB)" ] || skip "this kernel has no 1G hugepage pool (no $KB kB hstate)"
-mount_hugetlbfs 1G	# sets M; skips only without hugetlbfs or 1G pages
+private_hugetlbfs 1G
+M=$MNT
 base_nr=$(hp nr $KB)
 base_free=$(hp free $KB)
 pool=$(pool_files $KB | head -1)

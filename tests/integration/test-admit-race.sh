@@ -5,7 +5,8 @@
 # (a read-modify-write of nr_hugepages would lose one). rm gives both back.
 . "$(dirname "$0")/lib-admit.sh"
 
-mount_hugetlbfs 2M	# sets M; skips only without hugetlbfs or 2M pages
+private_hugetlbfs 2M
+M=$MNT
 base_nr=$(hp nr 2048)
 base_free=$(hp free 2048)
 need=$((base_free + 64))	# each run alone needs growth

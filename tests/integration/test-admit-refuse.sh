@@ -6,7 +6,8 @@
 # succeeds, and 'prealloc rm' returns the pool to its baseline.
 . "$(dirname "$0")/lib-admit.sh"
 
-mount_hugetlbfs 2M	# sets M; skips only without hugetlbfs or 2M pages
+private_hugetlbfs 2M
+M=$MNT
 base_nr=$(hp nr 2048)
 base_free=$(hp free 2048)
 need=$((base_free + 32))

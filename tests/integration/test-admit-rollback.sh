@@ -12,7 +12,8 @@
 PAGES=64	# the request
 LIMIT=16	# pages the cgroup allows
 
-mount_hugetlbfs 2M	# sets M; skips only without hugetlbfs or 2M pages
+private_hugetlbfs 2M
+M=$MNT
 
 CG=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)
 [ -n "$CG" ] || skip "no cgroup v2 hierarchy is mounted"

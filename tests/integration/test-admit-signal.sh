@@ -9,7 +9,8 @@
 MIN_MB=${MIN_MB:-6144}	# multi-GiB, so that the signal lands mid-run
 BOUND=${BOUND:-20}	# seconds from the first signal to exit
 
-mount_hugetlbfs 2M	# sets M; skips only without hugetlbfs or 2M pages
+private_hugetlbfs 2M
+M=$MNT
 base_nr=$(hp nr 2048)
 base_free=$(hp free 2048)
 # More pages than are free, so that --reserve must grow the pool.

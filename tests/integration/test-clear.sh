@@ -11,15 +11,9 @@ set -u
 need_root
 need_hugetlbfs 2M
 
-TMPFS=
 HOLDER=
-clear_cleanup() {
-	[ -n "$HOLDER" ] && kill "$HOLDER" 2>/dev/null && wait "$HOLDER" 2>/dev/null
-	[ -n "$TMPFS" ] && { rm -f "$TMPFS"/* 2>/dev/null; umount "$TMPFS"; rmdir "$TMPFS"; }
-	rm -f /var/tmp/prealloc-clear-test.$$
-}
-# lib.sh's cleanup restores the pool and exits with the status it is given.
-trap 'rc=$?; clear_cleanup; (exit $rc); cleanup' EXIT
+on_exit '[ -n "$HOLDER" ] && kill "$HOLDER" && wait "$HOLDER"'
+on_exit "rm -f /var/tmp/prealloc-clear-test.$$"
 
 # fill FILE BYTE: write BYTE over every byte through a shared mapping.
 fill() {
@@ -128,28 +122,27 @@ exercise() {
 }
 
 # tmpfs, 4k pages.
-TMPFS=$(mktemp -d /tmp/prealloc-tmpfs.XXXXXX)
-mount -t tmpfs -o size=256M none "$TMPFS" || { rmdir "$TMPFS"; TMPFS=; fail "mount tmpfs"; }
-if [ -n "$TMPFS" ]; then
-	"$PREALLOC" --page-size 4k --file "$TMPFS/guest" -q 64M
-	check "tmpfs: create 64M exits 0" [ $? -eq 0 ]
-	exercise "$TMPFS/guest" tmpfs 16384
+TMPFS=$TMP/tmpfs
+mkdir "$TMPFS" && mount -t tmpfs -o size=256M none "$TMPFS" || bail "cannot mount a tmpfs on $TMPFS"
+track_mount "$TMPFS"
+"$PREALLOC" --page-size 4k --file "$TMPFS/guest" -q 64M
+check "tmpfs: create 64M exits 0" [ $? -eq 0 ]
+exercise "$TMPFS/guest" tmpfs 16384
 
-	# Holes are skipped and reported; they read as zero.
-	truncate -s 80M "$TMPFS/guest"
-	"$PREALLOC" clear --verify --json "$TMPFS/guest" > "$TMP/out.json" 2> "$TMP/err"
-	check "tmpfs: file with holes clears (rc $?)" [ $? -eq 0 ]
-	check "tmpfs: holes named in the note" \
-		python3 -c "import json; d=json.load(open('$TMP/out.json')); assert '4096 pages was not resident' in d['note'], d['note']"
-	check "tmpfs: file with holes reads zero" all_bytes "$TMPFS/guest" 0
+# Holes are skipped and reported; they read as zero.
+truncate -s 80M "$TMPFS/guest"
+"$PREALLOC" clear --verify --json "$TMPFS/guest" > "$TMP/out.json" 2> "$TMP/err"
+check "tmpfs: file with holes clears (rc $?)" [ $? -eq 0 ]
+check "tmpfs: holes named in the note" \
+	python3 -c "import json; d=json.load(open('$TMP/out.json')); assert '4096 pages was not resident' in d['note'], d['note']"
+check "tmpfs: file with holes reads zero" all_bytes "$TMPFS/guest" 0
 
-	# A partial last page (not a file prealloc made): mapped by clear itself.
-	truncate -s $((80 * 1048576 + 100)) "$TMPFS/guest"
-	fill "$TMPFS/guest" 171
-	"$PREALLOC" clear --verify "$TMPFS/guest" > /dev/null 2> "$TMP/err"
-	check "tmpfs: file ending in a partial page clears (rc $?)" [ $? -eq 0 ]
-	check "tmpfs: ... and reads zero to the last byte" all_bytes "$TMPFS/guest" 0
-fi
+# A partial last page (not a file prealloc made): mapped by clear itself.
+truncate -s $((80 * 1048576 + 100)) "$TMPFS/guest"
+fill "$TMPFS/guest" 171
+"$PREALLOC" clear --verify "$TMPFS/guest" > /dev/null 2> "$TMP/err"
+check "tmpfs: file ending in a partial page clears (rc $?)" [ $? -eq 0 ]
+check "tmpfs: ... and reads zero to the last byte" all_bytes "$TMPFS/guest" 0
 
 # hugetlbfs, 2M pages.
 if mount_hugetlbfs 2M && reserve_2m 32; then

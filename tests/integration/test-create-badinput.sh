@@ -4,10 +4,7 @@
 # naming the problem, and leaves no file behind and the pool unchanged.
 set -u
 . "$(dirname "$0")/lib.sh"
-need_root
-need_hugetlbfs 2M	# skips, saying why, only without hugetlbfs or 2M pages
-mount_hugetlbfs 2M ||
-	bail "cannot mount hugetlbfs with 2M pages on $MNT, though the kernel has both"
+private_hugetlbfs 2M
 reserve_2m 8 || bail "could not reserve 2M pages"
 
 disk_dir=$(mktemp -d /var/tmp/prealloc-disk.XXXXXX) ||	# not tmpfs, not hugetlbfs
@@ -32,7 +29,6 @@ case_() {
 	"$PREALLOC" "$@" > "$TMP/case.out" 2> "$TMP/case.err"
 	rc=$?
 	after=$(snapshot)
-	COUNT=$((COUNT + 1))
 	if [ $rc -ne "$want" ]; then
 		fail "prealloc $*: exit $rc, want $want ($(head -c 300 "$TMP/case.err"))"
 	elif ! grep -Eq "$regex" "$TMP/case.err"; then

@@ -6,10 +6,7 @@
 # new faults or extra hugepages; `prealloc rm` gives the pages back.
 set -u
 . "$(dirname "$0")/lib.sh"
-need_root
-need_hugetlbfs 2M	# skips, saying why, only without hugetlbfs or 2M pages
-mount_hugetlbfs 2M ||
-	bail "cannot mount hugetlbfs with 2M pages on $MNT, though the kernel has both"
+private_hugetlbfs 2M
 reserve_2m 512 || bail "could not reserve 512 2M pages for the test"
 
 base_free=$(hp_free)
