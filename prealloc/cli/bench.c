@@ -134,13 +134,13 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
+	static const char short_opts[] = "s:t:k:r:h";
 	char *save, *tok;
 	int c;
 
 	a->repeat = 5;
 	optind = 1;
-	opterr = 0;	/* option_error() says it in one line */
-	while ((c = getopt_long(argc, argv, "s:t:k:r:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, short_opts, opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			a->nr_sizes = 0;
@@ -203,7 +203,7 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 			fputs(usage_text, stdout);
 			return 1;
 		default:
-			return -option_error("bench", argv, "s:t:k:r:h", opts);
+			return -option_error("bench", argv, short_opts, opts);
 		}
 	}
 	if (optind < argc) {

@@ -67,12 +67,12 @@ static int parse_args(int argc, char **argv, struct clear_args *a)
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
+	static const char short_opts[] = "t:m:qh";
 	char err[128];
 	int c;
 
 	optind = 1;
-	opterr = 0;	/* option_error() says it in one line */
-	while ((c = getopt_long(argc, argv, "t:m:qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, short_opts, opts, NULL)) != -1) {
 		switch (c) {
 		case 't':
 			if (parse_threads(optarg, &a->threads, err, sizeof(err)) < 0) {
@@ -99,7 +99,7 @@ static int parse_args(int argc, char **argv, struct clear_args *a)
 			fputs(usage_text, stdout);
 			return 1;
 		default:
-			return -option_error("clear", argv, "t:m:qh", opts);
+			return -option_error("clear", argv, short_opts, opts);
 		}
 	}
 	if (optind >= argc) {

@@ -91,13 +91,13 @@ static int parse_args(int argc, char **argv, struct create_args *a)
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
+	static const char short_opts[] = "n:p:f:t:qh";
 	char err[256];
 	int c;
 
 	a->page = PAGE_SIZE_AUTO;
 	optind = 1;
-	opterr = 0;	/* option_error() says it in one line */
-	while ((c = getopt_long(argc, argv, "n:p:f:t:qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, short_opts, opts, NULL)) != -1) {
 		switch (c) {
 		case 'n':
 			if (parse_node_spec(optarg, &a->req, err, sizeof(err)) < 0) {
@@ -161,7 +161,7 @@ static int parse_args(int argc, char **argv, struct create_args *a)
 			fputs(usage_text, stdout);
 			return 1;
 		default:
-			return -option_error(NULL, argv, "n:p:f:t:qh", opts);
+			return -option_error(NULL, argv, short_opts, opts);
 		}
 	}
 	if (optind < argc) {

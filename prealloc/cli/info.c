@@ -265,14 +265,14 @@ int cmd_info(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
+	static const char short_opts[] = "h";
 	struct prealloc_ctx *ctx;
 	bool json = false;
 	json_object *o;
 	int c;
 
 	optind = 1;
-	opterr = 0;	/* option_error() says it in one line */
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, short_opts, opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = true;
@@ -283,7 +283,7 @@ int cmd_info(int argc, char **argv)
 			       "and the CPU's identity and features.\n");
 			return EXIT_OK;
 		default:
-			return option_error("info", argv, "h", opts);
+			return option_error("info", argv, short_opts, opts);
 		}
 	}
 	if (optind < argc) {

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* prealloc: make virtual-machine memory ready before the guest starts. */
 #include <ctype.h>
+#include <getopt.h>
 #include <string.h>
 
 #include "cli.h"
@@ -18,6 +19,7 @@ static const struct {
 
 int main(int argc, char **argv)
 {
+	opterr = 0;	/* option_error() reports bad options, in one line */
 	if (argc > 1 && !strcmp(argv[1], "--version")) {
 		printf("prealloc %s\n", prealloc_version());
 		return EXIT_OK;

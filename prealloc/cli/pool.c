@@ -134,13 +134,13 @@ int cmd_pool(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
+	static const char short_opts[] = "h";
 	struct prealloc_ctx *ctx = NULL;
 	bool json = false, gc = false;
 	int c, r, ret;
 
 	optind = 1;
-	opterr = 0;	/* option_error() says it in one line */
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, short_opts, opts, NULL)) != -1) {
 		switch (c) {
 		case OPT_JSON:
 			json = true;
@@ -156,7 +156,7 @@ int cmd_pool(int argc, char **argv)
 			       "no longer exists or whose run died.\n");
 			return EXIT_OK;
 		default:
-			return option_error("pool", argv, "h", opts);
+			return option_error("pool", argv, short_opts, opts);
 		}
 	}
 	if (optind < argc) {

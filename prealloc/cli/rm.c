@@ -18,12 +18,12 @@ int cmd_rm(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
+	static const char short_opts[] = "h";
 	struct prealloc_ctx *ctx = NULL;
 	int c, ret = EXIT_OK;
 
 	optind = 1;
-	opterr = 0;	/* option_error() says it in one line */
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, short_opts, opts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
 			printf("Usage: prealloc rm FILE...\n"
@@ -31,7 +31,7 @@ int cmd_rm(int argc, char **argv)
 			       "Refuses any file prealloc did not make.\n");
 			return EXIT_OK;
 		default:
-			return option_error("rm", argv, "h", opts);
+			return option_error("rm", argv, short_opts, opts);
 		}
 	}
 	if (optind == argc) {
