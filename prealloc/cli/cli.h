@@ -18,8 +18,7 @@ enum {
 	EXIT_NO_MEMORY = 3,	/* not enough memory or hugepages on a node */
 	EXIT_ENVIRONMENT = 4,	/* no hugetlbfs, wrong filesystem, file exists, in use */
 	EXIT_VERIFY = 5,	/* --verify found non-zero or misplaced pages */
-	EXIT_SIGINT = 130,
-	EXIT_SIGTERM = 143,
+	/* Interrupted runs exit 128 + the signal: 129 SIGHUP, 130 SIGINT, 143 SIGTERM. */
 };
 
 /* Parsed --node options: either a node list (split evenly) or node:size pairs. */
