@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <limits.h>
 #include <stdint.h>
 
 #include "prealloc.h"
@@ -34,6 +35,12 @@ struct topo_node {
 struct prealloc_ctx {
 	prealloc_log_fn log_fn;
 	void *log_userdata;
+	/* Where the record store lives, and the roots sysfs and procfs are read under. */
+	char state_dir[PATH_MAX];
+	char sys_root[PATH_MAX];	/* "" for "/": tests point it at a tree of their own */
+	char proc_root[PATH_MAX];
+	prealloc_holder_fn holder_fn;	/* liveness of named holders, NULL: the record's check */
+	void *holder_userdata;
 	unsigned int nr_nodes;	/* online nodes with memory */
 	struct topo_node *nodes;
 	int max_node;		/* highest online node number */
@@ -69,6 +76,24 @@ int read_file_str(const char *path, char *buf, size_t len);
 int parse_cpulist(const char *s, cpu_set_t *ret);
 double now_seconds(void);
 
+/*
+ * "<sys root>/<rel>" and "<proc root>/<rel>" (rel starts with '/'): every
+ * sysfs and procfs path goes through these so tests can inject a tree.
+ * -ENAMETOOLONG when it does not fit.
+ */
+int sys_path(const struct prealloc_ctx *ctx, char *buf, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+int proc_path(const struct prealloc_ctx *ctx, char *buf, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* "1.5 GiB"-style sizes for messages. */
+const char *format_bytes(uint64_t bytes, char *buf, size_t len);
+/*
+ * Stops the process with SIGSTOP when $PREALLOC_TEST_PAUSE names point: the
+ * crash tests kill a run at named points this way (docs/testing.md).
+ */
+void test_pause(const char *point);
+
 /* topology.c */
 const struct topo_node *topo_node(const struct prealloc_ctx *ctx, int node);
 
@@ -85,6 +110,36 @@ size_t plan_chunks(const struct prealloc_extent *extents, unsigned int nr_extent
 /* Splits length over nr nodes: explicit sizes or even in page units. */
 int plan_extents(uint64_t length, uint64_t page_size, const int *nodes,
 		 const uint64_t *node_bytes, unsigned int nr, struct prealloc_extent *ret);
+
+/* The engine's hooks for flows (engine.h after the engine split). */
+struct job_range {
+	int node;		/* -1: spread over the job's node pools */
+	uint64_t offset, length;
+};
+struct job_flow {
+	/*
+	 * Runs once, on the last worker to finish (or the starting thread
+	 * when there are none), after the op and the check phase and before
+	 * completion is posted; status is the outcome so far (0, negative
+	 * errno, -ECANCELED); the return value is the job's result.
+	 */
+	int (*finish)(struct prealloc_job *job, int status, void *arg);
+	void (*destroy)(void *arg);	/* at prealloc_job_free */
+	void *arg;
+};
+struct job_spec {
+	const struct job_flow *flow;
+	const struct job_range *extra;
+	size_t nr_extra;
+	unsigned int passes;
+};
+int job_start_spec(struct prealloc_region *region, const struct prealloc_job_opts *opts,
+		   const struct job_spec *spec, struct prealloc_job **ret_job);
+void *job_flow_arg(struct prealloc_job *job);
+/* The report functions without the joined check, for a flow's finish. */
+int job_fill_report(struct prealloc_job *job, struct prealloc_report *ret_report);
+int job_fill_node_report(struct prealloc_job *job, unsigned int index,
+			 struct prealloc_node_report *ret_report);
 
 /* populate.c */
 int populate_chunk(uint8_t *addr, uint64_t len, uint64_t page_size, bool touch);

@@ -63,6 +63,9 @@ struct prealloc_job {
 	bool joined;
 	bool guard;
 	bool placement_scanned;	/* counts came from numa_maps; skip move_pages */
+	uint64_t page_size;	/* the region's: the flow may free the region in finish */
+	struct job_flow flow;
+	int result;		/* the flow's verdict */
 };
 
 static void job_fail(struct prealloc_job *job, int err, int node, uint64_t offset)
@@ -232,6 +235,21 @@ static void check_chunk(struct prealloc_job *job, struct node_pool *pool,
 	}
 }
 
+/* The job's outcome so far. */
+static int job_status(struct prealloc_job *job)
+{
+	if (job->error)
+		return job->error;
+	return atomic_load(&job->cancel) ? -ECANCELED : 0;
+}
+
+static void job_finish(struct prealloc_job *job)
+{
+	job->result = job_status(job);
+	if (job->flow.finish)
+		job->result = job->flow.finish(job, job->result, job->flow.arg);
+}
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
@@ -289,6 +307,8 @@ static void *worker_main(void *arg)
 
 	if (atomic_fetch_add(&job->finished, 1) + 1 == job->nr_workers) {
 		uint64_t one = 1;
+
+		job_finish(job);
 
 		if (write(job->efd, &one, sizeof(one)) < 0) {
 			/* The counter cannot overflow with one write; nothing to do. */
@@ -371,11 +391,24 @@ static void job_destroy(struct prealloc_job *job)
 	pthread_mutex_destroy(&job->lock);
 	if (job->efd >= 0)
 		close(job->efd);
+	if (job->flow.destroy)
+		job->flow.destroy(job->flow.arg);
 	free(job);
 }
 
 EXPORT int prealloc_job_start(struct prealloc_region *region, const struct prealloc_job_opts *opts,
 			      struct prealloc_job **ret_job)
+{
+	return job_start_spec(region, opts, NULL, ret_job);
+}
+
+void *job_flow_arg(struct prealloc_job *job)
+{
+	return job->flow.arg;
+}
+
+int job_start_spec(struct prealloc_region *region, const struct prealloc_job_opts *opts,
+		   const struct job_spec *spec, struct prealloc_job **ret_job)
 {
 	struct prealloc_job *job;
 	pthread_attr_t attr;
@@ -391,6 +424,9 @@ EXPORT int prealloc_job_start(struct prealloc_region *region, const struct preal
 	pthread_mutex_init(&job->lock, NULL);
 	pthread_cond_init(&job->gate, NULL);
 	job->region = region;
+	job->page_size = region->page_size;
+	if (spec && spec->flow)
+		job->flow = *spec->flow;
 	r = copy_sized_in(&job->opts, sizeof(job->opts), opts);
 	if (r < 0)
 		goto fail;
@@ -435,6 +471,8 @@ EXPORT int prealloc_job_start(struct prealloc_region *region, const struct preal
 	if (job->nr_workers == 0) {
 		/* Nothing resident to work on: done at once. */
 		uint64_t one = 1;
+
+		job_finish(job);
 
 		if (write(job->efd, &one, sizeof(one)) < 0) {
 			r = -errno;
@@ -500,6 +538,8 @@ EXPORT int prealloc_job_start(struct prealloc_region *region, const struct preal
 	*ret_job = job;
 	return 0;
 fail:
+	/* A job that never started: its flow's state is the caller's again. */
+	job->flow.destroy = NULL;
 	job_destroy(job);
 	return r;
 }
@@ -576,19 +616,21 @@ EXPORT int prealloc_job_wait(struct prealloc_job *job)
 			pthread_join(job->workers[w].tid, NULL);
 		job->joined = true;
 	}
-	if (job->error)
-		return job->error;
-	return atomic_load(&job->cancel) ? -ECANCELED : 0;
+	return job->result;
 }
 
 EXPORT int prealloc_job_report(struct prealloc_job *job, struct prealloc_report *ret_report)
 {
-	struct prealloc_report rep = { .size = sizeof(rep) };
-
 	if (!job || !ret_report || ret_report->size < sizeof(size_t))
 		return -EINVAL;
 	if (!job->joined)
 		return -EBUSY;
+	return job_fill_report(job, ret_report);
+}
+
+int job_fill_report(struct prealloc_job *job, struct prealloc_report *ret_report)
+{
+	struct prealloc_report rep = { .size = sizeof(rep) };
 	rep.op = job->opts.op;
 	if (job->opts.op == PREALLOC_OP_POPULATE)
 		rep.method = job->touch ? PREALLOC_METHOD_TOUCH : PREALLOC_METHOD_POPULATE_WRITE;
@@ -598,7 +640,7 @@ EXPORT int prealloc_job_report(struct prealloc_job *job, struct prealloc_report 
 		rep.method = PREALLOC_METHOD_NONE;
 	if (job->kernel)
 		snprintf(rep.clear_kernel, sizeof(rep.clear_kernel), "%s", job->kernel->name);
-	rep.page_size = job->region->page_size;
+	rep.page_size = job->page_size;
 	rep.seconds = job->t_op_end > job->t_start ? job->t_op_end - job->t_start : 0;
 	rep.verify_seconds = job->t_check_end > job->t_check_start
 				     ? job->t_check_end - job->t_check_start
@@ -615,7 +657,8 @@ EXPORT int prealloc_job_report(struct prealloc_job *job, struct prealloc_report 
 		if (nz && nz - 1 < rep.nonzero_offset)
 			rep.nonzero_offset = nz - 1;
 	}
-	rep.error = job->error;
+	/* A verdict of the flow's (verify, commit) is the job's error too. */
+	rep.error = job->error ? job->error : job->result == -ECANCELED ? 0 : job->result;
 	rep.error_node = job->error ? job->error_node : -1;
 	rep.error_offset = job->error_offset;
 	rep.cancelled = atomic_load(&job->cancel) && !job->error;
@@ -626,13 +669,19 @@ EXPORT int prealloc_job_report(struct prealloc_job *job, struct prealloc_report 
 EXPORT int prealloc_job_node_report(struct prealloc_job *job, unsigned int index,
 				    struct prealloc_node_report *ret_report)
 {
-	struct prealloc_node_report rep = { .size = sizeof(rep) };
-	struct node_pool *pool;
-
 	if (!job || !ret_report || ret_report->size < sizeof(size_t))
 		return -EINVAL;
 	if (!job->joined)
 		return -EBUSY;
+	return job_fill_node_report(job, index, ret_report);
+}
+
+int job_fill_node_report(struct prealloc_job *job, unsigned int index,
+			 struct prealloc_node_report *ret_report)
+{
+	struct prealloc_node_report rep = { .size = sizeof(rep) };
+	struct node_pool *pool;
+
 	if (index >= job->nr_pools)
 		return -ENOENT;
 	pool = &job->pools[index];

@@ -13,16 +13,18 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "statedir.h"
 
-#define NODE_SYSFS "/sys/devices/system/node"
+#define NODE_SYSFS "/devices/system/node"
 
 
-static int node_meminfo(int node, uint64_t *ret_total, uint64_t *ret_free)
+static int node_meminfo(const struct prealloc_ctx *ctx, int node, uint64_t *ret_total,
+			uint64_t *ret_free)
 {
-	char path[128], line[256];
+	char path[PATH_MAX], line[256];
 	FILE *f;
 
-	snprintf(path, sizeof(path), NODE_SYSFS "/node%d/meminfo", node);
+	sys_path(ctx, path, sizeof(path), NODE_SYSFS "/node%d/meminfo", node);
 	f = fopen(path, "re");
 	if (!f)
 		return -errno;
@@ -43,26 +45,27 @@ static int node_meminfo(int node, uint64_t *ret_total, uint64_t *ret_free)
 	return 0;
 }
 
-static void node_pool(int node, const char *size, uint64_t *ret_total, uint64_t *ret_free)
+static void node_pool(const struct prealloc_ctx *ctx, int node, const char *size,
+		      uint64_t *ret_total, uint64_t *ret_free)
 {
-	char path[160];
+	char path[PATH_MAX];
 
-	snprintf(path, sizeof(path), NODE_SYSFS "/node%d/hugepages/hugepages-%s/nr_hugepages",
+	sys_path(ctx, path, sizeof(path), NODE_SYSFS "/node%d/hugepages/hugepages-%s/nr_hugepages",
 		 node, size);
 	if (read_file_u64(path, ret_total) < 0)
 		*ret_total = 0;
-	snprintf(path, sizeof(path), NODE_SYSFS "/node%d/hugepages/hugepages-%s/free_hugepages",
-		 node, size);
+	sys_path(ctx, path, sizeof(path),
+		 NODE_SYSFS "/node%d/hugepages/hugepages-%s/free_hugepages", node, size);
 	if (read_file_u64(path, ret_free) < 0)
 		*ret_free = 0;
 }
 
-static int node_distance(int from, int to)
+static int node_distance(const struct prealloc_ctx *ctx, int from, int to)
 {
-	char path[128], buf[4096], *p, *end;
+	char path[PATH_MAX], buf[4096], *p, *end;
 	int r, i = 0;
 
-	snprintf(path, sizeof(path), NODE_SYSFS "/node%d/distance", from);
+	sys_path(ctx, path, sizeof(path), NODE_SYSFS "/node%d/distance", from);
 	r = read_file_str(path, buf, sizeof(buf));
 	if (r < 0)
 		return from == to ? 10 : 20;
@@ -78,12 +81,14 @@ static int node_distance(int from, int to)
 	return from == to ? 10 : 20;
 }
 
-static uint64_t default_hugepage_size(void)
+static uint64_t default_hugepage_size(const struct prealloc_ctx *ctx)
 {
-	char line[128];
+	char line[128], path[PATH_MAX];
 	uint64_t size = PREALLOC_PAGE_2M;
-	FILE *f = fopen("/proc/meminfo", "re");
+	FILE *f = NULL;
 
+	if (proc_path(ctx, path, sizeof(path), "/meminfo") == 0)
+		f = fopen(path, "re");
 	if (!f)
 		return size;
 	while (fgets(line, sizeof(line), f)) {
@@ -98,11 +103,14 @@ static uint64_t default_hugepage_size(void)
 
 static void find_hugetlbfs_mounts(struct prealloc_ctx *ctx)
 {
-	uint64_t dflt = default_hugepage_size();
+	uint64_t dflt = default_hugepage_size(ctx);
+	char path[PATH_MAX];
 	struct mntent *m;
 	FILE *f;
 
-	f = setmntent("/proc/self/mounts", "re");
+	if (proc_path(ctx, path, sizeof(path), "/self/mounts") < 0)
+		return;
+	f = setmntent(path, "re");
 	if (!f)
 		return;
 	while ((m = getmntent(f))) {
@@ -157,7 +165,7 @@ static int single_node_fallback(struct prealloc_ctx *ctx)
 static int topology_read(struct prealloc_ctx *ctx)
 {
 	cpu_set_t with_memory;
-	char buf[4096], path[128];
+	char buf[4096], path[PATH_MAX];
 	int r;
 
 	if (sched_getaffinity(0, sizeof(ctx->allowed), &ctx->allowed) < 0)
@@ -165,7 +173,9 @@ static int topology_read(struct prealloc_ctx *ctx)
 	find_hugetlbfs_mounts(ctx);
 
 	/* cpu_set_t doubles as a node bitmap here: both are small integer sets. */
-	r = read_file_str(NODE_SYSFS "/has_memory", buf, sizeof(buf));
+	r = sys_path(ctx, path, sizeof(path), NODE_SYSFS "/has_memory");
+	if (r == 0)
+		r = read_file_str(path, buf, sizeof(buf));
 	if (r == -ENOENT)
 		return single_node_fallback(ctx);
 	if (r < 0)
@@ -190,10 +200,10 @@ static int topology_read(struct prealloc_ctx *ctx)
 		n->node = node;
 		n->has_memory = true;
 		ctx->max_node = node;
-		node_meminfo(node, &n->mem_total, &n->mem_free);
-		node_pool(node, "2048kB", &n->hp2m_total, &n->hp2m_free);
-		node_pool(node, "1048576kB", &n->hp1g_total, &n->hp1g_free);
-		snprintf(path, sizeof(path), NODE_SYSFS "/node%d/cpulist", node);
+		node_meminfo(ctx, node, &n->mem_total, &n->mem_free);
+		node_pool(ctx, node, "2048kB", &n->hp2m_total, &n->hp2m_free);
+		node_pool(ctx, node, "1048576kB", &n->hp1g_total, &n->hp1g_free);
+		sys_path(ctx, path, sizeof(path), NODE_SYSFS "/node%d/cpulist", node);
 		if (read_file_str(path, buf, sizeof(buf)) >= 0 && parse_cpulist(buf, &n->cpus) == 0)
 			CPU_AND(&n->cpus, &n->cpus, &ctx->allowed);
 		else
@@ -215,7 +225,7 @@ static int topology_read(struct prealloc_ctx *ctx)
 
 			if (!o->nr_cpus || o->cpu_node != o->node)
 				continue;
-			d = node_distance(n->node, o->node);
+			d = node_distance(ctx, n->node, o->node);
 			if (d < best_dist) {
 				best_dist = d;
 				best = (int)j;
@@ -243,16 +253,49 @@ const struct topo_node *topo_node(const struct prealloc_ctx *ctx, int node)
 
 EXPORT int prealloc_ctx_new(struct prealloc_ctx **ret_ctx)
 {
+	return prealloc_ctx_new_opts(NULL, ret_ctx);
+}
+
+/* A root without its trailing slashes ("" for "/"), so paths join as root + "/rel". */
+static int set_root(char *dst, size_t len, const char *given)
+{
+	size_t n;
+
+	if (!given)
+		given = "";
+	n = strlen(given);
+	while (n && given[n - 1] == '/')
+		n--;
+	if (n >= len)
+		return -ENAMETOOLONG;
+	memcpy(dst, given, n);
+	dst[n] = '\0';
+	return 0;
+}
+
+EXPORT int prealloc_ctx_new_opts(const struct prealloc_ctx_opts *opts,
+				 struct prealloc_ctx **ret_ctx)
+{
+	struct prealloc_ctx_opts o = { .size = sizeof(o) };
 	struct prealloc_ctx *ctx;
 	const struct cpu_id *cpu;
 	int r;
 
 	if (!ret_ctx)
 		return -EINVAL;
+	if (opts && (r = copy_sized_in(&o, sizeof(o), opts)) < 0)
+		return r;
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
 		return -ENOMEM;
-	r = topology_read(ctx);
+	r = statedir_resolve(o.state_dir, ctx->state_dir, sizeof(ctx->state_dir));
+	if (r == 0)
+		r = set_root(ctx->sys_root, sizeof(ctx->sys_root), o.sys_root ? o.sys_root : "/sys");
+	if (r == 0)
+		r = set_root(ctx->proc_root, sizeof(ctx->proc_root),
+			     o.proc_root ? o.proc_root : "/proc");
+	if (r == 0)
+		r = topology_read(ctx);
 	if (r < 0) {
 		prealloc_ctx_free(ctx);
 		return r;
@@ -269,6 +312,20 @@ EXPORT void prealloc_ctx_free(struct prealloc_ctx *ctx)
 		return;
 	free(ctx->nodes);
 	free(ctx);
+}
+
+EXPORT const char *prealloc_ctx_state_dir(struct prealloc_ctx *ctx)
+{
+	return ctx ? ctx->state_dir : NULL;
+}
+
+EXPORT void prealloc_ctx_set_holder_check(struct prealloc_ctx *ctx, prealloc_holder_fn fn,
+					  void *userdata)
+{
+	if (!ctx)
+		return;
+	ctx->holder_fn = fn;
+	ctx->holder_userdata = userdata;
 }
 
 EXPORT void prealloc_ctx_set_log(struct prealloc_ctx *ctx, prealloc_log_fn fn, void *userdata)
@@ -305,9 +362,9 @@ EXPORT int prealloc_node_info(struct prealloc_ctx *ctx, int node,
 	/* Pools and free memory change; read them fresh. */
 	info.mem_total = n->mem_total;
 	info.mem_free = n->mem_free;
-	node_meminfo(node, &info.mem_total, &info.mem_free);
-	node_pool(node, "2048kB", &info.hp2m_total, &info.hp2m_free);
-	node_pool(node, "1048576kB", &info.hp1g_total, &info.hp1g_free);
+	node_meminfo(ctx, node, &info.mem_total, &info.mem_free);
+	node_pool(ctx, node, "2048kB", &info.hp2m_total, &info.hp2m_free);
+	node_pool(ctx, node, "1048576kB", &info.hp1g_total, &info.hp1g_free);
 	copy_sized_out(ret_info, &info, sizeof(info));
 	return 0;
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Small helpers: logging, sized-struct ABI, sysfs reads, size parsing. */
 #include <ctype.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -179,4 +180,62 @@ EXPORT int prealloc_parse_size(const char *s, uint64_t *ret_bytes)
 		return -ERANGE;
 	*ret_bytes = value * mult;
 	return 0;
+}
+
+static int root_path(const char *root, char *buf, size_t len, const char *fmt, va_list ap)
+{
+	int n = snprintf(buf, len, "%s", root), m;
+
+	if (n < 0 || (size_t)n >= len)
+		return -ENAMETOOLONG;
+	m = vsnprintf(buf + n, len - (size_t)n, fmt, ap);
+	return m < 0 || (size_t)m >= len - (size_t)n ? -ENAMETOOLONG : 0;
+}
+
+int sys_path(const struct prealloc_ctx *ctx, char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = root_path(ctx->sys_root, buf, len, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+int proc_path(const struct prealloc_ctx *ctx, char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = root_path(ctx->proc_root, buf, len, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+void test_pause(const char *point)
+{
+	const char *want = getenv("PREALLOC_TEST_PAUSE");
+
+	/* Tests stop the run here (SIGSTOP) so that a SIGKILL lands at this point for sure. */
+	if (want && !strcmp(want, point))
+		raise(SIGSTOP);
+}
+
+const char *format_bytes(uint64_t bytes, char *buf, size_t len)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+	double v = (double)bytes;
+	unsigned int u = 0;
+
+	while (v >= 1024 && u + 1 < ARRAY_SIZE(units)) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0 || v == (double)(uint64_t)v)
+		snprintf(buf, len, "%.0f %s", v, units[u]);
+	else
+		snprintf(buf, len, "%.2f %s", v, units[u]);
+	return buf;
 }

@@ -78,14 +78,6 @@ void cli_log(void *userdata, int level, const char *msg);
 #define PAGE_SIZE_AUTO 0
 #define PAGE_SIZE_THP 1
 
-/* registry.c: the files this tool made, so rm refuses anything else. */
-int registry_add(const char *path, uint64_t size, uint64_t page_size, const char *nodes);
-/* 0 made by us, -ENOENT not, -ESTALE made by us but resized since, <0 error. */
-int registry_lookup(const char *path);
-/* Checks the record again, then unlinks the file and its record. */
-int registry_release(const char *path);
-const char *registry_dir(void);
-
 /* report.c */
 struct run_view {
 	const char *command;	/* "create", "clear", ... */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * `prealloc rm FILE...`: release files this tool made, and nothing else,
- * then give back the hugepage pool growth the ledger holds for each.
+ * with the hugepage pool growth recorded for each (the library's release
+ * flow); a file whose run died before it was ready is released too.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -12,6 +13,48 @@
 
 #include "cli.h"
 
+#define MAX_OF(a, b) ((a) > (b) ? (a) : (b))
+
+static int rm_one(struct prealloc_ctx *ctx, const char *path)
+{
+	struct prealloc_release_info info = { .size = sizeof(info) };
+	int r = prealloc_release(ctx, path, &info);
+
+	switch (r) {
+	case 0:
+		break;
+	case -ELOOP:
+		cli_error("rm: %s is a symbolic link; give the file itself", path);
+		return EXIT_ENVIRONMENT;
+	case -ENOENT:
+	case -EINVAL:
+		cli_error("rm: %s was not made by prealloc (no record in %s); not removing it", path,
+			  prealloc_ctx_state_dir(ctx));
+		return EXIT_ENVIRONMENT;
+	case -ESTALE:
+		cli_error("rm: %s was made by prealloc but its size changed since; not removing it "
+			  "(remove it by hand if it is no longer needed)", path);
+		return EXIT_ENVIRONMENT;
+	case -EBUSY:
+		cli_error("rm: %s is still being prepared by pid %d; wait for it or stop it first",
+			  path, info.pid);
+		return EXIT_ENVIRONMENT;
+	case -EBADMSG:
+		cli_error("rm: the record store in %s is corrupt; nothing was removed",
+			  prealloc_ctx_state_dir(ctx));
+		return EXIT_ENVIRONMENT;
+	default:
+		cli_error("rm: %s: %s", path, strerror(-r));
+		return r == -ETIMEDOUT || r == -EACCES || r == -EPERM ? EXIT_ENVIRONMENT
+								     : EXIT_FAILURE_RUN;
+	}
+	/* Pages still mapped elsewhere (a running VMM) come back at 'prealloc pool --gc'. */
+	if (info.in_use)
+		cli_warn("rm: %llu hugepages are still in use (is the file still open?); 'prealloc "
+			 "pool --gc' returns them later", (unsigned long long)info.in_use);
+	return EXIT_OK;
+}
+
 int cmd_rm(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -19,7 +62,7 @@ int cmd_rm(int argc, char **argv)
 		{}
 	};
 	static const char short_opts[] = "h";
-	struct prealloc_ctx *ctx = NULL;
+	struct prealloc_ctx *ctx;
 	int c, ret = EXIT_OK;
 
 	optind = 1;
@@ -38,78 +81,13 @@ int cmd_rm(int argc, char **argv)
 		cli_error("rm: no file given");
 		return EXIT_USAGE;
 	}
+	ctx = cli_context();
+	if (!ctx)
+		return EXIT_FAILURE_RUN;
 	for (int i = optind; i < argc; i++) {
-		const char *path = argv[i];
-		char abs[PATH_MAX];
-		uint64_t returned = 0;
-		struct stat st;
-		int r;
+		int r = rm_one(ctx, argv[i]);
 
-		if (lstat(path, &st) < 0) {
-			cli_error("rm: %s: %s", path, strerror(errno));
-			ret = EXIT_ENVIRONMENT;
-			continue;
-		}
-		if (S_ISLNK(st.st_mode)) {
-			cli_error("rm: %s is a symbolic link; give the file itself", path);
-			ret = EXIT_ENVIRONMENT;
-			continue;
-		}
-		r = registry_lookup(path);
-		if (r == -ENOENT || r == -EINVAL) {
-			cli_error("rm: %s was not made by prealloc (no record in %s); not removing it",
-				  path, registry_dir());
-			ret = EXIT_ENVIRONMENT;
-			continue;
-		}
-		if (r == -ESTALE) {
-			cli_error("rm: %s was made by prealloc but its size changed since; not "
-				  "removing it (remove it by hand if it is no longer needed)", path);
-			ret = EXIT_ENVIRONMENT;
-			continue;
-		}
-		if (r < 0) {
-			cli_error("rm: %s: %s", path, strerror(-r));
-			ret = EXIT_ENVIRONMENT;
-			continue;
-		}
-		/* The ledger knows the file by its absolute path, which unlink makes unresolvable. */
-		if (!realpath(path, abs)) {
-			cli_error("rm: %s: %s", path, strerror(errno));
-			ret = EXIT_ENVIRONMENT;
-			continue;
-		}
-		r = registry_release(path);
-		if (r < 0) {
-			cli_error("rm: cannot remove %s: %s", path, strerror(-r));
-			ret = EXIT_FAILURE_RUN;
-			continue;
-		}
-		if (!ctx && (r = prealloc_ctx_new(&ctx)) < 0) {
-			cli_error("rm: cannot read the system topology: %s", strerror(-r));
-			ret = EXIT_FAILURE_RUN;
-			continue;
-		}
-		r = prealloc_pool_release(ctx, abs, &returned);
-		if (r == -ENOENT)
-			continue;	/* the run added nothing to any pool */
-		if (r < 0) {
-			cli_error("rm: removed %s, but cannot give back its pool growth: %s", path,
-				  strerror(-r));
-			ret = EXIT_FAILURE_RUN;
-			continue;
-		}
-		/* Pages still mapped elsewhere (a running VMM) come back at 'prealloc pool --gc'. */
-		for (unsigned int k = 0;; k++) {
-			struct prealloc_ledger_entry e = { .size = sizeof(e) };
-
-			if (prealloc_ledger_entry(ctx, k, &e) < 0)
-				break;
-			if (!strcmp(e.owner, abs) && e.added)
-				cli_warn("rm: %llu pages of node %d's pool are still in use (is the "
-					 "file still open?); 'prealloc pool --gc' returns them later",
-					 (unsigned long long)e.added, e.node);
-		}
+		ret = MAX_OF(ret, r);
 	}
 	prealloc_ctx_free(ctx);
 	return ret;

@@ -50,11 +50,43 @@ enum prealloc_log_level {
 
 typedef void (*prealloc_log_fn)(void *userdata, int level, const char *msg);
 
+/*
+ * Liveness of a named holder (a record owned by, say, a libvirt domain
+ * rather than a process): 1 alive, 0 gone, negative errno when it cannot
+ * tell (the record is then kept). See prealloc_ctx_set_holder_check().
+ */
+typedef int (*prealloc_holder_fn)(void *userdata, const char *holder);
+
+struct prealloc_ctx_opts {
+	size_t size;		/* sizeof(struct prealloc_ctx_opts) */
+	/*
+	 * The record store's directory. NULL: $PREALLOC_STATE_DIR, else
+	 * /run/prealloc as root, else $XDG_RUNTIME_DIR/prealloc, else
+	 * /tmp/prealloc-UID. It must be a directory owned by the caller and
+	 * writable by nobody else, or the store refuses it (-EPERM).
+	 */
+	const char *state_dir;
+	/* Roots sysfs and procfs are read under; NULL: "/sys", "/proc" (tests, containers). */
+	const char *sys_root;
+	const char *proc_root;
+};
+
 /* Reads the topology once (nodes, CPUs, pools, mounts, CPU identity). */
 int prealloc_ctx_new(struct prealloc_ctx **ret_ctx);
+/* The same with options; opts NULL is prealloc_ctx_new(). */
+int prealloc_ctx_new_opts(const struct prealloc_ctx_opts *opts, struct prealloc_ctx **ret_ctx);
 void prealloc_ctx_free(struct prealloc_ctx *ctx);
 /* Messages the library would otherwise drop reach fn; NULL silences. */
 void prealloc_ctx_set_log(struct prealloc_ctx *ctx, prealloc_log_fn fn, void *userdata);
+/* The record store's directory, as resolved at creation. */
+const char *prealloc_ctx_state_dir(struct prealloc_ctx *ctx);
+/*
+ * How prealloc_pool_gc() learns whether a named holder still lives. Without
+ * one, a holder is alive while its record's check path exists (when it has
+ * one) and until its expiry time (when it has one); with neither, forever.
+ */
+void prealloc_ctx_set_holder_check(struct prealloc_ctx *ctx, prealloc_holder_fn fn,
+				   void *userdata);
 
 /* ---- topology ----------------------------------------------------------- */
 
@@ -344,11 +376,10 @@ int prealloc_calibration_unload(struct prealloc_ctx *ctx);
  * have not faulted yet (and, on one node, reservations of other programs),
  * the caller's hugetlb cgroup limit (v2 hugetlb.<size>.max), and for 4K/THP
  * the node's free memory. With PREALLOC_ADMIT_RESERVE it grows a short
- * node's pool instead of failing. Pool changes happen under a system-wide
- * lock (<state dir>/pool.lock) and are recorded in a ledger
- * (<state dir>/ledger) so that concurrent runs never lose an update and the
- * growth can be given back exactly. The state dir is $PREALLOC_STATE_DIR,
- * else /run/prealloc for root.
+ * node's pool instead of failing. Pool changes happen under the record
+ * store's lock (<state dir>/lock) and are recorded in the store (see
+ * "records" below) before they happen, so that concurrent runs never lose
+ * an update and the growth can be given back exactly.
  */
 struct prealloc_reservation;
 
@@ -378,6 +409,16 @@ struct prealloc_admit_opts {
 	unsigned int reserve_timeout_ms; /* RESERVE: compaction deadline; 0: 5000 */
 	unsigned int lock_timeout_ms;	  /* 0: 30000 */
 	const char *owner;	/* the file the pages are for, or a tag; NULL: set later */
+	/*
+	 * A named holder that outlives this process (e.g. "libvirt:UUID" for
+	 * a domain whose hook reserves at prepare and exits): commit records
+	 * the growth for it, and gc returns it only once the holder is gone
+	 * (prealloc_ctx_set_holder_check, holder_check, holder_expires).
+	 * NULL: the growth is held by the owner file.
+	 */
+	const char *holder;
+	const char *holder_check;	/* a path that exists while the holder lives, or NULL */
+	int64_t holder_expires;		/* CLOCK_REALTIME seconds after which it is gone, 0: never */
 };
 
 /* Why admission failed, with the numbers a message needs. Pages, or bytes for MEMORY. */
@@ -401,15 +442,18 @@ struct prealloc_admit_result {
 /*
  * Checks (and with RESERVE grows) every node of the request under the pool
  * lock and records an in-flight reservation. 4K requests are checked but
- * take no ledger entry. Errors: -ENOMEM short (pool, memory, growth),
+ * take no record. Errors: -ENOMEM short (pool, memory, growth),
  * -EDQUOT cgroup limit, -ETIMEDOUT lock, -EACCES/-EPERM pool not writable,
- * -ENODEV unknown node; ret_result (may be NULL) says why.
+ * -ENODEV unknown node, -EBADMSG a corrupt record store; ret_result (may be NULL) says why.
  */
 int prealloc_admit(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *opts,
 		   struct prealloc_reservation **ret_resv, struct prealloc_admit_result *ret_result);
 /* Names the file (or tag) holding the pages, once it exists. */
 int prealloc_reservation_set_owner(struct prealloc_reservation *resv, const char *owner);
-/* The pages are faulted and held by the owner: the ledger keeps only the growth. */
+/*
+ * The pages are faulted and held by the owner file (or the holder): the
+ * record keeps only the growth, or the holder's claim.
+ */
 int prealloc_reservation_commit(struct prealloc_reservation *resv);
 /*
  * Drops the reservation and gives back the growth it made; call after the
@@ -419,11 +463,10 @@ int prealloc_reservation_rollback(struct prealloc_reservation *resv, uint64_t *r
 /* Rolls back unless committed, then frees the handle. */
 void prealloc_reservation_free(struct prealloc_reservation *resv);
 /*
- * Frees the handle and leaves its ledger entries as they are: for a caller
- * whose commit failed but who keeps the memory (a rollback would shrink the
- * pool under it). `prealloc_pool_gc` later turns entries of a process that
- * is gone into held growth of the owner file, or returns them if the file
- * is gone too.
+ * Frees the handle and leaves its record as it is: for a caller whose
+ * commit failed but who keeps the memory (a rollback would shrink the pool
+ * under it). Once this process is gone, `prealloc_pool_gc` gives back the
+ * growth of the record as far as its pages are free.
  */
 void prealloc_reservation_abandon(struct prealloc_reservation *resv);
 
@@ -435,8 +478,8 @@ struct prealloc_pool_status {
 	uint64_t free;		/* free_hugepages */
 	uint64_t surplus;	/* surplus_hugepages */
 	uint64_t reserved;	/* reserved by prealloc runs, not faulted yet */
-	uint64_t added;		/* pages prealloc added, per the ledger */
-	unsigned int owners;	/* ledger entries for this node and size */
+	uint64_t added;		/* pages prealloc added, per the record store */
+	unsigned int owners;	/* records with a share of this node and size */
 };
 int prealloc_pool_status(struct prealloc_ctx *ctx, int node, uint64_t page_size,
 			 struct prealloc_pool_status *ret_status);
@@ -459,17 +502,177 @@ struct prealloc_ledger_entry {
 	uint64_t dev, ino;	/* owner file identity, 0 if none */
 	char owner[4096];
 };
-/* Entry index of the ledger as it is now; -ENOENT past the end. */
+/*
+ * The store's pool shares one by one (one per record and node), as the
+ * ledger of version 0.1 listed them; -ENOENT past the end.
+ */
 int prealloc_ledger_entry(struct prealloc_ctx *ctx, unsigned int index,
 			  struct prealloc_ledger_entry *ret_entry);
 /*
- * The owner's pages are gone (file removed): give back the growth recorded
- * for it. -EBUSY while the file still exists; -ENOENT no entry. Growth whose
- * pages are still in use (an open file) stays as ORPHAN for prealloc_pool_gc.
+ * Settles every record whose owner is gone: a run that died before its
+ * file was ready (the file it created is removed: it never held a guest's
+ * data; a file it adopted keeps its data), a file removed by hand, a named
+ * holder that is gone (with its files), a release cut short. Their growth
+ * goes back as far as the pages are free; the rest stays as ORPHAN. Ready
+ * files and live owners are never touched. ret_entries: records settled.
  */
-int prealloc_pool_release(struct prealloc_ctx *ctx, const char *owner, uint64_t *ret_returned);
-/* Gives back growth of owners that no longer exist and of runs that died. */
 int prealloc_pool_gc(struct prealloc_ctx *ctx, uint64_t *ret_returned, unsigned int *ret_entries);
+
+
+/* ---- records ------------------------------------------------------------ */
+
+/*
+ * One store under the state directory holds everything prealloc owns: each
+ * reservation (pool growth per node and page size, pages promised but not
+ * yet faulted) and each file it prepares, with its state. A record is
+ * written BEFORE the change it describes (before a pool grows, before the
+ * file's first page is faulted), under one lock that is held only while the
+ * store or a pool changes, never during populate. The store is one
+ * versioned file rewritten whole (temp, fsync, rename, fsync of the
+ * directory); a corrupt store is refused (-EBADMSG), never reset.
+ */
+enum prealloc_record_state {
+	PREALLOC_RECORD_PREPARING = 0, /* a run is admitting or populating */
+	PREALLOC_RECORD_READY,	       /* committed: the file (or holder) holds the pages */
+	PREALLOC_RECORD_RELEASING,     /* a release began: the file goes, then the growth */
+	PREALLOC_RECORD_ORPHAN,	       /* owner gone; growth not yet given back */
+};
+
+enum prealloc_record_owner {
+	PREALLOC_OWNER_NONE = 0,	/* held by its file alone */
+	PREALLOC_OWNER_RUN,	/* a process: pid + start time */
+	PREALLOC_OWNER_HOLDER,	/* a named holder that outlives processes */
+};
+
+struct prealloc_record_info {
+	size_t size;		/* sizeof(struct prealloc_record_info) */
+	uint64_t id;
+	int state;		/* enum prealloc_record_state */
+	int owner;		/* enum prealloc_record_owner */
+	int alive;		/* the owner lives (runs and holders), 1 or 0 */
+	int pid;		/* RUN */
+	char holder[256];	/* HOLDER */
+	int has_file;
+	int created;		/* the file was created by prealloc (else adopted, --reuse) */
+	uint64_t file_size;
+	uint64_t page_size;
+	uint64_t pages;		/* hugepages the record needs, all nodes */
+	uint64_t added;		/* hugepages added to pools for it, all nodes */
+	uint64_t outstanding;	/* PREPARING: hugepages not faulted yet */
+	char path[4096];	/* the file's final path, or "" */
+};
+/* Record index of the store as it is now; -ENOENT past the end, -EBADMSG corrupt. */
+int prealloc_record(struct prealloc_ctx *ctx, unsigned int index,
+		    struct prealloc_record_info *ret_info);
+
+/* ---- flows: prepare, release ------------------------------------------- */
+
+#define PREALLOC_PAGE_AUTO UINT64_C(0)	/* 2M when it fits, else 4k: the reason is reported */
+#define PREALLOC_PAGE_THP UINT64_C(1)	/* tmpfs with transparent hugepages */
+
+enum prealloc_prepare_flags {
+	PREALLOC_PREPARE_REUSE = 1u << 0,   /* adopt an existing file of the exact size */
+	PREALLOC_PREPARE_RESERVE = 1u << 1, /* grow short hugepage pools (admission) */
+	PREALLOC_PREPARE_VERIFY = 1u << 2,  /* fail unless every byte is zero and every page on its node */
+	PREALLOC_PREPARE_CHOWN = 1u << 3,   /* give the file to uid:gid */
+	PREALLOC_PREPARE_TOUCH = 1u << 4,   /* tests: the touch fallback */
+	PREALLOC_PREPARE_NO_CHECK = 1u << 5, /* tests: admit without checking capacity */
+};
+
+struct prealloc_prepare_opts {
+	size_t size;		/* sizeof(struct prealloc_prepare_opts) */
+	unsigned int flags;	/* enum prealloc_prepare_flags */
+	uint64_t page_size;	/* PREALLOC_PAGE_AUTO, _THP, _4K, _2M or _1G */
+	uint64_t length;	/* bytes; 0 with node_bytes: their sum */
+	/* Placement as in prealloc_region_opts; nr_nodes 0: the current policy's nodes. */
+	unsigned int nr_nodes;
+	const int *nodes;
+	const uint64_t *node_bytes;
+	/*
+	 * The file. NULL: a new name "prealloc-node<N>-<size>-<random>" in dir,
+	 * or (dir NULL) in the hugetlbfs mount of the page size or /dev/shm.
+	 * The file is populated under a hidden name beside it and appears at
+	 * path only once it is ready (REUSE: in place).
+	 */
+	const char *path;
+	const char *dir;
+	unsigned int threads;	/* per node; 0: every allowed CPU of the node */
+	unsigned int reserve_timeout_ms; /* 0: 5000 */
+	unsigned int lock_timeout_ms;	  /* 0: 30000 */
+	unsigned int uid, gid;	/* CHOWN */
+	unsigned int mode;	/* permission bits of a created file; 0: 0600 */
+	const char *holder;	/* as in prealloc_admit_opts; NULL: the file holds its growth */
+	const char *holder_check;
+	int64_t holder_expires;
+};
+
+/* The step of a flow that failed. */
+enum prealloc_step {
+	PREALLOC_STEP_NONE = 0,
+	PREALLOC_STEP_REQUEST,	 /* the request itself: sizes, nodes, page size */
+	PREALLOC_STEP_LOCATION,	 /* where the file goes: mounts, filesystem, existing file */
+	PREALLOC_STEP_ADMISSION, /* capacity (details in admit) */
+	PREALLOC_STEP_RECORD,	 /* the record store */
+	PREALLOC_STEP_CREATE,	 /* the file and its mapping */
+	PREALLOC_STEP_POPULATE,	 /* the workers (error_node, error_offset in the report) */
+	PREALLOC_STEP_VERIFY,	 /* not zero (-EBADMSG) or pages off their node (-EXDEV) */
+	PREALLOC_STEP_COMMIT,	 /* the file could not take its name, or the record its state */
+};
+
+struct prealloc_prepare_info {
+	size_t size;		/* sizeof(struct prealloc_prepare_info) */
+	int step;		/* enum prealloc_step that failed, NONE on success */
+	int error;		/* negative errno, 0 */
+	char path[4096];	/* the file */
+	uint64_t page_size;	/* resolved: _4K, _2M, _1G or _THP */
+	char page_reason[256];	/* why AUTO chose this size (or THP fell back), "" if nothing to say */
+	int created;		/* 1: created by this run; 0: adopted (REUSE) */
+	uint64_t resident_before; /* REUSE: bytes the file held before */
+	uint64_t added;		/* hugepages this run added to pools */
+	uint64_t record_id;
+	struct prealloc_admit_result admit; /* ADMISSION: why */
+	char message[1024];	/* the failure in one line, for people ("" on success) */
+	/* THP: bytes mapped by huge pages after populate, all nodes (per node: the job's node reports). */
+	uint64_t huge_bytes;
+};
+
+/*
+ * Prepares guest memory: resolves the page size and location, admits the
+ * request (growing pools with RESERVE), records it (state PREPARING, this
+ * process as owner), creates the file, then starts the workers and returns.
+ * When the job finishes, before its completion is posted, it verifies
+ * (VERIFY), commits (the file takes its name; the record turns READY) or
+ * rolls back everything it made (file, pool growth, record) on failure or
+ * cancel. A failure before the job starts returns its negative errno with
+ * ret_info saying which step; ret_info may be NULL.
+ */
+int prealloc_prepare_start(struct prealloc_ctx *ctx, const struct prealloc_prepare_opts *opts,
+			   struct prealloc_job **ret_job, struct prealloc_prepare_info *ret_info);
+/* The outcome of a prepare job; after prealloc_job_wait(). */
+int prealloc_prepare_info(struct prealloc_job *job, struct prealloc_prepare_info *ret_info);
+/* Synchronous: start, wait, info and report (either may be NULL). */
+int prealloc_prepare(struct prealloc_ctx *ctx, const struct prealloc_prepare_opts *opts,
+		     struct prealloc_prepare_info *ret_info, struct prealloc_report *ret_report);
+
+struct prealloc_release_info {
+	size_t size;		/* sizeof(struct prealloc_release_info) */
+	int removed;		/* the file was removed */
+	uint64_t returned;	/* hugepages given back to the pools */
+	uint64_t in_use;	/* hugepages kept as orphan growth: pages still in use */
+	int pid;		/* -EBUSY: the run still preparing the file */
+};
+
+/*
+ * Removes a file prealloc created, and gives back its pool growth; also a
+ * file whose run died before it was ready. -ENOENT: not made by prealloc
+ * (no record; adopted files are never removed); -ESTALE: its size changed
+ * since; -EBUSY: a live run is still preparing it; -ELOOP: a symbolic link.
+ */
+int prealloc_release(struct prealloc_ctx *ctx, const char *path,
+		     struct prealloc_release_info *ret_info);
+/* Gives back what a named holder holds (its records); -ENOENT when none. */
+int prealloc_release_holder(struct prealloc_ctx *ctx, const char *holder,
+			    struct prealloc_release_info *ret_info);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/* Admission and the records it leaves; shared by the flows. Never installed. */
+#ifndef PREALLOC_ADMIT_H
+#define PREALLOC_ADMIT_H
+
+#include "internal.h"
+#include "records.h"
+
+#define ADMIT_RESERVE_TIMEOUT_MS 5000
+#define ADMIT_LOCK_TIMEOUT_MS 30000
+
+/* Copies and checks a caller's admission options, filling in the defaults. */
+int admit_check_opts(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *opts,
+		     struct prealloc_admit_opts *o);
+/* Takes the store's lock and loads it; res says why not. */
+int admit_lock_load(struct prealloc_ctx *ctx, unsigned int timeout_ms, struct store *s,
+		    int *ret_fd, struct prealloc_admit_result *res);
+/* 4K/THP: each node's free memory covers its bytes. */
+int admit_memory(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *o,
+		 struct prealloc_admit_result *res);
+/*
+ * Hugetlb, under the lock, for record id (already in s): appends one pool
+ * line per node, grows short pools with RESERVE (each line saved before
+ * its growth), and saves s. On failure the lines are dropped and their
+ * growth given back; res says why.
+ */
+int admit_locked(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *o, struct store *s,
+		 uint64_t id, struct prealloc_admit_result *res);
+
+/*
+ * Gives back pool line k of record ri's growth as far as the node has free
+ * pages nobody else was promised; written ahead (the store forgets the
+ * pages before they go back). ret_left: growth still owed.
+ */
+int record_return_growth(struct prealloc_ctx *ctx, struct store *s, size_t ri, unsigned int k,
+			 uint64_t *ret_returned);
+/*
+ * Settles record ri whose owner is gone or which is being released: the
+ * file goes if prealloc created it and (unless ready) it never became
+ * ready, then the growth is given back. The record leaves the store, or
+ * stays ORPHAN with the growth still in use. Saves s.
+ */
+int record_settle(struct prealloc_ctx *ctx, struct store *s, size_t ri, bool remove_ready,
+		  uint64_t *ret_returned, uint64_t *ret_left, bool *ret_removed);
+/* Commit: READY, held by its holder or file; lines that added nothing go. */
+void record_commit(struct record *r, const struct rec_owner *holder);
+
+#endif

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/* An admission failure in one line: what was short, where, and the remedy. */
+#include <stdio.h>
+#include <string.h>
+
+#include "prepare.h"
+
+#define BOOT_1G_ADVICE                                                                         \
+	"; runtime allocation of 1G pages often fails because memory is fragmented: reserve "    \
+	"them at boot with 'hugepagesz=1G hugepages=N' on the kernel command line"
+
+void admit_message(const struct prealloc_admit_result *res, int err, bool reserve, char *buf,
+		   size_t len)
+{
+	const char *lbl = page_name(res->page_size);
+	const char *boot = res->page_size == PREALLOC_PAGE_1G ? BOOT_1G_ADVICE : "";
+	unsigned long long need = res->needed, avail = res->available;
+	char a[32], b[32];
+
+	switch (res->reason) {
+	case PREALLOC_ADMIT_POOL:
+		if (err == -EOPNOTSUPP) {
+			snprintf(buf, len, "node %d has no %s hugepage pool on this kernel", res->node,
+				 lbl);
+			return;
+		}
+		snprintf(buf, len,
+			 "node %d has %llu free %s hugepages (%llu free in its pool of %llu, %llu "
+			 "reserved by other runs), %llu needed; pass --reserve to grow the node's "
+			 "pool, use a smaller size or another node%s",
+			 res->node, avail, lbl, (unsigned long long)res->pool_free,
+			 (unsigned long long)res->pool_total, (unsigned long long)res->reserved_others,
+			 need, boot);
+		return;
+	case PREALLOC_ADMIT_GLOBAL:
+		snprintf(buf, len,
+			 "only %llu %s hugepages are free system-wide once other programs' "
+			 "reservations are counted, %llu needed; pass --reserve, use a smaller size%s",
+			 avail, lbl, need, boot);
+		return;
+	case PREALLOC_ADMIT_CGROUP:
+		snprintf(buf, len,
+			 "the hugetlb cgroup limit %s leaves room for %llu %s hugepages, %llu needed; "
+			 "raise the limit or use a smaller size", res->cgroup, avail, lbl, need);
+		return;
+	case PREALLOC_ADMIT_MEMORY:
+		snprintf(buf, len,
+			 "node %d has %s free, %s needed; use a smaller size, another node, or "
+			 "hugepages (--page-size 2M --reserve)",
+			 res->node, format_bytes(res->available, a, sizeof(a)),
+			 format_bytes(res->needed, b, sizeof(b)));
+		return;
+	case PREALLOC_ADMIT_GROW:
+		snprintf(buf, len,
+			 "cannot grow node %d's %s hugepage pool: asked the kernel for %llu pages "
+			 "(%llu needed free, %llu were), it allocated only %llu in %.1f s even after "
+			 "compacting the node, and the pool was put back as it was; free memory on "
+			 "the node, use a smaller size or another node%s",
+			 res->node, lbl, (unsigned long long)res->grow_requested, need, avail,
+			 (unsigned long long)res->grow_got,
+			 res->grow_seconds, boot);
+		return;
+	case PREALLOC_ADMIT_LOCK:
+		snprintf(buf, len, "timed out waiting for the record store's lock (another prealloc "
+				   "run holds it)");
+		return;
+	case PREALLOC_ADMIT_ACCESS:
+		if (err == -EBADMSG) {
+			snprintf(buf, len, "the record store is corrupt; it was left as it is for "
+					   "inspection (move it away to start afresh)");
+			return;
+		}
+		snprintf(buf, len, "cannot %s: %s%s",
+			 reserve ? "grow the hugepage pool or write the record store"
+				 : "write the record store",
+			 strerror(-err), err == -EACCES || err == -EPERM ? " (run as root)" : "");
+		return;
+	default:
+		snprintf(buf, len, "admission failed: %s", strerror(-err));
+	}
+}

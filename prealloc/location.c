@@ -1,0 +1,291 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Where a prepared file goes and in which pages: a hugetlbfs mount (its page
+ * size), or tmpfs (4k, or transparent hugepages where they can work). The
+ * automatic choice takes 2M when a 2M hugetlbfs is mounted and every node
+ * has the free pages (or RESERVE may grow them), else 4k, and says why.
+ */
+#include <libgen.h>
+#include <linux/magic.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include "prepare.h"
+
+#define SHMEM_THP "/kernel/mm/transparent_hugepage/shmem_enabled"
+
+void prepare_fail(struct prepare_req *q, int step, const char *fmt, ...)
+{
+	va_list ap;
+
+	q->info.step = step;
+	va_start(ap, fmt);
+	vsnprintf(q->info.message, sizeof(q->info.message), fmt, ap);
+	va_end(ap);
+}
+
+const char *page_name(uint64_t page)
+{
+	switch (page) {
+	case PREALLOC_PAGE_THP:
+		return "thp";
+	case PREALLOC_PAGE_4K:
+		return "4k";
+	case PREALLOC_PAGE_2M:
+		return "2M";
+	case PREALLOC_PAGE_1G:
+		return "1G";
+	default:
+		return "auto";
+	}
+}
+
+/* The bracketed word of a sysfs choice file ("always [advise] never"). */
+static int sysfs_choice(const struct prealloc_ctx *ctx, const char *rel, char *buf, size_t len)
+{
+	char path[PATH_MAX], line[256], *open_b, *close_b;
+
+	if (sys_path(ctx, path, sizeof(path), "%s", rel) < 0 ||
+	    read_file_str(path, line, sizeof(line)) < 0)
+		return -ENOENT;
+	open_b = strchr(line, '[');
+	close_b = open_b ? strchr(open_b, ']') : NULL;
+	if (!close_b)
+		return -EINVAL;
+	*close_b = '\0';
+	return (size_t)snprintf(buf, len, "%s", open_b + 1) < len ? 0 : -ENAMETOOLONG;
+}
+
+/* The huge= option of the tmpfs mount that holds dir ("never" when absent). */
+static void tmpfs_huge_option(const struct prealloc_ctx *ctx, const char *dir, char *buf,
+			      size_t len)
+{
+	char path[PATH_MAX], real[PATH_MAX], *line = NULL;
+	size_t cap = 0, best = 0;
+	FILE *f;
+
+	snprintf(buf, len, "never");
+	if (!realpath(dir, real) || proc_path(ctx, path, sizeof(path), "/self/mountinfo") < 0 ||
+	    !(f = fopen(path, "re")))
+		return;
+	while (getline(&line, &cap, f) > 0) {
+		char mnt[PATH_MAX], fstype[64], opts[1024], *dash = strstr(line, " - "), *h;
+		size_t n;
+
+		if (!dash || sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1 ||
+		    sscanf(dash, " - %63s %*s %1023s", fstype, opts) != 2 || strcmp(fstype, "tmpfs"))
+			continue;
+		n = strlen(mnt);
+		/* The longest mount point that contains dir: the mount dir is on. */
+		if (strncmp(real, mnt, n) || (real[n] && real[n] != '/' && n > 1) || n < best)
+			continue;
+		best = n;
+		h = strstr(opts, "huge=");
+		snprintf(buf, len, "%.*s", h ? (int)strcspn(h + 5, ",") : 5, h ? h + 5 : "never");
+	}
+	free(line);
+	fclose(f);
+}
+
+/*
+ * thp on a tmpfs file works when shmem_enabled forces it, or when it is not
+ * denied and the mount's huge= asks for it (advise: with MADV_HUGEPAGE,
+ * which the region sets). shmem_enabled itself governs memfd and shared
+ * anonymous memory, not files on a mount.
+ */
+static int thp_usable(struct prepare_req *q, const char *dir)
+{
+	char mode[32] = "missing", huge[32];
+
+	sysfs_choice(q->ctx, SHMEM_THP, mode, sizeof(mode));
+	if (!strcmp(mode, "force"))
+		return 0;
+	if (!strcmp(mode, "deny") || !strcmp(mode, "missing")) {
+		prepare_fail(q, PREALLOC_STEP_LOCATION,
+			     "thp on tmpfs needs shmem transparent hugepages, which are '%s' "
+			     "(/sys" SHMEM_THP "); use --page-size 2M on hugetlbfs, or 4k", mode);
+		return -EOPNOTSUPP;
+	}
+	tmpfs_huge_option(q->ctx, dir, huge, sizeof(huge));
+	if (!strcmp(huge, "always") || !strcmp(huge, "within_size") || !strcmp(huge, "advise"))
+		return 0;
+	prepare_fail(q, PREALLOC_STEP_LOCATION,
+		     "%s is on a tmpfs mounted with huge=%s, so its files get no transparent "
+		     "hugepages; remount it with -o huge=advise (or within_size), or use "
+		     "--page-size 2M on hugetlbfs, or 4k", dir, huge);
+	return -EOPNOTSUPP;
+}
+
+/* AUTO with a 2M hugetlbfs: 2M if the size fits in 2M pages and every node has them. */
+static bool auto_2m_fits(struct prepare_req *q)
+{
+	if (q->length % PREALLOC_PAGE_2M) {
+		snprintf(q->info.page_reason, sizeof(q->info.page_reason),
+			 "page size auto chose 4k: the size is not a multiple of 2 MiB");
+		return false;
+	}
+	for (unsigned int i = 0; i < q->nr_nodes; i++) {
+		struct prealloc_node_info info = { .size = sizeof(info) };
+		uint64_t pages = q->length / PREALLOC_PAGE_2M;
+		uint64_t want = q->sized ? (q->node_bytes[i] + PREALLOC_PAGE_2M - 1) / PREALLOC_PAGE_2M
+					 : pages / q->nr_nodes + (i < pages % q->nr_nodes ? 1 : 0);
+
+		if ((q->o.flags & PREALLOC_PREPARE_RESERVE) ||
+		    prealloc_node_info(q->ctx, q->nodes[i], &info) < 0 || info.hp2m_free >= want)
+			continue;
+		snprintf(q->info.page_reason, sizeof(q->info.page_reason),
+			 "page size auto chose 4k: node %d has %llu free 2M hugepages, %llu needed "
+			 "(--reserve grows the pool; --page-size 2M insists)",
+			 q->nodes[i], (unsigned long long)info.hp2m_free, (unsigned long long)want);
+		return false;
+	}
+	return true;
+}
+
+/* The file was named: what is there now, and which page size its directory gives. */
+static int locate_named(struct prepare_req *q)
+{
+	char buf[PATH_MAX];
+	struct statfs sfs;
+	struct stat st;
+
+	if (lstat(q->path, &st) == 0) {
+		if (S_ISLNK(st.st_mode)) {
+			prepare_fail(q, PREALLOC_STEP_LOCATION,
+				     "%s is a symbolic link; give the real path", q->path);
+			return -ELOOP;
+		}
+		if (!(q->o.flags & PREALLOC_PREPARE_REUSE)) {
+			prepare_fail(q, PREALLOC_STEP_LOCATION,
+				     "%s already exists; pass --reuse to populate it in place, or "
+				     "choose another path", q->path);
+			return -EEXIST;
+		}
+		if (!S_ISREG(st.st_mode)) {
+			prepare_fail(q, PREALLOC_STEP_LOCATION, "%s is not a regular file", q->path);
+			return -EINVAL;
+		}
+		q->exists = true;
+	}
+	snprintf(buf, sizeof(buf), "%s", q->path);
+	snprintf(q->dir, sizeof(q->dir), "%s", dirname(buf));
+	if (statfs(q->dir, &sfs) < 0) {
+		int r = -errno;
+
+		prepare_fail(q, PREALLOC_STEP_LOCATION, "cannot use directory %s: %s", q->dir,
+			     strerror(-r));
+		return r;
+	}
+	q->fs_magic = (unsigned long)sfs.f_type;
+	q->fs_page = (uint64_t)sfs.f_bsize;
+	return 0;
+}
+
+/* Picks the page size from the filesystem of a named file (or a given dir). */
+static int page_from_fs(struct prepare_req *q)
+{
+	uint64_t want = q->o.page_size;
+
+	if (q->fs_magic == HUGETLBFS_MAGIC) {
+		if (want != PREALLOC_PAGE_AUTO && want != q->fs_page) {
+			prepare_fail(q, PREALLOC_STEP_LOCATION,
+				     "%s is on hugetlbfs with %s pages, but --page-size %s was given",
+				     q->dir, page_name(q->fs_page), page_name(want));
+			return -EMEDIUMTYPE;
+		}
+		q->page = q->fs_page;
+		return 0;
+	}
+	if (q->fs_magic != TMPFS_MAGIC) {
+		prepare_fail(q, PREALLOC_STEP_LOCATION,
+			     "%s is not on hugetlbfs or tmpfs: guest memory files must live in "
+			     "memory", q->dir);
+		return -EMEDIUMTYPE;
+	}
+	if (want == PREALLOC_PAGE_2M || want == PREALLOC_PAGE_1G) {
+		prepare_fail(q, PREALLOC_STEP_LOCATION,
+			     "%s is on tmpfs, which has no %s hugetlb pages; put the file on a "
+			     "hugetlbfs mount with pagesize=%s", q->dir, page_name(want),
+			     page_name(want));
+		return -EMEDIUMTYPE;
+	}
+	q->page = want == PREALLOC_PAGE_THP ? PREALLOC_PAGE_THP : PREALLOC_PAGE_4K;
+	return 0;
+}
+
+/* No file named: a directory from the page size (and, for auto, the pools). */
+static int locate_dir(struct prepare_req *q)
+{
+	uint64_t want = q->o.page_size;
+	const char *mnt;
+	struct statfs sfs;
+
+	if (want == PREALLOC_PAGE_2M || want == PREALLOC_PAGE_1G) {
+		mnt = prealloc_hugetlbfs_mount(q->ctx, want);
+		if (!mnt) {
+			prepare_fail(q, PREALLOC_STEP_LOCATION,
+				     "no hugetlbfs is mounted for %s pages; mount one (mount -t "
+				     "hugetlbfs -o pagesize=%s none /dev/hugepages%s) or pass --file",
+				     page_name(want), page_name(want),
+				     want == PREALLOC_PAGE_1G ? "-1G" : "");
+			return -ENODEV;
+		}
+		snprintf(q->dir, sizeof(q->dir), "%s", mnt);
+		q->page = want;
+		return 0;
+	}
+	mnt = want == PREALLOC_PAGE_AUTO ? prealloc_hugetlbfs_mount(q->ctx, PREALLOC_PAGE_2M) : NULL;
+	if (mnt && auto_2m_fits(q)) {
+		snprintf(q->dir, sizeof(q->dir), "%s", mnt);
+		q->page = PREALLOC_PAGE_2M;
+		return 0;
+	}
+	if (want == PREALLOC_PAGE_AUTO && !mnt)
+		snprintf(q->info.page_reason, sizeof(q->info.page_reason),
+			 "page size auto chose 4k: no hugetlbfs is mounted for 2M pages "
+			 "(mount -t hugetlbfs -o pagesize=2M none /dev/hugepages)");
+	snprintf(q->dir, sizeof(q->dir), "/dev/shm");
+	if (statfs(q->dir, &sfs) < 0 || (unsigned long)sfs.f_type != TMPFS_MAGIC) {
+		prepare_fail(q, PREALLOC_STEP_LOCATION,
+			     "/dev/shm is not a tmpfs mount; pass --file on a tmpfs or hugetlbfs "
+			     "mount");
+		return -ENODEV;
+	}
+	q->fs_magic = TMPFS_MAGIC;
+	q->page = want == PREALLOC_PAGE_THP ? PREALLOC_PAGE_THP : PREALLOC_PAGE_4K;
+	return 0;
+}
+
+int prepare_locate(struct prepare_req *q)
+{
+	int r;
+
+	if (q->path) {
+		r = locate_named(q);
+		if (r == 0)
+			r = page_from_fs(q);
+	} else if (q->o.dir) {
+		struct statfs sfs;
+
+		snprintf(q->dir, sizeof(q->dir), "%s", q->o.dir);
+		if (statfs(q->dir, &sfs) < 0) {
+			r = -errno;
+			prepare_fail(q, PREALLOC_STEP_LOCATION, "cannot use directory %s: %s",
+				     q->dir, strerror(-r));
+			return r;
+		}
+		q->fs_magic = (unsigned long)sfs.f_type;
+		q->fs_page = (uint64_t)sfs.f_bsize;
+		r = page_from_fs(q);
+	} else {
+		r = locate_dir(q);
+	}
+	if (r == 0 && q->page == PREALLOC_PAGE_THP)
+		r = thp_usable(q, q->dir);
+	return r;
+}

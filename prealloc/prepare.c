@@ -1,0 +1,305 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Prepare: from a request to a populated, verified, recorded file.
+ *
+ *   locate -> admit + record (PREPARING) -> create under a hidden name ->
+ *   populate (workers) -> verify -> commit: rename to the final name,
+ *   record READY
+ *
+ * The record is written before the file exists and names the hidden name,
+ * which is unique to the record, so a run killed at any instruction leaves
+ * something gc can finish: the file is removed (it never held a guest's
+ * data), the growth given back. A file appears at its final path only when
+ * it is ready. Commit and rollback run in the job's finish, before its
+ * completion is posted: a caller that sees the job done sees it settled.
+ */
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "admit.h"
+#include "prepare.h"
+#include "statedir.h"
+
+/* Runs fn on the record of q under the lock, then saves. */
+static int record_update(struct prepare_req *q, void (*fn)(struct prepare_req *q, struct record *r))
+{
+	struct store s;
+	long i;
+	int fd = -1, r;
+
+	r = statedir_lock(q->ctx, q->o.lock_timeout_ms, &fd);
+	if (r < 0)
+		return r;
+	r = store_load(q->ctx, &s);
+	if (r == 0) {
+		i = store_find(&s, q->id);
+		if (i < 0) {
+			r = -ENOENT;
+		} else {
+			fn(q, &s.r[i]);
+			r = store_save(q->ctx, &s);
+		}
+		store_free(&s);
+	}
+	statedir_unlock(fd);
+	return r;
+}
+
+/* ---- commit and rollback (the job's finish) ----------------------------- */
+
+static void set_ready(struct prepare_req *q, struct record *r)
+{
+	record_commit(r, &q->holder);
+	snprintf(r->path, sizeof(r->path), "%s", q->final);
+}
+
+static int prepare_commit(struct prepare_req *q)
+{
+	int r;
+
+	test_pause("before-commit");
+	if (q->info.created && renameat2(AT_FDCWD, q->tmp, AT_FDCWD, q->final, RENAME_NOREPLACE) < 0) {
+		r = -errno;
+		prepare_fail(q, PREALLOC_STEP_COMMIT, "cannot give %s its name: %s%s", q->final,
+			     strerror(-r), r == -EEXIST ? " (a file appeared there meanwhile)" : "");
+		return r;
+	}
+	r = record_update(q, set_ready);
+	if (r < 0) {
+		prepare_fail(q, PREALLOC_STEP_COMMIT, "cannot record %s as ready in %s: %s",
+			     q->final, prealloc_ctx_state_dir(q->ctx), strerror(-r));
+		if (q->info.created)
+			renameat2(AT_FDCWD, q->final, AT_FDCWD, q->tmp, RENAME_NOREPLACE);
+		return r;
+	}
+	q->recorded = false;	/* the record is the file's now, not this run's to settle */
+	test_pause("after-commit");
+	prealloc_region_free(q->region);	/* the file stays for the VMM */
+	q->region = NULL;
+	return 0;
+}
+
+/* Everything this run made goes: the file (never a reused one), then its growth, its record. */
+static void prepare_rollback(struct prepare_req *q)
+{
+	struct store s;
+	long i;
+	int fd = -1;
+
+	if (q->region) {
+		if (q->info.created)
+			prealloc_region_discard(q->region);
+		else
+			prealloc_region_free(q->region);
+		q->region = NULL;
+	}
+	if (!q->recorded || statedir_lock(q->ctx, q->o.lock_timeout_ms, &fd) < 0)
+		return;	/* the record stays ours; gc settles it once we are gone */
+	if (store_load(q->ctx, &s) == 0) {
+		uint64_t returned = 0, left = 0;
+		bool removed;
+
+		i = store_find(&s, q->id);
+		if (i >= 0)
+			record_settle(q->ctx, &s, (size_t)i, false, &returned, &left, &removed);
+		store_free(&s);
+	}
+	statedir_unlock(fd);
+	q->recorded = false;
+}
+
+/* A VERIFY run's verdict over its report (until the engine gives it). */
+static int verify_verdict(struct prepare_req *q, struct prealloc_job *job)
+{
+	struct prealloc_report rep = { .size = sizeof(rep) };
+
+	if (!(q->o.flags & PREALLOC_PREPARE_VERIFY) || job_fill_report(job, &rep) < 0)
+		return 0;
+	if (rep.nonzero_offset != UINT64_MAX)
+		return -EBADMSG;
+	for (unsigned int i = 0; i < rep.nr_nodes; i++) {
+		struct prealloc_node_report n = { .size = sizeof(n) };
+
+		job_fill_node_report(job, i, &n);
+		if (n.pages_off_node || n.pages_missing)
+			return -EXDEV;
+	}
+	return 0;
+}
+
+static int prepare_finish(struct prealloc_job *job, int status, void *arg)
+{
+	struct prepare_req *q = arg;
+
+	if (status == 0)
+		status = verify_verdict(q, job);
+	if (status == -EBADMSG || status == -EXDEV)
+		prepare_fail(q, PREALLOC_STEP_VERIFY, "verification failed: %s",
+			     status == -EBADMSG ? "memory is not zero"
+						: "pages are missing or on the wrong node");
+	else if (status < 0 && status != -ECANCELED && !q->info.step)
+		prepare_fail(q, PREALLOC_STEP_POPULATE, "populating %s failed: %s", q->final,
+			     strerror(-status));
+	if (status == 0)
+		status = prepare_commit(q);
+	if (status < 0)
+		prepare_rollback(q);
+	q->info.error = status;
+	return status;
+}
+
+static void prepare_destroy(void *arg)
+{
+	struct prepare_req *q = arg;
+
+	prepare_rollback(q);	/* only what is left: nothing after a commit */
+	free(q);
+}
+
+/* ---- before the workers ------------------------------------------------- */
+
+static void set_identity(struct prepare_req *q, struct record *r)
+{
+	struct stat st;
+
+	if (fstat(prealloc_region_fd(q->region), &st) < 0)
+		return;
+	r->dev = (uint64_t)st.st_dev;
+	r->ino = (uint64_t)st.st_ino;
+}
+
+/* The file under its hidden name (or the reused one), bound to its nodes. */
+static int prepare_create(struct prepare_req *q)
+{
+	struct prealloc_region_opts ro = {
+		.size = sizeof(ro),
+		.backing = PREALLOC_BACKING_FILE,
+		.flags = (q->exists ? PREALLOC_REGION_REUSE : 0) |
+			 (q->page == PREALLOC_PAGE_THP ? PREALLOC_REGION_THP : 0),
+		.length = q->length,
+		.path = q->exists ? q->final : q->tmp,
+		.nr_nodes = q->nr_nodes,
+		.nodes = q->nodes,
+		.node_bytes = q->node_bytes,
+	};
+	int fd, r;
+
+	r = prealloc_region_new(q->ctx, &ro, &q->region);
+	if (r < 0) {
+		prepare_fail(q, PREALLOC_STEP_CREATE, r == -EEXIST && q->exists
+				     ? "%s exists with a different size; --reuse needs the exact size"
+				     : "cannot create %s: %s", q->final, strerror(-r));
+		q->region = NULL;
+		return r;
+	}
+	fd = prealloc_region_fd(q->region);
+	if (q->info.created &&
+	    (fchmod(fd, q->o.mode ? q->o.mode & 07777 : 0600) < 0 ||
+	     ((q->o.flags & PREALLOC_PREPARE_CHOWN) && fchown(fd, q->o.uid, q->o.gid) < 0))) {
+		r = -errno;
+		prepare_fail(q, PREALLOC_STEP_CREATE, "cannot set the owner or mode of %s: %s",
+			     q->final, strerror(-r));
+		return r;
+	}
+	if (q->info.created) {
+		r = record_update(q, set_identity);
+		if (r < 0) {
+			prepare_fail(q, PREALLOC_STEP_RECORD, "cannot record %s in %s: %s", q->final,
+				     prealloc_ctx_state_dir(q->ctx), strerror(-r));
+			return r;
+		}
+	}
+	test_pause("after-create");
+	return 0;
+}
+
+static int prepare_start_job(struct prepare_req *q, struct prealloc_job **ret_job)
+{
+	struct prealloc_job_opts jo = {
+		.size = sizeof(jo),
+		.op = PREALLOC_OP_POPULATE,
+		.flags = ((q->o.flags & PREALLOC_PREPARE_VERIFY) ? PREALLOC_JOB_VERIFY : 0) |
+			 ((q->o.flags & PREALLOC_PREPARE_TOUCH) ? PREALLOC_JOB_TOUCH : 0),
+		.threads = q->o.threads,
+	};
+	struct job_flow flow = { .finish = prepare_finish, .destroy = prepare_destroy, .arg = q };
+	struct job_spec spec = { .flow = &flow };
+	int r;
+
+	r = job_start_spec(q->region, &jo, &spec, ret_job);
+	if (r < 0)
+		prepare_fail(q, PREALLOC_STEP_POPULATE, "cannot start workers: %s", strerror(-r));
+	return r;
+}
+
+EXPORT int prealloc_prepare_start(struct prealloc_ctx *ctx, const struct prealloc_prepare_opts *opts,
+				  struct prealloc_job **ret_job, struct prealloc_prepare_info *ret_info)
+{
+	struct prepare_req *q;
+	int r;
+
+	if (!ctx || !opts || !ret_job)
+		return -EINVAL;
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	q->magic = PREPARE_MAGIC;
+	q->ctx = ctx;
+	q->info.size = sizeof(q->info);
+	r = copy_sized_in(&q->o, sizeof(q->o), opts);
+	if (r == 0)
+		r = prepare_request(q);
+	if (r == 0)
+		r = prepare_admit(q);
+	if (r == 0)
+		r = prepare_create(q);
+	if (r == 0)
+		r = prepare_start_job(q, ret_job);
+	q->info.error = r;
+	if (ret_info && ret_info->size >= sizeof(size_t))
+		copy_sized_out(ret_info, &q->info, sizeof(q->info));
+	if (r < 0) {
+		prepare_rollback(q);
+		free(q);
+	}
+	return r;
+}
+
+EXPORT int prealloc_prepare_info(struct prealloc_job *job, struct prealloc_prepare_info *ret_info)
+{
+	struct prepare_req *q;
+
+	if (!job || !ret_info || ret_info->size < sizeof(size_t))
+		return -EINVAL;
+	if (!prealloc_job_done(job))
+		return -EBUSY;
+	q = job_flow_arg(job);
+	if (!q || q->magic != PREPARE_MAGIC)
+		return -EINVAL;	/* not a prepare job */
+	copy_sized_out(ret_info, &q->info, sizeof(q->info));
+	return 0;
+}
+
+EXPORT int prealloc_prepare(struct prealloc_ctx *ctx, const struct prealloc_prepare_opts *opts,
+			    struct prealloc_prepare_info *ret_info, struct prealloc_report *ret_report)
+{
+	struct prealloc_job *job;
+	int r;
+
+	r = prealloc_prepare_start(ctx, opts, &job, ret_info);
+	if (r < 0)
+		return r;
+	r = prealloc_job_wait(job);
+	if (ret_info)
+		prealloc_prepare_info(job, ret_info);
+	if (ret_report)
+		prealloc_job_report(job, ret_report);
+	prealloc_job_free(job);
+	return r;
+}

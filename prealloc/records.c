@@ -1,0 +1,537 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The record store's format and the liveness of its owners.
+ *
+ *   prealloc-store 2
+ *   rec <id> <state> <owner> <flags> <dev> <ino> <size> <page_size> <path> <tmp>
+ *   pool <node> <page_size> <pages> <added> <base>      (of the rec above)
+ *   end <lines before this one> <FNV-1a 64 of the text before this line>
+ *
+ * owner is "none", "run:<pid>:<start>" or "holder:<name>:<check>:<expires>";
+ * flags "-" or letters f (has a file) and c (created it). Strings are
+ * percent-encoded (space, ':', '%', '-', control and non-ASCII bytes), "-"
+ * when empty. Anything else, a wrong count or checksum, or a version we do
+ * not know makes the whole store corrupt: refused, never guessed at.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "records.h"
+#include "statedir.h"
+
+static const char *const state_names[] = {
+	[PREALLOC_RECORD_PREPARING] = "preparing",
+	[PREALLOC_RECORD_READY] = "ready",
+	[PREALLOC_RECORD_RELEASING] = "releasing",
+	[PREALLOC_RECORD_ORPHAN] = "orphan",
+};
+
+static uint64_t fnv1a(const char *p, size_t len)
+{
+	uint64_t h = UINT64_C(0xcbf29ce484222325);
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= (unsigned char)p[i];
+		h *= UINT64_C(0x100000001b3);
+	}
+	return h;
+}
+
+/* ---- growable text and strings ------------------------------------------ */
+
+struct text {
+	char *buf;
+	size_t len, cap;
+	int err;
+};
+
+static void text_add(struct text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void text_add(struct text *t, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (t->err)
+		return;
+	for (;;) {
+		va_start(ap, fmt);
+		n = vsnprintf(t->buf ? t->buf + t->len : NULL, t->cap - t->len, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			t->err = -EINVAL;
+			return;
+		}
+		if ((size_t)n < t->cap - t->len)
+			break;
+		char *nb = realloc(t->buf, t->cap = (t->cap + (size_t)n) * 2 + 256);
+
+		if (!nb) {
+			t->err = -ENOMEM;
+			return;
+		}
+		t->buf = nb;
+	}
+	t->len += (size_t)n;
+}
+
+static bool needs_escape(unsigned char c)
+{
+	return c <= ' ' || c >= 0x7f || c == '%' || c == ':' || c == '-';
+}
+
+static void text_str(struct text *t, const char *s)
+{
+	if (!*s) {
+		text_add(t, "-");
+		return;
+	}
+	for (; *s; s++)
+		if (needs_escape((unsigned char)*s))
+			text_add(t, "%%%02X", (unsigned char)*s);
+		else
+			text_add(t, "%c", *s);
+}
+
+/* Decodes token tok (ending at '\0') into out; -EBADMSG on a bad escape or overflow. */
+static int str_decode(const char *tok, char *out, size_t len)
+{
+	size_t o = 0;
+
+	if (!strcmp(tok, "-")) {
+		out[0] = '\0';
+		return 0;
+	}
+	for (const char *p = tok; *p; p++) {
+		unsigned int v;
+		char c = *p;
+
+		if (c == '%') {
+			if (sscanf(p + 1, "%2X", &v) != 1 || !p[1] || !p[2] || v == 0)
+				return -EBADMSG;
+			c = (char)v;
+			p += 2;
+		} else if (needs_escape((unsigned char)c)) {
+			return -EBADMSG;
+		}
+		if (o + 1 >= len)
+			return -EBADMSG;
+		out[o++] = c;
+	}
+	out[o] = '\0';
+	return 0;
+}
+
+/* ---- store memory ------------------------------------------------------- */
+
+void store_free(struct store *s)
+{
+	for (size_t i = 0; i < s->nr; i++)
+		free(s->r[i].pools);
+	free(s->r);
+	s->r = NULL;
+	s->nr = s->cap = 0;
+}
+
+struct record *store_add(struct store *s, uint64_t id)
+{
+	if (s->nr == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 4;
+		struct record *n = realloc(s->r, cap * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		s->r = n;
+		s->cap = cap;
+	}
+	memset(&s->r[s->nr], 0, sizeof(s->r[0]));
+	s->r[s->nr].id = id;
+	return &s->r[s->nr++];
+}
+
+void store_del(struct store *s, size_t i)
+{
+	if (i >= s->nr)
+		return;
+	free(s->r[i].pools);
+	memmove(&s->r[i], &s->r[i + 1], (s->nr - i - 1) * sizeof(*s->r));
+	s->nr--;
+}
+
+long store_find(const struct store *s, uint64_t id)
+{
+	for (size_t i = 0; i < s->nr; i++)
+		if (s->r[i].id == id)
+			return (long)i;
+	return -1;
+}
+
+int record_add_pool(struct record *r, const struct rec_pool *p)
+{
+	struct rec_pool *n = realloc(r->pools, (r->nr_pools + 1) * sizeof(*n));
+
+	if (!n)
+		return -ENOMEM;
+	r->pools = n;
+	r->pools[r->nr_pools++] = *p;
+	return 0;
+}
+
+uint64_t record_new_id(void)
+{
+	uint64_t id = 0;
+
+	if (getrandom(&id, sizeof(id), 0) != (ssize_t)sizeof(id))
+		id = ((uint64_t)getpid() << 32) ^ (uint64_t)(now_seconds() * 1e6);
+	return id ? id : 1;
+}
+
+/* ---- text format -------------------------------------------------------- */
+
+static void format_owner(struct text *t, const struct rec_owner *o)
+{
+	switch (o->kind) {
+	case PREALLOC_OWNER_RUN:
+		text_add(t, "run:%d:%" PRIu64, o->pid, o->start);
+		break;
+	case PREALLOC_OWNER_HOLDER:
+		text_add(t, "holder:");
+		text_str(t, o->holder);
+		text_add(t, ":");
+		text_str(t, o->check);
+		text_add(t, ":%" PRId64, o->expires);
+		break;
+	default:
+		text_add(t, "none");
+	}
+}
+
+int store_format(const struct store *s, char **ret_text, size_t *ret_len)
+{
+	struct text t = { 0 };
+	size_t lines = 1;
+
+	text_add(&t, "prealloc-store %d\n", STORE_VERSION);
+	for (size_t i = 0; i < s->nr; i++) {
+		const struct record *r = &s->r[i];
+
+		text_add(&t, "rec %016" PRIx64 " %s ", r->id, state_names[r->state]);
+		format_owner(&t, &r->owner);
+		text_add(&t, " %s%s%s %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " ",
+			 r->has_file ? "f" : "", r->created ? "c" : "",
+			 r->has_file || r->created ? "" : "-", r->dev, r->ino, r->size, r->page_size);
+		text_str(&t, r->path);
+		text_add(&t, " ");
+		text_str(&t, r->tmp);
+		text_add(&t, "\n");
+		lines++;
+		for (unsigned int k = 0; k < r->nr_pools; k++, lines++)
+			text_add(&t, "pool %d %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
+				 r->pools[k].node, r->pools[k].page_size, r->pools[k].pages,
+				 r->pools[k].added, r->pools[k].base);
+	}
+	if (!t.err) {
+		uint64_t h = fnv1a(t.buf, t.len);
+
+		text_add(&t, "end %zu %016" PRIx64 "\n", lines, h);
+	}
+	if (t.err) {
+		free(t.buf);
+		return t.err;
+	}
+	*ret_text = t.buf;
+	*ret_len = t.len;
+	return 0;
+}
+
+static int parse_state(const char *s)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(state_names); i++)
+		if (!strcmp(s, state_names[i]))
+			return (int)i;
+	return -1;
+}
+
+static int parse_owner(char *tok, struct rec_owner *o)
+{
+	char *f[4], *save = NULL;
+	int n = 0;
+
+	memset(o, 0, sizeof(*o));
+	if (!strcmp(tok, "none"))
+		return 0;
+	for (char *p = strtok_r(tok, ":", &save); p && n < 4; p = strtok_r(NULL, ":", &save))
+		f[n++] = p;
+	if (n == 3 && !strcmp(f[0], "run")) {
+		o->kind = PREALLOC_OWNER_RUN;
+		return sscanf(f[1], "%d", &o->pid) == 1 && sscanf(f[2], "%" SCNu64, &o->start) == 1
+			       ? 0
+			       : -EBADMSG;
+	}
+	if (n == 4 && !strcmp(f[0], "holder") && !strtok_r(NULL, ":", &save)) {
+		o->kind = PREALLOC_OWNER_HOLDER;
+		if (str_decode(f[1], o->holder, sizeof(o->holder)) < 0 || !o->holder[0] ||
+		    str_decode(f[2], o->check, sizeof(o->check)) < 0)
+			return -EBADMSG;
+		return sscanf(f[3], "%" SCNd64, &o->expires) == 1 ? 0 : -EBADMSG;
+	}
+	return -EBADMSG;
+}
+
+static int parse_rec(char *line, struct store *s)
+{
+	char state[16], owner[16384], flags[8], path[12288], tmp[12288];
+	uint64_t id, dev, ino, size, ps;
+	struct record *r;
+	int st, end = 0;
+
+	if (sscanf(line, "rec %" SCNx64 " %15s %16383s %7s %" SCNu64 " %" SCNu64 " %" SCNu64
+			 " %" SCNu64 " %12287s %12287s%n",
+		   &id, state, owner, flags, &dev, &ino, &size, &ps, path, tmp, &end) != 10 ||
+	    line[end] || (st = parse_state(state)) < 0 || store_find(s, id) >= 0)
+		return -EBADMSG;
+	r = store_add(s, id);
+	if (!r)
+		return -ENOMEM;
+	r->state = st;
+	r->has_file = strchr(flags, 'f');
+	r->created = strchr(flags, 'c');
+	r->dev = dev;
+	r->ino = ino;
+	r->size = size;
+	r->page_size = ps;
+	if (strspn(flags, "fc-") != strlen(flags) || parse_owner(owner, &r->owner) < 0 ||
+	    str_decode(path, r->path, sizeof(r->path)) < 0 ||
+	    str_decode(tmp, r->tmp, sizeof(r->tmp)) < 0)
+		return -EBADMSG;
+	return 0;
+}
+
+static int parse_pool(const char *line, struct store *s)
+{
+	struct rec_pool p;
+	int end = 0;
+
+	if (!s->nr || sscanf(line, "pool %d %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 "%n",
+			     &p.node, &p.page_size, &p.pages, &p.added, &p.base, &end) != 5 ||
+	    line[end] || p.node < 0)
+		return -EBADMSG;
+	return record_add_pool(&s->r[s->nr - 1], &p);
+}
+
+/* Checks the header and the end line; NUL-terminates the body lines in place. */
+static int check_frame(char *text, char **ret_body_end)
+{
+	char *last, *nl;
+	size_t lines = 0, count;
+	uint64_t sum;
+	int version, end = 0;
+
+	if (sscanf(text, "prealloc-store %d\n", &version) != 1 || version != STORE_VERSION)
+		return -EBADMSG;
+	nl = text + strlen(text);
+	if (nl == text || nl[-1] != '\n')
+		return -EBADMSG;	/* cut short */
+	nl[-1] = '\0';
+	last = strrchr(text, '\n');
+	if (!last)
+		return -EBADMSG;
+	last++;
+	if (sscanf(last, "end %zu %" SCNx64 "%n", &count, &sum, &end) != 2 || last[end] ||
+	    fnv1a(text, (size_t)(last - text)) != sum)
+		return -EBADMSG;
+	for (char *p = text; p < last; p++)
+		lines += *p == '\n';
+	if (lines != count)
+		return -EBADMSG;
+	*ret_body_end = last;
+	return 0;
+}
+
+int store_parse(const char *text, struct store *s)
+{
+	char *copy = strdup(text), *body_end, *line, *save = NULL;
+	int r;
+
+	memset(s, 0, sizeof(*s));
+	if (!copy)
+		return -ENOMEM;
+	r = check_frame(copy, &body_end);
+	if (r < 0)
+		goto out;
+	body_end[-1] = '\0';
+	line = strtok_r(copy, "\n", &save);	/* the header */
+	while (r == 0 && (line = strtok_r(NULL, "\n", &save)))
+		r = !strncmp(line, "rec ", 4)	 ? parse_rec(line, s)
+		    : !strncmp(line, "pool ", 5) ? parse_pool(line, s)
+						 : -EBADMSG;
+out:
+	free(copy);
+	if (r < 0)
+		store_free(s);
+	return r;
+}
+
+int store_load(const struct prealloc_ctx *ctx, struct store *s)
+{
+	char *text;
+	size_t len;
+	bool found;
+	int r;
+
+	memset(s, 0, sizeof(*s));
+	r = statedir_read(ctx, STORE_LEAF, &text, &len);
+	if (r == -ENOENT)
+		return legacy_load(ctx, s, &found);
+	if (r < 0)
+		return r;
+	r = strlen(text) == len ? store_parse(text, s) : -EBADMSG;
+	free(text);
+	return r;
+}
+
+int store_save(const struct prealloc_ctx *ctx, const struct store *s)
+{
+	char *text;
+	size_t len;
+	int r;
+
+	r = store_format(s, &text, &len);
+	if (r < 0)
+		return r;
+	r = statedir_write(ctx, STORE_LEAF, text, len);
+	free(text);
+	/* Written as a store: the older files are converted now, and go. */
+	if (r == 0)
+		legacy_remove(ctx);
+	return r;
+}
+
+/* ---- owners and files --------------------------------------------------- */
+
+uint64_t process_start_time(const struct prealloc_ctx *ctx, int pid)
+{
+	char path[PATH_MAX], buf[1024], *p;
+	unsigned long long start = 0;
+
+	if (pid <= 0 || proc_path(ctx, path, sizeof(path), "/%d/stat", pid) < 0)
+		return 0;
+	if (read_file_str(path, buf, sizeof(buf)) < 0)
+		return 0;
+	/* The command name may hold spaces and parens: fields resume after the last ')'. */
+	p = strrchr(buf, ')');
+	if (!p)
+		return 0;
+	/* After ") ": state is field 3; starttime is field 22, 19 fields further. */
+	p++;
+	for (int field = 2; field < 21 && p; field++)
+		p = strchr(p + 1, ' ');
+	if (!p || sscanf(p, " %llu", &start) != 1)
+		return 0;
+	return start;
+}
+
+void owner_self(const struct prealloc_ctx *ctx, struct rec_owner *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->kind = PREALLOC_OWNER_RUN;
+	o->pid = (int)getpid();
+	o->start = process_start_time(ctx, o->pid);
+}
+
+bool owner_alive(const struct prealloc_ctx *ctx, const struct rec_owner *o)
+{
+	struct stat st;
+
+	switch (o->kind) {
+	case PREALLOC_OWNER_RUN:
+		return o->start && process_start_time(ctx, o->pid) == o->start;
+	case PREALLOC_OWNER_HOLDER:
+		if (ctx->holder_fn) {
+			int r = ctx->holder_fn(ctx->holder_userdata, o->holder);
+
+			if (r >= 0)
+				return r > 0;	/* unknown: fall through to the record's own check */
+		}
+		if (o->expires && time(NULL) >= o->expires)
+			return false;
+		return !o->check[0] || lstat(o->check, &st) == 0;
+	default:
+		return false;
+	}
+}
+
+static bool same_file(const char *path, const struct record *r)
+{
+	struct stat st;
+
+	if (!path[0] || lstat(path, &st) < 0 || !S_ISREG(st.st_mode))
+		return false;
+	return (uint64_t)st.st_dev == r->dev && (uint64_t)st.st_ino == r->ino;
+}
+
+int record_file_where(const struct record *r)
+{
+	struct stat st;
+
+	if (!r->has_file)
+		return 0;
+	if (r->ino) {
+		if (same_file(r->path, r))
+			return 1;
+		return same_file(r->tmp, r) ? 2 : 0;
+	}
+	/* Not yet known by identity: the hidden name is unique to this record. */
+	return r->tmp[0] && lstat(r->tmp, &st) == 0 && S_ISREG(st.st_mode) ? 2 : 0;
+}
+
+uint64_t record_outstanding(const struct prealloc_ctx *ctx, const struct record *r,
+			    const struct rec_pool *p)
+{
+	uint64_t total = 0, resident;
+	const char *file;
+	struct stat st;
+	int where;
+
+	if (r->state != PREALLOC_RECORD_PREPARING || !owner_alive(ctx, &r->owner))
+		return 0;
+	where = record_file_where(r);
+	file = where == 1 ? r->path : r->tmp;
+	if (!where || stat(file, &st) < 0 || !p->page_size)
+		return p->pages;
+	/*
+	 * hugetlbfs counts a file's pages in st_blocks as they are faulted.
+	 * Workers fill all nodes at once, so each node is credited its share
+	 * of what the file gained since it was named.
+	 */
+	for (unsigned int k = 0; k < r->nr_pools; k++)
+		if (r->pools[k].page_size == p->page_size)
+			total += r->pools[k].pages;
+	resident = (uint64_t)st.st_blocks * 512 / p->page_size;
+	resident = resident > p->base ? resident - p->base : 0;
+	if (!total)
+		return 0;
+	resident = (uint64_t)((double)resident * (double)p->pages / (double)total);
+	return resident >= p->pages ? 0 : p->pages - resident;
+}
+
+uint64_t store_node_outstanding(const struct prealloc_ctx *ctx, const struct store *s, int node,
+				uint64_t page_size, uint64_t skip_id)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < s->nr; i++) {
+		if (s->r[i].id == skip_id)
+			continue;
+		for (unsigned int k = 0; k < s->r[i].nr_pools; k++)
+			if (s->r[i].pools[k].node == node && s->r[i].pools[k].page_size == page_size)
+				sum += record_outstanding(ctx, &s->r[i], &s->r[i].pools[k]);
+	}
+	return sum;
+}

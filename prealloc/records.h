@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The record store: every reservation and every file prealloc owns, in one
+ * versioned file under the state directory. Never installed.
+ */
+#ifndef PREALLOC_RECORDS_H
+#define PREALLOC_RECORDS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "internal.h"
+
+#define STORE_LEAF "store"
+#define STORE_VERSION 2
+
+/* One node's share of one page size's pool, for one record. */
+struct rec_pool {
+	int node;
+	uint64_t page_size;
+	uint64_t pages;		/* pages the record needs on the node */
+	uint64_t added;		/* pages added to the node's pool for it */
+	uint64_t base;		/* the file's resident pages when it was named (PREPARING) */
+};
+
+struct rec_owner {
+	int kind;		/* enum prealloc_record_owner */
+	int pid;		/* RUN */
+	uint64_t start;		/* RUN: start time in clock ticks, against pid reuse */
+	char holder[256];	/* HOLDER */
+	char check[PATH_MAX];	/* HOLDER: exists while it lives, "" none */
+	int64_t expires;	/* HOLDER: realtime seconds, 0 never */
+};
+
+struct record {
+	uint64_t id;
+	int state;		/* enum prealloc_record_state */
+	struct rec_owner owner;
+	bool has_file;
+	bool created;		/* made by prealloc, so it may be removed; else adopted */
+	uint64_t dev, ino;	/* 0 until the file exists */
+	uint64_t size;		/* file size */
+	uint64_t page_size;	/* the file's page size (PREALLOC_PAGE_THP for thp) */
+	char path[PATH_MAX];	/* final path */
+	char tmp[PATH_MAX];	/* created files: the hidden name it is populated under */
+	unsigned int nr_pools;
+	struct rec_pool *pools;
+};
+
+struct store {
+	struct record *r;
+	size_t nr, cap;
+};
+
+/*
+ * Loads the store; missing is empty. Where no store exists yet, the files
+ * of earlier versions (the pool ledger and the files/ registry) are read
+ * instead; store_save() then writes them as a store and removes them.
+ * -EBADMSG: the store is corrupt (never reset).
+ */
+int store_load(const struct prealloc_ctx *ctx, struct store *s);
+/* Writes the store whole and atomically; call under the lock. */
+int store_save(const struct prealloc_ctx *ctx, const struct store *s);
+void store_free(struct store *s);
+/* Parses/formats the text of a store: pure, for tests and the fuzzer. */
+int store_parse(const char *text, struct store *s);
+int store_format(const struct store *s, char **ret_text, size_t *ret_len);
+/* Parses the version-1 ledger text and registry records (legacy.c). */
+int legacy_parse_ledger(const char *text, struct store *s);
+int legacy_parse_registry(const char *text, uint64_t dev, uint64_t ino, struct store *s);
+int legacy_load(const struct prealloc_ctx *ctx, struct store *s, bool *ret_found);
+void legacy_remove(const struct prealloc_ctx *ctx);
+
+/* A new record at the end (zeroed but for id); NULL on ENOMEM. Pointers into s move. */
+struct record *store_add(struct store *s, uint64_t id);
+void store_del(struct store *s, size_t i);
+/* Index of the record with id, or -1. */
+long store_find(const struct store *s, uint64_t id);
+int record_add_pool(struct record *r, const struct rec_pool *p);
+uint64_t record_new_id(void);
+
+/* Process start time from <proc>/<pid>/stat, 0 if gone. */
+uint64_t process_start_time(const struct prealloc_ctx *ctx, int pid);
+/* This process as an owner. */
+void owner_self(const struct prealloc_ctx *ctx, struct rec_owner *o);
+/* Runs: the same process still runs; holders: the ctx's check, else the record's. */
+bool owner_alive(const struct prealloc_ctx *ctx, const struct rec_owner *o);
+/*
+ * Where the record's file is now: 1 at its final path, 2 at its hidden
+ * name (tmp), 0 gone; identity by dev/ino once recorded.
+ */
+int record_file_where(const struct record *r);
+/* Pages pool p of a live PREPARING record has still to fault (0 otherwise). */
+uint64_t record_outstanding(const struct prealloc_ctx *ctx, const struct record *r,
+			    const struct rec_pool *p);
+/* Sum over every record's pool on node/page_size, skipping record skip_id. */
+uint64_t store_node_outstanding(const struct prealloc_ctx *ctx, const struct store *s, int node,
+				uint64_t page_size, uint64_t skip_id);
+
+#endif

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Release: remove a file prealloc created (also one whose run died before
+ * it was ready) and give back its pool growth. The record says RELEASING
+ * before the file goes, so a release killed half way is finished by gc.
+ */
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "admit.h"
+#include "statedir.h"
+
+/* The absolute path of path, which may no longer exist (its directory must). */
+static int absolute_path(const char *path, char *buf, size_t len)
+{
+	char dir[PATH_MAX], base[PATH_MAX], real[PATH_MAX];
+
+	if (realpath(path, real))
+		return (size_t)snprintf(buf, len, "%s", real) < len ? 0 : -ENAMETOOLONG;
+	if (errno != ENOENT || strlen(path) >= sizeof(dir))
+		return -errno;
+	snprintf(dir, sizeof(dir), "%s", path);
+	snprintf(base, sizeof(base), "%s", path);
+	if (!realpath(dirname(dir), real))
+		return -errno;
+	return (size_t)snprintf(buf, len, "%s/%s", strcmp(real, "/") ? real : "",
+				basename(base)) < len
+		       ? 0
+		       : -ENAMETOOLONG;
+}
+
+/*
+ * The record of the file at abs: by identity when the file exists (a file
+ * put at the path since is not ours), else by path (a run that died before
+ * its file took the name). -ENOENT: none, or an adopted file.
+ */
+static long find_file_record(const struct store *s, const char *abs, const struct stat *st,
+			     bool exists)
+{
+	for (size_t i = 0; i < s->nr; i++) {
+		const struct record *r = &s->r[i];
+
+		if (!r->has_file || strcmp(r->path, abs))
+			continue;
+		if (exists && (r->dev != (uint64_t)st->st_dev || r->ino != (uint64_t)st->st_ino))
+			continue;
+		return r->created ? (long)i : -ENOENT;
+	}
+	return -ENOENT;
+}
+
+static int release_locked(struct prealloc_ctx *ctx, struct store *s, const char *abs,
+			  struct prealloc_release_info *info)
+{
+	struct stat st;
+	bool exists = lstat(abs, &st) == 0, removed = false;
+	long i = find_file_record(s, abs, &st, exists);
+	struct record *r;
+
+	if (i < 0)
+		return (int)i;
+	r = &s->r[i];
+	if (r->state == PREALLOC_RECORD_PREPARING && owner_alive(ctx, &r->owner)) {
+		info->pid = r->owner.pid;
+		return -EBUSY;
+	}
+	/* Ours, but changed since: the user should look before it goes. */
+	if (exists && r->state == PREALLOC_RECORD_READY && (uint64_t)st.st_size != r->size)
+		return -ESTALE;
+	r = NULL;
+	int ret = record_settle(ctx, s, (size_t)i, true, &info->returned, &info->in_use, &removed);
+
+	info->removed = removed;
+	return ret;
+}
+
+EXPORT int prealloc_release(struct prealloc_ctx *ctx, const char *path,
+			    struct prealloc_release_info *ret_info)
+{
+	struct prealloc_release_info info = { .size = sizeof(info) };
+	char abs[PATH_MAX];
+	struct stat st;
+	struct store s;
+	int fd = -1, r;
+
+	if (!ctx || !path || !*path)
+		return -EINVAL;
+	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		r = S_ISLNK(st.st_mode) ? -ELOOP : -EINVAL;
+		goto out;
+	}
+	r = absolute_path(path, abs, sizeof(abs));
+	if (r < 0)
+		goto out;
+	r = statedir_lock(ctx, ADMIT_LOCK_TIMEOUT_MS, &fd);
+	if (r < 0)
+		goto out;
+	r = store_load(ctx, &s);
+	if (r == 0) {
+		r = release_locked(ctx, &s, abs, &info);
+		store_free(&s);
+	}
+	statedir_unlock(fd);
+out:
+	if (ret_info && ret_info->size >= sizeof(size_t))
+		copy_sized_out(ret_info, &info, sizeof(info));
+	return r;
+}

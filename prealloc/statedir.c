@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The state directory: where it is, whether to trust it, its one lock, and
+ * whole-file atomic writes into it.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "statedir.h"
+
+int statedir_resolve(const char *given, char *buf, size_t len)
+{
+	const char *base = given && *given ? given : getenv("PREALLOC_STATE_DIR");
+	int n;
+
+	if (base && *base)
+		n = snprintf(buf, len, "%s", base);
+	else if (geteuid() == 0)
+		n = snprintf(buf, len, "/run/prealloc");
+	else if ((base = getenv("XDG_RUNTIME_DIR")) && *base)
+		n = snprintf(buf, len, "%s/prealloc", base);
+	else
+		n = snprintf(buf, len, "/tmp/prealloc-%u", (unsigned int)geteuid());
+	if (n < 0 || (size_t)n >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int statedir_path(const struct prealloc_ctx *ctx, char *buf, size_t len, const char *leaf)
+{
+	int n = snprintf(buf, len, "%s/%s", ctx->state_dir, leaf);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/*
+ * The state directory must be ours alone: a directory (not a link), owned
+ * by us, writable by nobody else. A /tmp fallback another user created
+ * first could otherwise feed us a store or links to overwrite.
+ */
+static int statedir_trusted(const char *dir)
+{
+	struct stat st;
+
+	if (lstat(dir, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
+		return -EPERM;
+	return 0;
+}
+
+int statedir_ensure(const struct prealloc_ctx *ctx)
+{
+	char buf[PATH_MAX];
+
+	if ((size_t)snprintf(buf, sizeof(buf), "%s", ctx->state_dir) >= sizeof(buf))
+		return -ENAMETOOLONG;
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	return statedir_trusted(buf);
+}
+
+int statedir_lock(const struct prealloc_ctx *ctx, unsigned int timeout_ms, int *ret_fd)
+{
+	char path[PATH_MAX];
+	double deadline = now_seconds() + timeout_ms / 1000.0;
+	int fd, r;
+
+	r = statedir_ensure(ctx);
+	if (r < 0)
+		return r;
+	r = statedir_path(ctx, path, sizeof(path), "lock");
+	if (r < 0)
+		return r;
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return -errno;
+	/* Poll rather than block: callers such as a libvirt hook must stay bounded. */
+	while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		struct timespec ts = { .tv_nsec = 5 * 1000 * 1000 };
+
+		if (errno != EWOULDBLOCK && errno != EINTR) {
+			r = -errno;
+			close(fd);
+			return r;
+		}
+		if (now_seconds() >= deadline) {
+			close(fd);
+			return -ETIMEDOUT;
+		}
+		nanosleep(&ts, NULL);
+	}
+	*ret_fd = fd;
+	return 0;
+}
+
+void statedir_unlock(int fd)
+{
+	if (fd < 0)
+		return;
+	flock(fd, LOCK_UN);
+	close(fd);
+}
+
+static int write_all(int fd, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int statedir_write(const struct prealloc_ctx *ctx, const char *leaf, const char *buf, size_t len)
+{
+	char path[PATH_MAX], tmp[PATH_MAX + 32];
+	int fd, dfd, r;
+
+	r = statedir_ensure(ctx);
+	if (r < 0)
+		return r;
+	r = statedir_path(ctx, path, sizeof(path), leaf);
+	if (r < 0)
+		return r;
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	unlink(tmp);	/* a crashed run of the same pid's leftover; then follow no link */
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	/* Whole or not at all: on disk before the rename, the rename on disk before we go on. */
+	r = write_all(fd, buf, len);
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0) {
+		unlink(tmp);
+		return r;
+	}
+	dfd = open(ctx->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		if (fsync(dfd) < 0)
+			r = -errno;
+		close(dfd);
+	}
+	return r;
+}
+
+int statedir_read(const struct prealloc_ctx *ctx, const char *leaf, char **ret_buf,
+		  size_t *ret_len)
+{
+	char path[PATH_MAX], *buf = NULL;
+	size_t len = 0, cap = 0;
+	int fd, r;
+
+	*ret_buf = NULL;
+	*ret_len = 0;
+	r = statedir_path(ctx, path, sizeof(path), leaf);
+	if (r < 0)
+		return r;
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		ssize_t n;
+
+		if (len + 4096 + 1 > cap) {
+			char *nb = realloc(buf, cap = cap ? cap * 2 : 16384);
+
+			if (!nb) {
+				r = -ENOMEM;
+				goto fail;
+			}
+			buf = nb;
+		}
+		n = read(fd, buf + len, cap - len - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r = -errno;
+			goto fail;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	buf[len] = '\0';
+	*ret_buf = buf;
+	*ret_len = len;
+	return 0;
+fail:
+	close(fd);
+	free(buf);
+	return r;
+}
