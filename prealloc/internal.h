@@ -4,14 +4,17 @@
 #define PREALLOC_INTERNAL_H
 
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdatomic.h>
 
 #include "prealloc.h"
 #include "cpu.h"
+#include "engine.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -86,6 +89,88 @@ size_t plan_chunks(const struct prealloc_extent *extents, unsigned int nr_extent
 int plan_extents(uint64_t length, uint64_t page_size, const int *nodes,
 		 const uint64_t *node_bytes, unsigned int nr, struct prealloc_extent *ret);
 
+/* engine.c: a job's per-node pool and its chunks (engine.h has the API). */
+struct job_chunk {
+	uint64_t offset;
+	uint64_t length;
+	bool placed;		/* from the region's extents: counted for placement */
+};
+
+struct node_pool {
+	const struct topo_node *topo;
+	int node;
+	unsigned int threads;
+	uint64_t bytes;			/* extents and extra ranges, one pass */
+	uint64_t placed_bytes;		/* extents only */
+	struct job_chunk *chunks;
+	size_t nr_chunks;
+	atomic_size_t next;		/* op queue, over chunks x passes */
+	atomic_size_t next_check;	/* check queue */
+	atomic_uint finished;		/* workers past the check phase */
+	atomic_uint_fast64_t bytes_done;
+	atomic_uint_fast64_t on, off, missing;
+	atomic_uint_fast64_t huge_bytes;
+	atomic_uint_fast64_t cpu_samples_off;
+	atomic_uint_fast64_t cpus_seen[PREALLOC_MAX_CPUS / 64];
+	atomic_uint_fast64_t nonzero;	/* lowest non-zero region offset + 1, 0 none */
+	double end;			/* latest worker end, under job->lock */
+};
+
+struct job_op;
+struct job_sink;
+struct job_flow;
+
+struct job_worker {
+	struct prealloc_job *job;
+	struct node_pool *pool;
+	pthread_t tid;
+};
+
+struct prealloc_job {
+	struct prealloc_region *region;	/* not touched after the flow's finish */
+	uint8_t *addr;			/* region->addr, for the workers */
+	uint64_t page_size;		/* copied at start for the report */
+	int backing;
+	bool adopted;			/* extents with node -1: placement is no verdict */
+	struct prealloc_job_opts opts;
+	const struct job_op *op, *serial;
+	void *op_state, *serial_state;
+	unsigned int rounds;		/* passes of the op, + 1 with a serial op */
+	unsigned int passes;
+	struct job_flow flow;		/* finish NULL: none */
+	struct job_sink sinks[2];	/* [0] the eventfd; [1] the spec's, if any */
+	struct node_pool *pools;
+	unsigned int nr_pools;
+	struct job_worker *workers;
+	unsigned int nr_workers;
+	pthread_cond_t gate;		/* workers wait here until all exist */
+	bool gate_open, gate_abandon;	/* under lock */
+	pthread_barrier_t barrier;	/* before and after the check phase */
+	bool barrier_ready;
+	pthread_mutex_t lock;
+	atomic_int cancel;
+	atomic_uint finished;
+	atomic_int done;		/* finish ran; result is set */
+	int result;
+	int error, error_node;
+	uint64_t error_offset;
+	double t_start, t_op_end, t_check_start, t_check_end;
+	int efd;
+	bool joined;
+	bool placement_scanned;	/* counts came from numa_maps; skip move_pages */
+	bool start_failed;	/* workers released cancelled: no finish, no sinks */
+};
+
+/* engine.c */
+/* Records the job's first error and cancels the rest. */
+void job_fail(struct prealloc_job *job, int err, int node, uint64_t offset);
+void job_free(struct prealloc_job *job);
+/* pools.c-ish (engine.c): one pool per node from the extents and extra ranges. */
+int pools_build(struct prealloc_job *job, const struct job_range *extra, size_t nr_extra);
+/* placement.c: the check phase. Once per job (one thread), then per chunk. */
+void check_scan_job(struct prealloc_job *job);
+void check_chunk(struct prealloc_job *job, struct node_pool *pool, const struct job_chunk *c);
+
 /* populate.c */
 int populate_chunk(uint8_t *addr, uint64_t len, uint64_t page_size, bool touch);
 int touch_guard_install(void);
@@ -104,6 +189,14 @@ int placement_query(uint8_t *addr, uint64_t len, uint64_t page_size, int node,
 typedef int (*placement_fn)(void *arg, uint64_t start, uint64_t end, uint64_t unit,
 			    const uint64_t *counts);
 int placement_scan(uint8_t *addr, uint64_t len, placement_fn fn, void *arg);
+/*
+ * Calls fn once per mapping of [addr, addr+len) in /proc/self/smaps with
+ * the bytes huge pages map there (AnonHugePages + ShmemPmdMapped +
+ * FilePmdMapped) and whether it is MADV_HUGEPAGE (VmFlags hg).
+ */
+typedef int (*huge_fn)(void *arg, uint64_t start, uint64_t end, uint64_t huge_bytes,
+		       bool madv_huge);
+int huge_scan(uint8_t *addr, uint64_t len, huge_fn fn, void *arg);
 /* Offset of the first non-zero byte, or len when all zero. */
 uint64_t zero_check(const uint8_t *addr, uint64_t len);
 
