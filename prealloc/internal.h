@@ -4,15 +4,18 @@
 #define PREALLOC_INTERNAL_H
 
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <limits.h>
 #include <stdint.h>
+#include <stdatomic.h>
 
 #include "prealloc.h"
 #include "cpu.h"
+#include "engine.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -111,35 +114,87 @@ size_t plan_chunks(const struct prealloc_extent *extents, unsigned int nr_extent
 int plan_extents(uint64_t length, uint64_t page_size, const int *nodes,
 		 const uint64_t *node_bytes, unsigned int nr, struct prealloc_extent *ret);
 
-/* The engine's hooks for flows (engine.h after the engine split). */
-struct job_range {
-	int node;		/* -1: spread over the job's node pools */
-	uint64_t offset, length;
+/* engine.c: a job's per-node pool and its chunks (engine.h has the API). */
+struct job_chunk {
+	uint64_t offset;
+	uint64_t length;
+	bool placed;		/* from the region's extents: counted for placement */
 };
-struct job_flow {
-	/*
-	 * Runs once, on the last worker to finish (or the starting thread
-	 * when there are none), after the op and the check phase and before
-	 * completion is posted; status is the outcome so far (0, negative
-	 * errno, -ECANCELED); the return value is the job's result.
-	 */
-	int (*finish)(struct prealloc_job *job, int status, void *arg);
-	void (*destroy)(void *arg);	/* at prealloc_job_free */
-	void *arg;
+
+struct node_pool {
+	const struct topo_node *topo;
+	int node;
+	unsigned int threads;
+	uint64_t bytes;			/* extents and extra ranges, one pass */
+	uint64_t placed_bytes;		/* extents only */
+	struct job_chunk *chunks;
+	size_t nr_chunks;
+	atomic_size_t next;		/* op queue, over chunks x passes */
+	atomic_size_t next_check;	/* check queue */
+	atomic_uint finished;		/* workers past the check phase */
+	atomic_uint_fast64_t bytes_done;
+	atomic_uint_fast64_t on, off, missing;
+	atomic_uint_fast64_t huge_bytes;
+	atomic_uint_fast64_t cpu_samples_off;
+	atomic_uint_fast64_t cpus_seen[PREALLOC_MAX_CPUS / 64];
+	atomic_uint_fast64_t nonzero;	/* lowest non-zero region offset + 1, 0 none */
+	double end;			/* latest worker end, under job->lock */
 };
-struct job_spec {
-	const struct job_flow *flow;
-	const struct job_range *extra;
-	size_t nr_extra;
+
+struct job_op;
+struct job_sink;
+struct job_flow;
+
+struct job_worker {
+	struct prealloc_job *job;
+	struct node_pool *pool;
+	pthread_t tid;
+};
+
+struct prealloc_job {
+	struct prealloc_region *region;	/* not touched after the flow's finish */
+	uint8_t *addr;			/* region->addr, for the workers */
+	uint64_t page_size;		/* copied at start for the report */
+	int backing;
+	bool adopted;			/* extents with node -1: placement is no verdict */
+	struct prealloc_job_opts opts;
+	const struct job_op *op, *serial;
+	void *op_state, *serial_state;
+	unsigned int rounds;		/* passes of the op, + 1 with a serial op */
 	unsigned int passes;
+	struct job_flow flow;		/* finish NULL: none */
+	struct job_sink sinks[2];	/* [0] the eventfd; [1] the spec's, if any */
+	struct node_pool *pools;
+	unsigned int nr_pools;
+	struct job_worker *workers;
+	unsigned int nr_workers;
+	pthread_cond_t gate;		/* workers wait here until all exist */
+	bool gate_open, gate_abandon;	/* under lock */
+	pthread_barrier_t barrier;	/* before and after the check phase */
+	bool barrier_ready;
+	pthread_mutex_t lock;
+	atomic_int cancel;
+	atomic_uint finished;
+	atomic_int done;		/* finish ran; result is set */
+	int result;
+	int error, error_node;
+	uint64_t error_offset;
+	double t_start, t_op_end, t_check_start, t_check_end;
+	int efd;
+	bool joined;
+	bool placement_scanned;	/* counts came from numa_maps; skip move_pages */
+	bool start_failed;	/* workers released cancelled: no finish, no sinks */
 };
-int job_start_spec(struct prealloc_region *region, const struct prealloc_job_opts *opts,
-		   const struct job_spec *spec, struct prealloc_job **ret_job);
-void *job_flow_arg(struct prealloc_job *job);
-/* The report functions without the joined check, for a flow's finish. */
-int job_fill_report(struct prealloc_job *job, struct prealloc_report *ret_report);
-int job_fill_node_report(struct prealloc_job *job, unsigned int index,
-			 struct prealloc_node_report *ret_report);
+
+/* engine.c */
+/* Records the job's first error and cancels the rest. */
+void job_fail(struct prealloc_job *job, int err, int node, uint64_t offset);
+void job_free(struct prealloc_job *job);
+/* pools.c-ish (engine.c): one pool per node from the extents and extra ranges. */
+int pools_build(struct prealloc_job *job, const struct job_range *extra, size_t nr_extra);
+/* placement.c: the check phase. Once per job (one thread), then per chunk. */
+void check_scan_job(struct prealloc_job *job);
+void check_chunk(struct prealloc_job *job, struct node_pool *pool, const struct job_chunk *c);
 
 /* populate.c */
 int populate_chunk(uint8_t *addr, uint64_t len, uint64_t page_size, bool touch);
@@ -159,6 +214,14 @@ int placement_query(uint8_t *addr, uint64_t len, uint64_t page_size, int node,
 typedef int (*placement_fn)(void *arg, uint64_t start, uint64_t end, uint64_t unit,
 			    const uint64_t *counts);
 int placement_scan(uint8_t *addr, uint64_t len, placement_fn fn, void *arg);
+/*
+ * Calls fn once per mapping of [addr, addr+len) in /proc/self/smaps with
+ * the bytes huge pages map there (AnonHugePages + ShmemPmdMapped +
+ * FilePmdMapped) and whether it is MADV_HUGEPAGE (VmFlags hg).
+ */
+typedef int (*huge_fn)(void *arg, uint64_t start, uint64_t end, uint64_t huge_bytes,
+		       bool madv_huge);
+int huge_scan(uint8_t *addr, uint64_t len, huge_fn fn, void *arg);
 /* Offset of the first non-zero byte, or len when all zero. */
 uint64_t zero_check(const uint8_t *addr, uint64_t len);
 

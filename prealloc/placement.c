@@ -8,6 +8,7 @@
 #include <numaif.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "internal.h"
@@ -201,4 +202,197 @@ out:
 	free(counts);
 	free(v);
 	return r;
+}
+
+/* The smaps fields that count huge-page-mapped bytes, in kB. */
+static const char *const huge_fields[] = { "AnonHugePages:", "ShmemPmdMapped:", "FilePmdMapped:" };
+
+/* Adds a smaps line's huge kB; notes VmFlags hg. */
+static void huge_line(const char *line, uint64_t *huge, bool *hg)
+{
+	unsigned long long kb;
+
+	for (size_t f = 0; f < ARRAY_SIZE(huge_fields); f++) {
+		size_t n = strlen(huge_fields[f]);
+
+		if (!strncmp(line, huge_fields[f], n) && sscanf(line + n, "%llu", &kb) == 1)
+			*huge += (uint64_t)kb << 10;
+	}
+	if (!strncmp(line, "VmFlags:", 8) && strstr(line + 8, " hg"))
+		*hg = true;
+}
+
+int huge_scan(uint8_t *addr, uint64_t len, huge_fn fn, void *arg)
+{
+	uint64_t lo = (uintptr_t)addr, hi = lo + len, start = 0, end = 0, huge = 0;
+	char *sm = slurp("/proc/self/smaps"), *line, *save = NULL;
+	bool in = false, hg = false;
+	int r = 0;
+
+	if (!sm)
+		return -ENOTSUP;
+	for (line = strtok_r(sm, "\n", &save); line && r == 0; line = strtok_r(NULL, "\n", &save)) {
+		unsigned long long s, e;
+		char c;
+
+		/* A mapping's header: "start-end perms ..."; no field name parses so. */
+		if (sscanf(line, "%llx-%llx %c", &s, &e, &c) == 3) {
+			in = e > lo && s < hi;
+			start = MAX(s, lo);
+			end = MIN(e, hi);
+			huge = 0;
+			hg = false;
+			continue;
+		}
+		if (!in)
+			continue;
+		huge_line(line, &huge, &hg);
+		/* VmFlags is a mapping's last field. */
+		if (!strncmp(line, "VmFlags:", 8))
+			r = fn(arg, start, end, huge, hg);
+	}
+	free(sm);
+	return r;
+}
+
+/* ---- the job's check phase ------------------------------------------------ */
+
+/* Placement is counted in pages of this size: THP may be split, so 4K there. */
+static uint64_t placement_step(const struct prealloc_job *job)
+{
+	return job->backing == PREALLOC_BACKING_ANON_THP ? PREALLOC_PAGE_4K : job->page_size;
+}
+
+/* The pool of the region extent holding [first, last) (region offsets), NULL if none. */
+static struct node_pool *extent_pool(struct prealloc_job *job, uint64_t first, uint64_t last,
+				     bool *ret_straddles)
+{
+	struct prealloc_region *reg = job->region;
+	unsigned int e;
+
+	*ret_straddles = false;
+	for (e = 0; e < reg->nr_extents; e++)
+		if (reg->extents[e].offset <= first &&
+		    last <= reg->extents[e].offset + reg->extents[e].length)
+			break;
+	if (e == reg->nr_extents) {
+		*ret_straddles = true;
+		return NULL;
+	}
+	for (unsigned int p = 0; p < job->nr_pools; p++)
+		if (reg->extents[e].node >= 0 && job->pools[p].node == reg->extents[e].node)
+			return &job->pools[p];
+	return NULL;
+}
+
+/* placement_scan callback: one mapping's per-node counts go to its extent's pool. */
+static int scan_mapping(void *arg, uint64_t start, uint64_t end, uint64_t unit,
+			const uint64_t *counts)
+{
+	struct prealloc_job *job = arg;
+	uint64_t base = (uintptr_t)job->addr, step = placement_step(job), on, all = 0;
+	bool straddles;
+	struct node_pool *pool = extent_pool(job, start - base, end - base, &straddles);
+
+	if (straddles)
+		return -ENOTSUP;	/* a mapping across extents: count page by page */
+	if (!pool)
+		return 0;		/* node -1: not resident, never counted */
+	for (int n = 0; n < PREALLOC_MAX_NODES; n++)
+		all += counts[n];
+	on = counts[pool->node] * unit / step;
+	atomic_fetch_add(&pool->on, on);
+	atomic_fetch_add(&pool->off, all * unit / step - on);
+	return 0;
+}
+
+/*
+ * Counts every pool's pages at once from numa_maps, which is ~5x cheaper
+ * than move_pages per page. On any mismatch the counts are reset and the
+ * workers fall back to move_pages chunk by chunk.
+ */
+static void placement_scan_job(struct prealloc_job *job)
+{
+	uint64_t step = placement_step(job);
+
+	if (placement_scan(job->addr, job->region->length, scan_mapping, job) < 0) {
+		for (unsigned int p = 0; p < job->nr_pools; p++) {
+			atomic_store(&job->pools[p].on, 0);
+			atomic_store(&job->pools[p].off, 0);
+		}
+		return;
+	}
+	for (unsigned int p = 0; p < job->nr_pools; p++) {
+		struct node_pool *pool = &job->pools[p];
+		uint64_t pages = pool->placed_bytes / step, seen = pool->on + pool->off;
+
+		atomic_store(&pool->missing, pages > seen ? pages - seen : 0);
+	}
+	job->placement_scanned = true;
+}
+
+/* huge_scan callback: a THP mapping's huge bytes go to its extent's pool. */
+static int huge_mapping(void *arg, uint64_t start, uint64_t end, uint64_t huge, bool madv_huge)
+{
+	struct prealloc_job *job = arg;
+	uint64_t base = (uintptr_t)job->addr;
+	bool straddles;
+	struct node_pool *pool = extent_pool(job, start - base, end - base, &straddles);
+
+	/* anon THP always; shmem (FILE/MEMFD) only when made with PREALLOC_REGION_THP. */
+	if (pool && (job->backing == PREALLOC_BACKING_ANON_THP || madv_huge))
+		atomic_fetch_add(&pool->huge_bytes, huge);
+	return 0;
+}
+
+/* Bytes mapped by huge pages: all of them for hugetlb, smaps for THP, none for 4K. */
+static void huge_scan_job(struct prealloc_job *job)
+{
+	if (job->page_size > PREALLOC_PAGE_4K) {
+		for (unsigned int p = 0; p < job->nr_pools; p++)
+			atomic_store(&job->pools[p].huge_bytes, job->pools[p].bytes);
+		return;
+	}
+	if (job->backing == PREALLOC_BACKING_ANON || job->backing == PREALLOC_BACKING_MAPPED)
+		return;
+	huge_scan(job->addr, job->region->length, huge_mapping, job);
+}
+
+void check_scan_job(struct prealloc_job *job)
+{
+	if (!(job->opts.flags & PREALLOC_JOB_NO_PLACEMENT))
+		placement_scan_job(job);
+	huge_scan_job(job);
+}
+
+void check_chunk(struct prealloc_job *job, struct node_pool *pool, const struct job_chunk *c)
+{
+	uint8_t *p = job->addr + c->offset;
+	bool zeroes = (job->opts.flags & PREALLOC_JOB_VERIFY) || job->opts.op == PREALLOC_OP_VERIFY;
+
+	if (c->placed && !(job->opts.flags & PREALLOC_JOB_NO_PLACEMENT) &&
+	    !job->placement_scanned) {
+		uint64_t on = 0, off = 0, missing = 0;
+		int r = placement_query(p, c->length, placement_step(job), pool->node, &on, &off,
+					&missing);
+
+		if (r < 0) {
+			job_fail(job, r, pool->node, c->offset);
+			return;
+		}
+		atomic_fetch_add(&pool->on, on);
+		atomic_fetch_add(&pool->off, off);
+		atomic_fetch_add(&pool->missing, missing);
+	}
+	if (zeroes) {
+		uint64_t nz = zero_check(p, c->length);
+
+		if (nz < c->length) {
+			uint64_t want = c->offset + nz + 1, cur = atomic_load(&pool->nonzero);
+
+			while ((cur == 0 || want < cur) &&
+			       !atomic_compare_exchange_weak(&pool->nonzero, &cur, want))
+				;
+		}
+	}
 }

@@ -114,31 +114,21 @@ static void prepare_rollback(struct prepare_req *q)
 	q->recorded = false;
 }
 
-/* A VERIFY run's verdict over its report (until the engine gives it). */
-static int verify_verdict(struct prepare_req *q, struct prealloc_job *job)
+/* THP: how much of the memory huge pages really map, for the honest report. */
+static void count_huge(struct prepare_req *q, struct prealloc_job *job)
 {
-	struct prealloc_report rep = { .size = sizeof(rep) };
+	struct prealloc_node_report n = { .size = sizeof(n) };
 
-	if (!(q->o.flags & PREALLOC_PREPARE_VERIFY) || job_fill_report(job, &rep) < 0)
-		return 0;
-	if (rep.nonzero_offset != UINT64_MAX)
-		return -EBADMSG;
-	for (unsigned int i = 0; i < rep.nr_nodes; i++) {
-		struct prealloc_node_report n = { .size = sizeof(n) };
-
-		job_fill_node_report(job, i, &n);
-		if (n.pages_off_node || n.pages_missing)
-			return -EXDEV;
-	}
-	return 0;
+	q->info.huge_bytes = 0;
+	for (unsigned int i = 0; job_fill_node_report(job, i, &n) == 0; i++)
+		q->info.huge_bytes += n.huge_bytes;
 }
 
 static int prepare_finish(struct prealloc_job *job, int status, void *arg)
 {
 	struct prepare_req *q = arg;
 
-	if (status == 0)
-		status = verify_verdict(q, job);
+	count_huge(q, job);
 	if (status == -EBADMSG || status == -EXDEV)
 		prepare_fail(q, PREALLOC_STEP_VERIFY, "verification failed: %s",
 			     status == -EBADMSG ? "memory is not zero"

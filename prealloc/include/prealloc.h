@@ -210,7 +210,7 @@ enum prealloc_op {
 };
 
 enum prealloc_job_flags {
-	PREALLOC_JOB_VERIFY = 1u << 0,	   /* after the op, check every byte is zero */
+	PREALLOC_JOB_VERIFY = 1u << 0,	   /* after the op, check zeroes and placement: a verdict */
 	PREALLOC_JOB_NO_PLACEMENT = 1u << 1, /* skip the move_pages placement query */
 	PREALLOC_JOB_TOUCH = 1u << 2,	   /* force the touch fallback (tests) */
 	PREALLOC_JOB_NO_PIN = 1u << 3,	   /* do not pin workers to node CPUs */
@@ -244,6 +244,13 @@ struct prealloc_node_report {
 	uint64_t pages_missing;	   /* not resident at all */
 	uint64_t cpu_samples_off;  /* worker chunk starts seen on a CPU outside the node's set */
 	uint64_t cpus_seen[PREALLOC_MAX_CPUS / 64]; /* CPUs this node's workers ran on */
+	/*
+	 * Bytes of this node's extents mapped by huge pages after the op: all
+	 * of them for hugetlb; for anonymous THP and FILE/MEMFD regions made
+	 * with PREALLOC_REGION_THP, what /proc/self/smaps counts
+	 * (AnonHugePages, ShmemPmdMapped, FilePmdMapped); 0 for 4K pages.
+	 */
+	uint64_t huge_bytes;
 };
 
 struct prealloc_report {
@@ -266,6 +273,17 @@ struct prealloc_report {
 };
 
 /*
+ * Verify (PREALLOC_JOB_VERIFY, or PREALLOC_OP_VERIFY) is a verdict: a job
+ * that reads a non-zero byte fails with -EBADMSG (report error -EBADMSG,
+ * error_offset and nonzero_offset the first non-zero byte's region offset,
+ * error_node its node); else one that finds pages off their node or not
+ * resident fails with -EXDEV (error_node the first such node), unless the
+ * region was made with PREALLOC_REGION_ADOPT_PLACEMENT (extents of node -1
+ * never count) or the job has PREALLOC_JOB_NO_PLACEMENT.
+ *
+ * opts->chunk_size, when not 0, must be a multiple of the region's page
+ * size and at most its length (-EINVAL otherwise).
+ *
  * Starts workers and returns at once. The region must outlive the job.
  * Completion: prealloc_job_wait(), or poll prealloc_job_eventfd().
  */
@@ -277,7 +295,10 @@ int prealloc_job_node_progress(struct prealloc_job *job, int node, uint64_t *ret
 			       uint64_t *ret_total);
 /* Nodes the job works on, in report order; returns the count (may exceed max). */
 int prealloc_job_node_count(struct prealloc_job *job, int *ret_nodes, unsigned int max);
-/* Workers stop at the next chunk boundary; wait still must be called. */
+/*
+ * Workers stop within one step (16 MiB, or one page when pages are larger)
+ * of where they are; wait still must be called.
+ */
 int prealloc_job_cancel(struct prealloc_job *job);
 /* An eventfd that turns readable when the job is done. Owned by the job. */
 int prealloc_job_eventfd(struct prealloc_job *job);

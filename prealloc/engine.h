@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The job engine's internal API: per-node worker pools that run one op over
+ * the chunks of a region (engine.c), the ops they run (ops.c), and what a
+ * flow (create, clear, calibration, DMA mapping) plugs in around them.
+ * Never installed. docs/engine.md says how the pieces fit.
+ */
+#ifndef PREALLOC_ENGINE_H
+#define PREALLOC_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "prealloc.h"
+
+struct prealloc_region;
+struct prealloc_job;
+
+/*
+ * Workers do a chunk in steps of at most max(page size, JOB_STEP) bytes,
+ * checking cancel and adding to progress after each: cancel takes effect
+ * within one step (plus one page's fault) whatever the chunk size.
+ */
+#define JOB_STEP (UINT64_C(16) << 20)
+
+/* ---- ops (ops.c) ---------------------------------------------------------- */
+
+/* What an op's setup may look at. */
+struct job_op_args {
+	struct prealloc_region *region;
+	const struct prealloc_job_opts *opts;
+};
+
+/*
+ * One entry of the op table: what a worker does to one piece of a chunk.
+ * piece() gets [p, p + len) inside one chunk, page aligned, at most one step
+ * long; it returns 0 or a negative errno (the job fails at that offset).
+ * A serial op runs on one thread over every chunk in order, after the
+ * parallel op (VFIO type1 serialises MAP_DMA); a parallel op may not be
+ * serial and the other way round. Adding an op touches only ops.c (or the
+ * flow that owns it): the engine knows ops only through this table.
+ */
+struct job_op {
+	const char *name;
+	int op;			/* enum prealloc_op in reports; -1: internal only */
+	bool serial;
+	/* Per-job state (kernel choice, touch guard); may be NULL. */
+	int (*setup)(const struct job_op_args *args, void **ret_state);
+	int (*piece)(void *state, uint8_t *p, uint64_t len);
+	int (*method)(const void *state);		/* enum prealloc_method */
+	const char *(*kernel)(const void *state);	/* clear kernel name, may be NULL */
+	void (*teardown)(void *state);			/* may be NULL */
+};
+
+/* The table entry for a public enum prealloc_op; NULL if unknown. */
+const struct job_op *job_op_find(int op);
+
+/* ---- completion sinks ------------------------------------------------------ */
+
+/*
+ * Completion is posted through sinks: node_done once per node, when that
+ * node's workers have all finished (res: 0, or the job's error when it
+ * happened on that node), then job_done once with the job's result, after
+ * the flow's finish and after prealloc_job_done() turned 1. Both run on a
+ * worker thread (or the starting thread when there are no workers) and must
+ * not block; a sink's error is ignored (the job's result stands).
+ *
+ * The eventfd (prealloc_job_eventfd) is the built-in sink and always posts
+ * on job_done. A second sink comes with job_spec.sink. An io_uring sink
+ * (IORING_OP_MSG_RING) needs nothing in engine.c: its data holds the
+ * caller's ring fd, a private submission ring and the user_data to post;
+ * node_done and job_done each prepare one MSG_RING SQE with res = the
+ * result and user_data tagged with the node (or "job"), submit it, and reap
+ * its own completion; release closes the private ring. A flow passes
+ * { &uring_sink_ops, state } in job_spec.sink and frees nothing itself.
+ */
+struct job_sink_ops {
+	int (*node_done)(void *data, int node, int res);	/* may be NULL */
+	int (*job_done)(void *data, int res);			/* may be NULL */
+	void (*release)(void *data);	/* at prealloc_job_free, may be NULL */
+};
+
+struct job_sink {
+	const struct job_sink_ops *ops;
+	void *data;
+};
+
+/* ---- flows ------------------------------------------------------------------ */
+
+/* A range of the region that a node's workers take, beyond the region's own extents. */
+struct job_range {
+	int node;	/* -1: spread over the job's node pools round-robin by chunk */
+	uint64_t offset, length;	/* page aligned, inside the region */
+};
+
+struct job_flow {
+	/*
+	 * Runs once, on the last worker to finish (or on the starting thread when the
+	 * job has no workers), after the op and the check phase, BEFORE completion is
+	 * posted (eventfd) and before prealloc_job_done() turns 1. status is the job's
+	 * outcome so far (0, negative errno, -ECANCELED); the return value becomes the
+	 * job's result returned by prealloc_job_wait(). It may read the job's report
+	 * with job_fill_report() / job_fill_node_report().
+	 */
+	int (*finish)(struct prealloc_job *job, int status, void *arg);
+	void (*destroy)(void *arg);	/* at prealloc_job_free, may be NULL */
+	void *arg;
+};
+
+struct job_spec {
+	const struct job_flow *flow;	/* NULL: none */
+	const struct job_range *extra;	/* extra ranges (e.g. swapped-out file pages), may be NULL */
+	size_t nr_extra;
+	/*
+	 * Each chunk is worked this many times (0 = once): calibration loops
+	 * over a small buffer. Progress and report bytes count every pass.
+	 */
+	unsigned int passes;
+	/* After the parallel op: a serial op (serial = true), NULL for none. */
+	const struct job_op *serial;
+	const struct job_sink *sink;	/* a second completion sink, NULL for none */
+};
+
+/*
+ * prealloc_job_start is job_start_spec(region, opts, NULL, ret_job). Extra
+ * ranges (node -1 or not) are cut into page-aligned chunks by plan_chunks
+ * like the extents; they are worked and zero-checked, never counted for
+ * placement. The job copies what its report needs (page size, backing) at
+ * start and does not touch region->addr after finish: a flow may free the
+ * region in finish.
+ */
+int job_start_spec(struct prealloc_region *region, const struct prealloc_job_opts *opts,
+		   const struct job_spec *spec, struct prealloc_job **ret_job);
+void *job_flow_arg(struct prealloc_job *job);
+/* The report as prealloc_job_report would give it, also before the join. */
+void job_fill_report(struct prealloc_job *job, struct prealloc_report *ret_report);
+/* -ENOENT past the last node. */
+int job_fill_node_report(struct prealloc_job *job, unsigned int index,
+			 struct prealloc_node_report *ret_report);
+
+#endif

@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A job's work, per node: the region's extents on each node and the flow's
+ * extra ranges, cut into page-aligned chunks by plan_chunks, one pool (and
+ * one queue) per node. Extra ranges of node -1 are dealt round-robin by
+ * chunk over the pools. Only chunks from the extents count for placement.
+ */
+#include <stdlib.h>
+
+#include "internal.h"
+
+/* The pool for node, made (with its thread count) if the job has none yet. */
+static struct node_pool *pool_get(struct prealloc_job *job, int node)
+{
+	struct node_pool *pool;
+
+	for (unsigned int p = 0; p < job->nr_pools; p++)
+		if (job->pools[p].node == node)
+			return &job->pools[p];
+	pool = &job->pools[job->nr_pools];
+	pool->topo = topo_node(job->region->ctx, node);
+	if (!pool->topo)
+		return NULL;
+	job->nr_pools++;
+	pool->node = node;
+	pool->threads = job->opts.threads ? job->opts.threads : pool->topo->nr_cpus;
+	pool->threads = MAX(pool->threads, 1u);
+	return pool;
+}
+
+/* Appends the chunks of ranges (all on one node) to pool; ret NULL counts only. */
+static size_t pool_cut(struct node_pool *pool, const struct prealloc_extent *ranges,
+		       unsigned int n, uint64_t page, uint64_t chunk, bool placed)
+{
+	struct plan_chunk *c;
+	size_t k = plan_chunks(ranges, n, page, chunk, NULL);
+
+	if (!pool->chunks)
+		return k;
+	c = calloc(MAX(k, (size_t)1), sizeof(*c));
+	if (!c)
+		return SIZE_MAX;
+	plan_chunks(ranges, n, page, chunk, c);
+	for (size_t i = 0; i < k; i++)
+		pool->chunks[pool->nr_chunks++] =
+			(struct job_chunk){ c[i].offset, c[i].length, placed };
+	free(c);
+	return k;
+}
+
+/*
+ * A node's extents, then its extra ranges; with fill false only counts
+ * (into nr_chunks). Extra ranges of node -1 go round-robin by chunk.
+ */
+static int pools_cut(struct prealloc_job *job, const struct prealloc_extent *all, unsigned int n,
+		     unsigned int nr_placed, const struct prealloc_extent *spread,
+		     unsigned int nr_spread)
+{
+	uint64_t page = job->page_size;
+	struct prealloc_extent *mine = calloc(MAX(n, 1u), sizeof(*mine));
+
+	if (!mine)
+		return -ENOMEM;
+	for (unsigned int p = 0; p < job->nr_pools; p++) {
+		struct node_pool *pool = &job->pools[p];
+		uint64_t chunk = job->opts.chunk_size
+					 ? job->opts.chunk_size
+					 : plan_chunk_size(pool->bytes, page, pool->threads);
+
+		for (int placed = 1; placed >= 0; placed--) {
+			unsigned int k = 0;
+			size_t got;
+
+			for (unsigned int e = placed ? 0 : nr_placed; e < (placed ? nr_placed : n); e++)
+				if (all[e].node == pool->node)
+					mine[k++] = all[e];
+			got = pool_cut(pool, mine, k, page, chunk, placed);
+			if (got == SIZE_MAX)
+				goto nomem;
+			if (!pool->chunks)
+				pool->nr_chunks += got;
+		}
+	}
+	for (unsigned int e = 0; e < nr_spread; e++) {
+		uint64_t chunk = job->opts.chunk_size
+					 ? job->opts.chunk_size
+					 : plan_chunk_size(spread[e].length, page, job->nr_pools);
+		size_t k = plan_chunks(&spread[e], 1, page, chunk, NULL);
+
+		for (size_t i = 0; i < k; i++) {
+			struct node_pool *pool = &job->pools[i % job->nr_pools];
+			uint64_t off = spread[e].offset + i * MAX(ALIGN_DOWN(chunk, page), page);
+			uint64_t len = MIN(spread[e].offset + spread[e].length - off,
+					   MAX(ALIGN_DOWN(chunk, page), page));
+
+			if (pool->chunks)
+				pool->chunks[pool->nr_chunks] = (struct job_chunk){ off, len, false };
+			pool->nr_chunks++;
+			pool->bytes += pool->chunks ? len : 0;	/* once: the fill pass */
+		}
+	}
+	free(mine);
+	return 0;
+nomem:
+	free(mine);
+	return -ENOMEM;
+}
+
+/* Extents and extra ranges in one array: extents first (nr_placed), node -1 extras apart. */
+static int ranges_collect(struct prealloc_job *job, const struct job_range *extra, size_t nr_extra,
+			  struct prealloc_extent **ret_all, unsigned int *ret_n,
+			  unsigned int *ret_placed, struct prealloc_extent **ret_spread,
+			  unsigned int *ret_spread_n)
+{
+	struct prealloc_region *reg = job->region;
+	struct prealloc_extent *all = calloc(reg->nr_extents + nr_extra + 1, sizeof(*all));
+	struct prealloc_extent *spread = calloc(nr_extra + 1, sizeof(*spread));
+	unsigned int n = 0, s = 0;
+
+	if (!all || !spread)
+		goto nomem;
+	for (unsigned int e = 0; e < reg->nr_extents; e++) {
+		if (reg->extents[e].node < 0) {
+			job->adopted = true;	/* not resident: nothing to clear or check */
+			continue;
+		}
+		all[n++] = reg->extents[e];
+	}
+	*ret_placed = n;
+	for (size_t i = 0; i < nr_extra; i++) {
+		const struct job_range *x = &extra[i];
+
+		if (x->offset % job->page_size || x->length % job->page_size || !x->length ||
+		    x->offset > reg->length || x->length > reg->length - x->offset) {
+			free(all);
+			free(spread);
+			return -EINVAL;
+		}
+		if (x->node < 0)
+			spread[s++] = (struct prealloc_extent){ -1, x->offset, x->length };
+		else
+			all[n++] = (struct prealloc_extent){ x->node, x->offset, x->length };
+	}
+	*ret_all = all;
+	*ret_n = n;
+	*ret_spread = spread;
+	*ret_spread_n = s;
+	return 0;
+nomem:
+	free(all);
+	free(spread);
+	return -ENOMEM;
+}
+
+int pools_build(struct prealloc_job *job, const struct job_range *extra, size_t nr_extra)
+{
+	struct prealloc_extent *all = NULL, *spread = NULL;
+	unsigned int n, nr_placed, nr_spread;
+	int r;
+
+	r = ranges_collect(job, extra, nr_extra, &all, &n, &nr_placed, &spread, &nr_spread);
+	if (r < 0)
+		return r;
+	job->pools = calloc(n + 1, sizeof(*job->pools));
+	r = -ENOMEM;
+	if (!job->pools)
+		goto out;
+	r = -ENODEV;
+	for (unsigned int e = 0; e < n; e++) {
+		struct node_pool *pool = pool_get(job, all[e].node);
+
+		if (!pool)
+			goto out;
+		pool->bytes += all[e].length;
+		if (e < nr_placed)
+			pool->placed_bytes += all[e].length;
+	}
+	/* Spread ranges and no node of its own: the first node with memory takes them. */
+	if (nr_spread && !job->nr_pools && !pool_get(job, job->region->ctx->nodes[0].node))
+		goto out;
+	/* Count, allocate, fill. */
+	r = pools_cut(job, all, n, nr_placed, spread, nr_spread);
+	for (unsigned int p = 0; p < job->nr_pools && r == 0; p++) {
+		struct node_pool *pool = &job->pools[p];
+
+		pool->chunks = calloc(MAX(pool->nr_chunks, (size_t)1), sizeof(*pool->chunks));
+		pool->nr_chunks = 0;
+		if (!pool->chunks)
+			r = -ENOMEM;
+	}
+	if (r == 0)
+		r = pools_cut(job, all, n, nr_placed, spread, nr_spread);
+	for (unsigned int p = 0; p < job->nr_pools && r == 0; p++) {
+		struct node_pool *pool = &job->pools[p];
+		size_t work = pool->nr_chunks * job->passes;
+
+		/* More workers than chunks would only wait at the barriers. */
+		pool->threads = (unsigned int)MIN((size_t)pool->threads, MAX(work, (size_t)1));
+		job->nr_workers += pool->threads;
+	}
+out:
+	free(all);
+	free(spread);
+	return r;
+}
