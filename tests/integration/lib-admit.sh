@@ -17,9 +17,17 @@ hp() {
 	cat "$dir/$1_hugepages"
 }
 
-# Ledger lines (entries), 0 when there is no ledger.
+# Records in the record store (each run's or file's), 0 when there is no store.
 ledger_entries() {
 	local n
-	n=$(grep -vc '^#' "$PREALLOC_STATE_DIR/ledger" 2>/dev/null)
+	n=$(grep -c '^rec ' "$PREALLOC_STATE_DIR/store" 2>/dev/null)
 	echo "${n:-0}"
+}
+
+# Blocks of a file being prepared: under its hidden name until it is ready.
+prepared_blocks() {	# prepared_blocks FILE
+	local f=$1 b
+	b=$(stat -c %b "$f" 2>/dev/null) && { echo "$b"; return; }
+	b=$(stat -c %b "$(dirname "$f")"/.prealloc-* 2>/dev/null | head -1)
+	echo "${b:-0}"
 }

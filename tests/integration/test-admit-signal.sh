@@ -26,7 +26,7 @@ interrupt() {	# interrupt SIGNAL EXPECTED_EXIT
 	on_exit "kill -9 $pid"
 	# Wait until population is under way: the file exists and has pages.
 	for ((i = 0; i < 2000; i++)); do
-		blocks=$(stat -c %b "$M/vm" 2>/dev/null || echo 0)
+		blocks=$(prepared_blocks "$M/vm")
 		[ "$blocks" -gt 0 ] && break
 		kill -0 $pid 2>/dev/null || break
 		sleep 0.01
@@ -46,7 +46,7 @@ interrupt() {	# interrupt SIGNAL EXPECTED_EXIT
 	check "$sig: exit $want (got $rc)" [ $rc -eq "$want" ]
 	check "$sig: exited within $BOUND s" awk "BEGIN { exit !($t1 - $t0 < $BOUND) }"
 	check "$sig: message says so" grep -q "interrupted by $sig" "$TMP/err"
-	check "$sig: no file left" [ ! -e "$M/vm" ]
+	check "$sig: no file left" [ -z "$(ls -A "$M")" ]
 	check "$sig: pool at baseline (total $(hp nr 2048), free $(hp free 2048))" \
 		[ "$(hp nr 2048)" -eq "$base_nr" -a "$(hp free 2048)" -eq "$base_free" ]
 	check "$sig: ledger empty" [ "$(ledger_entries)" -eq 0 ]
