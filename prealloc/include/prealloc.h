@@ -50,10 +50,32 @@ enum prealloc_log_level {
 
 typedef void (*prealloc_log_fn)(void *userdata, int level, const char *msg);
 
+/*
+ * Threads and lifetimes:
+ *  - a ctx may be shared by threads for read-only queries (topology, node
+ *    and CPU info, clear_kernels, clear_choose) and for starting jobs and
+ *    flows; prealloc_ctx_set_log, prealloc_calibration_load/save/unload and
+ *    prealloc_ctx_free must not race with jobs being started on that ctx
+ *    (the calibration itself is locked; the log callback pointer is not);
+ *  - a ctx outlives its regions and jobs; a region outlives its job
+ *    (prealloc_job_free before prealloc_region_free); a flow's job
+ *    (prealloc_clear_file_start) owns what it made and frees it in
+ *    prealloc_job_free;
+ *  - the log callback may be called from any thread that calls into the
+ *    library with this ctx, never from a worker, never with a lock held;
+ *  - the touch fallback (PREALLOC_JOB_TOUCH, or kernels before 5.14 without
+ *    MADV_POPULATE_WRITE) installs a process-wide SIGBUS handler for the
+ *    job's lifetime, passing foreign SIGBUS to the previous handler.
+ */
+
 /* Reads the topology once (nodes, CPUs, pools, mounts, CPU identity). */
 int prealloc_ctx_new(struct prealloc_ctx **ret_ctx);
 void prealloc_ctx_free(struct prealloc_ctx *ctx);
-/* Messages the library would otherwise drop reach fn; NULL silences. */
+/*
+ * Every message the library has for a caller reaches fn (e.g. a calibration
+ * file ignored, at PREALLOC_LOG_INFO); NULL silences. Not locked: set it
+ * before sharing the ctx.
+ */
 void prealloc_ctx_set_log(struct prealloc_ctx *ctx, prealloc_log_fn fn, void *userdata);
 
 /* ---- topology ----------------------------------------------------------- */
@@ -276,7 +298,7 @@ int prealloc_parse_size(const char *s, uint64_t *ret_bytes);
 /*
  * Kernels: "avx512_nt", "avx2_nt", "clzero", "movnti" (non-temporal stores),
  * "rep_stosb", "c" (cached stores). Automatic selection ("auto" or NULL)
- * uses, in order: the active calibration if it was measured on this CPU
+ * uses, in order: the ctx's calibration if it was measured on this CPU
  * model; cached stores where NT stores are known not to be faster; cached
  * stores when the footprint (bytes per worker x workers) is under half the
  * last-level cache and under 32 MiB; else the best NT kernel this CPU has.
@@ -292,16 +314,20 @@ int prealloc_clear_choose(struct prealloc_ctx *ctx, uint64_t size, unsigned int 
 			  const char **ret_name, char *ret_why, size_t why_len);
 /*
  * Zeroes [addr, addr + len) on the calling thread; any alignment. kernel
- * NULL or "auto" selects; -ENOENT unknown name, -EOPNOTSUPP not on this CPU
- * (or not built).
+ * NULL or "auto" selects by the built-in rules only (there is no ctx, so no
+ * calibration); -ENOENT unknown name, -EOPNOTSUPP not on this CPU (or not
+ * built). Thread-safe.
  */
 int prealloc_clear_range(void *addr, size_t len, const char *kernel);
 
 /*
  * Calibration: per size class, the kernel measured fastest here (prealloc
  * bench). A class covers footprints up to max_bytes; classes ascend and the
- * last also covers anything larger. One calibration is active per process;
- * the first automatic selection loads the default file once, if present.
+ * last also covers anything larger. Each ctx has its own: the first
+ * automatic selection on a ctx that has not loaded, saved or unloaded one
+ * reads the default file, if present; one measured on another CPU (or
+ * unreadable) is ignored and said once through the ctx's log at
+ * PREALLOC_LOG_INFO.
  */
 #define PREALLOC_CALIBRATION_CLASSES 8
 
@@ -317,23 +343,26 @@ struct prealloc_calibration {
 	struct prealloc_calibration_class classes[PREALLOC_CALIBRATION_CLASSES];
 };
 
-/* The default file: /var/lib/prealloc/calibration as root, else the user's cache dir. */
+/*
+ * The default file: $PREALLOC_CALIBRATION (an absolute path) if set, else
+ * /var/lib/prealloc/calibration as root, else the user's cache dir.
+ */
 int prealloc_calibration_path(char *ret_path, size_t len);
 /*
  * Stores cal as measured on this CPU at path (NULL: the default file, its
- * directory created) and makes it active. -EINVAL: unknown kernel, classes
+ * directory created) and makes it the ctx's. -EINVAL: unknown kernel, classes
  * not ascending.
  */
 int prealloc_calibration_save(struct prealloc_ctx *ctx, const struct prealloc_calibration *cal,
 			      const char *path);
 /*
- * Loads path (NULL: the default file) and makes it active; ret_cal may be
+ * Loads path (NULL: the default file) and makes it the ctx's; ret_cal may be
  * NULL. -ENOENT: no file; -ESTALE: measured on another CPU, not used;
  * -EINVAL: malformed.
  */
 int prealloc_calibration_load(struct prealloc_ctx *ctx, const char *path,
 			      struct prealloc_calibration *ret_cal);
-/* Deactivates any calibration: automatic selection uses the built-in rules. */
+/* Drops the ctx's calibration: its automatic selection uses the built-in rules. */
 int prealloc_calibration_unload(struct prealloc_ctx *ctx);
 
 /* ---- admission and pools ----------------------------------------------- */
