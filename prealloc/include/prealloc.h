@@ -365,6 +365,83 @@ int prealloc_calibration_load(struct prealloc_ctx *ctx, const char *path,
 /* Drops the ctx's calibration: its automatic selection uses the built-in rules. */
 int prealloc_calibration_unload(struct prealloc_ctx *ctx);
 
+/* ---- clearing a file (`prealloc clear`) ---------------------------------- */
+
+enum prealloc_clear_file_flags {
+	PREALLOC_CLEAR_VERIFY = 1u << 0, /* read every byte back; -EBADMSG when one is not zero */
+	PREALLOC_CLEAR_FORCE = 1u << 1,	 /* clear a file not on hugetlbfs/tmpfs, or one mapped */
+};
+
+/* The check or step that failed: prealloc_clear_file_info.error_step. */
+enum prealloc_clear_file_step {
+	PREALLOC_CLEAR_STEP_NONE = 0,
+	PREALLOC_CLEAR_STEP_KERNEL,	/* opts.kernel: -ENOENT unknown, -EOPNOTSUPP not here */
+	PREALLOC_CLEAR_STEP_LOOKUP,	/* lstat or statfs failed: their errno (-ENOENT, ...) */
+	PREALLOC_CLEAR_STEP_SYMLINK,	/* -ELOOP: a symbolic link, refused even with FORCE */
+	PREALLOC_CLEAR_STEP_TYPE,	/* -EINVAL: not a regular file */
+	PREALLOC_CLEAR_STEP_FILESYSTEM, /* -EMEDIUMTYPE: not on hugetlbfs or tmpfs (no FORCE) */
+	PREALLOC_CLEAR_STEP_MAPPERS,	/* -EBUSY: mapper_pid maps it (no FORCE); or /proc unreadable */
+	PREALLOC_CLEAR_STEP_OPEN,	/* open failed; -ESTALE: another file took its place */
+	PREALLOC_CLEAR_STEP_MAP,	/* mapping: -ENOMEM (hugetlbfs: holes cannot be backed), -ESTALE */
+	PREALLOC_CLEAR_STEP_START,	/* the workers could not start */
+	PREALLOC_CLEAR_STEP_CLEAR,	/* a worker failed (the job's report says where), -ECANCELED */
+	PREALLOC_CLEAR_STEP_SWAPPED,	/* clearing swapped-out tmpfs pages */
+	PREALLOC_CLEAR_STEP_TAIL,	/* writing the partial last page */
+	PREALLOC_CLEAR_STEP_SYNC,	/* msync/fsync of a file not in memory */
+	PREALLOC_CLEAR_STEP_VERIFY,	/* -EBADMSG: not zero at nonzero_offset */
+};
+
+struct prealloc_clear_file_opts {
+	size_t size;		/* sizeof(struct prealloc_clear_file_opts) */
+	unsigned int flags;	/* enum prealloc_clear_file_flags */
+	unsigned int threads;	/* per node; 0: every allowed CPU of the node */
+	const char *kernel;	/* clear kernel; NULL or "auto": chosen under the ctx's calibration */
+};
+
+struct prealloc_clear_file_info {
+	size_t size;		/* sizeof(struct prealloc_clear_file_info) */
+	int error_step;		/* enum prealloc_clear_file_step; 0 on success */
+	pid_t mapper_pid;	/* another process mapping the file (-EBUSY, or FORCE), 0 none */
+	char mapper_comm[64];
+	unsigned int unreadable; /* processes whose mappings could not be checked */
+	unsigned long fs_magic;	/* statfs f_type: HUGETLBFS_MAGIC, TMPFS_MAGIC, ... */
+	uint64_t page_size;	/* the file's page size (hugetlbfs), else 4 KiB */
+	uint64_t length;	/* file size, bytes */
+	uint64_t tail_bytes;	/* a partial last page, written with pwrite */
+	uint64_t unbacked_bytes; /* hugetlbfs holes that got pages the kernel zeroed */
+	uint64_t hole_bytes;	/* tmpfs holes: not resident, read as zero, skipped */
+	uint64_t swapped_bytes;	/* tmpfs pages swapped out, read back in and cleared */
+	uint64_t nonzero_offset; /* VERIFY: first non-zero byte of the file, UINT64_MAX none */
+	char kernel[24];	/* the kernel used; "" when only write(2) ran */
+	char kernel_why[160];	/* why automatic selection chose it; "" when named */
+};
+
+/*
+ * Re-zeroes the file at path in place: each resident page by workers on
+ * the node it sits on, after checking it is the file meant (see the steps
+ * above), then swapped-out tmpfs pages, the partial last page (pwrite), and
+ * msync + fsync for a file not in memory. Returns at once with the job;
+ * *ret_job is NULL (and the work done) when the file has no whole page.
+ * The job owns the mapping, descriptor and region it made. ret_info (may
+ * be NULL) says what was found, and on failure which check failed; errors
+ * are negative errno as listed with the steps. Clearing is idempotent: an
+ * interrupted (cancelled) file is finished by clearing it again.
+ */
+int prealloc_clear_file_start(struct prealloc_ctx *ctx, const char *path,
+			      const struct prealloc_clear_file_opts *opts,
+			      struct prealloc_job **ret_job,
+			      struct prealloc_clear_file_info *ret_info);
+/*
+ * The flow's result and info, once the job is done (waits for it): 0, or
+ * the negative errno of the step that failed (-EBADMSG: VERIFY found a
+ * non-zero byte, in the pages, the swapped ones or the tail).
+ */
+int prealloc_clear_file_info(struct prealloc_job *job, struct prealloc_clear_file_info *ret_info);
+/* Synchronous: start + wait + info + report + free. ret_info, ret_report may be NULL. */
+int prealloc_clear_file(struct prealloc_ctx *ctx, const char *path,
+			const struct prealloc_clear_file_opts *opts,
+			struct prealloc_clear_file_info *ret_info, struct prealloc_report *ret_report);
+
 /* ---- admission and pools ----------------------------------------------- */
 
 /*
