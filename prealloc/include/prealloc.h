@@ -365,6 +365,74 @@ int prealloc_calibration_load(struct prealloc_ctx *ctx, const char *path,
 /* Drops the ctx's calibration: its automatic selection uses the built-in rules. */
 int prealloc_calibration_unload(struct prealloc_ctx *ctx);
 
+/*
+ * Measuring the clear kernels (`prealloc bench`): each kernel single-
+ * threaded at each size, and at a large size for each thread count, through
+ * the job engine (a MAPPED region over one anonymous THP buffer, written
+ * once before timing; a sample's time is the job's, from the gate opening
+ * to the last worker, so creating threads is not timed; small sizes are
+ * cleared repeatedly so each sample clears at least 128 MiB). Kernels are
+ * interleaved within each repetition; each figure is the median. The
+ * calibration built from it takes, per measured size, the winner up to
+ * the geometric middle with the next size, and for anything larger the
+ * kernel whose worst ratio to the best over the thread counts is highest.
+ */
+#define PREALLOC_CALIBRATE_SIZES 7
+#define PREALLOC_CALIBRATE_THREADS 16
+#define PREALLOC_CALIBRATE_KERNELS 8
+#define PREALLOC_CALIBRATE_REPEAT_MAX 101
+
+enum prealloc_calibrate_flags {
+	PREALLOC_CALIBRATE_SAVE = 1u << 0, /* save the calibration (path) and make it the ctx's */
+};
+
+struct prealloc_calibrate_opts {
+	size_t size;		/* sizeof(struct prealloc_calibrate_opts) */
+	unsigned int flags;	/* enum prealloc_calibrate_flags */
+	unsigned int nr_sizes;	/* 0: LLC/4 doubling up to 8x LLC (at most 6, half the free memory) */
+	uint64_t sizes[PREALLOC_CALIBRATE_SIZES];	/* single-threaded, at least 4 KiB */
+	unsigned int nr_threads; /* 0: 1, 2, 4, ... and every allowed CPU */
+	unsigned int threads[PREALLOC_CALIBRATE_THREADS];
+	uint64_t large_size;	/* the by-threads size; 0: 1 GiB or the largest size */
+	unsigned int nr_kernels; /* 0: every kernel usable here */
+	const char *kernels[PREALLOC_CALIBRATE_KERNELS];
+	unsigned int repeat;	/* samples per figure; 0: 5 */
+	const char *path;	/* SAVE: NULL for the default file */
+};
+
+struct prealloc_calibrate_result {
+	size_t size;		/* sizeof(struct prealloc_calibrate_result) */
+	int bad_kernel;		/* -ENOENT/-EOPNOTSUPP: index into opts.kernels, else -1 */
+	uint64_t buffer_bytes;	/* memory the measurement needs (-ENOMEM: more than ...) */
+	uint64_t buffer_limit;	/* ... half the memory available */
+	unsigned int repeat;
+	unsigned int nr_kernels;
+	char kernels[PREALLOC_CALIBRATE_KERNELS][24];
+	unsigned int nr_sizes;	/* ascending */
+	uint64_t sizes[PREALLOC_CALIBRATE_SIZES];
+	double size_gbps[PREALLOC_CALIBRATE_SIZES][PREALLOC_CALIBRATE_KERNELS];
+	char size_auto[PREALLOC_CALIBRATE_SIZES][24];	/* built-in rules' pick */
+	char size_calibrated[PREALLOC_CALIBRATE_SIZES][24]; /* the pick under calibration */
+	unsigned int nr_threads; /* ascending */
+	unsigned int threads[PREALLOC_CALIBRATE_THREADS];
+	uint64_t large_size;
+	double threads_gbps[PREALLOC_CALIBRATE_THREADS][PREALLOC_CALIBRATE_KERNELS];
+	char threads_auto[PREALLOC_CALIBRATE_THREADS][24];
+	char threads_calibrated[PREALLOC_CALIBRATE_THREADS][24];
+	struct prealloc_calibration calibration; /* built from the figures above */
+	int saved;		/* SAVE: 1 when stored */
+};
+
+/*
+ * Measures as described above and builds ret->calibration; with SAVE also
+ * stores it (prealloc_calibration_save). -EINVAL bad options; -ENOENT /
+ * -EOPNOTSUPP a kernel unknown / not usable here (bad_kernel); -ENOMEM the
+ * buffer exceeds half the available memory; a save error is returned with
+ * the measurements in ret complete. Runs for seconds; uses every CPU asked.
+ */
+int prealloc_calibrate(struct prealloc_ctx *ctx, const struct prealloc_calibrate_opts *opts,
+		       struct prealloc_calibrate_result *ret);
+
 /* ---- clearing a file (`prealloc clear`) ---------------------------------- */
 
 enum prealloc_clear_file_flags {
