@@ -11,10 +11,16 @@
  *   class 33554432 rep_stosb 41.20
  *   class 18446744073709551615 clzero 30.10
  *
- * It lives in /var/lib/prealloc/calibration for root, else in the user's
- * cache directory. One is active per process; the first automatic choice
- * loads the default file once. A file measured on another CPU (vendor,
- * family, model or model name differ) is foreign and never used.
+ * It lives in $PREALLOC_CALIBRATION if set, else /var/lib/prealloc/calibration
+ * for root, else in the user's cache directory. Each ctx has its own: the
+ * first automatic choice on a ctx loads the default file, unless the
+ * caller loaded, saved or unloaded one first. A file measured on another
+ * CPU (vendor, family, model or model name differ) is foreign, never used,
+ * and said once through the ctx's log.
+ *
+ * This file builds on clear.c (the kernel table and the pure clear_select)
+ * and makes the choices that need a ctx's calibration; clear.c calls
+ * nothing here.
  */
 #include <fcntl.h>
 #include <inttypes.h>
@@ -32,10 +38,8 @@
 #define CAL_MAX_TEXT 8192
 #define CAL_ROOT_DIR "/var/lib/prealloc"
 
+/* Guards every ctx's cal_* fields: a ctx is calloc'd, so it has no lock of its own. */
 static pthread_mutex_t cal_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t cal_once = PTHREAD_ONCE_INIT;
-static struct clear_calibration cal_current;
-static bool cal_loaded;
 
 /* Directory holding the default file; creates nothing. */
 static int calibration_dir(char *buf, size_t len)
@@ -56,9 +60,14 @@ static int calibration_dir(char *buf, size_t len)
 
 int calibration_default_path(char *buf, size_t len)
 {
+	const char *env = getenv("PREALLOC_CALIBRATION");
 	char dir[4096];
 	int r, n;
 
+	if (env && env[0] == '/') {
+		n = snprintf(buf, len, "%s", env);
+		return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+	}
 	r = calibration_dir(dir, sizeof(dir));
 	if (r < 0)
 		return r;
@@ -274,43 +283,93 @@ static int calibration_mkdir(void)
 	return 0;
 }
 
-static void calibration_load_default(void)
+/* Makes cal (NULL: none) the ctx's calibration; settles the default-file load. */
+static void ctx_calibration_set(struct prealloc_ctx *ctx, const struct clear_calibration *cal)
 {
-	struct clear_calibration cal;
-	char path[4096];
-
-	if (calibration_default_path(path, sizeof(path)) < 0 || calibration_read(path, &cal) < 0)
-		return;
-	if (!clear_calibration_matches(&cal, cpu_get()))
-		return;
 	pthread_mutex_lock(&cal_lock);
-	cal_current = cal;
-	cal_loaded = true;
+	ctx->cal_settled = true;
+	ctx->cal_active = cal != NULL;
+	if (cal)
+		ctx->cal = *cal;
 	pthread_mutex_unlock(&cal_lock);
 }
 
-bool calibration_active(const struct cpu_id *cpu, struct clear_calibration *ret)
+/* The default file, read once per ctx; returns why it was not used (0: it was). */
+static int ctx_calibration_load_default(struct prealloc_ctx *ctx, char *path, size_t len)
 {
-	bool have;
+	struct clear_calibration cal;
+	int r;
 
-	pthread_once(&cal_once, calibration_load_default);
+	r = calibration_default_path(path, len);
+	if (r == 0)
+		r = calibration_read(path, &cal);
+	if (r == 0 && !clear_calibration_matches(&cal, &ctx->cpu))
+		r = -ESTALE;
+	if (r == 0) {
+		ctx->cal = cal;
+		ctx->cal_active = true;
+	}
+	return r;
+}
+
+bool ctx_calibration(struct prealloc_ctx *ctx, struct clear_calibration *ret)
+{
+	char path[4096] = "";
+	bool first, have;
+	int r = 0;
+
 	pthread_mutex_lock(&cal_lock);
-	have = cal_loaded && clear_calibration_matches(&cal_current, cpu);
+	first = !ctx->cal_settled;
+	if (first) {
+		ctx->cal_settled = true;
+		r = ctx_calibration_load_default(ctx, path, sizeof(path));
+	}
+	have = ctx->cal_active;
 	if (have)
-		*ret = cal_current;
+		*ret = ctx->cal;
 	pthread_mutex_unlock(&cal_lock);
+	/* Said outside the lock: the callback may call back into the library. */
+	if (r == -ESTALE)
+		ctx_log(ctx, PREALLOC_LOG_INFO,
+			"calibration %s was measured on another CPU; ignored, using the built-in "
+			"rules ('prealloc bench --save' measures this one)", path);
+	else if (r < 0 && r != -ENOENT)
+		ctx_log(ctx, PREALLOC_LOG_INFO, "calibration %s not used: %s", path[0] ? path : "(no path)",
+			strerror(-r));
 	return have;
 }
 
-void calibration_set_active(const struct clear_calibration *cal)
+const struct clear_kernel *clear_select_region(const struct prealloc_region *region,
+					       unsigned int threads, char *why, size_t why_len)
 {
-	/* Settle the one-time default load first so it cannot override this later. */
-	pthread_once(&cal_once, calibration_load_default);
-	pthread_mutex_lock(&cal_lock);
-	cal_loaded = cal != NULL;
-	if (cal)
-		cal_current = *cal;
-	pthread_mutex_unlock(&cal_lock);
+	struct prealloc_ctx *ctx = region->ctx;
+	struct clear_calibration cal;
+	bool have_cal = ctx_calibration(ctx, &cal);
+	uint64_t best_footprint = 0, best_size = region->length;
+	unsigned int best_threads = 1;
+
+	/* Per node: its extents' bytes over its workers, as run.c will spread them. */
+	for (unsigned int e = 0; e < region->nr_extents; e++) {
+		const struct topo_node *n = topo_node(ctx, region->extents[e].node);
+		unsigned int t = threads ? threads : (n && n->nr_cpus ? n->nr_cpus : 1);
+		uint64_t bytes = 0;
+		bool seen = false;
+
+		for (unsigned int f = 0; f < e; f++)
+			seen |= region->extents[f].node == region->extents[e].node;
+		if (seen)
+			continue;
+		for (unsigned int f = e; f < region->nr_extents; f++)
+			if (region->extents[f].node == region->extents[e].node)
+				bytes += region->extents[f].length;
+		if (bytes >= best_footprint) {
+			best_footprint = bytes;
+			best_size = (bytes + t - 1) / t;
+			best_threads = t;
+		}
+	}
+	return clear_select(&ctx->cpu, best_size, best_threads, have_cal ? &cal : NULL, why,
+			    why_len);
 }
 
 /* ---- public API ---------------------------------------------------------- */
@@ -327,6 +386,21 @@ static void calibration_to_public(const struct clear_calibration *cal,
 		snprintf(pub->classes[i].kernel, sizeof(pub->classes[i].kernel), "%s",
 			 cal->classes[i].kernel);
 	}
+}
+
+EXPORT int prealloc_clear_choose(struct prealloc_ctx *ctx, uint64_t size, unsigned int threads,
+				 const char **ret_name, char *ret_why, size_t why_len)
+{
+	struct clear_calibration cal;
+	const struct clear_kernel *k;
+	bool have_cal;
+
+	if (!ctx || !ret_name || (why_len && !ret_why))
+		return -EINVAL;
+	have_cal = ctx_calibration(ctx, &cal);
+	k = clear_select(&ctx->cpu, size, threads, have_cal ? &cal : NULL, ret_why, why_len);
+	*ret_name = k->name;
+	return 0;
 }
 
 EXPORT int prealloc_calibration_path(char *ret_path, size_t len)
@@ -357,7 +431,7 @@ EXPORT int prealloc_calibration_load(struct prealloc_ctx *ctx, const char *path,
 		return r;
 	if (!clear_calibration_matches(&cal, &ctx->cpu))
 		return -ESTALE;
-	calibration_set_active(&cal);
+	ctx_calibration_set(ctx, &cal);
 	if (ret_cal) {
 		calibration_to_public(&cal, &pub);
 		copy_sized_out(ret_cal, &pub, sizeof(pub));
@@ -411,7 +485,7 @@ EXPORT int prealloc_calibration_save(struct prealloc_ctx *ctx,
 	r = calibration_write(path, &mine);
 	if (r < 0)
 		return r;
-	calibration_set_active(&mine);
+	ctx_calibration_set(ctx, &mine);
 	return 0;
 }
 
@@ -419,6 +493,6 @@ EXPORT int prealloc_calibration_unload(struct prealloc_ctx *ctx)
 {
 	if (!ctx)
 		return -EINVAL;
-	calibration_set_active(NULL);
+	ctx_calibration_set(ctx, NULL);
 	return 0;
 }

@@ -223,38 +223,6 @@ const struct clear_kernel *clear_select(const struct cpu_id *cpu, uint64_t size,
 	return select_cached(cpu);
 }
 
-const struct clear_kernel *clear_select_region(const struct prealloc_region *region,
-					       unsigned int threads, char *why, size_t why_len)
-{
-	const struct cpu_id *cpu = &region->ctx->cpu;
-	struct clear_calibration cal;
-	bool have_cal = calibration_active(cpu, &cal);
-	uint64_t best_footprint = 0, best_size = region->length;
-	unsigned int best_threads = 1;
-
-	/* Per node: its extents' bytes over its workers, as run.c will spread them. */
-	for (unsigned int e = 0; e < region->nr_extents; e++) {
-		const struct topo_node *n = topo_node(region->ctx, region->extents[e].node);
-		unsigned int t = threads ? threads : (n && n->nr_cpus ? n->nr_cpus : 1);
-		uint64_t bytes = 0;
-		bool seen = false;
-
-		for (unsigned int f = 0; f < e; f++)
-			seen |= region->extents[f].node == region->extents[e].node;
-		if (seen)
-			continue;
-		for (unsigned int f = e; f < region->nr_extents; f++)
-			if (region->extents[f].node == region->extents[e].node)
-				bytes += region->extents[f].length;
-		if (bytes >= best_footprint) {
-			best_footprint = bytes;
-			best_size = (bytes + t - 1) / t;
-			best_threads = t;
-		}
-	}
-	return clear_select(cpu, best_size, best_threads, have_cal ? &cal : NULL, why, why_len);
-}
-
 /* ---- public API ---------------------------------------------------------- */
 
 EXPORT int prealloc_clear_kernels(struct prealloc_ctx *ctx, const char **ret_names,
@@ -274,21 +242,6 @@ EXPORT int prealloc_clear_kernels(struct prealloc_ctx *ctx, const char **ret_nam
 	return (int)count;
 }
 
-EXPORT int prealloc_clear_choose(struct prealloc_ctx *ctx, uint64_t size, unsigned int threads,
-				 const char **ret_name, char *ret_why, size_t why_len)
-{
-	struct clear_calibration cal;
-	const struct clear_kernel *k;
-	bool have_cal;
-
-	if (!ctx || !ret_name || (why_len && !ret_why))
-		return -EINVAL;
-	have_cal = calibration_active(&ctx->cpu, &cal);
-	k = clear_select(&ctx->cpu, size, threads, have_cal ? &cal : NULL, ret_why, why_len);
-	*ret_name = k->name;
-	return 0;
-}
-
 EXPORT int prealloc_clear_range(void *addr, size_t len, const char *kernel)
 {
 	const struct cpu_id *cpu = cpu_get();
@@ -297,10 +250,8 @@ EXPORT int prealloc_clear_range(void *addr, size_t len, const char *kernel)
 	if (!addr && len)
 		return -EINVAL;
 	if (!kernel || !strcmp(kernel, "auto")) {
-		struct clear_calibration cal;
-		bool have_cal = calibration_active(cpu, &cal);
-
-		k = clear_select(cpu, len, 1, have_cal ? &cal : NULL, NULL, 0);
+		/* No ctx here, so no calibration: the built-in rules alone. */
+		k = clear_select(cpu, len, 1, NULL, NULL, 0);
 	} else {
 		k = clear_kernel_find(kernel);
 		if (!k)

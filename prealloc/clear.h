@@ -9,6 +9,7 @@
 
 #include "cpu.h"
 
+struct prealloc_ctx;
 struct prealloc_region;
 
 /* Zeroes [dst, dst + len); any alignment, any length; NT kernels end with SFENCE. */
@@ -73,16 +74,33 @@ const struct clear_kernel *clear_select(const struct cpu_id *cpu, uint64_t size,
 					unsigned int threads, const struct clear_calibration *cal,
 					char *why, size_t why_len);
 
+/* ---- calibrate.c: the ctx's calibration, and the choices made under it ---- */
+/*
+ * clear.c above is pure and knows nothing of files or contexts; calibrate.c
+ * builds on it: it owns each ctx's calibration and makes the choices that
+ * need one (clear_select_region, prealloc_clear_choose).
+ */
+
 /*
  * clear_select() for a job on region: per node, its bytes spread over its
- * workers (threads, 0: the node's CPUs), under the active calibration.
- * The node with the largest footprint decides.
+ * workers (threads, 0: the node's CPUs), under the region's ctx's
+ * calibration. The node with the largest footprint decides.
  */
 const struct clear_kernel *clear_select_region(const struct prealloc_region *region,
 					       unsigned int threads, char *why, size_t why_len);
 
-/* calibrate.c */
-/* Default file: /var/lib/prealloc/calibration as root, else the user's cache. */
+/*
+ * Copies ctx's calibration into ret; false when none applies. The first
+ * call on a ctx that has not loaded, saved or unloaded one reads the
+ * default file; a foreign or unreadable one is ignored and said once
+ * through the ctx's log at PREALLOC_LOG_INFO.
+ */
+bool ctx_calibration(struct prealloc_ctx *ctx, struct clear_calibration *ret);
+
+/*
+ * Default file: $PREALLOC_CALIBRATION, else /var/lib/prealloc/calibration
+ * as root, else the user's cache.
+ */
 int calibration_default_path(char *buf, size_t len);
 /* Parses a calibration file's text; -EINVAL when malformed. Pure. */
 int calibration_parse(const char *text, struct clear_calibration *ret);
@@ -90,11 +108,5 @@ int calibration_parse(const char *text, struct clear_calibration *ret);
 int calibration_format(const struct clear_calibration *cal, char *buf, size_t len);
 int calibration_read(const char *path, struct clear_calibration *ret);
 int calibration_write(const char *path, const struct clear_calibration *cal);
-/*
- * Copies the process's active calibration into ret; false when none. The
- * first call tries the default file once (ignored if missing or foreign).
- */
-bool calibration_active(const struct cpu_id *cpu, struct clear_calibration *ret);
-void calibration_set_active(const struct clear_calibration *cal);
 
 #endif

@@ -16,6 +16,7 @@
 #include "prealloc.h"
 #include "cpu.h"
 #include "engine.h"
+#include "clear.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -36,6 +37,7 @@ struct topo_node {
 };
 
 struct prealloc_ctx {
+	/* Where ctx_log() sends messages; set before jobs start (not locked). */
 	prealloc_log_fn log_fn;
 	void *log_userdata;
 	/* Where the record store lives, and the roots sysfs and procfs are read under. */
@@ -44,6 +46,14 @@ struct prealloc_ctx {
 	char proc_root[PATH_MAX];
 	prealloc_holder_fn holder_fn;	/* liveness of named holders, NULL: the record's check */
 	void *holder_userdata;
+	/*
+	 * The calibration automatic selection uses (calibrate.c), under its
+	 * lock: cal_settled once the default file was looked at or a caller
+	 * loaded, saved or unloaded one; cal_active when cal applies.
+	 */
+	bool cal_settled;
+	bool cal_active;
+	struct clear_calibration cal;
 	unsigned int nr_nodes;	/* online nodes with memory */
 	struct topo_node *nodes;
 	int max_node;		/* highest online node number */

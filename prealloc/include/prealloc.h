@@ -51,6 +51,24 @@ enum prealloc_log_level {
 typedef void (*prealloc_log_fn)(void *userdata, int level, const char *msg);
 
 /*
+ * Threads and lifetimes:
+ *  - a ctx may be shared by threads for read-only queries (topology, node
+ *    and CPU info, clear_kernels, clear_choose) and for starting jobs and
+ *    flows; prealloc_ctx_set_log, prealloc_calibration_load/save/unload and
+ *    prealloc_ctx_free must not race with jobs being started on that ctx
+ *    (the calibration itself is locked; the log callback pointer is not);
+ *  - a ctx outlives its regions and jobs; a region outlives its job
+ *    (prealloc_job_free before prealloc_region_free); a flow's job
+ *    (prealloc_clear_file_start) owns what it made and frees it in
+ *    prealloc_job_free;
+ *  - the log callback may be called from any thread that calls into the
+ *    library with this ctx, never from a worker, never with a lock held;
+ *  - the touch fallback (PREALLOC_JOB_TOUCH, or kernels before 5.14 without
+ *    MADV_POPULATE_WRITE) installs a process-wide SIGBUS handler for the
+ *    job's lifetime, passing foreign SIGBUS to the previous handler.
+ */
+
+/*
  * Liveness of a named holder (a record owned by, say, a libvirt domain
  * rather than a process): 1 alive, 0 gone, negative errno when it cannot
  * tell (the record is then kept). See prealloc_ctx_set_holder_check().
@@ -76,7 +94,11 @@ int prealloc_ctx_new(struct prealloc_ctx **ret_ctx);
 /* The same with options; opts NULL is prealloc_ctx_new(). */
 int prealloc_ctx_new_opts(const struct prealloc_ctx_opts *opts, struct prealloc_ctx **ret_ctx);
 void prealloc_ctx_free(struct prealloc_ctx *ctx);
-/* Messages the library would otherwise drop reach fn; NULL silences. */
+/*
+ * Every message the library has for a caller reaches fn (e.g. a calibration
+ * file ignored, at PREALLOC_LOG_INFO); NULL silences. Not locked: set it
+ * before sharing the ctx.
+ */
 void prealloc_ctx_set_log(struct prealloc_ctx *ctx, prealloc_log_fn fn, void *userdata);
 /* The record store's directory, as resolved at creation. */
 const char *prealloc_ctx_state_dir(struct prealloc_ctx *ctx);
@@ -329,7 +351,7 @@ int prealloc_parse_size(const char *s, uint64_t *ret_bytes);
 /*
  * Kernels: "avx512_nt", "avx2_nt", "clzero", "movnti" (non-temporal stores),
  * "rep_stosb", "c" (cached stores). Automatic selection ("auto" or NULL)
- * uses, in order: the active calibration if it was measured on this CPU
+ * uses, in order: the ctx's calibration if it was measured on this CPU
  * model; cached stores where NT stores are known not to be faster; cached
  * stores when the footprint (bytes per worker x workers) is under half the
  * last-level cache and under 32 MiB; else the best NT kernel this CPU has.
@@ -345,16 +367,20 @@ int prealloc_clear_choose(struct prealloc_ctx *ctx, uint64_t size, unsigned int 
 			  const char **ret_name, char *ret_why, size_t why_len);
 /*
  * Zeroes [addr, addr + len) on the calling thread; any alignment. kernel
- * NULL or "auto" selects; -ENOENT unknown name, -EOPNOTSUPP not on this CPU
- * (or not built).
+ * NULL or "auto" selects by the built-in rules only (there is no ctx, so no
+ * calibration); -ENOENT unknown name, -EOPNOTSUPP not on this CPU (or not
+ * built). Thread-safe.
  */
 int prealloc_clear_range(void *addr, size_t len, const char *kernel);
 
 /*
  * Calibration: per size class, the kernel measured fastest here (prealloc
  * bench). A class covers footprints up to max_bytes; classes ascend and the
- * last also covers anything larger. One calibration is active per process;
- * the first automatic selection loads the default file once, if present.
+ * last also covers anything larger. Each ctx has its own: the first
+ * automatic selection on a ctx that has not loaded, saved or unloaded one
+ * reads the default file, if present; one measured on another CPU (or
+ * unreadable) is ignored and said once through the ctx's log at
+ * PREALLOC_LOG_INFO.
  */
 #define PREALLOC_CALIBRATION_CLASSES 8
 
@@ -370,24 +396,172 @@ struct prealloc_calibration {
 	struct prealloc_calibration_class classes[PREALLOC_CALIBRATION_CLASSES];
 };
 
-/* The default file: /var/lib/prealloc/calibration as root, else the user's cache dir. */
+/*
+ * The default file: $PREALLOC_CALIBRATION (an absolute path) if set, else
+ * /var/lib/prealloc/calibration as root, else the user's cache dir.
+ */
 int prealloc_calibration_path(char *ret_path, size_t len);
 /*
  * Stores cal as measured on this CPU at path (NULL: the default file, its
- * directory created) and makes it active. -EINVAL: unknown kernel, classes
+ * directory created) and makes it the ctx's. -EINVAL: unknown kernel, classes
  * not ascending.
  */
 int prealloc_calibration_save(struct prealloc_ctx *ctx, const struct prealloc_calibration *cal,
 			      const char *path);
 /*
- * Loads path (NULL: the default file) and makes it active; ret_cal may be
+ * Loads path (NULL: the default file) and makes it the ctx's; ret_cal may be
  * NULL. -ENOENT: no file; -ESTALE: measured on another CPU, not used;
  * -EINVAL: malformed.
  */
 int prealloc_calibration_load(struct prealloc_ctx *ctx, const char *path,
 			      struct prealloc_calibration *ret_cal);
-/* Deactivates any calibration: automatic selection uses the built-in rules. */
+/* Drops the ctx's calibration: its automatic selection uses the built-in rules. */
 int prealloc_calibration_unload(struct prealloc_ctx *ctx);
+
+/*
+ * Measuring the clear kernels (`prealloc bench`): each kernel single-
+ * threaded at each size, and at a large size for each thread count, through
+ * the job engine (a MAPPED region over one anonymous THP buffer, written
+ * once before timing; a sample's time is the job's, from the gate opening
+ * to the last worker, so creating threads is not timed; small sizes are
+ * cleared repeatedly so each sample clears at least 128 MiB). Kernels are
+ * interleaved within each repetition; each figure is the median. The
+ * calibration built from it takes, per measured size, the winner up to
+ * the geometric middle with the next size, and for anything larger the
+ * kernel whose worst ratio to the best over the thread counts is highest.
+ */
+#define PREALLOC_CALIBRATE_SIZES 7
+#define PREALLOC_CALIBRATE_THREADS 16
+#define PREALLOC_CALIBRATE_KERNELS 8
+#define PREALLOC_CALIBRATE_REPEAT_MAX 101
+
+enum prealloc_calibrate_flags {
+	PREALLOC_CALIBRATE_SAVE = 1u << 0, /* save the calibration (path) and make it the ctx's */
+};
+
+struct prealloc_calibrate_opts {
+	size_t size;		/* sizeof(struct prealloc_calibrate_opts) */
+	unsigned int flags;	/* enum prealloc_calibrate_flags */
+	unsigned int nr_sizes;	/* 0: LLC/4 doubling up to 8x LLC (at most 6, half the free memory) */
+	uint64_t sizes[PREALLOC_CALIBRATE_SIZES];	/* single-threaded, at least 4 KiB */
+	unsigned int nr_threads; /* 0: 1, 2, 4, ... and every allowed CPU */
+	unsigned int threads[PREALLOC_CALIBRATE_THREADS];
+	uint64_t large_size;	/* the by-threads size; 0: 1 GiB or the largest size */
+	unsigned int nr_kernels; /* 0: every kernel usable here */
+	const char *kernels[PREALLOC_CALIBRATE_KERNELS];
+	unsigned int repeat;	/* samples per figure; 0: 5 */
+	const char *path;	/* SAVE: NULL for the default file */
+};
+
+struct prealloc_calibrate_result {
+	size_t size;		/* sizeof(struct prealloc_calibrate_result) */
+	int bad_kernel;		/* -ENOENT/-EOPNOTSUPP: index into opts.kernels, else -1 */
+	uint64_t buffer_bytes;	/* memory the measurement needs (-ENOMEM: more than ...) */
+	uint64_t buffer_limit;	/* ... half the memory available */
+	unsigned int repeat;
+	unsigned int nr_kernels;
+	char kernels[PREALLOC_CALIBRATE_KERNELS][24];
+	unsigned int nr_sizes;	/* ascending */
+	uint64_t sizes[PREALLOC_CALIBRATE_SIZES];
+	double size_gbps[PREALLOC_CALIBRATE_SIZES][PREALLOC_CALIBRATE_KERNELS];
+	char size_auto[PREALLOC_CALIBRATE_SIZES][24];	/* built-in rules' pick */
+	char size_calibrated[PREALLOC_CALIBRATE_SIZES][24]; /* the pick under calibration */
+	unsigned int nr_threads; /* ascending */
+	unsigned int threads[PREALLOC_CALIBRATE_THREADS];
+	uint64_t large_size;
+	double threads_gbps[PREALLOC_CALIBRATE_THREADS][PREALLOC_CALIBRATE_KERNELS];
+	char threads_auto[PREALLOC_CALIBRATE_THREADS][24];
+	char threads_calibrated[PREALLOC_CALIBRATE_THREADS][24];
+	struct prealloc_calibration calibration; /* built from the figures above */
+	int saved;		/* SAVE: 1 when stored */
+};
+
+/*
+ * Measures as described above and builds ret->calibration; with SAVE also
+ * stores it (prealloc_calibration_save). -EINVAL bad options; -ENOENT /
+ * -EOPNOTSUPP a kernel unknown / not usable here (bad_kernel); -ENOMEM the
+ * buffer exceeds half the available memory; a save error is returned with
+ * the measurements in ret complete. Runs for seconds; uses every CPU asked.
+ */
+int prealloc_calibrate(struct prealloc_ctx *ctx, const struct prealloc_calibrate_opts *opts,
+		       struct prealloc_calibrate_result *ret);
+
+/* ---- clearing a file (`prealloc clear`) ---------------------------------- */
+
+enum prealloc_clear_file_flags {
+	PREALLOC_CLEAR_VERIFY = 1u << 0, /* read every byte back; -EBADMSG when one is not zero */
+	PREALLOC_CLEAR_FORCE = 1u << 1,	 /* clear a file not on hugetlbfs/tmpfs, or one mapped */
+};
+
+/* The check or step that failed: prealloc_clear_file_info.error_step. */
+enum prealloc_clear_file_step {
+	PREALLOC_CLEAR_STEP_NONE = 0,
+	PREALLOC_CLEAR_STEP_KERNEL,	/* opts.kernel: -ENOENT unknown, -EOPNOTSUPP not here */
+	PREALLOC_CLEAR_STEP_LOOKUP,	/* lstat or statfs failed: their errno (-ENOENT, ...) */
+	PREALLOC_CLEAR_STEP_SYMLINK,	/* -ELOOP: a symbolic link, refused even with FORCE */
+	PREALLOC_CLEAR_STEP_TYPE,	/* -EINVAL: not a regular file */
+	PREALLOC_CLEAR_STEP_FILESYSTEM, /* -EMEDIUMTYPE: not on hugetlbfs or tmpfs (no FORCE) */
+	PREALLOC_CLEAR_STEP_MAPPERS,	/* -EBUSY: mapper_pid maps it (no FORCE); or /proc unreadable */
+	PREALLOC_CLEAR_STEP_OPEN,	/* open failed; -ESTALE: another file took its place */
+	PREALLOC_CLEAR_STEP_MAP,	/* mapping: -ENOMEM (hugetlbfs: holes cannot be backed), -ESTALE */
+	PREALLOC_CLEAR_STEP_START,	/* the workers could not start */
+	PREALLOC_CLEAR_STEP_CLEAR,	/* a worker failed (the job's report says where), -ECANCELED */
+	PREALLOC_CLEAR_STEP_SWAPPED,	/* clearing swapped-out tmpfs pages */
+	PREALLOC_CLEAR_STEP_TAIL,	/* writing the partial last page */
+	PREALLOC_CLEAR_STEP_SYNC,	/* msync/fsync of a file not in memory */
+	PREALLOC_CLEAR_STEP_VERIFY,	/* -EBADMSG: not zero at nonzero_offset */
+};
+
+struct prealloc_clear_file_opts {
+	size_t size;		/* sizeof(struct prealloc_clear_file_opts) */
+	unsigned int flags;	/* enum prealloc_clear_file_flags */
+	unsigned int threads;	/* per node; 0: every allowed CPU of the node */
+	const char *kernel;	/* clear kernel; NULL or "auto": chosen under the ctx's calibration */
+};
+
+struct prealloc_clear_file_info {
+	size_t size;		/* sizeof(struct prealloc_clear_file_info) */
+	int error_step;		/* enum prealloc_clear_file_step; 0 on success */
+	pid_t mapper_pid;	/* another process mapping the file (-EBUSY, or FORCE), 0 none */
+	char mapper_comm[64];
+	unsigned int unreadable; /* processes whose mappings could not be checked */
+	unsigned long fs_magic;	/* statfs f_type: HUGETLBFS_MAGIC, TMPFS_MAGIC, ... */
+	uint64_t page_size;	/* the file's page size (hugetlbfs), else 4 KiB */
+	uint64_t length;	/* file size, bytes */
+	uint64_t tail_bytes;	/* a partial last page, written with pwrite */
+	uint64_t unbacked_bytes; /* hugetlbfs holes that got pages the kernel zeroed */
+	uint64_t hole_bytes;	/* tmpfs holes: not resident, read as zero, skipped */
+	uint64_t swapped_bytes;	/* tmpfs pages swapped out, read back in and cleared */
+	uint64_t nonzero_offset; /* VERIFY: first non-zero byte of the file, UINT64_MAX none */
+	char kernel[24];	/* the kernel used; "" when only write(2) ran */
+	char kernel_why[160];	/* why automatic selection chose it; "" when named */
+};
+
+/*
+ * Re-zeroes the file at path in place: each resident page by workers on
+ * the node it sits on, after checking it is the file meant (see the steps
+ * above), then swapped-out tmpfs pages, the partial last page (pwrite), and
+ * msync + fsync for a file not in memory. Returns at once with the job;
+ * *ret_job is NULL (and the work done) when the file has no whole page.
+ * The job owns the mapping, descriptor and region it made. ret_info (may
+ * be NULL) says what was found, and on failure which check failed; errors
+ * are negative errno as listed with the steps. Clearing is idempotent: an
+ * interrupted (cancelled) file is finished by clearing it again.
+ */
+int prealloc_clear_file_start(struct prealloc_ctx *ctx, const char *path,
+			      const struct prealloc_clear_file_opts *opts,
+			      struct prealloc_job **ret_job,
+			      struct prealloc_clear_file_info *ret_info);
+/*
+ * The flow's result and info, once the job is done (waits for it): 0, or
+ * the negative errno of the step that failed (-EBADMSG: VERIFY found a
+ * non-zero byte, in the pages, the swapped ones or the tail).
+ */
+int prealloc_clear_file_info(struct prealloc_job *job, struct prealloc_clear_file_info *ret_info);
+/* Synchronous: start + wait + info + report + free. ret_info, ret_report may be NULL. */
+int prealloc_clear_file(struct prealloc_ctx *ctx, const char *path,
+			const struct prealloc_clear_file_opts *opts,
+			struct prealloc_clear_file_info *ret_info, struct prealloc_report *ret_report);
 
 /* ---- admission and pools ----------------------------------------------- */
 

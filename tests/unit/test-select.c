@@ -5,7 +5,10 @@
  * identities replays Skylake-SP through Zen 5 and an unknown vendor below
  * and above their last-level cache. Then calibration: a matching one
  * overrides the rules, a stale or foreign one is ignored, and the file
- * format and the public load/save round-trip.
+ * format and the public load/save round-trip. Then the ctx owns its
+ * calibration: two contexts, one with a calibration loaded, choose
+ * differently, and a foreign default file is ignored and said once through
+ * the log callback.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -330,6 +333,7 @@ static void test_calibration_files(void)
 	       "save rejects non-ascending classes");
 
 	/* The default path, for a non-root user with and without XDG_CACHE_HOME. */
+	unsetenv("PREALLOC_CALIBRATION");
 	if (geteuid() == 0) {
 		r = prealloc_calibration_path(def, sizeof(def));
 		tap_ok(r == 0 && !strcmp(def, "/var/lib/prealloc/calibration"), "root default: %s", def);
@@ -339,6 +343,7 @@ static void test_calibration_files(void)
 		tap_ok(r == 0 && !strncmp(def, dir, strlen(dir)) && strstr(def, "/prealloc/calibration"),
 		       "user default under XDG_CACHE_HOME: %s", def);
 	}
+	setenv("PREALLOC_CALIBRATION", "/nonexistent/prealloc-calibration", 1);
 	unlink(path);
 	unlink(foreign);
 	rmdir(dir);
@@ -346,12 +351,91 @@ out:
 	prealloc_ctx_free(ctx);
 }
 
+struct log_capture {
+	unsigned int calls, stale;
+	char last[512];
+};
+
+static void capture_log(void *userdata, int level, const char *msg)
+{
+	struct log_capture *c = userdata;
+
+	c->calls++;
+	c->stale += level == PREALLOC_LOG_INFO && strstr(msg, "another CPU") != NULL;
+	snprintf(c->last, sizeof(c->last), "%s", msg);
+}
+
+/* Two contexts: one loads a calibration that says "c" for everything, one does not. */
+static void test_ctx_calibration(void)
+{
+	struct prealloc_calibration pub = { .size = sizeof(pub) };
+	char dir[] = "/tmp/test-select-ctx.XXXXXX", path[256], foreign[256];
+	struct prealloc_ctx *a = NULL, *b = NULL;
+	struct log_capture log = { 0 };
+	const char *ka, *kb;
+	char wa[128], wb[128];
+	FILE *f;
+
+	if (prealloc_ctx_new(&a) < 0 || prealloc_ctx_new(&b) < 0 || !mkdtemp(dir)) {
+		tap_ok(0, "two contexts and a temporary directory");
+		goto out;
+	}
+	snprintf(path, sizeof(path), "%s/calibration", dir);
+	snprintf(foreign, sizeof(foreign), "%s/foreign", dir);
+	f = fopen(foreign, "w");
+	if (f) {
+		fputs("version 1\nvendor TestVendor00\nfamily 6\nmodel 85\nmodel_name X\n"
+		      "class 18446744073709551615 c 6.5\n", f);
+		fclose(f);
+	}
+	/* The default file of both contexts is the foreign one. */
+	setenv("PREALLOC_CALIBRATION", foreign, 1);
+	prealloc_ctx_set_log(a, capture_log, &log);
+	pub.nr_classes = 1;
+	pub.classes[0] = (struct prealloc_calibration_class){ UINT64_MAX, "c", 1.0 };
+	tap_ok(prealloc_calibration_save(b, &pub, path) == 0, "ctx b saves and loads a calibration");
+
+	prealloc_clear_choose(a, 1 * GiB, 1, &ka, wa, sizeof(wa));
+	prealloc_clear_choose(b, 1 * GiB, 1, &kb, wb, sizeof(wb));
+	tap_ok(!strstr(wa, "calibrated") && strstr(wb, "calibrated") && !strcmp(kb, "c"),
+	       "ctx a uses the rules (%s: %s), ctx b its calibration (%s: %s)", ka, wa, kb, wb);
+	tap_ok(strcmp(ka, kb) || !clear_kernel_find("avx2_nt")->fn,
+	       "... and they choose different kernels for 1 GiB (%s, %s)", ka, kb);
+	tap_ok(log.stale == 1, "the foreign default file was said once through the log (%u: %s)",
+	       log.stale, log.last);
+	prealloc_clear_choose(a, 1 * MiB, 1, &ka, wa, sizeof(wa));
+	tap_ok(log.stale == 1, "... and only once per ctx (%u)", log.stale);
+
+	/* A ctx that loads its own calibration never reads the default file. */
+	prealloc_ctx_free(a);
+	a = NULL;
+	memset(&log, 0, sizeof(log));
+	if (prealloc_ctx_new(&a) == 0) {
+		prealloc_ctx_set_log(a, capture_log, &log);
+		prealloc_calibration_load(a, path, NULL);
+		prealloc_clear_choose(a, 1 * GiB, 1, &ka, wa, sizeof(wa));
+		tap_ok(!strcmp(ka, "c") && log.calls == 0,
+		       "a ctx with its own calibration ignores the default (%s, %u messages)", ka,
+		       log.calls);
+	}
+	unlink(path);
+	unlink(foreign);
+	rmdir(dir);
+out:
+	setenv("PREALLOC_CALIBRATION", "/nonexistent/prealloc-calibration", 1);
+	prealloc_ctx_free(a);
+	prealloc_ctx_free(b);
+}
+
 int main(void)
 {
+	/* Never the machine's own calibration: these tests say which one applies. */
+	setenv("PREALLOC_CALIBRATION", "/nonexistent/prealloc-calibration", 1);
 	test_table();
 	test_selected_usable();
 	test_calibration_select();
 	test_calibration_format();
 	test_calibration_files();
+	test_ctx_calibration();
 	return tap_done();
 }

@@ -1,0 +1,359 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * prealloc_calibrate: measure every clear kernel asked for, single-threaded
+ * by size and at a large size by thread count, through the job engine, and
+ * build the calibration (calibrate.c stores it). The buffer is written once
+ * before any timing (in a nested VM the host faults memory in on first
+ * touch); kernels are interleaved within each repetition so drift hits all
+ * alike; each figure is the median of the repetitions.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define NK PREALLOC_CALIBRATE_KERNELS
+/* Each timed sample clears at least this much, looping over small buffers. */
+#define SAMPLE_BYTES (UINT64_C(128) << 20)
+
+struct bench {
+	struct prealloc_ctx *ctx;
+	struct prealloc_calibrate_opts o;
+	struct prealloc_calibrate_result *res;
+	uint8_t *buf;
+	int node;		/* the workers' node: the first of the default nodes */
+	double samples[NK][PREALLOC_CALIBRATE_REPEAT_MAX];
+	struct prealloc_calibrate_result figures;
+};
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_uint(const void *a, const void *b)
+{
+	unsigned int x = *(const unsigned int *)a, y = *(const unsigned int *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * One timed sample: kernel clears region (size bytes) with threads
+ * workers, one chunk each, at least SAMPLE_BYTES in all; GB/s, <0 on error.
+ */
+static double calibrate_sample(struct prealloc_region *region, const char *kernel,
+			       uint64_t size, unsigned int threads)
+{
+	struct prealloc_job_opts jo = {
+		.size = sizeof(jo),
+		.op = PREALLOC_OP_CLEAR,
+		.flags = PREALLOC_JOB_NO_PLACEMENT,
+		.threads = threads,
+		.chunk_size = ALIGN_UP(size / threads, PREALLOC_PAGE_4K),
+		.clear_kernel = kernel,
+	};
+	unsigned int passes = (unsigned int)MAX(UINT64_C(1), SAMPLE_BYTES / size);
+	double seconds = 0;
+
+	/* MERGE: one job with job_spec.passes = passes instead of a job per pass. */
+	for (unsigned int i = 0; i < passes; i++) {
+		struct prealloc_report rep = { .size = sizeof(rep) };
+
+		if (prealloc_run(region, &jo, &rep) < 0)
+			return -1;
+		seconds += rep.seconds;
+	}
+	return seconds > 0 ? (double)size * passes / seconds / 1e9 : -1;
+}
+
+/* Medians of repeat samples per kernel at size with threads workers, into gbps. */
+static int measure(struct bench *b, uint64_t size, unsigned int threads, double *gbps)
+{
+	struct prealloc_region_opts ro = {
+		.size = sizeof(ro),
+		.backing = PREALLOC_BACKING_MAPPED,
+		.flags = PREALLOC_REGION_NO_BIND,
+		.addr = b->buf,
+		.length = ALIGN_DOWN(size, PREALLOC_PAGE_4K),
+		.nr_nodes = 1,
+		.nodes = &b->node,
+	};
+	unsigned int nk = b->res->nr_kernels, rep = b->res->repeat;
+	double (*s)[PREALLOC_CALIBRATE_REPEAT_MAX] = b->samples;
+	struct prealloc_region *region;
+	int r;
+
+	r = prealloc_region_new(b->ctx, &ro, &region);
+	if (r < 0)
+		return r;
+	for (unsigned int k = 0; k < nk; k++)	/* settle each kernel once */
+		calibrate_sample(region, b->res->kernels[k], ro.length, threads);
+	/* Repetition i runs kernel (k + i) % nk in slot k. */
+	for (unsigned int i = 0; i < rep; i++)
+		for (unsigned int k = 0; k < nk; k++)
+			s[(k + i) % nk][i] = calibrate_sample(region, b->res->kernels[(k + i) % nk],
+							      ro.length, threads);
+	prealloc_region_free(region);
+	for (unsigned int k = 0; k < nk; k++) {
+		qsort(s[k], rep, sizeof(s[k][0]), cmp_double);
+		if (s[k][0] < 0)
+			return -EIO;
+		gbps[k] = rep % 2 ? s[k][rep / 2] : (s[k][rep / 2 - 1] + s[k][rep / 2]) / 2;
+	}
+	return 0;
+}
+
+static unsigned int best_of(unsigned int nk, const double *gbps)
+{
+	unsigned int best = 0;
+
+	for (unsigned int k = 1; k < nk; k++)
+		if (gbps[k] > gbps[best])
+			best = k;
+	return best;
+}
+
+/*
+ * The largest footprints come from one worker or many alike, so take the
+ * kernel whose worst ratio to the best over the thread counts is highest:
+ * one never far behind, rather than the 2% winner at full threads that
+ * trails by 9% on one.
+ */
+static unsigned int most_even(const struct prealloc_calibrate_result *res)
+{
+	unsigned int best = 0;
+	double best_score = -1;
+
+	for (unsigned int k = 0; k < res->nr_kernels; k++) {
+		double score = 1;
+
+		for (unsigned int t = 0; t < res->nr_threads; t++) {
+			const double *g = res->threads_gbps[t];
+			double top = g[best_of(res->nr_kernels, g)];
+
+			if (top > 0)
+				score = MIN(score, g[k] / top);
+		}
+		if (score > best_score) {
+			best_score = score;
+			best = k;
+		}
+	}
+	return best;
+}
+
+/*
+ * Classes: each measured size's winner covers footprints up to the
+ * geometric middle with the next size; most_even() covers the rest.
+ * Neighbours with one winner merge.
+ */
+static void build_calibration(struct prealloc_calibrate_result *res)
+{
+	struct prealloc_calibration_class all[PREALLOC_CALIBRATE_SIZES + 1];
+	struct prealloc_calibration *cal = &res->calibration;
+	unsigned int n = 0, nk = res->nr_kernels, top = res->nr_threads - 1, best;
+
+	for (unsigned int i = 0; i < res->nr_sizes; i++) {
+		uint64_t next = i + 1 < res->nr_sizes ? res->sizes[i + 1] : res->large_size;
+
+		best = best_of(nk, res->size_gbps[i]);
+		next = MAX(next, res->sizes[i]);
+		all[n].max_bytes = (uint64_t)sqrt((double)res->sizes[i] * (double)next);
+		all[n].gbps = res->size_gbps[i][best];
+		snprintf(all[n].kernel, sizeof(all[n].kernel), "%s", res->kernels[best]);
+		if (!n || all[n].max_bytes > all[n - 1].max_bytes)
+			n++;
+	}
+	best = most_even(res);
+	all[n].max_bytes = UINT64_MAX;
+	all[n].gbps = res->threads_gbps[top][best];
+	snprintf(all[n].kernel, sizeof(all[n].kernel), "%s", res->kernels[best]);
+	n++;
+	memset(cal, 0, sizeof(*cal));
+	cal->size = sizeof(*cal);
+	for (unsigned int i = 0; i < n; i++) {
+		struct prealloc_calibration_class *last =
+			cal->nr_classes ? &cal->classes[cal->nr_classes - 1] : NULL;
+
+		if (last && !strcmp(last->kernel, all[i].kernel)) {
+			last->max_bytes = all[i].max_bytes;
+			last->gbps = MAX(last->gbps, all[i].gbps);
+		} else if (cal->nr_classes < PREALLOC_CALIBRATION_CLASSES) {
+			cal->classes[cal->nr_classes++] = all[i];
+		}
+	}
+	cal->classes[cal->nr_classes - 1].max_bytes = UINT64_MAX;
+}
+
+/* What automatic selection picks at each point, by the rules and under cal. */
+static void mark_choices(struct bench *b)
+{
+	struct prealloc_calibrate_result *res = b->res;
+	const struct cpu_id *cpu = &b->ctx->cpu;
+	struct clear_calibration cal = { .family = cpu->family, .model = cpu->model };
+
+	snprintf(cal.vendor, sizeof(cal.vendor), "%s", cpu->vendor);
+	snprintf(cal.model_name, sizeof(cal.model_name), "%s", cpu->model_name);
+	cal.nr_classes = res->calibration.nr_classes;
+	for (unsigned int i = 0; i < cal.nr_classes; i++) {
+		cal.classes[i].max_bytes = res->calibration.classes[i].max_bytes;
+		memcpy(cal.classes[i].kernel, res->calibration.classes[i].kernel, 24);
+	}
+	for (unsigned int i = 0; i < res->nr_sizes; i++) {
+		snprintf(res->size_auto[i], 24, "%s",
+			 clear_select(cpu, res->sizes[i], 1, NULL, NULL, 0)->name);
+		snprintf(res->size_calibrated[i], 24, "%s",
+			 clear_select(cpu, res->sizes[i], 1, &cal, NULL, 0)->name);
+	}
+	for (unsigned int i = 0; i < res->nr_threads; i++) {
+		unsigned int t = res->threads[i];
+		uint64_t per = (res->large_size + t - 1) / t;
+
+		snprintf(res->threads_auto[i], 24, "%s", clear_select(cpu, per, t, NULL, NULL, 0)->name);
+		snprintf(res->threads_calibrated[i], 24, "%s",
+			 clear_select(cpu, per, t, &cal, NULL, 0)->name);
+	}
+}
+
+/* Kernels: the ones named (each known and usable here), else every usable one. */
+static int resolve_kernels(struct bench *b)
+{
+	struct prealloc_calibrate_result *res = b->res;
+
+	res->bad_kernel = -1;
+	for (unsigned int i = 0; i < clear_kernels_count && !b->o.nr_kernels; i++)
+		if (clear_kernel_usable(&clear_kernels[i], b->ctx->cpu.features) && res->nr_kernels < NK)
+			snprintf(res->kernels[res->nr_kernels++], 24, "%s", clear_kernels[i].name);
+	for (unsigned int i = 0; i < b->o.nr_kernels; i++) {
+		const struct clear_kernel *k = clear_kernel_find(b->o.kernels[i]);
+
+		res->bad_kernel = (int)i;
+		if (!k)
+			return -ENOENT;
+		if (!clear_kernel_usable(k, b->ctx->cpu.features))
+			return -EOPNOTSUPP;
+		snprintf(res->kernels[res->nr_kernels++], 24, "%s", k->name);
+	}
+	res->bad_kernel = -1;
+	return res->nr_kernels ? 0 : -EINVAL;
+}
+
+/* Sizes and thread counts, defaulted and sorted; the buffer they need, capped. */
+static int plan_points(struct bench *b)
+{
+	struct prealloc_calibrate_result *res = b->res;
+	uint64_t llc = b->ctx->cpu.llc_bytes ? b->ctx->cpu.llc_bytes : UINT64_C(32) << 20;
+	uint64_t avail = (uint64_t)sysconf(_SC_AVPHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t cap = avail / 2, top = MAX(MIN(8 * llc, cap), UINT64_C(1) << 20);
+	unsigned int cpus = (unsigned int)CPU_COUNT(&b->ctx->allowed);
+
+	res->nr_sizes = MIN(b->o.nr_sizes, (unsigned int)PREALLOC_CALIBRATE_SIZES);
+	memcpy(res->sizes, b->o.sizes, sizeof(res->sizes));
+	for (uint64_t s = MAX(llc / 4, UINT64_C(1) << 20); !b->o.nr_sizes && res->nr_sizes < 6 &&
+							   s <= top; s *= 2)
+		res->sizes[res->nr_sizes++] = s;
+	res->nr_threads = MIN(b->o.nr_threads, (unsigned int)PREALLOC_CALIBRATE_THREADS);
+	memcpy(res->threads, b->o.threads, sizeof(res->threads));
+	for (unsigned int t = 1; !b->o.nr_threads && t < cpus &&
+				 res->nr_threads < PREALLOC_CALIBRATE_THREADS - 1; t *= 2)
+		res->threads[res->nr_threads++] = t;
+	if (!b->o.nr_threads)
+		res->threads[res->nr_threads++] = MAX(MIN(cpus, 256u), 1u);
+	for (unsigned int i = 0; i < res->nr_sizes; i++)
+		if (res->sizes[i] < PREALLOC_PAGE_4K)
+			return -EINVAL;
+	for (unsigned int i = 0; i < res->nr_threads; i++)
+		if (!res->threads[i] || res->threads[i] > 256)
+			return -EINVAL;
+	if (!res->nr_sizes || !res->nr_threads)
+		return -EINVAL;
+	qsort(res->sizes, res->nr_sizes, sizeof(res->sizes[0]), cmp_u64);
+	qsort(res->threads, res->nr_threads, sizeof(res->threads[0]), cmp_uint);
+	res->large_size = b->o.large_size ? b->o.large_size
+					  : MAX(UINT64_C(1) << 30, res->sizes[res->nr_sizes - 1]);
+	res->large_size = ALIGN_DOWN(MIN(res->large_size, cap), PREALLOC_PAGE_4K);
+	res->buffer_bytes = MAX(res->large_size, res->sizes[res->nr_sizes - 1]);
+	res->buffer_limit = cap;
+	return res->buffer_bytes > cap ? -ENOMEM : 0;
+}
+
+/* Every point, single-threaded sizes first. */
+static int measure_all(struct bench *b)
+{
+	struct prealloc_calibrate_result *res = b->res;
+	int r = 0;
+
+	for (unsigned int i = 0; i < res->nr_sizes && r == 0; i++)
+		r = measure(b, res->sizes[i], 1, res->size_gbps[i]);
+	for (unsigned int i = 0; i < res->nr_threads && r == 0; i++)
+		r = measure(b, res->large_size, res->threads[i], res->threads_gbps[i]);
+	return r;
+}
+
+EXPORT int prealloc_calibrate(struct prealloc_ctx *ctx, const struct prealloc_calibrate_opts *opts,
+			      struct prealloc_calibrate_result *ret)
+{
+	struct prealloc_calibrate_result *res;
+	struct bench *b;
+	int r;
+
+	if (!ctx || !opts || !ret || ret->size < sizeof(size_t))
+		return -EINVAL;
+	b = calloc(1, sizeof(*b));	/* 17 KiB of samples and figures: not on the stack */
+	if (!b)
+		return -ENOMEM;
+	b->ctx = ctx;
+	b->res = res = &b->figures;
+	res->size = sizeof(*res);
+	r = copy_sized_in(&b->o, sizeof(b->o), opts);
+	if (r < 0)
+		goto out;
+	res->repeat = b->o.repeat ? b->o.repeat : 5;
+	if (res->repeat > PREALLOC_CALIBRATE_REPEAT_MAX || b->o.nr_kernels > NK)
+		r = -EINVAL;
+	else if (prealloc_default_nodes(ctx, &b->node, 1) < 1)
+		r = -ENODEV;
+	if (r == 0)
+		r = resolve_kernels(b);
+	if (r == 0)
+		r = plan_points(b);
+	if (r < 0)
+		goto out;
+	b->buf = mmap(NULL, res->buffer_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		      -1, 0);
+	if (b->buf == MAP_FAILED) {
+		r = -errno;
+		goto out;
+	}
+	/* Large pages like guest memory has, and every page faulted before timing. */
+	madvise(b->buf, res->buffer_bytes, MADV_HUGEPAGE);
+	memset(b->buf, 1, res->buffer_bytes);
+	r = measure_all(b);
+	munmap(b->buf, res->buffer_bytes);
+	if (r < 0)
+		goto out;
+	build_calibration(res);
+	mark_choices(b);
+	if (b->o.flags & PREALLOC_CALIBRATE_SAVE) {
+		r = prealloc_calibration_save(ctx, &res->calibration, b->o.path);
+		res->saved = r == 0;
+	}
+out:
+	copy_sized_out(ret, res, sizeof(*res));
+	free(b);
+	return r;
+}

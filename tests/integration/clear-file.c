@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * prealloc_clear_file through the library alone, on /dev/shm (tmpfs): a
+ * file with a pattern is cleared and verified; one ending in a partial page
+ * is cleared to its last byte; a symbolic link is refused with -ELOOP; a
+ * file a child process maps is refused with -EBUSY naming the child, left
+ * intact, and cleared with FORCE; an unknown kernel and a missing file fail
+ * at their steps. Skips (77) without /dev/shm.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "prealloc.h"
+#include "../unit/tap.h"
+
+#define LEN (UINT64_C(8) << 20)
+
+static char path[200], link_path[256];
+
+/* A file of len bytes, every one of them byte. */
+static int make_file(uint64_t len, int byte)
+{
+	char buf[65536];
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+	if (fd < 0)
+		return -errno;
+	memset(buf, byte, sizeof(buf));
+	for (uint64_t off = 0; off < len; off += sizeof(buf)) {
+		size_t n = len - off < sizeof(buf) ? (size_t)(len - off) : sizeof(buf);
+
+		if (pwrite(fd, buf, n, (off_t)off) != (ssize_t)n) {
+			close(fd);
+			return -EIO;
+		}
+	}
+	close(fd);
+	return 0;
+}
+
+/* Bytes of the file that are not want. */
+static uint64_t count_not(int want)
+{
+	unsigned char buf[65536];
+	uint64_t bad = 0;
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return UINT64_MAX;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		for (ssize_t i = 0; i < n; i++)
+			bad += buf[i] != want;
+	close(fd);
+	return bad;
+}
+
+static int clear(struct prealloc_ctx *ctx, unsigned int flags,
+		 struct prealloc_clear_file_info *info, struct prealloc_report *rep)
+{
+	struct prealloc_clear_file_opts o = { .size = sizeof(o), .flags = flags };
+
+	memset(info, 0, sizeof(*info));
+	info->size = sizeof(*info);
+	return prealloc_clear_file(ctx, path, &o, info, rep);
+}
+
+/* A child maps the file and waits to be killed; returns its pid. */
+static pid_t hold(void)
+{
+	int pipefd[2];
+	pid_t pid;
+	char c;
+
+	if (pipe(pipefd) < 0)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		int fd = open(path, O_RDWR);
+		void *p = fd < 0 ? MAP_FAILED
+				 : mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+		c = p == MAP_FAILED ? 'n' : 'y';
+		if (write(pipefd[1], &c, 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(pipefd[1]);
+	if (pid < 0 || read(pipefd[0], &c, 1) != 1 || c != 'y')
+		pid = -1;
+	close(pipefd[0]);
+	return pid;
+}
+
+int main(void)
+{
+	struct prealloc_clear_file_info info;
+	struct prealloc_report rep = { .size = sizeof(rep) };
+	struct prealloc_ctx *ctx;
+	pid_t child;
+	int r;
+
+	if (access("/dev/shm", W_OK) < 0) {
+		printf("1..0 # SKIP /dev/shm is not writable\n");
+		return 77;
+	}
+	snprintf(path, sizeof(path), "/dev/shm/prealloc-clear-file.%d", (int)getpid());
+	snprintf(link_path, sizeof(link_path), "%s.link", path);
+	if (prealloc_ctx_new(&ctx) < 0) {
+		tap_ok(0, "context");
+		return tap_done();
+	}
+
+	make_file(LEN, 0xab);
+	r = clear(ctx, PREALLOC_CLEAR_VERIFY, &info, &rep);
+	tap_ok(r == 0 && info.error_step == 0 && info.length == LEN && info.kernel[0] &&
+		       rep.bytes_done == LEN && info.nonzero_offset == UINT64_MAX,
+	       "pattern file cleared and verified (%d, kernel %s: %s)", r, info.kernel,
+	       info.kernel_why);
+	tap_ok(count_not(0) == 0, "every byte reads zero afterwards");
+
+	make_file(LEN + 100, 0xab);
+	r = clear(ctx, PREALLOC_CLEAR_VERIFY, &info, NULL);
+	tap_ok(r == 0 && info.tail_bytes == 100 && count_not(0) == 0,
+	       "a partial last page: %llu bytes written, all zero (%d)",
+	       (unsigned long long)info.tail_bytes, r);
+	make_file(100, 0xab);
+	r = clear(ctx, 0, &info, NULL);
+	tap_ok(r == 0 && info.tail_bytes == 100 && !info.kernel[0] && count_not(0) == 0,
+	       "a file of one partial page: cleared with write(2) alone (%d)", r);
+
+	make_file(LEN, 0xab);
+	unlink(link_path);
+	if (symlink(path, link_path) == 0) {
+		struct prealloc_clear_file_opts o = { .size = sizeof(o), .flags = PREALLOC_CLEAR_FORCE };
+
+		info = (struct prealloc_clear_file_info){ .size = sizeof(info) };
+		r = prealloc_clear_file(ctx, link_path, &o, &info, NULL);
+		tap_ok(r == -ELOOP && info.error_step == PREALLOC_CLEAR_STEP_SYMLINK &&
+			       count_not(0xab) == 0,
+		       "a symbolic link is refused with -ELOOP even with FORCE (%d)", r);
+		unlink(link_path);
+	} else {
+		tap_ok(0, "symlink: %s", strerror(errno));
+	}
+
+	child = hold();
+	if (child > 0) {
+		r = clear(ctx, 0, &info, NULL);
+		tap_ok(r == -EBUSY && info.error_step == PREALLOC_CLEAR_STEP_MAPPERS &&
+			       info.mapper_pid == child && count_not(0xab) == 0,
+		       "a file the child %d maps: -EBUSY naming pid %d (%s), untouched (%d)",
+		       (int)child, (int)info.mapper_pid, info.mapper_comm, r);
+		r = clear(ctx, PREALLOC_CLEAR_FORCE, &info, NULL);
+		tap_ok(r == 0 && info.mapper_pid == child && count_not(0) == 0,
+		       "... and cleared with FORCE, the mapper still named (%d)", r);
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+	} else {
+		tap_ok(0, "a child that maps the file");
+	}
+
+	r = clear(ctx, 0, &info, NULL);
+	tap_ok(r == 0, "the same file again once the child is gone (%d)", r);
+	info = (struct prealloc_clear_file_info){ .size = sizeof(info) };
+	{
+		struct prealloc_clear_file_opts o = { .size = sizeof(o), .kernel = "warp_drive" };
+
+		r = prealloc_clear_file(ctx, path, &o, &info, NULL);
+		tap_ok(r == -ENOENT && info.error_step == PREALLOC_CLEAR_STEP_KERNEL,
+		       "an unknown kernel: -ENOENT at the kernel step (%d)", r);
+	}
+	unlink(path);
+	r = clear(ctx, 0, &info, NULL);
+	tap_ok(r == -ENOENT && info.error_step == PREALLOC_CLEAR_STEP_LOOKUP,
+	       "a missing file: -ENOENT at the lookup step (%d)", r);
+	prealloc_ctx_free(ctx);
+	return tap_done();
+}
