@@ -320,6 +320,11 @@ int prepare_admit(struct prepare_req *q)
 	if (r == 0 && q->exists && page != PREALLOC_PAGE_4K)
 		r = store_save(q->ctx, &s);
 	q->recorded = r == 0;
+	if (r < 0 && store_find(&s, q->id) >= 0) {
+		/* Refused: the record goes too (if this save fails, gc finds a dead run's). */
+		store_del(&s, (size_t)store_find(&s, q->id));
+		store_save(q->ctx, &s);
+	}
 	store_free(&s);
 	statedir_unlock(fd);
 out:
