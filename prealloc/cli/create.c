@@ -53,6 +53,78 @@ static const char usage_text[] =
 	"SIZE takes K, M, G, T (or KiB, MiB, GiB, TiB), binary multiples.\n"
 	"Other commands: prealloc info | pool | rm FILE | --version. See prealloc(1).\n";
 
+/* --reserve-timeout: seconds, more than 0, at most an hour. */
+static int parse_timeout(const char *arg, unsigned int *ret_ms)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (errno || *end || end == arg || !(v > 0 && v <= 3600)) {
+		cli_error("--reserve-timeout: invalid time '%s' (expected seconds, more than 0, at "
+			  "most 3600)", arg);
+		return -EXIT_USAGE;
+	}
+	*ret_ms = (unsigned int)(v * 1000 + 0.5);
+	if (!*ret_ms)
+		*ret_ms = 1;
+	return 0;
+}
+
+/* SIZE, and the node sizes that must add up to it. */
+static int parse_operands(int argc, char **argv, struct create_args *a)
+{
+	if (optind < argc) {
+		int r = prealloc_parse_size(argv[optind], &a->size);
+
+		if (r == -ERANGE) {
+			cli_error("size '%s' is too large", argv[optind]);
+			return -EXIT_USAGE;
+		}
+		if (r < 0) {
+			cli_error("invalid size '%s' (expected a number with K, M, G or T)",
+				  argv[optind]);
+			return -EXIT_USAGE;
+		}
+		if (a->size == 0) {
+			cli_error("size must be greater than zero");
+			return -EXIT_USAGE;
+		}
+		a->have_size = true;
+		optind++;
+	}
+	if (optind < argc) {
+		cli_error("unexpected argument '%s'", argv[optind]);
+		return -EXIT_USAGE;
+	}
+	if (a->req.sized) {
+		uint64_t sum = 0;
+
+		for (unsigned int i = 0; i < a->req.nr; i++) {
+			if (a->req.bytes[i] > UINT64_MAX - sum) {
+				cli_error("the node sizes add up to more than 16 EiB");
+				return -EXIT_USAGE;
+			}
+			sum += a->req.bytes[i];
+		}
+		if (a->have_size && sum != a->size) {
+			char s1[32], s2[32];
+
+			cli_error("the node sizes add up to %s, not the SIZE given (%s)",
+				  format_size(sum, s1, sizeof(s1)), format_size(a->size, s2, sizeof(s2)));
+			return -EXIT_USAGE;
+		}
+		a->size = sum;
+		a->have_size = true;
+	}
+	if (!a->have_size) {
+		cli_error("no size given (e.g. 'prealloc --node 0 1G'; see --help)");
+		return -EXIT_USAGE;
+	}
+	return 0;
+}
+
 static int parse_args(int argc, char **argv, struct create_args *a)
 {
 	enum { OPT_REUSE = 256, OPT_VERIFY, OPT_JSON, OPT_TOUCH, OPT_RESERVE, OPT_RESERVE_TIMEOUT,
@@ -121,22 +193,10 @@ static int parse_args(int argc, char **argv, struct create_args *a)
 		case OPT_RESERVE:
 			a->reserve = true;
 			break;
-		case OPT_RESERVE_TIMEOUT: {
-			char *end;
-			double v;
-
-			errno = 0;
-			v = strtod(optarg, &end);
-			if (errno || *end || end == optarg || !(v > 0 && v <= 3600)) {
-				cli_error("--reserve-timeout: invalid time '%s' (expected seconds, "
-					  "more than 0, at most 3600)", optarg);
+		case OPT_RESERVE_TIMEOUT:
+			if (parse_timeout(optarg, &a->reserve_timeout_ms) < 0)
 				return -EXIT_USAGE;
-			}
-			a->reserve_timeout_ms = (unsigned int)(v * 1000 + 0.5);
-			if (!a->reserve_timeout_ms)
-				a->reserve_timeout_ms = 1;
 			break;
-		}
 		case OPT_SKIP_ADMISSION:
 			a->skip_admission = true;
 			break;
@@ -147,54 +207,7 @@ static int parse_args(int argc, char **argv, struct create_args *a)
 			return -option_error(NULL, argv, short_opts, opts);
 		}
 	}
-	if (optind < argc) {
-		int r = prealloc_parse_size(argv[optind], &a->size);
-
-		if (r == -ERANGE) {
-			cli_error("size '%s' is too large", argv[optind]);
-			return -EXIT_USAGE;
-		}
-		if (r < 0) {
-			cli_error("invalid size '%s' (expected a number with K, M, G or T)",
-				  argv[optind]);
-			return -EXIT_USAGE;
-		}
-		if (a->size == 0) {
-			cli_error("size must be greater than zero");
-			return -EXIT_USAGE;
-		}
-		a->have_size = true;
-		optind++;
-	}
-	if (optind < argc) {
-		cli_error("unexpected argument '%s'", argv[optind]);
-		return -EXIT_USAGE;
-	}
-	if (a->req.sized) {
-		uint64_t sum = 0;
-
-		for (unsigned int i = 0; i < a->req.nr; i++) {
-			if (a->req.bytes[i] > UINT64_MAX - sum) {
-				cli_error("the node sizes add up to more than 16 EiB");
-				return -EXIT_USAGE;
-			}
-			sum += a->req.bytes[i];
-		}
-		if (a->have_size && sum != a->size) {
-			char s1[32], s2[32];
-
-			cli_error("the node sizes add up to %s, not the SIZE given (%s)",
-				  format_size(sum, s1, sizeof(s1)), format_size(a->size, s2, sizeof(s2)));
-			return -EXIT_USAGE;
-		}
-		a->size = sum;
-		a->have_size = true;
-	}
-	if (!a->have_size) {
-		cli_error("no size given (e.g. 'prealloc --node 0 1G'; see --help)");
-		return -EXIT_USAGE;
-	}
-	return 0;
+	return parse_operands(argc, argv, a);
 }
 
 /* "512M", "1G", or bytes when no binary suffix is exact. */

@@ -72,6 +72,77 @@ static void owners_text(struct prealloc_ctx *ctx, int node, uint64_t page_size)
 	}
 }
 
+static const char *record_state(const struct prealloc_record_info *r)
+{
+	switch (r->state) {
+	case PREALLOC_RECORD_PREPARING:
+		return r->alive ? "preparing" : "preparing (run died)";
+	case PREALLOC_RECORD_READY:
+		return "ready";
+	case PREALLOC_RECORD_RELEASING:
+		return "releasing";
+	default:
+		return "orphan";
+	}
+}
+
+static const char *record_what(const struct prealloc_record_info *r)
+{
+	if (r->path[0])
+		return r->path;
+	return r->owner == PREALLOC_OWNER_HOLDER ? r->holder : "-";
+}
+
+/* Every record of the store: the files prealloc made or adopted, and holders' claims. */
+static int records_show(struct prealloc_ctx *ctx, json_object *root)
+{
+	json_object *arr = root ? json_object_new_array() : NULL;
+	int r = 0;
+
+	if (!root)
+		printf("records in %s:\n", prealloc_ctx_state_dir(ctx));
+	for (unsigned int k = 0;; k++) {
+		struct prealloc_record_info rec = { .size = sizeof(rec) };
+		json_object *o;
+
+		r = prealloc_record(ctx, k, &rec);
+		if (r < 0)
+			break;
+		if (!root) {
+			printf("  %s: %s%s, %llu hugepages added", record_what(&rec), record_state(&rec),
+			       rec.has_file && !rec.created ? ", adopted" : "",
+			       (unsigned long long)rec.added);
+			if (rec.owner == PREALLOC_OWNER_RUN)
+				printf(", pid %d", rec.pid);
+			if (rec.owner == PREALLOC_OWNER_HOLDER)
+				printf(", held by %s%s", rec.holder, rec.alive ? "" : " (gone)");
+			printf("\n");
+			continue;
+		}
+		o = json_object_new_object();
+		json_object_object_add(o, "path", json_object_new_string(rec.path));
+		json_object_object_add(o, "state", json_object_new_string(record_state(&rec)));
+		json_object_object_add(o, "created", json_object_new_boolean(rec.created));
+		json_object_object_add(o, "size", json_object_new_int64((int64_t)rec.file_size));
+		json_object_object_add(o, "added", json_object_new_int64((int64_t)rec.added));
+		json_object_object_add(o, "outstanding",
+				       json_object_new_int64((int64_t)rec.outstanding));
+		if (rec.owner == PREALLOC_OWNER_RUN)
+			json_object_object_add(o, "pid", json_object_new_int(rec.pid));
+		if (rec.owner == PREALLOC_OWNER_HOLDER)
+			json_object_object_add(o, "holder", json_object_new_string(rec.holder));
+		json_object_object_add(o, "alive", json_object_new_boolean(rec.alive));
+		json_object_array_add(arr, o);
+	}
+	if (root)
+		json_object_object_add(root, "records", arr);
+	if (r == -ENOENT)
+		return 0;
+	cli_error("pool: cannot read the record store in %s: %s%s", prealloc_ctx_state_dir(ctx),
+		  strerror(-r), r == -EBADMSG ? " (it is corrupt; it was left as it is)" : "");
+	return r;
+}
+
 static int pool_show(struct prealloc_ctx *ctx, bool json)
 {
 	int nodes[PREALLOC_MAX_NODES], nr;
@@ -118,6 +189,10 @@ static int pool_show(struct prealloc_ctx *ctx, bool json)
 			json_object_array_add(arr, o);
 		}
 	}
+	if (records_show(ctx, root) < 0) {
+		json_object_put(root);
+		return EXIT_ENVIRONMENT;
+	}
 	if (json) {
 		puts(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY));
 		json_object_put(root);
@@ -151,9 +226,10 @@ int cmd_pool(int argc, char **argv)
 		case 'h':
 			printf("Usage: prealloc pool [--json] [--gc]\n"
 			       "Show each node's hugepage pools: total, free, surplus, reserved by\n"
-			       "prealloc runs still populating, added by prealloc (the ledger), and\n"
-			       "the ledger's owners. --gc first gives back growth whose owner file\n"
-			       "no longer exists or whose run died.\n");
+			       "prealloc runs still populating, added by prealloc, each share's\n"
+			       "owner, and every record of the store. --gc first settles records\n"
+			       "whose owner is gone: files of runs that died before they were\n"
+			       "ready are removed, growth nobody holds is given back.\n");
 			return EXIT_OK;
 		default:
 			return option_error("pool", argv, short_opts, opts);
@@ -179,7 +255,7 @@ int cmd_pool(int argc, char **argv)
 									       : EXIT_FAILURE_RUN;
 		}
 		/* Keep stdout one JSON document with --json. */
-		fprintf(json ? stderr : stdout, "gave back %llu hugepages from %u stale ledger entries\n",
+		fprintf(json ? stderr : stdout, "gave back %llu hugepages; settled %u records\n",
 			(unsigned long long)returned, entries);
 	}
 	ret = pool_show(ctx, json);

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Who owns a record and whether it still lives (a run: its pid with the
+ * start time it had; a named holder: its check), where a record's file is
+ * now, and how many promised pages a live run has still to fault.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "records.h"
+
+uint64_t process_start_time(const struct prealloc_ctx *ctx, int pid)
+{
+	char path[PATH_MAX], buf[1024], *p;
+	unsigned long long start = 0;
+
+	if (pid <= 0 || proc_path(ctx, path, sizeof(path), "/%d/stat", pid) < 0)
+		return 0;
+	if (read_file_str(path, buf, sizeof(buf)) < 0)
+		return 0;
+	/* The command name may hold spaces and parens: fields resume after the last ')'. */
+	p = strrchr(buf, ')');
+	if (!p)
+		return 0;
+	/* After ") ": state is field 3; starttime is field 22, 19 fields further. */
+	p++;
+	for (int field = 2; field < 21 && p; field++)
+		p = strchr(p + 1, ' ');
+	if (!p || sscanf(p, " %llu", &start) != 1)
+		return 0;
+	return start;
+}
+
+void owner_self(const struct prealloc_ctx *ctx, struct rec_owner *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->kind = PREALLOC_OWNER_RUN;
+	o->pid = (int)getpid();
+	o->start = process_start_time(ctx, o->pid);
+}
+
+bool owner_alive(const struct prealloc_ctx *ctx, const struct rec_owner *o)
+{
+	struct stat st;
+
+	switch (o->kind) {
+	case PREALLOC_OWNER_RUN:
+		return o->start && process_start_time(ctx, o->pid) == o->start;
+	case PREALLOC_OWNER_HOLDER:
+		if (ctx->holder_fn) {
+			int r = ctx->holder_fn(ctx->holder_userdata, o->holder);
+
+			if (r >= 0)
+				return r > 0;	/* unknown: fall through to the record's own check */
+		}
+		if (o->expires && time(NULL) >= o->expires)
+			return false;
+		return !o->check[0] || lstat(o->check, &st) == 0;
+	default:
+		return false;
+	}
+}
+
+static bool same_file(const char *path, const struct record *r)
+{
+	struct stat st;
+
+	if (!path[0] || lstat(path, &st) < 0 || !S_ISREG(st.st_mode))
+		return false;
+	return (uint64_t)st.st_dev == r->dev && (uint64_t)st.st_ino == r->ino;
+}
+
+int record_file_where(const struct record *r)
+{
+	struct stat st;
+
+	if (!r->has_file)
+		return 0;
+	if (r->ino) {
+		if (same_file(r->path, r))
+			return 1;
+		return same_file(r->tmp, r) ? 2 : 0;
+	}
+	/* Not yet known by identity: the hidden name is unique to this record. */
+	return r->tmp[0] && lstat(r->tmp, &st) == 0 && S_ISREG(st.st_mode) ? 2 : 0;
+}
+
+uint64_t record_outstanding(const struct prealloc_ctx *ctx, const struct record *r,
+			    const struct rec_pool *p)
+{
+	uint64_t total = 0, resident;
+	const char *file;
+	struct stat st;
+	int where;
+
+	if (r->state != PREALLOC_RECORD_PREPARING || !owner_alive(ctx, &r->owner))
+		return 0;
+	where = record_file_where(r);
+	file = where == 1 ? r->path : r->tmp;
+	if (!where || stat(file, &st) < 0 || !p->page_size)
+		return p->pages;
+	/*
+	 * hugetlbfs counts a file's pages in st_blocks as they are faulted.
+	 * Workers fill all nodes at once, so each node is credited its share
+	 * of what the file gained since it was named.
+	 */
+	for (unsigned int k = 0; k < r->nr_pools; k++)
+		if (r->pools[k].page_size == p->page_size)
+			total += r->pools[k].pages;
+	resident = (uint64_t)st.st_blocks * 512 / p->page_size;
+	resident = resident > p->base ? resident - p->base : 0;
+	if (!total)
+		return 0;
+	resident = (uint64_t)((double)resident * (double)p->pages / (double)total);
+	return resident >= p->pages ? 0 : p->pages - resident;
+}
+
+uint64_t store_node_outstanding(const struct prealloc_ctx *ctx, const struct store *s, int node,
+				uint64_t page_size, uint64_t skip_id)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < s->nr; i++) {
+		if (s->r[i].id == skip_id)
+			continue;
+		for (unsigned int k = 0; k < s->r[i].nr_pools; k++)
+			if (s->r[i].pools[k].node == node && s->r[i].pools[k].page_size == page_size)
+				sum += record_outstanding(ctx, &s->r[i], &s->r[i].pools[k]);
+	}
+	return sum;
+}
