@@ -63,6 +63,7 @@ static json_object *node_json(const struct prealloc_node_report *n)
 	json_object_object_add(o, "pages_on_node", json_object_new_uint64(n->pages_on_node));
 	json_object_object_add(o, "pages_off_node", json_object_new_uint64(n->pages_off_node));
 	json_object_object_add(o, "pages_missing", json_object_new_uint64(n->pages_missing));
+	json_object_object_add(o, "huge_bytes", json_object_new_uint64(n->huge_bytes));
 	for (int c = 0; c < PREALLOC_MAX_CPUS; c++)
 		if (n->cpus_seen[c / 64] & (UINT64_C(1) << (c % 64)))
 			json_object_array_add(cpus, json_object_new_int(c));
@@ -153,6 +154,16 @@ static void print_human(FILE *f, struct prealloc_job *job, const struct prealloc
 			gbps(n.bytes_done, n.seconds), (unsigned long long)n.pages_on_node,
 			(unsigned long long)n.pages_off_node, (unsigned long long)n.pages_missing,
 			cpus);
+	}
+	/* thp is a wish the kernel may not grant: say how much huge pages really map. */
+	for (unsigned int i = 0; !strcmp(view->page_label, "thp") && i < rep->nr_nodes; i++) {
+		struct prealloc_node_report n = { .size = sizeof(n) };
+
+		if (prealloc_job_node_report(job, i, &n) == 0)
+			fprintf(f, "  node %d: huge pages map %s of %s (%.0f%%)\n", n.node,
+				format_size(n.huge_bytes, size, sizeof(size)),
+				format_size(n.bytes, extra, sizeof(extra)),
+				n.bytes ? 100.0 * (double)n.huge_bytes / (double)n.bytes : 0.0);
 	}
 	if (rep->verify_seconds > 0)
 		fprintf(f, "  placement%s checked in %.3f s%s\n", view->verified ? " and zeroes" : "",
