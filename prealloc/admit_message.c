@@ -12,7 +12,7 @@
 void admit_message(const struct prealloc_admit_result *res, int err, bool reserve, char *buf,
 		   size_t len)
 {
-	const char *lbl = page_name(res->page_size);
+	const char *lbl = prealloc_page_name(res->page_size);
 	const char *boot = res->page_size == PREALLOC_PAGE_1G ? BOOT_1G_ADVICE : "";
 	unsigned long long need = res->needed, avail = res->available;
 	char a[32], b[32];

@@ -29,7 +29,7 @@ void prepare_fail(struct prepare_req *q, int step, const char *fmt, ...)
 	va_end(ap);
 }
 
-const char *page_name(uint64_t page)
+EXPORT const char *prealloc_page_name(uint64_t page)
 {
 	switch (page) {
 	case PREALLOC_PAGE_THP:
@@ -40,8 +40,10 @@ const char *page_name(uint64_t page)
 		return "2M";
 	case PREALLOC_PAGE_1G:
 		return "1G";
-	default:
+	case PREALLOC_PAGE_AUTO:
 		return "auto";
+	default:
+		return "?";
 	}
 }
 
@@ -195,7 +197,7 @@ static int page_from_fs(struct prepare_req *q)
 		if (want != PREALLOC_PAGE_AUTO && want != q->fs_page) {
 			prepare_fail(q, PREALLOC_STEP_LOCATION,
 				     "%s is on hugetlbfs with %s pages, but --page-size %s was given",
-				     q->dir, page_name(q->fs_page), page_name(want));
+				     q->dir, prealloc_page_name(q->fs_page), prealloc_page_name(want));
 			return -EMEDIUMTYPE;
 		}
 		q->page = q->fs_page;
@@ -210,8 +212,8 @@ static int page_from_fs(struct prepare_req *q)
 	if (want == PREALLOC_PAGE_2M || want == PREALLOC_PAGE_1G) {
 		prepare_fail(q, PREALLOC_STEP_LOCATION,
 			     "%s is on tmpfs, which has no %s hugetlb pages; put the file on a "
-			     "hugetlbfs mount with pagesize=%s", q->dir, page_name(want),
-			     page_name(want));
+			     "hugetlbfs mount with pagesize=%s", q->dir, prealloc_page_name(want),
+			     prealloc_page_name(want));
 		return -EMEDIUMTYPE;
 	}
 	q->page = want == PREALLOC_PAGE_THP ? PREALLOC_PAGE_THP : PREALLOC_PAGE_4K;
@@ -231,7 +233,7 @@ static int locate_dir(struct prepare_req *q)
 			prepare_fail(q, PREALLOC_STEP_LOCATION,
 				     "no hugetlbfs is mounted for %s pages; mount one (mount -t "
 				     "hugetlbfs -o pagesize=%s none /dev/hugepages%s) or pass --file",
-				     page_name(want), page_name(want),
+				     prealloc_page_name(want), prealloc_page_name(want),
 				     want == PREALLOC_PAGE_1G ? "-1G" : "");
 			return -ENODEV;
 		}

@@ -59,6 +59,23 @@ static void set_ready(struct prepare_req *q, struct record *r)
 	snprintf(r->path, sizeof(r->path), "%s", q->final);
 }
 
+/* What QEMU needs to map the file where it was prepared; one host-nodes= per range. */
+static void qemu_option(struct prepare_req *q)
+{
+	char *buf = q->info.qemu_option, sz[32], ranges[256], *save = NULL, *tok;
+	size_t len = sizeof(q->info.qemu_option), off;
+
+	size_token(q->length, sz, sizeof(sz));
+	off = (size_t)snprintf(buf, len,
+			       "-object memory-backend-file,id=mem0,mem-path=%s,size=%s,share=on,"
+			       "prealloc=off", q->final, sz);
+	node_ranges(q->nodes, q->nr_nodes, ranges, sizeof(ranges));
+	for (tok = strtok_r(ranges, ",", &save); tok && off < len; tok = strtok_r(NULL, ",", &save))
+		off += (size_t)snprintf(buf + off, len - off, ",host-nodes=%s", tok);
+	if (off < len)
+		snprintf(buf + off, len - off, ",policy=bind");
+}
+
 static int prepare_commit(struct prepare_req *q)
 {
 	int r;
@@ -79,6 +96,7 @@ static int prepare_commit(struct prepare_req *q)
 		return r;
 	}
 	q->recorded = false;	/* the record is the file's now, not this run's to settle */
+	qemu_option(q);
 	test_pause("after-commit");
 	prealloc_region_free(q->region);	/* the file stays for the VMM */
 	q->region = NULL;

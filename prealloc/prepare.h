@@ -37,12 +37,14 @@ struct prepare_req {
 /* Fills info.step and info.message. */
 void prepare_fail(struct prepare_req *q, int step, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-/* "4k", "2M", "1G", "thp", "auto". */
-const char *page_name(uint64_t page);
 /* location.c: where the file goes and the page size (q->dir, q->page, q->exists). */
 int prepare_locate(struct prepare_req *q);
 /* prepare_request.c: the request checked and resolved; admission and the record. */
 int prepare_request(struct prepare_req *q);
+/* "0-3,5": nodes as ranges, in the given order. */
+void node_ranges(const int *nodes, unsigned int nr, char *buf, size_t len);
+/* "512M", "1G", or bytes when no binary suffix is exact. */
+void size_token(uint64_t bytes, char *buf, size_t len);
 int prepare_admit(struct prepare_req *q);
 /* admit_message.c: the admission failure in one line. */
 void admit_message(const struct prealloc_admit_result *res, int err, bool reserve, char *buf,

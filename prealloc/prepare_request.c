@@ -17,8 +17,7 @@
 #include "prepare.h"
 #include "statedir.h"
 
-/* "0-3,5": the nodes of the request as ranges. */
-static void node_ranges(const int *nodes, unsigned int nr, char *buf, size_t len)
+void node_ranges(const int *nodes, unsigned int nr, char *buf, size_t len)
 {
 	size_t off = 0;
 
@@ -107,7 +106,7 @@ static int request_sizes(struct prepare_req *q)
 
 	if (q->length % unit) {
 		prepare_fail(q, PREALLOC_STEP_REQUEST, "size %s is not a multiple of the %s page size",
-			     format_bytes(q->length, sz, sizeof(sz)), page_name(q->page));
+			     format_bytes(q->length, sz, sizeof(sz)), prealloc_page_name(q->page));
 		return -EINVAL;
 	}
 	for (unsigned int i = 0; q->sized && i < q->nr_nodes; i++) {
@@ -115,14 +114,14 @@ static int request_sizes(struct prepare_req *q)
 			prepare_fail(q, PREALLOC_STEP_REQUEST,
 				     "node %d's size %s is not a multiple of the %s page size",
 				     q->nodes[i], format_bytes(q->node_bytes[i], sz, sizeof(sz)),
-				     page_name(q->page));
+				     prealloc_page_name(q->page));
 			return -EINVAL;
 		}
 	}
 	pages = q->length / unit;
 	if (pages < q->nr_nodes) {
 		prepare_fail(q, PREALLOC_STEP_REQUEST, "size %s is fewer than one %s page per node",
-			     format_bytes(q->length, sz, sizeof(sz)), page_name(q->page));
+			     format_bytes(q->length, sz, sizeof(sz)), prealloc_page_name(q->page));
 		return -EINVAL;
 	}
 	for (unsigned int i = 0; !q->sized && i < q->nr_nodes; i++)
@@ -130,8 +129,7 @@ static int request_sizes(struct prepare_req *q)
 	return 0;
 }
 
-/* "512M", "1G", or bytes when no binary suffix is exact. */
-static void size_token(uint64_t bytes, char *buf, size_t len)
+void size_token(uint64_t bytes, char *buf, size_t len)
 {
 	static const char suffix[] = "KMGT";
 	int s = -1;

@@ -35,7 +35,7 @@ int parse_page_size(const char *s, uint64_t *ret, char *err, size_t err_len);
 /* Workers per node: 1-65536, decimal digits only. */
 int parse_threads(const char *s, unsigned int *ret, char *err, size_t err_len);
 /* "4k", "2M", "1G", "thp" or "auto" for a page size as parse_page_size gives it. */
-const char *page_label(uint64_t page);
+#define page_label prealloc_page_name
 /* "1.5 GiB"-style rendering for messages. */
 const char *format_size(uint64_t bytes, char *buf, size_t len);
 /* "0-3,5" from a list (ascending not required); "" for none. */
@@ -75,8 +75,8 @@ void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_log(void *userdata, int level, const char *msg);
 
 /* Page size requested on the command line beyond the library's sizes. */
-#define PAGE_SIZE_AUTO 0
-#define PAGE_SIZE_THP 1
+#define PAGE_SIZE_AUTO PREALLOC_PAGE_AUTO
+#define PAGE_SIZE_THP PREALLOC_PAGE_THP
 
 /* report.c */
 struct run_view {

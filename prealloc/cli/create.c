@@ -210,45 +210,6 @@ static int parse_args(int argc, char **argv, struct create_args *a)
 	return parse_operands(argc, argv, a);
 }
 
-/* "512M", "1G", or bytes when no binary suffix is exact. */
-static void size_token(uint64_t bytes, char *buf, size_t len)
-{
-	static const char suffix[] = "KMGT";
-	int s = -1;
-
-	while (s < 3 && bytes && bytes % 1024 == 0) {
-		bytes /= 1024;
-		s++;
-	}
-	if (s < 0)
-		snprintf(buf, len, "%llu", (unsigned long long)bytes);
-	else
-		snprintf(buf, len, "%llu%c", (unsigned long long)bytes, suffix[s]);
-}
-
-/* The QEMU option that maps the file, bound to the nodes the job used. */
-static void qemu_option(struct prealloc_job *job, const char *file, uint64_t size, char *buf,
-			size_t len)
-{
-	char sz[32], ranges[256], *save = NULL, *tok;
-	int nodes[PREALLOC_MAX_NODES], nr;
-	size_t off;
-
-	size_token(size, sz, sizeof(sz));
-	off = (size_t)snprintf(buf, len,
-			       "-object memory-backend-file,id=mem0,mem-path=%s,size=%s,share=on,"
-			       "prealloc=off",
-			       file, sz);
-	nr = prealloc_job_node_count(job, nodes, PREALLOC_MAX_NODES);
-	format_node_ranges(nodes, (unsigned int)MIN_LEN(nr, PREALLOC_MAX_NODES), ranges,
-			   sizeof(ranges));
-	/* QEMU takes one host-nodes= per range. */
-	for (tok = strtok_r(ranges, ",", &save); tok && off < len; tok = strtok_r(NULL, ",", &save))
-		off += (size_t)snprintf(buf + off, len - off, ",host-nodes=%s", tok);
-	if (off < len)
-		snprintf(buf + off, len - off, ",policy=bind");
-}
-
 /* The exit code for a failed admission (docs/prealloc.1.md). */
 static int admission_exit(int err, const struct prealloc_admit_result *res)
 {
@@ -353,7 +314,6 @@ static void populate_error(struct prealloc_job *job, const struct prealloc_prepa
 static int create_outcome(struct prealloc_job *job, const struct create_args *a, int r, int sig)
 {
 	struct prealloc_prepare_info info = { .size = sizeof(info) };
-	char qemu[PATH_MAX + 512];
 	struct run_view view = {
 		.command = "create",
 		.verified = a->verify,
@@ -365,8 +325,7 @@ static int create_outcome(struct prealloc_job *job, const struct create_args *a,
 	view.page_label = page_label(info.page_size == PREALLOC_PAGE_THP ? PAGE_SIZE_THP
 									  : info.page_size);
 	if (r == 0) {
-		qemu_option(job, info.path, a->size, qemu, sizeof(qemu));
-		view.qemu = qemu;
+		view.qemu = info.qemu_option;
 		view.note = !info.created ? "existing pages kept their contents; run 'prealloc "
 					    "clear' to zero them"
 			    : info.page_reason[0] ? info.page_reason
@@ -417,7 +376,7 @@ int cmd_create(int argc, char **argv)
 	}
 	if (a.reserve && (info.page_size == PREALLOC_PAGE_4K || info.page_size == PREALLOC_PAGE_THP))
 		cli_warn("--reserve applies to hugepage pools; %s pages need none",
-			 page_label(a.page));
+			 page_label(info.page_size));
 	if (info.added && !a.quiet && !a.json)
 		fprintf(stderr, "%s: reserved %llu %s hugepages more (prealloc rm gives them back)\n",
 			program_name, (unsigned long long)info.added, page_label(info.page_size));

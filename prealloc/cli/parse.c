@@ -159,24 +159,6 @@ int parse_page_size(const char *s, uint64_t *ret, char *err, size_t err_len)
 		    s);
 }
 
-const char *page_label(uint64_t page)
-{
-	switch (page) {
-	case PAGE_SIZE_AUTO:
-		return "auto";
-	case PAGE_SIZE_THP:
-		return "thp";
-	case PREALLOC_PAGE_4K:
-		return "4k";
-	case PREALLOC_PAGE_2M:
-		return "2M";
-	case PREALLOC_PAGE_1G:
-		return "1G";
-	default:
-		return "?";
-	}
-}
-
 const char *format_size(uint64_t bytes, char *buf, size_t len)
 {
 	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };

@@ -765,6 +765,9 @@ int prealloc_record(struct prealloc_ctx *ctx, unsigned int index,
 #define PREALLOC_PAGE_AUTO UINT64_C(0)	/* 2M when it fits, else 4k: the reason is reported */
 #define PREALLOC_PAGE_THP UINT64_C(1)	/* tmpfs with transparent hugepages */
 
+/* "auto", "thp", "4k", "2M", "1G" for those page sizes, "?" for any other. */
+const char *prealloc_page_name(uint64_t page_size);
+
 enum prealloc_prepare_flags {
 	PREALLOC_PREPARE_REUSE = 1u << 0,   /* adopt an existing file of the exact size */
 	PREALLOC_PREPARE_RESERVE = 1u << 1, /* grow short hugepage pools (admission) */
@@ -829,6 +832,8 @@ struct prealloc_prepare_info {
 	char message[1024];	/* the failure in one line, for people ("" on success) */
 	/* THP: bytes mapped by huge pages after populate, all nodes (per node: the job's node reports). */
 	uint64_t huge_bytes;
+	/* Success: the QEMU option that maps the file on its nodes (share=on, policy=bind). */
+	char qemu_option[4608];
 };
 
 /*
