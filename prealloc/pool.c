@@ -198,9 +198,17 @@ static int settle_matching(struct prealloc_ctx *ctx, unsigned int timeout_ms,
 		if (i < 0 || !pick(ctx, &s.r[i], arg, &remove_ready))
 			continue;
 		(*ret_matched)++;
+		char what[PATH_MAX + 32];
+		int state = s.r[i].state;
+
+		snprintf(what, sizeof(what), "%s", owner_label(&s.r[i]));
 		r = record_settle(ctx, &s, (size_t)i, remove_ready, &info->returned, &info->in_use,
 				  &removed);
 		info->removed |= removed;
+		if (r == 0 && removed)
+			ctx_log(ctx, PREALLOC_LOG_INFO, "removed %s: %s", what,
+				state == PREALLOC_RECORD_PREPARING ? "its run died before it was ready"
+								   : "released");
 	}
 	free(ids);
 out_store:
