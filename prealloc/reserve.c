@@ -173,6 +173,11 @@ static int admit_hugetlb(struct prealloc_ctx *ctx, const struct prealloc_admit_o
 	r = admit_locked(ctx, o, &s, resv->id, res);
 	if (r == 0)
 		resv->in_store = true;
+	if (r < 0 && store_find(&s, resv->id) >= 0) {
+		/* Refused: the record goes too (if this save fails, gc finds a dead run's). */
+		store_del(&s, (size_t)store_find(&s, resv->id));
+		store_save(ctx, &s);
+	}
 out:
 	store_free(&s);
 	statedir_unlock(fd);

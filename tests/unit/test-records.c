@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The record store on disk, through the public API over a private state
+ * directory and an injected sysfs/procfs (fakeroot.h): the version-1 pool
+ * ledger and files/ registry are read as records and replaced by the store
+ * at the first write; a corrupt store (bad checksum, cut short, unknown
+ * version, a line nobody wrote) is refused with -EBADMSG and left exactly
+ * as it was.
+ */
+#include <dirent.h>
+#include <string.h>
+
+#include "internal.h"
+#include "records.h"
+#include "fakeroot.h"
+#include "tap.h"
+
+#define MB2 PREALLOC_PAGE_2M
+
+static struct fakeroot fr;
+
+static bool exists(const char *dir, const char *leaf)
+{
+	char path[1024];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, leaf);
+	return lstat(path, &st) == 0;
+}
+
+static char *slurp(const char *path, size_t *ret_len)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = NULL;
+	size_t cap = 0, len = 0, n;
+
+	if (!f)
+		return NULL;
+	do {
+		char *nb = realloc(buf, cap += 65536);
+
+		if (!nb)
+			break;
+		buf = nb;
+		n = fread(buf + len, 1, cap - len - 1, f);
+		len += n;
+	} while (n);
+	fclose(f);
+	if (buf)
+		buf[len] = '\0';
+	*ret_len = len;
+	return buf;
+}
+
+/* FNV-1a 64, written here again so the test does not trust the library's. */
+static uint64_t fnv(const char *p, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char)p[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+/* A store text of body (lines after the header), with a correct end line. */
+static void framed(const char *header, const char *body, char *buf, size_t len)
+{
+	size_t lines = 1, n;
+
+	n = (size_t)snprintf(buf, len, "%s\n%s", header, body);
+	for (const char *p = body; *p; p++)
+		lines += *p == '\n';
+	snprintf(buf + n, len - n, "end %zu %016llx\n", lines, (unsigned long long)fnv(buf, n));
+}
+
+static void test_conversion(void)
+{
+	char file[400], text[8192], rel[128];
+	struct prealloc_record_info info = { .size = sizeof(info) };
+	struct prealloc_ledger_entry e = { .size = sizeof(e) };
+	struct prealloc_ctx *ctx;
+	struct stat st;
+	unsigned int settled = 0;
+	uint64_t returned = 0;
+	int deadpid = (int)getpid() + 100003, r;
+
+	/* A real file, as prealloc 0.1 made it; its pages came from grown pools. */
+	snprintf(file, sizeof(file), "%s/guest mem", fr.dir);
+	fr_write(fr.dir, "guest mem", "0123456789");
+	stat(file, &st);
+	fr_set_pool(&fr, 0, 600, 100);
+	fr_set_pool(&fr, 1, 50, 50);
+	mkdir(fr.state, 0700);
+	/* held: the file's 2 nodes (one reservation id); in-flight: a run that died. */
+	snprintf(text, sizeof(text),
+		 "# prealloc ledger v1: state node page_size pages added base pid start dev ino id owner\n"
+		 "held 0 2097152 300 250 0 0 0 %llu %llu 00000000000000aa %s\n"
+		 "held 1 2097152 212 0 0 0 0 %llu %llu 00000000000000aa %s\n"
+		 "in-flight 0 2097152 8 8 0 %d 999 0 0 00000000000000bb /dev/hugepages/vm2\n"
+		 "in-flight 1 2097152 4 4 0 %d 999 0 0 00000000000000bb /dev/hugepages/vm2\n",
+		 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino, file,
+		 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino, file, deadpid, deadpid);
+	fr_write(fr.state, "ledger", "%s", text);
+	snprintf(rel, sizeof(rel), "files/%llx-%llx", (unsigned long long)st.st_dev,
+		 (unsigned long long)st.st_ino);
+	fr_write(fr.state, rel, "path=%s\nsize=10\npage_size=2097152\nnodes=0-1\n", file);
+	fr_write(fr.state, "files/ffff-ffff.tmp.77", "path=/x\n"); /* a crashed write's temp */
+
+	ctx = fakeroot_ctx(&fr);
+	if (!tap_ok(ctx != NULL, "a ctx over a 2-node fake tree"))
+		return;
+	r = prealloc_record(ctx, 0, &info);
+	tap_ok(r == 0 && info.id == 0xaa && info.state == PREALLOC_RECORD_READY &&
+		       info.owner == PREALLOC_OWNER_NONE && info.has_file && info.created &&
+		       !strcmp(info.path, file) && info.file_size == 10 && info.page_size == MB2 &&
+		       info.pages == 512 && info.added == 250,
+	       "held + registry -> one READY created record: path, size 10, 512 pages, 250 added "
+	       "(r %d id %llx state %d created %d size %llu pages %llu added %llu)",
+	       r, (unsigned long long)info.id, info.state, info.created,
+	       (unsigned long long)info.file_size, (unsigned long long)info.pages,
+	       (unsigned long long)info.added);
+	r = prealloc_record(ctx, 1, &info);
+	tap_ok(r == 0 && info.id == 0xbb && info.state == PREALLOC_RECORD_PREPARING &&
+		       info.owner == PREALLOC_OWNER_RUN && info.pid == deadpid && !info.alive &&
+		       !info.has_file && !info.created && info.pages == 12 && info.added == 12,
+	       "in-flight -> a PREPARING record of a dead run, 2 lines, 12 added (r %d)", r);
+	tap_ok(prealloc_record(ctx, 2, &info) == -ENOENT, "two records, no more");
+	r = prealloc_ledger_entry(ctx, 1, &e);
+	tap_ok(r == 0 && e.state == PREALLOC_LEDGER_HELD && e.node == 1 && e.pages == 212 &&
+		       e.added == 0 && e.dev == (uint64_t)st.st_dev && e.ino == (uint64_t)st.st_ino &&
+		       !strcmp(e.owner, file),
+	       "the held file's node-1 share keeps its dev/ino and path");
+	tap_ok(!exists(fr.state, "store") && exists(fr.state, "ledger") && exists(fr.state, rel),
+	       "reading converts nothing on disk");
+
+	r = prealloc_pool_gc(ctx, &returned, &settled);
+	tap_ok(r == 0 && settled == 1 && returned == 12 && fr_pool_nr(&fr, 0) == 592 &&
+		       fr_pool_nr(&fr, 1) == 46,
+	       "gc settles the dead run: 8 back on node 0, 4 on node 1 (r %d nr %llu %llu)", r,
+	       (unsigned long long)fr_pool_nr(&fr, 0), (unsigned long long)fr_pool_nr(&fr, 1));
+	tap_ok(exists(fr.state, "store") && !exists(fr.state, "ledger") &&
+		       !exists(fr.state, "files"),
+	       "the first write leaves the store alone: ledger and files/ are gone");
+	r = prealloc_record(ctx, 0, &info);
+	tap_ok(r == 0 && info.id == 0xaa && info.created && !strcmp(info.path, file) &&
+		       info.added == 250 && prealloc_record(ctx, 1, &info) == -ENOENT,
+	       "the store holds the converted file's record");
+	/* The file goes: gc settles it, and the growth comes back as far as free. */
+	unlink(file);
+	fr_set_pool(&fr, 0, 592, 592);
+	r = prealloc_pool_gc(ctx, &returned, &settled);
+	tap_ok(r == 0 && settled == 1 && fr_pool_nr(&fr, 0) == 342 && fr_pool_nr(&fr, 1) == 46 &&
+		       prealloc_record(ctx, 0, &info) == -ENOENT,
+	       "once its file is gone, its 250 go back (nr %llu)",
+	       (unsigned long long)fr_pool_nr(&fr, 0));
+	prealloc_ctx_free(ctx);
+}
+
+/* prealloc_record and prealloc_pool_gc refuse text with -EBADMSG; the file stays as it was. */
+static void expect_corrupt(struct prealloc_ctx *ctx, const char *text, size_t len,
+			   const char *what)
+{
+	struct prealloc_record_info info = { .size = sizeof(info) };
+	struct prealloc_ledger_entry e = { .size = sizeof(e) };
+	char path[400], *after;
+	size_t after_len = 0;
+	FILE *f;
+	int a, b, c;
+
+	snprintf(path, sizeof(path), "%s/store", fr.state);
+	f = fopen(path, "w");
+	fwrite(text, 1, len, f);
+	fclose(f);
+	a = prealloc_record(ctx, 0, &info);
+	b = prealloc_pool_gc(ctx, NULL, NULL);
+	c = prealloc_ledger_entry(ctx, 0, &e);
+	after = slurp(path, &after_len);
+	tap_ok(a == -EBADMSG && b == -EBADMSG && c == -EBADMSG && after && after_len == len &&
+		       !memcmp(after, text, len),
+	       "%s: refused with -EBADMSG (%d %d %d), the store byte for byte as it was", what, a,
+	       b, c);
+	free(after);
+}
+
+static void test_corrupt(void)
+{
+	static const char body[] =
+		"rec 00000000000000cc preparing run:4000000:1 fc 0 0 4194304 2097152 "
+		"/mnt/vm%20one /mnt/.prealloc%2D00000000000000cc\n"
+		"pool 0 2097152 2 2 0\n";
+	struct prealloc_record_info info = { .size = sizeof(info) };
+	char good[4096], bad[4096];
+	struct prealloc_ctx *ctx;
+	size_t len;
+	int r;
+
+	ctx = fakeroot_ctx(&fr);
+	if (!tap_ok(ctx != NULL, "a ctx for the corrupt stores"))
+		return;
+	framed("prealloc-store 2", body, good, sizeof(good));
+	len = strlen(good);
+	/* First, that the text is good: the corruption is what is refused. */
+	fr_write(fr.state, "store", "%s", good);
+	r = prealloc_record(ctx, 0, &info);
+	tap_ok(r == 0 && info.id == 0xcc && !strcmp(info.path, "/mnt/vm one") && info.pages == 2,
+	       "the intact store reads (r %d, path '%s')", r, info.path);
+	/* A ledger beside a corrupt store is never a fallback. */
+	fr_write(fr.state, "ledger", "held 0 2097152 1 1 0 0 0 0 0 00000000000000dd -\n");
+
+	memcpy(bad, good, len + 1);
+	bad[len - 2] = bad[len - 2] == '0' ? '1' : '0';	/* the checksum's last digit */
+	expect_corrupt(ctx, bad, len, "bad checksum");
+	memcpy(bad, good, len + 1);
+	bad[20] ^= 0x01;	/* a byte of the body */
+	expect_corrupt(ctx, bad, len, "a flipped body byte");
+	expect_corrupt(ctx, good, len - 1, "cut short by one byte");
+	expect_corrupt(ctx, good, strlen("prealloc-store 2\n") + strlen(body) - 10,
+		       "cut short mid-line");
+	expect_corrupt(ctx, good, strlen("prealloc-store 2\n") + strlen(body),
+		       "cut short before the end line");
+	expect_corrupt(ctx, good, 0, "empty");
+	framed("prealloc-store 3", body, bad, sizeof(bad));
+	expect_corrupt(ctx, bad, strlen(bad), "unknown version 3 (checksum right)");
+	framed("prealloc-store 2", "rec 00000000000000cc preparing run:4000000:1 fc 0 0 4194304 "
+				   "2097152 /mnt/a -\nbogus line\npool 0 2097152 2 2 0\n",
+	       bad, sizeof(bad));
+	expect_corrupt(ctx, bad, strlen(bad), "a garbage line (count and checksum right)");
+	framed("prealloc-store 2", "pool 0 2097152 2 2 0\n", bad, sizeof(bad));
+	expect_corrupt(ctx, bad, strlen(bad), "a pool line before any rec");
+	framed("prealloc-store 2", "rec 00000000000000cc sleeping none - 0 0 0 0 - -\n", bad,
+	       sizeof(bad));
+	expect_corrupt(ctx, bad, strlen(bad), "an unknown state");
+	memcpy(bad, good, strlen(good) + 1);
+	strstr(bad, "\nend 3 ")[5] = '4';	/* the checksum still covers the body */
+	expect_corrupt(ctx, bad, strlen(bad), "a wrong line count");
+	/* A whole store, then a NUL and more: a C-string reader would see only the first part. */
+	len = strlen(good);
+	memcpy(bad, good, len);
+	memcpy(bad + len, "\0rec junk\n", 11);
+	expect_corrupt(ctx, bad, len + 11, "a NUL byte after a valid store");
+	prealloc_ctx_free(ctx);
+}
+
+int main(void)
+{
+	if (fakeroot_make(&fr, 2) < 0) {
+		tap_ok(0, "cannot build the fake tree in /tmp");
+		return tap_done();
+	}
+	test_conversion();
+	test_corrupt();
+	fakeroot_remove(&fr);
+	return tap_done();
+}
