@@ -92,19 +92,28 @@ static int grow_node(struct prealloc_ctx *ctx, const struct prealloc_admit_opts 
 {
 	struct grow_result g;
 	struct rec_pool *p = line_of(s, id, k);
+	uint64_t nr = 0;
 	int r;
 
+	r = hugetlb_read(ctx, p->node, o->page_size, &nr, NULL, NULL);
+	if (r < 0)
+		return r;
 	p->added = short_by;
+	p->growing = true;
+	p->grow_from = nr;
 	r = store_save(ctx, s);
 	if (r < 0) {
 		p->added = 0;
+		p->growing = false;
 		res->reason = PREALLOC_ADMIT_ACCESS;
 		return r;
 	}
+	test_pause("before-pool-write");
 	r = hugetlb_grow(ctx, p->node, o->page_size, short_by, deadline, &g);
 	test_pause("after-pool-write");
 	p = line_of(s, id, k);
 	p->added = g.added;
+	p->growing = false;
 	res->grow_requested = g.requested;
 	res->grow_got = g.got;
 	res->grow_seconds = g.seconds;

@@ -4,7 +4,7 @@
  *
  *   prealloc-store 2
  *   rec <id> <state> <owner> <flags> <dev> <ino> <size> <page_size> <path> <tmp>
- *   pool <node> <page_size> <pages> <added> <base>      (of the rec above)
+ *   pool <node> <page_size> <pages> <added> <base> <grow_from>   (of the rec above)
  *   end <lines before this one> <FNV-1a 64 of the text before this line>
  *
  * owner is "none", "run:<pid>:<start>" or "holder:<name>:<check>:<expires>";
@@ -231,10 +231,16 @@ int store_format(const struct store *s, char **ret_text, size_t *ret_len)
 		text_str(&t, r->tmp);
 		text_add(&t, "\n");
 		lines++;
-		for (unsigned int k = 0; k < r->nr_pools; k++, lines++)
-			text_add(&t, "pool %d %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
-				 r->pools[k].node, r->pools[k].page_size, r->pools[k].pages,
-				 r->pools[k].added, r->pools[k].base);
+		for (unsigned int k = 0; k < r->nr_pools; k++, lines++) {
+			const struct rec_pool *p = &r->pools[k];
+
+			text_add(&t, "pool %d %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " ", p->node,
+				 p->page_size, p->pages, p->added, p->base);
+			if (p->growing)
+				text_add(&t, "%" PRIu64 "\n", p->grow_from);
+			else
+				text_add(&t, "-\n");
+		}
 	}
 	if (!t.err) {
 		uint64_t h = fnv1a(t.buf, t.len);
@@ -315,13 +321,19 @@ static int parse_rec(char *line, struct store *s)
 
 static int parse_pool(const char *line, struct store *s)
 {
-	struct rec_pool p;
-	int end = 0;
+	struct rec_pool p = { 0 };
+	char from[24];
+	int end = 0, n = 0;
 
-	if (!s->nr || sscanf(line, "pool %d %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 "%n",
-			     &p.node, &p.page_size, &p.pages, &p.added, &p.base, &end) != 5 ||
+	if (!s->nr || sscanf(line, "pool %d %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %23s%n",
+			     &p.node, &p.page_size, &p.pages, &p.added, &p.base, from, &end) != 6 ||
 	    line[end] || p.node < 0)
 		return -EBADMSG;
+	if (strcmp(from, "-")) {
+		if (sscanf(from, "%" SCNu64 "%n", &p.grow_from, &n) != 1 || from[n] || from[0] == '-')
+			return -EBADMSG;
+		p.growing = true;
+	}
 	return record_add_pool(&s->r[s->nr - 1], &p);
 }
 

@@ -21,6 +21,14 @@ struct rec_pool {
 	uint64_t pages;		/* pages the record needs on the node */
 	uint64_t added;		/* pages added to the node's pool for it */
 	uint64_t base;		/* the file's resident pages when it was named (PREPARING) */
+	/*
+	 * A growth in flight: added names the pages asked for, written before
+	 * the pool write; grow_from is the pool's nr_hugepages before it. If
+	 * the run dies before recording what the kernel gave, the pool itself
+	 * says how much it grew, so the record never claims pages it did not add.
+	 */
+	bool growing;
+	uint64_t grow_from;
 };
 
 struct rec_owner {

@@ -38,7 +38,8 @@ static bool same_records(const struct store *a, const struct store *b)
 
 			/* Field by field: the struct's padding is nobody's business. */
 			if (p->node != q->node || p->page_size != q->page_size ||
-			    p->pages != q->pages || p->added != q->added || p->base != q->base)
+			    p->pages != q->pages || p->added != q->added || p->base != q->base ||
+			    p->growing != q->growing || p->grow_from != q->grow_from)
 				return false;
 		}
 	}

@@ -131,7 +131,7 @@ expect_clean "uninterrupted run"
 echo "# node 0 2M pool: $base_nr pages, $base_free free; runs of $SIZE_MB MiB ($need pages), $T s"
 
 # ---- (a) each named point, settled by gc ---------------------------------
-for point in after-pool-write after-admission after-create before-commit after-commit; do
+for point in before-pool-write after-pool-write after-admission after-create before-commit after-commit; do
 	start_run $point
 	if ! wait_stopped $PID; then
 		fail "$point: the run never stopped there ($(cat "$TMP/run.err"))"
@@ -139,6 +139,9 @@ for point in after-pool-write after-admission after-create before-commit after-c
 		continue
 	fi
 	case $point in
+	before-pool-write)
+		check "$point: the record names the growth, the pool has not grown yet" \
+			[ "$(hp nr 2048)" -eq "$base_nr" -a "$(ledger_entries)" -eq 1 ] ;;
 	after-pool-write)
 		check "$point: the pool grew before the kill ($base_nr -> $(hp nr 2048))" \
 			[ "$(hp nr 2048)" -ge $((base_nr + need - base_free)) ] ;;
@@ -162,7 +165,7 @@ for point in after-pool-write after-admission after-create before-commit after-c
 done
 
 # ---- the same points, settled by `rm FILE` -------------------------------
-for point in after-pool-write after-admission after-create before-commit; do
+for point in before-pool-write after-pool-write after-admission after-create before-commit; do
 	start_run $point
 	wait_stopped $PID || fail "rm/$point: the run never stopped there"
 	kill_run
