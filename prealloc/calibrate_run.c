@@ -53,7 +53,10 @@ static int cmp_double(const void *a, const void *b)
 
 /*
  * One timed sample: kernel clears region (size bytes) with threads
- * workers, one chunk each, at least SAMPLE_BYTES in all; GB/s, <0 on error.
+ * workers, one chunk each, passes times over so at least SAMPLE_BYTES in
+ * all, as ONE job: its seconds run from the gate opening to the last
+ * worker, so thread creation and the job's setup are timed once, not per
+ * pass. GB/s, <0 on error.
  */
 static double calibrate_sample(struct prealloc_region *region, const char *kernel,
 			       uint64_t size, unsigned int threads)
@@ -66,18 +69,22 @@ static double calibrate_sample(struct prealloc_region *region, const char *kerne
 		.chunk_size = ALIGN_UP(size / threads, PREALLOC_PAGE_4K),
 		.clear_kernel = kernel,
 	};
-	unsigned int passes = (unsigned int)MAX(UINT64_C(1), SAMPLE_BYTES / size);
-	double seconds = 0;
+	const struct job_spec spec = {
+		.passes = (unsigned int)MAX(UINT64_C(1), SAMPLE_BYTES / size),
+	};
+	struct prealloc_report rep = { .size = sizeof(rep) };
+	struct prealloc_job *job;
+	int r;
 
-	/* MERGE: one job with job_spec.passes = passes instead of a job per pass. */
-	for (unsigned int i = 0; i < passes; i++) {
-		struct prealloc_report rep = { .size = sizeof(rep) };
-
-		if (prealloc_run(region, &jo, &rep) < 0)
-			return -1;
-		seconds += rep.seconds;
-	}
-	return seconds > 0 ? (double)size * passes / seconds / 1e9 : -1;
+	r = job_start_spec(region, &jo, &spec, &job);
+	if (r < 0)
+		return -1;
+	r = prealloc_job_wait(job);
+	if (r == 0)
+		r = prealloc_job_report(job, &rep);
+	prealloc_job_free(job);
+	/* bytes_done counts every pass. */
+	return r == 0 && rep.seconds > 0 ? (double)rep.bytes_done / rep.seconds / 1e9 : -1;
 }
 
 /* Medians of repeat samples per kernel at size with threads workers, into gbps. */

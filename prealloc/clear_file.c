@@ -1,166 +1,27 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Clearing a file in place (`prealloc clear`), as one library flow: every
- * check that it is the file the caller meant, then node-local re-zeroing
- * of each resident page by the job engine, then what the engine does not
- * cover: swapped-out tmpfs pages, a partial last page, write-back of a
- * file not in memory, and the verdict of VERIFY.
+ * Clearing a file in place (`prealloc clear`), as one library flow: the
+ * checks that it is the file the caller meant (clear_checks.c), then one
+ * job that re-zeroes, node-local, each resident page and each swapped-out
+ * tmpfs page (its extra ranges, spread over the node pools), and whose
+ * finish does what a mapping does not cover: a partial last page, write-back
+ * of a file not in memory, and the verdict of VERIFY. The job's completion
+ * means the whole file is done; its destroy frees what the flow made.
  *
- * Checks, in order: the kernel named exists here; not a symbolic link (not
- * even with FORCE); a regular file; on hugetlbfs or tmpfs (else FORCE); no
- * other process maps it (else FORCE); the file opened is the file checked.
  * Holes on hugetlbfs get pages the kernel zeroes (mapping reserves them:
  * -ENOMEM when the pool cannot); holes on tmpfs are skipped, read as zero.
  */
-#include <ctype.h>
-#include <dirent.h>
 #include <fcntl.h>
 #include <linux/magic.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <sys/statfs.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "clear_file.h"
 
-/* The flow's own state: what it opened and mapped, freed in flow_free() only. */
-struct clear_flow {
-	struct prealloc_ctx *ctx;
-	struct prealloc_clear_file_opts opts;
-	struct prealloc_clear_file_info info;
-	struct stat st;
-	bool in_memory;
-	int fd;
-	void *map;			/* our own mapping (partial last page, disk), or NULL */
-	uint64_t map_len;
-	struct prealloc_region *region;
-	const struct clear_kernel *kernel;
-	struct prealloc_job *job;
-	bool finished;
-	int result;
-	struct clear_flow *next;	/* flows_lock: the list of flows with a job */
-};
-
-static int flow_fail(struct clear_flow *flow, int step, int err)
-{
-	flow->info.error_step = step;
-	return err;
-}
-
-/*
- * The first process other than us that maps the file (dev, ino), from
- * /proc/PID/maps: "start-end perms offset maj:min inode path". Returns its
- * pid, 0 when none; counts processes whose maps could not be read.
- */
-static pid_t find_mapper(dev_t dev, ino_t ino, unsigned int *ret_unreadable)
-{
-	pid_t self = getpid(), found = 0;
-	struct dirent *de;
-	DIR *proc;
-
-	*ret_unreadable = 0;
-	proc = opendir("/proc");
-	if (!proc)
-		return -errno;
-	while (!found && (de = readdir(proc))) {
-		char path[64], line[512];
-		unsigned long long inode;
-		unsigned int maj, mnr;
-		pid_t pid;
-		FILE *f;
-
-		if (!isdigit((unsigned char)de->d_name[0]))
-			continue;
-		pid = (pid_t)strtol(de->d_name, NULL, 10);
-		if (pid == self)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-		f = fopen(path, "re");
-		if (!f) {
-			if (errno != ENOENT)	/* ENOENT: the process just exited */
-				(*ret_unreadable)++;
-			continue;
-		}
-		while (fgets(line, sizeof(line), f)) {
-			if (sscanf(line, "%*s %*s %*s %x:%x %llu", &maj, &mnr, &inode) == 3 &&
-			    inode == (unsigned long long)ino && makedev(maj, mnr) == dev) {
-				found = pid;
-				break;
-			}
-			/* A long path leaves the rest of the line for the next fgets. */
-			while (!strchr(line, '\n') && fgets(line, sizeof(line), f))
-				;
-		}
-		fclose(f);
-	}
-	closedir(proc);
-	return found;
-}
-
-/* Who else maps the file: -EBUSY naming them, unless FORCE. */
-static int check_mappers(struct clear_flow *flow)
-{
-	struct prealloc_clear_file_info *info = &flow->info;
-	char path[64];
-	pid_t pid;
-
-	pid = find_mapper(flow->st.st_dev, flow->st.st_ino, &info->unreadable);
-	if (pid < 0)
-		return flow_fail(flow, PREALLOC_CLEAR_STEP_MAPPERS, pid);
-	if (!pid)
-		return 0;
-	info->mapper_pid = pid;
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	if (read_file_str(path, info->mapper_comm, sizeof(info->mapper_comm)) < 0)
-		snprintf(info->mapper_comm, sizeof(info->mapper_comm), "?");
-	if (!(flow->opts.flags & PREALLOC_CLEAR_FORCE))
-		return flow_fail(flow, PREALLOC_CLEAR_STEP_MAPPERS, -EBUSY);
-	return 0;
-}
-
-/* Everything that must hold before the file is opened. */
-static int check_file(struct clear_flow *flow, const char *path)
-{
-	struct prealloc_clear_file_info *info = &flow->info;
-	struct statfs sfs;
-
-	if (lstat(path, &flow->st) < 0)
-		return flow_fail(flow, PREALLOC_CLEAR_STEP_LOOKUP, -errno);
-	if (S_ISLNK(flow->st.st_mode))
-		return flow_fail(flow, PREALLOC_CLEAR_STEP_SYMLINK, -ELOOP);
-	if (!S_ISREG(flow->st.st_mode))
-		return flow_fail(flow, PREALLOC_CLEAR_STEP_TYPE, -EINVAL);
-	if (statfs(path, &sfs) < 0)
-		return flow_fail(flow, PREALLOC_CLEAR_STEP_LOOKUP, -errno);
-	info->fs_magic = (unsigned long)sfs.f_type;
-	info->page_size = info->fs_magic == HUGETLBFS_MAGIC ? (uint64_t)sfs.f_bsize
-							    : PREALLOC_PAGE_4K;
-	flow->in_memory = info->fs_magic == HUGETLBFS_MAGIC || info->fs_magic == TMPFS_MAGIC;
-	if (!flow->in_memory && !(flow->opts.flags & PREALLOC_CLEAR_FORCE))
-		return flow_fail(flow, PREALLOC_CLEAR_STEP_FILESYSTEM, -EMEDIUMTYPE);
-	info->length = (uint64_t)flow->st.st_size;
-	info->tail_bytes = info->length % info->page_size;
-	return check_mappers(flow);
-}
-
-/* Opens the file checked; -ESTALE when another file took its place. */
-static int open_checked(struct clear_flow *flow, const char *path)
-{
-	struct stat fst;
-
-	flow->fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-	if (flow->fd < 0)
-		return flow_fail(flow, PREALLOC_CLEAR_STEP_OPEN, -errno);
-	if (fstat(flow->fd, &fst) < 0 || fst.st_dev != flow->st.st_dev ||
-	    fst.st_ino != flow->st.st_ino)
-		return flow_fail(flow, PREALLOC_CLEAR_STEP_OPEN, -ESTALE);
-	return 0;
-}
+/* ---- the file as a region ------------------------------------------------ */
 
 /*
  * For our own mapping of a tmpfs file: makes the pages in memory present
@@ -231,8 +92,11 @@ static int map_whole_file(struct clear_flow *flow, const char *path, uint64_t le
 
 /*
  * The file's whole pages as a region: through the FILE backing when the
- * file is whole pages on hugetlbfs or tmpfs, else through our own mapping
- * of fd (a partial last page; a disk file with FORCE, cleared whole).
+ * file is whole pages on hugetlbfs, else through our own mapping of fd. On
+ * tmpfs that mapping holds only the pages in memory (make_present), so the
+ * swapped-out ones stay node -1 for the workers to fault in, rather than
+ * the FILE backing's MADV_POPULATE_READ swapping them all in on this
+ * thread. A disk file (FORCE) is mapped and cleared whole.
  */
 static int map_file(struct clear_flow *flow, const char *path, uint64_t length)
 {
@@ -246,9 +110,9 @@ static int map_file(struct clear_flow *flow, const char *path, uint64_t length)
 	};
 	int r;
 
-	if (flow->in_memory && length == flow->info.length)
+	if (flow->info.fs_magic == HUGETLBFS_MAGIC && length == flow->info.length) {
 		r = map_whole_file(flow, path, length);
-	else {
+	} else {
 		ro.addr = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, flow->fd, 0);
 		if (ro.addr == MAP_FAILED)
 			return flow_fail(flow, PREALLOC_CLEAR_STEP_MAP, -errno);
@@ -267,58 +131,37 @@ static int map_file(struct clear_flow *flow, const char *path, uint64_t length)
 	return 0;
 }
 
-/* The kernel: the one named, or the one auto picks for this region (with why). */
-static int pick_kernel(struct clear_flow *flow)
+/* Appends [offset, offset + length) to the swapped ranges, merged with the last if adjacent. */
+static int swapped_add(struct clear_flow *flow, uint64_t offset, uint64_t length)
 {
-	const char *name = flow->opts.kernel;
-	struct prealloc_clear_file_info *info = &flow->info;
+	struct job_range *last = flow->nr_swapped ? &flow->swapped[flow->nr_swapped - 1] : NULL;
+	struct job_range *grown;
 
-	if (name && strcmp(name, "auto")) {
-		flow->kernel = clear_kernel_find(name);
-		if (!flow->kernel)
-			return flow_fail(flow, PREALLOC_CLEAR_STEP_KERNEL, -ENOENT);
-		if (!clear_kernel_usable(flow->kernel, flow->ctx->cpu.features))
-			return flow_fail(flow, PREALLOC_CLEAR_STEP_KERNEL, -EOPNOTSUPP);
-	} else if (flow->region) {
-		flow->kernel = clear_select_region(flow->region, flow->opts.threads,
-						   info->kernel_why, sizeof(info->kernel_why));
+	if (last && last->offset + last->length == offset) {
+		last->length += length;
+		return 0;
 	}
-	if (flow->kernel)
-		snprintf(info->kernel, sizeof(info->kernel), "%s", flow->kernel->name);
+	if (!(flow->nr_swapped & (flow->nr_swapped - 1))) {	/* 0, 1, 2, 4, ...: grow */
+		grown = realloc(flow->swapped, MAX(2 * flow->nr_swapped, (size_t)1) * sizeof(*grown));
+		if (!grown)
+			return -ENOMEM;
+		flow->swapped = grown;
+	}
+	flow->swapped[flow->nr_swapped++] = (struct job_range){ -1, offset, length };
 	return 0;
 }
 
-static void flow_free(struct clear_flow *flow)
-{
-	if (!flow)
-		return;
-	prealloc_job_free(flow->job);
-	prealloc_region_free(flow->region);
-	if (flow->map)
-		munmap(flow->map, flow->map_len);
-	if (flow->fd >= 0)
-		close(flow->fd);
-	free(flow);
-}
-
-/* ---- the steps after the workers ----------------------------------------- */
-
-static void note_nonzero(struct clear_flow *flow, uint64_t offset)
-{
-	flow->info.nonzero_offset = MIN(flow->info.nonzero_offset, offset);
-}
-
 /*
- * Non-resident ranges (node -1 extents) are holes that read as zero, except
- * on tmpfs where a page may be swapped out: SEEK_DATA finds those (tmpfs
- * only; hugetlbfs has no swap and calls every offset data), and they are
- * cleared here, faulting them back in.
+ * The region's non-resident ranges (node -1 extents) are holes that read
+ * as zero, except on tmpfs where a page may be swapped out: SEEK_DATA finds
+ * those (tmpfs only; hugetlbfs has no swap and calls every offset data).
+ * They become the job's extra ranges, node -1: spread over the node pools,
+ * faulted back in and cleared by workers.
  */
-static int clear_swapped(struct clear_flow *flow)
+static int find_swapped(struct clear_flow *flow)
 {
 	struct prealloc_region *reg = flow->region;
-	bool verify = flow->opts.flags & PREALLOC_CLEAR_VERIFY;
-	uint64_t holes = 0, swapped = 0;
+	uint64_t page = flow->info.page_size, holes = 0, swapped = 0;
 
 	for (unsigned int i = 0; i < reg->nr_extents; i++) {
 		uint64_t off = reg->extents[i].offset, end = off + reg->extents[i].length;
@@ -328,23 +171,46 @@ static int clear_swapped(struct clear_flow *flow)
 		holes += reg->extents[i].length;
 		while (flow->info.fs_magic == TMPFS_MAGIC && off < end) {
 			off_t d = lseek(flow->fd, (off_t)off, SEEK_DATA), h;
-			uint64_t stop, nz;
+			uint64_t start, stop;
+			int r;
 
+			if (d < 0 && errno != ENXIO)	/* ENXIO: no data past off */
+				return flow_fail(flow, PREALLOC_CLEAR_STEP_SWAPPED, -errno);
 			if (d < 0 || (uint64_t)d >= end)
 				break;
 			h = lseek(flow->fd, d, SEEK_HOLE);
-			stop = h < 0 || (uint64_t)h > end ? end : (uint64_t)h;
-			flow->kernel->fn(reg->addr + d, stop - (uint64_t)d);
-			nz = verify ? zero_check(reg->addr + d, stop - (uint64_t)d) : stop - (uint64_t)d;
-			if (nz < stop - (uint64_t)d)
-				note_nonzero(flow, (uint64_t)d + nz);
-			swapped += stop - (uint64_t)d;
+			start = ALIGN_DOWN((uint64_t)d, page);
+			stop = h < 0 ? end : MIN(ALIGN_UP((uint64_t)h, page), end);
+			r = swapped_add(flow, start, stop - start);
+			if (r < 0)
+				return flow_fail(flow, PREALLOC_CLEAR_STEP_SWAPPED, r);
+			swapped += stop - start;
 			off = stop;
 		}
 	}
 	flow->info.swapped_bytes = swapped;
 	flow->info.hole_bytes = holes - swapped;
 	return 0;
+}
+
+static void flow_free(struct clear_flow *flow)
+{
+	if (!flow)
+		return;
+	prealloc_region_free(flow->region);
+	if (flow->map)
+		munmap(flow->map, flow->map_len);
+	if (flow->fd >= 0)
+		close(flow->fd);
+	free(flow->swapped);
+	free(flow);
+}
+
+/* ---- after the workers: the job's finish ---------------------------------- */
+
+static void note_nonzero(struct clear_flow *flow, uint64_t offset)
+{
+	flow->info.nonzero_offset = MIN(flow->info.nonzero_offset, offset);
 }
 
 /* The partial last page, with write(2): no mapping covers it whole. */
@@ -368,61 +234,81 @@ static int clear_tail(struct clear_flow *flow)
 }
 
 /*
- * Everything after the workers: swapped pages, the tail, write-back, the
- * verdict. status is the job's result; the return value is the flow's.
+ * What the pages' job leaves, and all there is for a file with no whole
+ * page: the tail, write-back of a file not in memory, the verdict.
  */
-static int flow_finish(struct clear_flow *flow, int status)
+static int clear_rest(struct clear_flow *flow)
 {
-	struct prealloc_report rep = { .size = sizeof(rep) };
 	int r;
 
-	if (status < 0)
-		return flow_fail(flow, PREALLOC_CLEAR_STEP_CLEAR, status);
-	if (flow->job && prealloc_job_report(flow->job, &rep) == 0 &&
-	    rep.nonzero_offset != UINT64_MAX)
-		note_nonzero(flow, rep.nonzero_offset);
-	if (flow->region && flow->in_memory && (r = clear_swapped(flow)) < 0)
-		return flow_fail(flow, PREALLOC_CLEAR_STEP_SWAPPED, r);
 	r = clear_tail(flow);
 	if (r < 0)
 		return r;
-	if (!flow->in_memory && flow->map &&
-	    (msync(flow->map, flow->map_len, MS_SYNC) < 0 || fsync(flow->fd) < 0))
+	if (!flow->in_memory && ((flow->map && msync(flow->map, flow->map_len, MS_SYNC) < 0) ||
+				 fsync(flow->fd) < 0))
 		return flow_fail(flow, PREALLOC_CLEAR_STEP_SYNC, -errno);
 	if (flow->info.nonzero_offset != UINT64_MAX)
 		return flow_fail(flow, PREALLOC_CLEAR_STEP_VERIFY, -EBADMSG);
 	return 0;
 }
 
-/* ---- the job, and the flows that have one -------------------------------- */
-
 /*
- * MERGE: until job_spec lands, a flow is found by its job here and
- * finished by prealloc_clear_file_info() after the wait; the flow of an
- * asynchronous job is not freed by prealloc_job_free (no destroy hook yet)
- * and lives until the process ends. The synchronous call frees it.
+ * On the job's last worker, before its completion is posted. The engine's
+ * zero check covered the resident and the swapped-out pages (-EBADMSG is
+ * its verdict): that joins the tail's; any other failure stops here.
  */
-static pthread_mutex_t flows_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct clear_flow *flows;
-
-static struct clear_flow *flow_of(struct prealloc_job *job, bool unlink)
+static int clear_finish(struct prealloc_job *job, int status, void *arg)
 {
-	struct clear_flow **p, *found = NULL;
+	struct clear_flow *flow = arg;
+	struct prealloc_report rep;
 
-	pthread_mutex_lock(&flows_lock);
-	for (p = &flows; *p; p = &(*p)->next)
-		if ((*p)->job == job) {
-			found = *p;
-			if (unlink)
-				*p = found->next;
-			break;
-		}
-	pthread_mutex_unlock(&flows_lock);
-	return found;
+	job_fill_report(job, &rep);
+	if (rep.nonzero_offset != UINT64_MAX)
+		note_nonzero(flow, rep.nonzero_offset);
+	if (status < 0 && status != -EBADMSG)
+		flow->result = flow_fail(flow, PREALLOC_CLEAR_STEP_CLEAR, status);
+	else
+		flow->result = clear_rest(flow);
+	return flow->result;
 }
 
-/* Starts the workers over the flow's region. */
-static int clear_job_start(struct clear_flow *flow, struct prealloc_job **ret_job)
+static void clear_destroy(void *arg)
+{
+	flow_free(arg);
+}
+
+/* ---- public API ---------------------------------------------------------- */
+
+/* Checks, opens, maps, finds swapped-out pages; a file with no whole page stops here. */
+static int flow_prepare(struct clear_flow *flow, const char *path)
+{
+	uint64_t whole;
+	int r;
+
+	r = clear_check_kernel(flow);
+	if (r == 0)
+		r = clear_check_file(flow, path);
+	if (r == 0)
+		r = clear_open_checked(flow, path);
+	if (r < 0)
+		return r;
+	whole = flow->info.length - flow->info.tail_bytes;
+	if (!whole)
+		return 0;
+	r = map_file(flow, path, whole);
+	if (r == 0)
+		r = clear_check_kernel(flow);
+	if (r == 0 && flow->in_memory)
+		r = find_swapped(flow);
+	return r;
+}
+
+/*
+ * Hands the flow to a job over its region and extra ranges. What was found
+ * goes to ret_info first: the job may finish, and change it, at any time.
+ */
+static int clear_job_start(struct clear_flow *flow, struct prealloc_job **ret_job,
+			   struct prealloc_clear_file_info *ret_info)
 {
 	struct prealloc_job_opts jo = {
 		.size = sizeof(jo),
@@ -431,42 +317,18 @@ static int clear_job_start(struct clear_flow *flow, struct prealloc_job **ret_jo
 		.threads = flow->opts.threads,
 		.clear_kernel = flow->kernel->name,
 	};
+	const struct job_flow jf = { .finish = clear_finish, .destroy = clear_destroy, .arg = flow };
+	const struct job_spec spec = {
+		.flow = &jf,
+		.extra = flow->swapped,
+		.nr_extra = flow->nr_swapped,
+	};
 	int r;
 
-	/* MERGE: job_start_spec with extra=swapped and flow finish=tail+msync+verify */
-	r = prealloc_job_start(flow->region, &jo, &flow->job);
-	if (r < 0)
-		return flow_fail(flow, PREALLOC_CLEAR_STEP_START, r);
-	pthread_mutex_lock(&flows_lock);
-	flow->next = flows;
-	flows = flow;
-	pthread_mutex_unlock(&flows_lock);
-	*ret_job = flow->job;
-	return 0;
-}
-
-/* ---- public API ---------------------------------------------------------- */
-
-/* Checks, opens, maps; a file with no whole page is finished here. */
-static int flow_prepare(struct clear_flow *flow, const char *path)
-{
-	uint64_t whole;
-	int r;
-
-	r = pick_kernel(flow);
-	if (r == 0)
-		r = check_file(flow, path);
-	if (r == 0)
-		r = open_checked(flow, path);
-	if (r < 0)
-		return r;
-	whole = flow->info.length - flow->info.tail_bytes;
-	if (whole) {
-		r = map_file(flow, path, whole);
-		if (r == 0)
-			r = pick_kernel(flow);
-	}
-	return r;
+	if (ret_info)
+		copy_sized_out(ret_info, &flow->info, sizeof(flow->info));
+	r = job_start_spec(flow->region, &jo, &spec, ret_job);
+	return r < 0 ? flow_fail(flow, PREALLOC_CLEAR_STEP_START, r) : 0;
 }
 
 EXPORT int prealloc_clear_file_start(struct prealloc_ctx *ctx, const char *path,
@@ -483,6 +345,7 @@ EXPORT int prealloc_clear_file_start(struct prealloc_ctx *ctx, const char *path,
 	flow = calloc(1, sizeof(*flow));
 	if (!flow)
 		return -ENOMEM;
+	flow->magic = CLEAR_FLOW_MAGIC;
 	flow->ctx = ctx;
 	flow->fd = -1;
 	flow->info.size = sizeof(flow->info);
@@ -490,14 +353,16 @@ EXPORT int prealloc_clear_file_start(struct prealloc_ctx *ctx, const char *path,
 	r = copy_sized_in(&flow->opts, sizeof(flow->opts), opts);
 	if (r == 0)
 		r = flow_prepare(flow, path);
-	if (r == 0 && flow->region)
-		r = clear_job_start(flow, ret_job);
-	else if (r == 0)
-		r = flow_finish(flow, 0);	/* empty, or only a partial page */
+	if (r == 0 && flow->region) {
+		r = clear_job_start(flow, ret_job, ret_info);
+		if (r == 0)
+			return 0;	/* the flow is the job's now */
+	} else if (r == 0) {
+		r = clear_rest(flow);	/* empty, or only a partial page */
+	}
 	if (ret_info)
 		copy_sized_out(ret_info, &flow->info, sizeof(flow->info));
-	if (r < 0 || !*ret_job)
-		flow_free(flow);
+	flow_free(flow);
 	return r;
 }
 
@@ -505,19 +370,13 @@ EXPORT int prealloc_clear_file_info(struct prealloc_job *job,
 				    struct prealloc_clear_file_info *ret_info)
 {
 	struct clear_flow *flow;
-	int status;
 
 	if (!job || !ret_info || ret_info->size < sizeof(size_t))
 		return -EINVAL;
-	flow = flow_of(job, false);
-	if (!flow)
-		return -ENOENT;
-	status = prealloc_job_wait(job);
-	/* MERGE: finish runs in the job (flow finish); this reads its result. */
-	if (!flow->finished) {
-		flow->result = flow_finish(flow, status);
-		flow->finished = true;
-	}
+	flow = job_flow_arg(job);
+	if (!flow || flow->magic != CLEAR_FLOW_MAGIC)
+		return -ENOENT;	/* not a clear job */
+	prealloc_job_wait(job);	/* the finish has run: flow->result and info are final */
 	copy_sized_out(ret_info, &flow->info, sizeof(flow->info));
 	return flow->result;
 }
@@ -539,6 +398,6 @@ EXPORT int prealloc_clear_file(struct prealloc_ctx *ctx, const char *path,
 	r = prealloc_clear_file_info(job, ret_info ? ret_info : &info);
 	if (ret_report)
 		prealloc_job_report(job, ret_report);
-	flow_free(flow_of(job, true));
+	prealloc_job_free(job);	/* the flow's destroy frees its fd, mapping and region */
 	return r;
 }

@@ -57,6 +57,62 @@ static int parse_u(const char *s, unsigned int max, unsigned int *ret)
 	return 0;
 }
 
+/* --sizes: at most MAX_SIZES sizes, each at least 4K. */
+static int parse_sizes(char *arg, struct prealloc_calibrate_opts *o)
+{
+	char *save, *tok;
+
+	o->nr_sizes = 0;
+	for (tok = strtok_r(arg, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		uint64_t v;
+
+		if (o->nr_sizes == MAX_SIZES) {
+			cli_error("--sizes: at most %d sizes", MAX_SIZES);
+			return -EXIT_USAGE;
+		}
+		if (prealloc_parse_size(tok, &v) < 0 || v < 4096) {
+			cli_error("--sizes: invalid size '%s' (at least 4K)", tok);
+			return -EXIT_USAGE;
+		}
+		o->sizes[o->nr_sizes++] = v;
+	}
+	return 0;
+}
+
+/* --threads: at most MAX_THREADS_LIST counts, each 1-256. */
+static int parse_thread_list(char *arg, struct prealloc_calibrate_opts *o)
+{
+	char *save, *tok;
+
+	o->nr_threads = 0;
+	for (tok = strtok_r(arg, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (o->nr_threads == MAX_THREADS_LIST ||
+		    parse_u(tok, 256, &o->threads[o->nr_threads]) < 0) {
+			cli_error("--threads: invalid list at '%s' (at most %d counts, each 1-256)", tok,
+				  MAX_THREADS_LIST);
+			return -EXIT_USAGE;
+		}
+		o->nr_threads++;
+	}
+	return 0;
+}
+
+/* --kernels: names, checked by the library (unknown: a usage error there). */
+static int parse_kernels(char *arg, struct prealloc_calibrate_opts *o)
+{
+	char *save, *tok;
+
+	o->nr_kernels = 0;
+	for (tok = strtok_r(arg, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (o->nr_kernels == MAX_KERNELS) {
+			cli_error("--kernels: at most %d kernels", MAX_KERNELS);
+			return -EXIT_USAGE;
+		}
+		o->kernels[o->nr_kernels++] = tok;
+	}
+	return 0;
+}
+
 static int parse_args(int argc, char **argv, struct bench_args *a)
 {
 	enum { OPT_SAVE = 256, OPT_JSON, OPT_LARGE };
@@ -72,61 +128,31 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 		{}
 	};
 	static const char short_opts[] = "s:t:k:r:h";
-	char *save, *tok;
-	int c;
+	int c, r = 0;
 
-		optind = 1;
-	while ((c = getopt_long(argc, argv, short_opts, opts, NULL)) != -1) {
+	optind = 1;
+	while (r == 0 && (c = getopt_long(argc, argv, short_opts, opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
-			a->o.nr_sizes = 0;
-			for (tok = strtok_r(optarg, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-				uint64_t v;
-
-				if (a->o.nr_sizes == MAX_SIZES) {
-					cli_error("--sizes: at most %d sizes", MAX_SIZES);
-					return -EXIT_USAGE;
-				}
-				if (prealloc_parse_size(tok, &v) < 0 || v < 4096) {
-					cli_error("--sizes: invalid size '%s' (at least 4K)", tok);
-					return -EXIT_USAGE;
-				}
-				a->o.sizes[a->o.nr_sizes++] = v;
-			}
+			r = parse_sizes(optarg, &a->o);
 			break;
 		case 't':
-			a->o.nr_threads = 0;
-			for (tok = strtok_r(optarg, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-				if (a->o.nr_threads == MAX_THREADS_LIST ||
-				    parse_u(tok, 256, &a->o.threads[a->o.nr_threads]) < 0) {
-					cli_error("--threads: invalid list at '%s' (at most %d counts, "
-						  "each 1-256)", tok, MAX_THREADS_LIST);
-					return -EXIT_USAGE;
-				}
-				a->o.nr_threads++;
-			}
+			r = parse_thread_list(optarg, &a->o);
 			break;
 		case OPT_LARGE:
 			if (prealloc_parse_size(optarg, &a->o.large_size) < 0 ||
 			    a->o.large_size < (UINT64_C(1) << 20)) {
 				cli_error("--large: invalid size '%s' (at least 1M)", optarg);
-				return -EXIT_USAGE;
+				r = -EXIT_USAGE;
 			}
 			break;
 		case 'k':
-			a->o.nr_kernels = 0;
-			for (tok = strtok_r(optarg, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-				if (a->o.nr_kernels == MAX_KERNELS) {
-					cli_error("--kernels: at most %d kernels", MAX_KERNELS);
-					return -EXIT_USAGE;
-				}
-				a->o.kernels[a->o.nr_kernels++] = tok;
-			}
+			r = parse_kernels(optarg, &a->o);
 			break;
 		case 'r':
 			if (parse_u(optarg, MAX_REPEAT, &a->o.repeat) < 0) {
 				cli_error("--repeat: invalid count '%s' (1-%d)", optarg, MAX_REPEAT);
-				return -EXIT_USAGE;
+				r = -EXIT_USAGE;
 			}
 			break;
 		case OPT_SAVE:
@@ -142,11 +168,11 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 			return -option_error("bench", argv, short_opts, opts);
 		}
 	}
-	if (optind < argc) {
+	if (r == 0 && optind < argc) {
 		cli_error("bench: unexpected argument '%s'", argv[optind]);
-		return -EXIT_USAGE;
+		r = -EXIT_USAGE;
 	}
-	return 0;
+	return r;
 }
 
 static const char *label(const char *kernel)

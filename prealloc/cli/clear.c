@@ -193,6 +193,11 @@ static int run_failed(const struct clear_args *a, const struct prealloc_clear_fi
 {
 	char off[32];
 
+	/* The verdict: a byte not zero after clearing (pages, swapped-out ones or the tail). */
+	if (r == -EBADMSG) {
+		cli_error("verification failed: %s is not zero after clearing", a->file);
+		return EXIT_VERIFY;
+	}
 	switch (info->error_step) {
 	case PREALLOC_CLEAR_STEP_CLEAR:
 		cli_error("clearing %s failed on node %d at offset %s: %s", a->file, rep->error_node,
@@ -208,12 +213,6 @@ static int run_failed(const struct clear_args *a, const struct prealloc_clear_fi
 	case PREALLOC_CLEAR_STEP_SYNC:
 		cli_error("cannot write %s back to its disk: %s", a->file, strerror(-r));
 		break;
-	case PREALLOC_CLEAR_STEP_VERIFY:
-		if (r == -EBADMSG) {
-			cli_error("verification failed: %s is not zero after clearing", a->file);
-			return EXIT_VERIFY;
-		}
-		/* fall through */
 	default:
 		cli_error("cannot zero %s: %s", a->file, strerror(-r));
 	}

@@ -5,7 +5,10 @@
  * is cleared to its last byte; a symbolic link is refused with -ELOOP; a
  * file a child process maps is refused with -EBUSY naming the child, left
  * intact, and cleared with FORCE; an unknown kernel and a missing file fail
- * at their steps. Skips (77) without /dev/shm.
+ * at their steps. Pages pushed out to swap (a memory cgroup reclaimed;
+ * skipped without swap) are cleared by the job's workers. A clear with VERIFY while a child
+ * keeps writing a non-zero byte through its mapping fails with -EBADMSG at
+ * the verify step. Skips (77) without /dev/shm.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +19,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "prealloc.h"
@@ -101,6 +105,177 @@ static pid_t hold(void)
 	return pid;
 }
 
+/* A child maps the file and writes a non-zero byte into it until it is killed. */
+static pid_t scribble(void)
+{
+	int pipefd[2];
+	pid_t pid;
+	char c;
+
+	if (pipe(pipefd) < 0)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		int fd = open(path, O_RDWR);
+		volatile uint8_t *p = fd < 0 ? MAP_FAILED
+					     : mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+		c = p == MAP_FAILED ? 'n' : 'y';
+		if (write(pipefd[1], &c, 1) != 1 || c != 'y')
+			_exit(1);
+		for (;;)
+			p[0] = p[LEN / 2] = 0x5a;
+	}
+	close(pipefd[1]);
+	if (pid < 0 || read(pipefd[0], &c, 1) != 1 || c != 'y')
+		pid = -1;
+	close(pipefd[0]);
+	return pid;
+}
+
+/*
+ * VERIFY races a writer: the clear either wins (0) or sees the byte and
+ * fails at the verify step. Tries for at most 20 s until it fails.
+ */
+static void verify_fails(struct prealloc_ctx *ctx)
+{
+	struct prealloc_clear_file_info info;
+	struct timespec t0, t;
+	unsigned int tries = 0, odd = 0;
+	pid_t child;
+	int r;
+
+	make_file(LEN, 0xab);
+	child = scribble();
+	if (child < 0) {
+		tap_ok(0, "a child that writes into the file");
+		return;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		r = clear(ctx, PREALLOC_CLEAR_VERIFY | PREALLOC_CLEAR_FORCE, &info, NULL);
+		tries++;
+		odd += r != 0 && r != -EBADMSG;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while (r != -EBADMSG && t.tv_sec - t0.tv_sec < 20);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	tap_ok(r == -EBADMSG && info.error_step == PREALLOC_CLEAR_STEP_VERIFY && !odd &&
+		       (info.nonzero_offset == 0 || info.nonzero_offset == LEN / 2),
+	       "a writer racing VERIFY: -EBADMSG at the verify step, non-zero at %llu "
+	       "(%d after %u tries, %u other results)",
+	       (unsigned long long)info.nonzero_offset, r, tries, odd);
+}
+
+/* Bytes of the file not in memory (neither page cache nor swap cache). */
+static uint64_t not_resident(void)
+{
+	static unsigned char vec[LEN / 4096];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	uint64_t out = 0;
+	void *p;
+
+	if (fd < 0)
+		return 0;
+	p = mmap(NULL, LEN, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED)
+		return 0;
+	if (mincore(p, LEN, vec) == 0)
+		for (size_t i = 0; i < sizeof(vec); i++)
+			out += vec[i] & 1 ? 0 : 4096;
+	munmap(p, LEN);
+	return out;
+}
+
+static int write_str(const char *dir, const char *file, const char *s)
+{
+	char p[256];
+	int fd, ok;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, file);
+	fd = open(p, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ok = write(fd, s, strlen(s)) == (ssize_t)strlen(s);
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+/*
+ * Pushes the file's first half out to swap: a child in a memory cgroup of
+ * its own writes it (the pages are charged there), then the cgroup is
+ * reclaimed whole (v1 memory.force_empty, v2 memory.reclaim), which writes
+ * shmem pages to swap and drops them from the swap cache. MADV_PAGEOUT
+ * alone leaves them in the swap cache, where they count as resident.
+ * Returns the bytes not resident after; sets why when it cannot.
+ */
+static uint64_t page_out(const char **why)
+{
+	static const struct { const char *root, *file, *value; } cg[] = {
+		{ "/sys/fs/cgroup/memory", "memory.force_empty", "0" },	/* v1 */
+		{ "/sys/fs/cgroup", "memory.reclaim", "1G" },		/* v2 */
+	};
+	char dir[256], pid[32];
+	uint64_t out = 0;
+
+	*why = "no cgroup to reclaim the pages from (root, memory controller)";
+	for (size_t i = 0; i < sizeof(cg) / sizeof(cg[0]) && !out; i++) {
+		pid_t child;
+		int st;
+
+		snprintf(dir, sizeof(dir), "%s/prealloc-clear-file.%d", cg[i].root, (int)getpid());
+		if (mkdir(dir, 0700) < 0)
+			continue;
+		child = fork();
+		if (child == 0) {
+			snprintf(pid, sizeof(pid), "%d", (int)getpid());
+			_exit(write_str(dir, "cgroup.procs", pid) < 0 || make_file(LEN / 2, 0xab) < 0);
+		}
+		if (child > 0 && waitpid(child, &st, 0) == child && WIFEXITED(st) &&
+		    !WEXITSTATUS(st)) {
+			int fd = open(path, O_WRONLY | O_CLOEXEC);	/* the second half, ours */
+			char buf[4096];
+
+			memset(buf, 0xab, sizeof(buf));
+			for (uint64_t off = LEN / 2; fd >= 0 && off < LEN; off += sizeof(buf))
+				if (pwrite(fd, buf, sizeof(buf), (off_t)off) != (ssize_t)sizeof(buf))
+					break;
+			if (fd >= 0)
+				close(fd);
+			if (write_str(dir, cg[i].file, cg[i].value) == 0 || errno == EAGAIN)
+				out = not_resident();
+			*why = "reclaim left every page in memory (no swap here?)";
+		}
+		rmdir(dir);
+	}
+	return out;
+}
+
+/* Swapped-out pages are the job's: its workers clear them, the report counts them. */
+static void swapped_cleared(struct prealloc_ctx *ctx)
+{
+	struct prealloc_report rep = { .size = sizeof(rep) };
+	struct prealloc_clear_file_info info;
+	const char *why;
+	uint64_t out;
+	int r;
+
+
+	out = page_out(&why);
+	if (!out) {
+		tap_skip("no page of the file could be swapped out: %s", why);
+		return;
+	}
+	r = clear(ctx, PREALLOC_CLEAR_VERIFY, &info, &rep);
+	tap_ok(r == 0 && info.swapped_bytes >= out && info.swapped_bytes <= LEN &&
+		       info.hole_bytes == 0 && rep.bytes_done == LEN && count_not(0) == 0,
+	       "%llu of %llu bytes swapped out: %llu cleared as swapped, %llu by the workers in "
+	       "all, all zero (%d)",
+	       (unsigned long long)out, (unsigned long long)LEN,
+	       (unsigned long long)info.swapped_bytes, (unsigned long long)rep.bytes_done, r);
+}
+
 int main(void)
 {
 	struct prealloc_clear_file_info info;
@@ -171,6 +346,9 @@ int main(void)
 
 	r = clear(ctx, 0, &info, NULL);
 	tap_ok(r == 0, "the same file again once the child is gone (%d)", r);
+	swapped_cleared(ctx);
+	verify_fails(ctx);
+	make_file(LEN, 0xab);
 	info = (struct prealloc_clear_file_info){ .size = sizeof(info) };
 	{
 		struct prealloc_clear_file_opts o = { .size = sizeof(o), .kernel = "warp_drive" };

@@ -55,6 +55,20 @@ time.sleep(600)' "$1" "$TMP/held" &
 	for _ in $(seq 100); do [ -e "$TMP/held" ] && return 0; sleep 0.1; done
 	return 1
 }
+# scribble FILE: like hold, but keeps writing a non-zero byte into the mapping.
+scribble() {
+	python3 -c '
+import mmap, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+m = mmap.mmap(fd, os.fstat(fd).st_size)
+open(sys.argv[2], "w").close()
+while True:
+    m[0] = 90
+    m[len(m) // 2] = 90' "$1" "$TMP/held" &
+	HOLDER=$!
+	for _ in $(seq 100); do [ -e "$TMP/held" ] && return 0; sleep 0.1; done
+	return 1
+}
 unhold() {
 	kill "$HOLDER"; wait "$HOLDER" 2>/dev/null
 	HOLDER=
@@ -136,6 +150,22 @@ check "tmpfs: file with holes clears (rc $?)" [ $? -eq 0 ]
 check "tmpfs: holes named in the note" \
 	python3 -c "import json; d=json.load(open('$TMP/out.json')); assert '4096 pages was not resident' in d['note'], d['note']"
 check "tmpfs: file with holes reads zero" all_bytes "$TMPFS/guest" 0
+
+# --verify racing a writer (a guest still running, cleared with --force):
+# each run exits 0 (the clear won) or 5 with the report printed before the
+# error; within 20 runs one sees the byte.
+scribble "$TMPFS/guest" || fail "tmpfs: helper could not write into the file"
+for i in $(seq 20); do
+	"$PREALLOC" clear --force --verify "$TMPFS/guest" > "$TMP/out" 2>&1
+	rc=$?
+	[ $rc -eq 0 ] || break
+done
+unhold
+check "tmpfs: --verify racing a writer exits 5 (rc $rc after $i runs)" [ $rc -eq 5 ]
+check "tmpfs: ... saying verification failed" grep -q "verification failed: .* is not zero" "$TMP/out"
+check "tmpfs: ... after the report" python3 -c "
+import sys; t = open('$TMP/out').read(); r = t.find(' kernel'); e = t.find('verification failed')
+sys.exit(not (0 <= r < e))"
 
 # A partial last page (not a file prealloc made): mapped by clear itself.
 truncate -s $((80 * 1048576 + 100)) "$TMPFS/guest"

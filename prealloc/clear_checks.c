@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The clear-file flow's checks that the file is the one the caller meant,
+ * in order: the kernel named exists here; not a symbolic link (not even
+ * with FORCE); a regular file; on hugetlbfs or tmpfs (else FORCE); no other
+ * process maps it (else FORCE); the file opened is the file checked.
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "clear_file.h"
+
+/*
+ * The first process other than us that maps the file (dev, ino), from
+ * /proc/PID/maps: "start-end perms offset maj:min inode path". Returns its
+ * pid, 0 when none; counts processes whose maps could not be read.
+ */
+static pid_t find_mapper(dev_t dev, ino_t ino, unsigned int *ret_unreadable)
+{
+	pid_t self = getpid(), found = 0;
+	struct dirent *de;
+	DIR *proc;
+
+	*ret_unreadable = 0;
+	proc = opendir("/proc");
+	if (!proc)
+		return -errno;
+	while (!found && (de = readdir(proc))) {
+		char path[64], line[512];
+		unsigned long long inode;
+		unsigned int maj, mnr;
+		pid_t pid;
+		FILE *f;
+
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		pid = (pid_t)strtol(de->d_name, NULL, 10);
+		if (pid == self)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+		f = fopen(path, "re");
+		if (!f) {
+			if (errno != ENOENT)	/* ENOENT: the process just exited */
+				(*ret_unreadable)++;
+			continue;
+		}
+		while (fgets(line, sizeof(line), f)) {
+			if (sscanf(line, "%*s %*s %*s %x:%x %llu", &maj, &mnr, &inode) == 3 &&
+			    inode == (unsigned long long)ino && makedev(maj, mnr) == dev) {
+				found = pid;
+				break;
+			}
+			/* A long path leaves the rest of the line for the next fgets. */
+			while (!strchr(line, '\n') && fgets(line, sizeof(line), f))
+				;
+		}
+		fclose(f);
+	}
+	closedir(proc);
+	return found;
+}
+
+/* Who else maps the file: -EBUSY naming them, unless FORCE. */
+static int check_mappers(struct clear_flow *flow)
+{
+	struct prealloc_clear_file_info *info = &flow->info;
+	char path[64];
+	pid_t pid;
+
+	pid = find_mapper(flow->st.st_dev, flow->st.st_ino, &info->unreadable);
+	if (pid < 0)
+		return flow_fail(flow, PREALLOC_CLEAR_STEP_MAPPERS, pid);
+	if (!pid)
+		return 0;
+	info->mapper_pid = pid;
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	if (read_file_str(path, info->mapper_comm, sizeof(info->mapper_comm)) < 0)
+		snprintf(info->mapper_comm, sizeof(info->mapper_comm), "?");
+	if (!(flow->opts.flags & PREALLOC_CLEAR_FORCE))
+		return flow_fail(flow, PREALLOC_CLEAR_STEP_MAPPERS, -EBUSY);
+	return 0;
+}
+
+/* Everything that must hold before the file is opened. */
+int clear_check_file(struct clear_flow *flow, const char *path)
+{
+	struct prealloc_clear_file_info *info = &flow->info;
+	struct statfs sfs;
+
+	if (lstat(path, &flow->st) < 0)
+		return flow_fail(flow, PREALLOC_CLEAR_STEP_LOOKUP, -errno);
+	if (S_ISLNK(flow->st.st_mode))
+		return flow_fail(flow, PREALLOC_CLEAR_STEP_SYMLINK, -ELOOP);
+	if (!S_ISREG(flow->st.st_mode))
+		return flow_fail(flow, PREALLOC_CLEAR_STEP_TYPE, -EINVAL);
+	if (statfs(path, &sfs) < 0)
+		return flow_fail(flow, PREALLOC_CLEAR_STEP_LOOKUP, -errno);
+	info->fs_magic = (unsigned long)sfs.f_type;
+	info->page_size = info->fs_magic == HUGETLBFS_MAGIC ? (uint64_t)sfs.f_bsize
+							    : PREALLOC_PAGE_4K;
+	flow->in_memory = info->fs_magic == HUGETLBFS_MAGIC || info->fs_magic == TMPFS_MAGIC;
+	if (!flow->in_memory && !(flow->opts.flags & PREALLOC_CLEAR_FORCE))
+		return flow_fail(flow, PREALLOC_CLEAR_STEP_FILESYSTEM, -EMEDIUMTYPE);
+	info->length = (uint64_t)flow->st.st_size;
+	info->tail_bytes = info->length % info->page_size;
+	return check_mappers(flow);
+}
+
+/* Opens the file checked; -ESTALE when another file took its place. */
+int clear_open_checked(struct clear_flow *flow, const char *path)
+{
+	struct stat fst;
+
+	flow->fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (flow->fd < 0)
+		return flow_fail(flow, PREALLOC_CLEAR_STEP_OPEN, -errno);
+	if (fstat(flow->fd, &fst) < 0 || fst.st_dev != flow->st.st_dev ||
+	    fst.st_ino != flow->st.st_ino)
+		return flow_fail(flow, PREALLOC_CLEAR_STEP_OPEN, -ESTALE);
+	return 0;
+}
+
+/* The kernel: the one named, or the one auto picks for this region (with why). */
+int clear_check_kernel(struct clear_flow *flow)
+{
+	const char *name = flow->opts.kernel;
+	struct prealloc_clear_file_info *info = &flow->info;
+
+	if (name && strcmp(name, "auto")) {
+		flow->kernel = clear_kernel_find(name);
+		if (!flow->kernel)
+			return flow_fail(flow, PREALLOC_CLEAR_STEP_KERNEL, -ENOENT);
+		if (!clear_kernel_usable(flow->kernel, flow->ctx->cpu.features))
+			return flow_fail(flow, PREALLOC_CLEAR_STEP_KERNEL, -EOPNOTSUPP);
+	} else if (flow->region) {
+		flow->kernel = clear_select_region(flow->region, flow->opts.threads,
+						   info->kernel_why, sizeof(info->kernel_why));
+	}
+	if (flow->kernel)
+		snprintf(info->kernel, sizeof(info->kernel), "%s", flow->kernel->name);
+	return 0;
+}

@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * prealloc_calibrate through the public API, fast: two usable kernels, two
+ * tiny sizes, one thread count at 1 MiB, one repeat. The result has the
+ * shape asked for, every figure is a rate (> 0), the calibration built from
+ * it names only kernels usable here and ends in the class for any size;
+ * SAVE with a path writes a file that prealloc_calibration_load on a fresh
+ * ctx reads back as the same classes. An unknown kernel is -ENOENT naming
+ * its index. Skips (77) when fewer than two kernels are usable.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "prealloc.h"
+#include "tap.h"
+
+static const char *usable[16];
+static int nr_usable;
+
+static bool is_usable(const char *name)
+{
+	for (int i = 0; i < nr_usable && i < 16; i++)
+		if (!strcmp(usable[i], name))
+			return true;
+	return false;
+}
+
+static bool all_rates(const double *gbps, unsigned int n)
+{
+	for (unsigned int k = 0; k < n; k++)
+		if (!(gbps[k] > 0) || !isfinite(gbps[k]))
+			return false;
+	return true;
+}
+
+/* Classes ascending, the last for any size, each kernel usable here. */
+static bool calibration_sane(const struct prealloc_calibration *cal)
+{
+	if (!cal->nr_classes || cal->nr_classes > PREALLOC_CALIBRATION_CLASSES ||
+	    cal->classes[cal->nr_classes - 1].max_bytes != UINT64_MAX)
+		return false;
+	for (unsigned int i = 0; i < cal->nr_classes; i++)
+		if (!is_usable(cal->classes[i].kernel) ||
+		    (i && cal->classes[i].max_bytes <= cal->classes[i - 1].max_bytes))
+			return false;
+	return true;
+}
+
+static bool same_classes(const struct prealloc_calibration *a, const struct prealloc_calibration *b)
+{
+	if (a->nr_classes != b->nr_classes)
+		return false;
+	for (unsigned int i = 0; i < a->nr_classes; i++)
+		if (a->classes[i].max_bytes != b->classes[i].max_bytes ||
+		    strcmp(a->classes[i].kernel, b->classes[i].kernel))
+			return false;
+	return true;
+}
+
+static void check_shape(const struct prealloc_calibrate_opts *o,
+			const struct prealloc_calibrate_result *res)
+{
+	bool ok = res->nr_kernels == 2 && res->nr_sizes == 2 && res->nr_threads == 1 &&
+		  res->repeat == 1 && res->threads[0] == 1 && res->large_size == (1u << 20) &&
+		  res->bad_kernel == -1;
+
+	for (unsigned int i = 0; ok && i < 2; i++)
+		ok = !strcmp(res->kernels[i], o->kernels[i]) && res->sizes[i] == o->sizes[i] &&
+		     res->size_auto[i][0] && res->size_calibrated[i][0];
+	tap_ok(ok, "the result's shape: 2 kernels (%s, %s), 2 sizes, 1 thread count at 1 MiB",
+	       res->kernels[0], res->kernels[1]);
+	tap_ok(all_rates(res->size_gbps[0], 2) && all_rates(res->size_gbps[1], 2) &&
+		       all_rates(res->threads_gbps[0], 2),
+	       "every figure > 0 GB/s (%.2f %.2f / %.2f %.2f / %.2f %.2f)", res->size_gbps[0][0],
+	       res->size_gbps[0][1], res->size_gbps[1][0], res->size_gbps[1][1],
+	       res->threads_gbps[0][0], res->threads_gbps[0][1]);
+	tap_ok(calibration_sane(&res->calibration),
+	       "the calibration: %u classes, ascending, the last for any size, kernels usable here "
+	       "(first %s)", res->calibration.nr_classes, res->calibration.classes[0].kernel);
+}
+
+int main(void)
+{
+	struct prealloc_calibrate_opts o = {
+		.size = sizeof(o),
+		.nr_sizes = 2,
+		.sizes = { 16u << 10, 64u << 10 },
+		.nr_threads = 1,
+		.threads = { 1 },
+		.large_size = 1u << 20,
+		.nr_kernels = 2,
+		.repeat = 1,
+	};
+	struct prealloc_calibration back = { .size = sizeof(back) };
+	struct prealloc_calibrate_result *res = calloc(1, sizeof(*res));
+	struct prealloc_ctx *ctx, *ctx2;
+	char dir[] = "/tmp/prealloc-calibrate.XXXXXX", path[64];
+	int r;
+
+	if (!res || prealloc_ctx_new(&ctx) < 0) {
+		tap_ok(0, "context");
+		return tap_done();
+	}
+	nr_usable = prealloc_clear_kernels(ctx, usable, 16);
+	if (nr_usable < 2) {
+		printf("1..0 # SKIP %d clear kernel(s) usable here, two needed\n", nr_usable);
+		return 77;
+	}
+	o.kernels[0] = usable[0];
+	o.kernels[1] = usable[nr_usable - 1];
+	res->size = sizeof(*res);
+	r = prealloc_calibrate(ctx, &o, res);
+	tap_ok(r == 0 && !res->saved, "measured without SAVE (%d)", r);
+	check_shape(&o, res);
+
+	if (!mkdtemp(dir)) {
+		tap_ok(0, "mkdtemp: %s", strerror(errno));
+		return tap_done();
+	}
+	snprintf(path, sizeof(path), "%s/calibration", dir);
+	o.flags = PREALLOC_CALIBRATE_SAVE;
+	o.path = path;
+	memset(res, 0, sizeof(*res));
+	res->size = sizeof(*res);
+	r = prealloc_calibrate(ctx, &o, res);
+	tap_ok(r == 0 && res->saved == 1 && access(path, R_OK) == 0,
+	       "SAVE with a path: saved, %s written (%d)", path, r);
+	r = prealloc_ctx_new(&ctx2);
+	if (r == 0) {
+		r = prealloc_calibration_load(ctx2, path, &back);
+		tap_ok(r == 0 && same_classes(&back, &res->calibration),
+		       "a fresh ctx loads it back: the same %u classes (%d)", back.nr_classes, r);
+		prealloc_ctx_free(ctx2);
+	} else {
+		tap_ok(0, "a second context (%d)", r);
+	}
+	unlink(path);
+	rmdir(dir);
+
+	o.flags = 0;
+	o.kernels[1] = "warp_drive";
+	memset(res, 0, sizeof(*res));
+	res->size = sizeof(*res);
+	r = prealloc_calibrate(ctx, &o, res);
+	tap_ok(r == -ENOENT && res->bad_kernel == 1, "an unknown kernel: -ENOENT at index %d (%d)",
+	       res->bad_kernel, r);
+	prealloc_ctx_free(ctx);
+	free(res);
+	return tap_done();
+}
