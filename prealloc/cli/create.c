@@ -125,34 +125,36 @@ static int parse_operands(int argc, char **argv, struct create_args *a)
 	return 0;
 }
 
+enum { OPT_REUSE = 256, OPT_VERIFY, OPT_JSON, OPT_TOUCH, OPT_RESERVE, OPT_RESERVE_TIMEOUT,
+       OPT_SKIP_ADMISSION };
+/* The options of create, the command without a command word. */
+static const struct option create_opts[] = {
+	{ "node", required_argument, NULL, 'n' },
+	{ "page-size", required_argument, NULL, 'p' },
+	{ "file", required_argument, NULL, 'f' },
+	{ "reuse", no_argument, NULL, OPT_REUSE },
+	{ "threads", required_argument, NULL, 't' },
+	{ "verify", no_argument, NULL, OPT_VERIFY },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "touch", no_argument, NULL, OPT_TOUCH },	/* testing: the fallback path */
+	{ "reserve", no_argument, NULL, OPT_RESERVE },
+	{ "reserve-timeout", required_argument, NULL, OPT_RESERVE_TIMEOUT },
+	/* testing: let population meet exhaustion (tests/integration) */
+	{ "test-skip-admission", no_argument, NULL, OPT_SKIP_ADMISSION },
+	{ "help", no_argument, NULL, 'h' },
+	{}
+};
+
 static int parse_args(int argc, char **argv, struct create_args *a)
 {
-	enum { OPT_REUSE = 256, OPT_VERIFY, OPT_JSON, OPT_TOUCH, OPT_RESERVE, OPT_RESERVE_TIMEOUT,
-	       OPT_SKIP_ADMISSION };
-	static const struct option opts[] = {
-		{ "node", required_argument, NULL, 'n' },
-		{ "page-size", required_argument, NULL, 'p' },
-		{ "file", required_argument, NULL, 'f' },
-		{ "reuse", no_argument, NULL, OPT_REUSE },
-		{ "threads", required_argument, NULL, 't' },
-		{ "verify", no_argument, NULL, OPT_VERIFY },
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "touch", no_argument, NULL, OPT_TOUCH },	/* testing: the fallback path */
-		{ "reserve", no_argument, NULL, OPT_RESERVE },
-		{ "reserve-timeout", required_argument, NULL, OPT_RESERVE_TIMEOUT },
-		/* testing: let population meet exhaustion (tests/integration) */
-		{ "test-skip-admission", no_argument, NULL, OPT_SKIP_ADMISSION },
-		{ "help", no_argument, NULL, 'h' },
-		{}
-	};
 	static const char short_opts[] = "n:p:f:t:qh";
 	char err[256];
 	int c;
 
 	a->page = PAGE_SIZE_AUTO;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, short_opts, opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, short_opts, create_opts, NULL)) != -1) {
 		switch (c) {
 		case 'n':
 			if (parse_node_spec(optarg, &a->req, err, sizeof(err)) < 0) {
@@ -204,7 +206,7 @@ static int parse_args(int argc, char **argv, struct create_args *a)
 			fputs(usage_text, stdout);
 			return 1;
 		default:
-			return -option_error(NULL, argv, short_opts, opts);
+			return -option_error(NULL, argv, short_opts, create_opts);
 		}
 	}
 	return parse_operands(argc, argv, a);
