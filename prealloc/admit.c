@@ -59,18 +59,51 @@ static void fail_with(struct prealloc_admit_result *res, int reason, int node, u
 	res->available = available;
 }
 
-int admit_memory(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *o,
-		 struct prealloc_admit_result *res)
+/*
+ * 4K and THP, under the lock: the memory cgroups' room for the whole
+ * request, and each node's free memory less what other preparing runs have
+ * still to fault there (their 4K shares), so two runs started together are
+ * not both admitted against the same free memory. Leaves a 4K share per
+ * node in record id.
+ */
+static int admit_memory(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *o,
+			struct store *s, uint64_t id, struct prealloc_admit_result *res)
 {
-	for (unsigned int i = 0; i < o->nr_nodes; i++) {
-		uint64_t free_bytes = node_free_memory(ctx, o->nodes[i]);
+	bool check = !(o->flags & PREALLOC_ADMIT_NO_CHECK);
+	uint64_t total = 0, room;
+	long ri = store_find(s, id);
+	int r;
 
-		if (o->node_bytes[i] <= free_bytes || (o->flags & PREALLOC_ADMIT_NO_CHECK))
-			continue;
-		fail_with(res, PREALLOC_ADMIT_MEMORY, o->nodes[i], o->node_bytes[i], free_bytes);
+	for (unsigned int i = 0; i < o->nr_nodes; i++) {
+		if (o->node_bytes[i] > UINT64_MAX - total)
+			return -EINVAL;
+		total += o->node_bytes[i];
+	}
+	room = cgroup_memory_left(ctx, res->cgroup, sizeof(res->cgroup));
+	if (check && total > room) {
+		fail_with(res, PREALLOC_ADMIT_MEMCG, -1, total, room);
 		return -ENOMEM;
 	}
-	return 0;
+	for (unsigned int i = 0; i < o->nr_nodes; i++) {
+		uint64_t free_bytes = node_free_memory(ctx, o->nodes[i]);
+		uint64_t others = store_node_outstanding(ctx, s, o->nodes[i], PREALLOC_PAGE_4K, id) *
+				  PREALLOC_PAGE_4K;
+		struct rec_pool line = { .node = o->nodes[i], .page_size = PREALLOC_PAGE_4K,
+					 .pages = (o->node_bytes[i] + PREALLOC_PAGE_4K - 1) /
+						  PREALLOC_PAGE_4K };
+
+		free_bytes = free_bytes > others ? free_bytes - others : 0;
+		if (check && o->node_bytes[i] > free_bytes) {
+			fail_with(res, PREALLOC_ADMIT_MEMORY, o->nodes[i], o->node_bytes[i],
+				  free_bytes);
+			res->reserved_others = others;
+			return -ENOMEM;
+		}
+		r = record_add_pool(&s->r[ri], &line);
+		if (r < 0)
+			return r;
+	}
+	return store_save(ctx, s);
 }
 
 /* Pool line k of record id: the pointer moves whenever the store grows. */
@@ -212,6 +245,13 @@ int admit_locked(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *o, 
 	unsigned int first_line = s->r[store_find(s, id)].nr_pools;
 	double deadline = now_seconds() + o->reserve_timeout_ms / 1000.0;
 	int r = 0;
+
+	if (ps == PREALLOC_PAGE_4K) {
+		r = admit_memory(ctx, o, s, id, res);
+		if (r < 0)
+			s->r[store_find(s, id)].nr_pools = first_line;
+		return r;
+	}
 
 	for (unsigned int i = 0; i < o->nr_nodes; i++) {
 		/* Page counts, rounded up; no byte count near 2^64 may wrap to "none". */

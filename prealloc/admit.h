@@ -15,14 +15,12 @@ int admit_check_opts(struct prealloc_ctx *ctx, const struct prealloc_admit_opts 
 /* Takes the store's lock and loads it; res says why not. */
 int admit_lock_load(struct prealloc_ctx *ctx, unsigned int timeout_ms, struct store *s,
 		    int *ret_fd, struct prealloc_admit_result *res);
-/* 4K/THP: each node's free memory covers its bytes. */
-int admit_memory(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *o,
-		 struct prealloc_admit_result *res);
 /*
- * Hugetlb, under the lock, for record id (already in s): appends one pool
- * line per node, grows short pools with RESERVE (each line saved before
- * its growth), and saves s. On failure the lines are dropped and their
- * growth given back; res says why.
+ * Under the lock, for record id (already in s): appends one share per node
+ * and saves s. Hugetlb: checks pools and cgroups, grows short pools with
+ * RESERVE (each share saved before its growth). 4K/THP: checks memory
+ * cgroups and each node's free memory less other runs' 4K shares. On
+ * failure the shares are dropped and their growth given back; res says why.
  */
 int admit_locked(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *o, struct store *s,
 		 uint64_t id, struct prealloc_admit_result *res);

@@ -50,6 +50,20 @@ void admit_message(const struct prealloc_admit_result *res, int err, bool reserv
 			 res->node, format_bytes(res->available, a, sizeof(a)),
 			 format_bytes(res->needed, b, sizeof(b)));
 		return;
+	case PREALLOC_ADMIT_MEMCG:
+		snprintf(buf, len,
+			 "the memory cgroup limit %s leaves room for %s (its reclaimable file cache "
+			 "counted), %s needed; raise the limit, use a smaller size, or hugepages "
+			 "(--page-size 2M --reserve: they are not charged to the memory cgroup)",
+			 res->cgroup, format_bytes(res->available, a, sizeof(a)),
+			 format_bytes(res->needed, b, sizeof(b)));
+		return;
+	case PREALLOC_ADMIT_FS:
+		snprintf(buf, len,
+			 "%s has %s free, %s needed; mount it with a larger size= or use a smaller "
+			 "size", res->cgroup, format_bytes(res->available, a, sizeof(a)),
+			 format_bytes(res->needed, b, sizeof(b)));
+		return;
 	case PREALLOC_ADMIT_GROW:
 		snprintf(buf, len,
 			 "cannot grow node %d's %s hugepage pool: asked the kernel for %llu pages "

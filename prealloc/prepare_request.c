@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -274,6 +275,33 @@ static int record_new(struct prepare_req *q, struct store *s, const struct stat 
 	return 0;
 }
 
+/*
+ * The filesystem's own room: a tmpfs or a hugetlbfs mounted with size= has
+ * a limit of its own (a hugetlbfs without one reports no blocks at all).
+ */
+static int fs_room(struct prepare_req *q, const uint64_t *need, struct prealloc_admit_result *res)
+{
+	uint64_t total = 0, room;
+	struct statfs sfs;
+
+	if ((q->o.flags & PREALLOC_PREPARE_NO_CHECK) || statfs(q->dir, &sfs) < 0 || !sfs.f_blocks)
+		return 0;
+	for (unsigned int i = 0; i < q->nr_nodes; i++)
+		total += need[i];
+	room = (uint64_t)sfs.f_bavail * (uint64_t)sfs.f_bsize;
+	if (total <= room)
+		return 0;
+	res->reason = PREALLOC_ADMIT_FS;
+	res->node = -1;
+	res->needed = total;
+	res->available = room;
+	/* A mount path longer than the field is cut short, said with "...". */
+	if ((size_t)snprintf(res->cgroup, sizeof(res->cgroup), "%.*s", (int)sizeof(res->cgroup) - 1,
+			     q->dir) >= sizeof(res->cgroup) - 1 && strlen(q->dir) >= sizeof(res->cgroup))
+		memcpy(res->cgroup + sizeof(res->cgroup) - 4, "...", 4);
+	return -ENOSPC;
+}
+
 int prepare_admit(struct prepare_req *q)
 {
 	struct prealloc_admit_result res = { .size = sizeof(res), .node = -1 };
@@ -301,21 +329,19 @@ int prepare_admit(struct prepare_req *q)
 	need_split(q, q->info.resident_before, page, need);
 	ao.node_bytes = need;
 	res.page_size = page;
+	r = fs_room(q, need, &res);
+	if (r < 0)
+		goto out;
 	r = admit_lock_load(q->ctx, q->o.lock_timeout_ms, &s, &fd, &res);
 	if (r < 0)
 		goto out;
 	r = record_new(q, &s, &st);
-	if (r == 0 && page == PREALLOC_PAGE_4K) {
-		r = admit_memory(q->ctx, &ao, &res);
-		if (r == 0)
-			r = store_save(q->ctx, &s);
-	} else if (r == 0) {
+	if (r == 0)
 		r = admit_locked(q->ctx, &ao, &s, q->id, &res);
-	}
 	/* Pages a reused file already has are not this run's to fault. */
 	for (unsigned int k = 0; r == 0 && q->exists && k < s.r[s.nr - 1].nr_pools; k++)
 		s.r[s.nr - 1].pools[k].base = (uint64_t)st.st_blocks * 512 / page;
-	if (r == 0 && q->exists && page != PREALLOC_PAGE_4K)
+	if (r == 0 && q->exists)
 		r = store_save(q->ctx, &s);
 	q->recorded = r == 0;
 	if (r < 0 && store_find(&s, q->id) >= 0) {
@@ -330,7 +356,8 @@ out:
 	q->info.admit = res;
 	q->info.added = res.added;
 	if (r < 0) {
-		if (r == -EACCES || r == -EPERM || r == -EROFS || r == -EBADMSG || r == -ENOSPC)
+		if (r == -EACCES || r == -EPERM || r == -EROFS || r == -EBADMSG ||
+		    (r == -ENOSPC && res.reason != PREALLOC_ADMIT_FS))
 			res.reason = q->info.admit.reason = PREALLOC_ADMIT_ACCESS;
 		q->info.step = PREALLOC_STEP_ADMISSION;
 		admit_message(&res, r, q->o.flags & PREALLOC_PREPARE_RESERVE, q->info.message,

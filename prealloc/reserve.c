@@ -18,7 +18,7 @@ struct prealloc_reservation {
 	struct prealloc_ctx *ctx;
 	uint64_t id;
 	uint64_t page_size;
-	bool in_store;		/* hugetlb: a record was written */
+	bool in_store;		/* a record was written */
 	bool finished;		/* committed or rolled back */
 	unsigned int lock_timeout_ms;
 	struct rec_owner holder; /* kind NONE: the file holds the growth */
@@ -157,8 +157,8 @@ static void holder_from(const struct prealloc_admit_opts *o, struct rec_owner *h
 	h->expires = o->holder_expires;
 }
 
-static int admit_hugetlb(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *o,
-			 struct prealloc_reservation *resv, struct prealloc_admit_result *res)
+static int admit_record(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *o,
+			struct prealloc_reservation *resv, struct prealloc_admit_result *res)
 {
 	struct store s;
 	struct record *rec;
@@ -216,10 +216,7 @@ EXPORT int prealloc_admit(struct prealloc_ctx *ctx, const struct prealloc_admit_
 	resv->lock_timeout_ms = o.lock_timeout_ms;
 	holder_from(&o, &resv->holder);
 	res.page_size = o.page_size;
-	if (o.page_size == PREALLOC_PAGE_4K)
-		r = admit_memory(ctx, &o, &res);
-	else
-		r = admit_hugetlb(ctx, &o, resv, &res);
+	r = admit_record(ctx, &o, resv, &res);
 	if (r == -EACCES || r == -EPERM || r == -EROFS || r == -EBADMSG)
 		res.reason = PREALLOC_ADMIT_ACCESS;
 	if (ret_result && ret_result->size >= sizeof(size_t))

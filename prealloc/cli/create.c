@@ -221,6 +221,8 @@ static int admission_exit(int err, const struct prealloc_admit_result *res)
 	case PREALLOC_ADMIT_GLOBAL:
 	case PREALLOC_ADMIT_CGROUP:
 	case PREALLOC_ADMIT_MEMORY:
+	case PREALLOC_ADMIT_MEMCG:
+	case PREALLOC_ADMIT_FS:
 	case PREALLOC_ADMIT_GROW:
 		return EXIT_NO_MEMORY;
 	case PREALLOC_ADMIT_LOCK:

@@ -592,6 +592,8 @@ enum prealloc_admit_reason {
 	PREALLOC_ADMIT_GROW,	/* RESERVE: the kernel allocated fewer pages than asked */
 	PREALLOC_ADMIT_LOCK,	/* the pool lock was not obtained in time */
 	PREALLOC_ADMIT_ACCESS,	/* the pool or the state dir is not writable */
+	PREALLOC_ADMIT_MEMCG,	/* 4K/THP: a memory cgroup limit leaves too little room */
+	PREALLOC_ADMIT_FS,	/* the filesystem (a tmpfs or hugetlbfs size=) has too little room */
 };
 
 struct prealloc_admit_opts {
@@ -616,7 +618,7 @@ struct prealloc_admit_opts {
 	int64_t holder_expires;		/* CLOCK_REALTIME seconds after which it is gone, 0: never */
 };
 
-/* Why admission failed, with the numbers a message needs. Pages, or bytes for MEMORY. */
+/* Why admission failed, with the numbers a message needs. Pages, or bytes for MEMORY, MEMCG, FS. */
 struct prealloc_admit_result {
 	size_t size;		/* sizeof(struct prealloc_admit_result) */
 	int reason;		/* enum prealloc_admit_reason */
@@ -631,7 +633,7 @@ struct prealloc_admit_result {
 	uint64_t grow_got;	  /* GROW: nr_hugepages read back */
 	double grow_seconds;
 	uint64_t added;		/* success: pages added to the pools for this request */
-	char cgroup[256];	/* CGROUP: the limiting cgroup's limit file */
+	char cgroup[256];	/* CGROUP, MEMCG: the limiting limit file; FS: the mount */
 };
 
 /*
