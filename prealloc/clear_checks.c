@@ -17,56 +17,7 @@
 #include <unistd.h>
 
 #include "clear_file.h"
-
-/*
- * The first process other than us that maps the file (dev, ino), from
- * /proc/PID/maps: "start-end perms offset maj:min inode path". Returns its
- * pid, 0 when none; counts processes whose maps could not be read.
- */
-static pid_t find_mapper(dev_t dev, ino_t ino, unsigned int *ret_unreadable)
-{
-	pid_t self = getpid(), found = 0;
-	struct dirent *de;
-	DIR *proc;
-
-	*ret_unreadable = 0;
-	proc = opendir("/proc");
-	if (!proc)
-		return -errno;
-	while (!found && (de = readdir(proc))) {
-		char path[64], line[512];
-		unsigned long long inode;
-		unsigned int maj, mnr;
-		pid_t pid;
-		FILE *f;
-
-		if (!isdigit((unsigned char)de->d_name[0]))
-			continue;
-		pid = (pid_t)strtol(de->d_name, NULL, 10);
-		if (pid == self)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-		f = fopen(path, "re");
-		if (!f) {
-			if (errno != ENOENT)	/* ENOENT: the process just exited */
-				(*ret_unreadable)++;
-			continue;
-		}
-		while (fgets(line, sizeof(line), f)) {
-			if (sscanf(line, "%*s %*s %*s %x:%x %llu", &maj, &mnr, &inode) == 3 &&
-			    inode == (unsigned long long)ino && makedev(maj, mnr) == dev) {
-				found = pid;
-				break;
-			}
-			/* A long path leaves the rest of the line for the next fgets. */
-			while (!strchr(line, '\n') && fgets(line, sizeof(line), f))
-				;
-		}
-		fclose(f);
-	}
-	closedir(proc);
-	return found;
-}
+#include "holders.h"
 
 /* Who else maps the file: -EBUSY naming them, unless FORCE. */
 static int check_mappers(struct clear_flow *flow)
@@ -75,7 +26,7 @@ static int check_mappers(struct clear_flow *flow)
 	char path[64];
 	pid_t pid;
 
-	pid = find_mapper(flow->st.st_dev, flow->st.st_ino, &info->unreadable);
+	pid = file_holder(flow->ctx, flow->st.st_dev, flow->st.st_ino, getpid(), &info->unreadable);
 	if (pid < 0)
 		return flow_fail(flow, PREALLOC_CLEAR_STEP_MAPPERS, pid);
 	if (!pid)

@@ -64,13 +64,19 @@ bool owner_alive(const struct prealloc_ctx *ctx, const struct rec_owner *o)
 	}
 }
 
+bool record_is_file(const struct record *r, const struct stat *st)
+{
+	if (!S_ISREG(st->st_mode) || (uint64_t)st->st_dev != r->dev || (uint64_t)st->st_ino != r->ino)
+		return false;
+	return !(r->tag_sec || r->tag_nsec) ||
+	       (st->st_mtim.tv_sec == r->tag_sec && st->st_mtim.tv_nsec == r->tag_nsec);
+}
+
 static bool same_file(const char *path, const struct record *r)
 {
 	struct stat st;
 
-	if (!path[0] || lstat(path, &st) < 0 || !S_ISREG(st.st_mode))
-		return false;
-	return (uint64_t)st.st_dev == r->dev && (uint64_t)st.st_ino == r->ino;
+	return path[0] && lstat(path, &st) == 0 && record_is_file(r, &st);
 }
 
 int record_file_where(const struct record *r)

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "admit.h"
@@ -57,6 +58,26 @@ static void set_ready(struct prepare_req *q, struct record *r)
 {
 	record_commit(r, &q->holder);
 	snprintf(r->path, sizeof(r->path), "%s", q->final);
+	r->tag_sec = q->tag.tv_sec;
+	r->tag_nsec = q->tag.tv_nsec;
+}
+
+/*
+ * A file prealloc created carries a tag in its mtime (random nanoseconds),
+ * so that a new file that reuses its inode number after it was deleted by
+ * hand is never taken for it (hugetlbfs has no xattrs, no birth time).
+ */
+static int tag_file(struct prepare_req *q)
+{
+	struct timespec times[2] = { { .tv_nsec = UTIME_OMIT } };
+	uint32_t rnd = (uint32_t)q->id;
+
+	clock_gettime(CLOCK_REALTIME, &times[1]);
+	times[1].tv_nsec = (long)(rnd % 999999999u) + 1;
+	if (futimens(prealloc_region_fd(q->region), times) < 0)
+		return -errno;
+	q->tag = times[1];
+	return 0;
 }
 
 /* What QEMU needs to map the file where it was prepared; one host-nodes= per range. */
@@ -81,6 +102,11 @@ static int prepare_commit(struct prepare_req *q)
 	int r;
 
 	test_pause("before-commit");
+	if (q->info.created && (r = tag_file(q)) < 0) {
+		prepare_fail(q, PREALLOC_STEP_COMMIT, "cannot set the mtime of %s: %s", q->tmp,
+			     strerror(-r));
+		return r;
+	}
 	if (q->info.created && renameat2(AT_FDCWD, q->tmp, AT_FDCWD, q->final, RENAME_NOREPLACE) < 0) {
 		r = -errno;
 		prepare_fail(q, PREALLOC_STEP_COMMIT, "cannot give %s its name: %s%s", q->final,

@@ -3,6 +3,8 @@
 #ifndef PREALLOC_PREPARE_H
 #define PREALLOC_PREPARE_H
 
+#include <time.h>
+
 #include "internal.h"
 #include "records.h"
 
@@ -32,6 +34,7 @@ struct prepare_req {
 	bool recorded;
 	struct prealloc_region *region;
 	struct rec_owner holder;
+	struct timespec tag;	/* the mtime given to a created file at commit */
 };
 
 /* Fills info.step and info.message. */

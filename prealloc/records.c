@@ -3,7 +3,7 @@
  * The record store's format and the liveness of its owners.
  *
  *   prealloc-store 2
- *   rec <id> <state> <owner> <flags> <dev> <ino> <size> <page_size> <path> <tmp>
+ *   rec <id> <state> <owner> <flags> <dev> <ino> <tag s.ns> <size> <page_size> <path> <tmp>
  *   pool <node> <page_size> <pages> <added> <base> <grow_from>   (of the rec above)
  *   end <lines before this one> <FNV-1a 64 of the text before this line>
  *
@@ -223,9 +223,10 @@ int store_format(const struct store *s, char **ret_text, size_t *ret_len)
 
 		text_add(&t, "rec %016" PRIx64 " %s ", r->id, state_names[r->state]);
 		format_owner(&t, &r->owner);
-		text_add(&t, " %s%s%s %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " ",
+		text_add(&t, " %s%s%s %" PRIu64 " %" PRIu64 " %" PRId64 ".%09ld %" PRIu64 " %" PRIu64 " ",
 			 r->has_file ? "f" : "", r->created ? "c" : "",
-			 r->has_file || r->created ? "" : "-", r->dev, r->ino, r->size, r->page_size);
+			 r->has_file || r->created ? "" : "-", r->dev, r->ino, r->tag_sec, r->tag_nsec,
+			 r->size, r->page_size);
 		text_str(&t, r->path);
 		text_add(&t, " ");
 		text_str(&t, r->tmp);
@@ -290,17 +291,33 @@ static int parse_owner(char *tok, struct rec_owner *o)
 	return -EBADMSG;
 }
 
+/* "<seconds>.<9 digits of nanoseconds>". */
+static int parse_tag(const char *tok, int64_t *ret_sec, long *ret_nsec)
+{
+	const char *dot = strchr(tok, '.');
+	int n = 0;
+
+	if (!dot || strlen(dot + 1) != 9 || strspn(dot + 1, "0123456789") != 9 ||
+	    sscanf(tok, "%" SCNd64 ".%ld%n", ret_sec, ret_nsec, &n) != 2 || tok[n])
+		return -EBADMSG;
+	return 0;
+}
+
 static int parse_rec(char *line, struct store *s)
 {
 	char state[16], owner[16384], flags[8], path[12288], tmp[12288];
 	uint64_t id, dev, ino, size, ps;
+	char tag[32];
+	int64_t tag_sec;
+	long tag_nsec;
 	struct record *r;
 	int st, end = 0;
 
-	if (sscanf(line, "rec %" SCNx64 " %15s %16383s %7s %" SCNu64 " %" SCNu64 " %" SCNu64
+	if (sscanf(line, "rec %" SCNx64 " %15s %16383s %7s %" SCNu64 " %" SCNu64 " %31s %" SCNu64
 			 " %" SCNu64 " %12287s %12287s%n",
-		   &id, state, owner, flags, &dev, &ino, &size, &ps, path, tmp, &end) != 10 ||
-	    line[end] || (st = parse_state(state)) < 0 || store_find(s, id) >= 0)
+		   &id, state, owner, flags, &dev, &ino, tag, &size, &ps, path, tmp, &end) != 11 ||
+	    line[end] || parse_tag(tag, &tag_sec, &tag_nsec) < 0 || (st = parse_state(state)) < 0 ||
+	    store_find(s, id) >= 0)
 		return -EBADMSG;
 	r = store_add(s, id);
 	if (!r)
@@ -310,6 +327,8 @@ static int parse_rec(char *line, struct store *s)
 	r->created = strchr(flags, 'c');
 	r->dev = dev;
 	r->ino = ino;
+	r->tag_sec = tag_sec;
+	r->tag_nsec = tag_nsec;
 	r->size = size;
 	r->page_size = ps;
 	if (strspn(flags, "fc-") != strlen(flags) || parse_owner(owner, &r->owner) < 0 ||

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "internal.h"
 
@@ -46,7 +47,15 @@ struct record {
 	struct rec_owner owner;
 	bool has_file;
 	bool created;		/* made by prealloc, so it may be removed; else adopted */
-	uint64_t dev, ino;	/* 0 until the file exists */
+	uint64_t dev, ino;	/* 0 until the file exists; kept once it is unlinked */
+	/*
+	 * The mtime prealloc gave a file it created when it became ready (the
+	 * nanoseconds random): with dev and ino, it tells our file from a new
+	 * one that reuses the inode number after ours was deleted by hand.
+	 * 0: none set (preparing, adopted, or converted from 0.1).
+	 */
+	int64_t tag_sec;
+	long tag_nsec;
 	uint64_t size;		/* file size */
 	uint64_t page_size;	/* the file's page size (PREALLOC_PAGE_THP for thp) */
 	char path[PATH_MAX];	/* final path */
@@ -95,9 +104,11 @@ void owner_self(const struct prealloc_ctx *ctx, struct rec_owner *o);
 bool owner_alive(const struct prealloc_ctx *ctx, const struct rec_owner *o);
 /*
  * Where the record's file is now: 1 at its final path, 2 at its hidden
- * name (tmp), 0 gone; identity by dev/ino once recorded.
+ * name (tmp), 0 gone; identity by dev/ino (and the tag) once recorded.
  */
 int record_file_where(const struct record *r);
+/* The file at path is the record's: dev, ino and (when set) the tag match. */
+bool record_is_file(const struct record *r, const struct stat *st);
 /* Pages pool p of a live PREPARING record has still to fault (0 otherwise). */
 uint64_t record_outstanding(const struct prealloc_ctx *ctx, const struct record *r,
 			    const struct rec_pool *p);

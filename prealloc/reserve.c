@@ -4,6 +4,7 @@
  * ends: commit (the pages are faulted and held), rollback and settling
  * (the file goes if prealloc made it, then the growth goes back).
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "admit.h"
+#include "holders.h"
 #include "hugetlb.h"
 #include "statedir.h"
 
@@ -72,11 +74,42 @@ int record_return_growth(struct prealloc_ctx *ctx, struct store *s, size_t ri, u
 	return r < 0 ? r : 0;
 }
 
-/* Removes the record's file if prealloc made it; the state says so first. */
+/*
+ * Unlinks path, if it is still the record's file, through a descriptor of
+ * its directory: the directory cannot be swapped under us between the
+ * check and the unlink.
+ */
+static int unlink_record_file(const struct record *r, const char *path)
+{
+	char dir[PATH_MAX];
+	const char *base = strrchr(path, '/');
+	struct stat st;
+	int dfd, ret = 0;
+
+	if (!base || (size_t)(base - path) >= sizeof(dir))
+		return -EINVAL;
+	snprintf(dir, sizeof(dir), "%.*s", base == path ? 1 : (int)(base - path), path);
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (fstatat(dfd, base + 1, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		ret = errno == ENOENT ? 0 : -errno;
+	else if (record_is_file(r, &st) && unlinkat(dfd, base + 1, 0) < 0)
+		ret = errno == ENOENT ? 0 : -errno;
+	close(dfd);
+	return ret;
+}
+
+/*
+ * Removes the record's file if prealloc made it; the state says so first.
+ * *ret_in_use: a process still maps or holds it, so its pages do not go
+ * back to the pool with the unlink.
+ */
 static int settle_file(struct prealloc_ctx *ctx, struct store *s, size_t ri, bool remove_ready,
-		       bool *ret_removed)
+		       bool *ret_removed, bool *ret_in_use)
 {
 	struct record *r = &s->r[ri];
+	unsigned int unreadable;
 	int where, ret;
 
 	if (!r->has_file || !r->created)
@@ -85,35 +118,55 @@ static int settle_file(struct prealloc_ctx *ctx, struct store *s, size_t ri, boo
 		return 0;
 	where = record_file_where(r);
 	if (where) {
+		*ret_in_use = file_holder(ctx, r->dev, r->ino, 0, &unreadable) != 0;
 		r->state = PREALLOC_RECORD_RELEASING;
 		ret = store_save(ctx, s);
 		if (ret < 0)
 			return ret;
-		if (unlink(where == 1 ? r->path : r->tmp) < 0 && errno != ENOENT)
-			return -errno;
+		ret = unlink_record_file(r, where == 1 ? r->path : r->tmp);
+		if (ret < 0)
+			return ret;
 		*ret_removed = true;
 	}
-	/* Gone: a new file at the same path is not ours. */
+	/* Gone from its path: a new file there is not ours. dev/ino stay for the holder check. */
 	r->has_file = false;
 	return 0;
+}
+
+/* An unlinked file of ours that a process still maps or holds: its pages are not free. */
+static bool inode_in_use(const struct prealloc_ctx *ctx, const struct record *r)
+{
+	unsigned int unreadable;
+
+	return !r->has_file && r->ino && file_holder(ctx, r->dev, r->ino, 0, &unreadable) != 0;
 }
 
 int record_settle(struct prealloc_ctx *ctx, struct store *s, size_t ri, bool remove_ready,
 		  uint64_t *ret_returned, uint64_t *ret_left, bool *ret_removed)
 {
+	bool in_use = false;
 	uint64_t left = 0;
 	int r;
 
 	*ret_removed = false;
-	r = settle_file(ctx, s, ri, remove_ready, ret_removed);
+	r = settle_file(ctx, s, ri, remove_ready, ret_removed, &in_use);
 	if (r < 0)
 		return r;
+	/*
+	 * Give back only what the unlink really freed: while a process still
+	 * maps or holds the file, its pages stay in use and the growth stays
+	 * ORPHAN for a later gc (which asks /proc again), instead of taking
+	 * free pages somebody else added.
+	 */
+	in_use = in_use || inode_in_use(ctx, &s->r[ri]);
 	for (unsigned int k = 0; k < s->r[ri].nr_pools; k++) {
 		uint64_t returned = 0;
 
-		r = record_return_growth(ctx, s, ri, k, &returned);
-		if (r < 0)
-			return r;
+		if (!in_use) {
+			r = record_return_growth(ctx, s, ri, k, &returned);
+			if (r < 0)
+				return r;
+		}
 		*ret_returned += returned;
 		left += s->r[ri].pools[k].added;
 	}

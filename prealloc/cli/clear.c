@@ -147,8 +147,9 @@ static int check_failed(struct prealloc_ctx *ctx, const struct clear_args *a,
 		return EXIT_ENVIRONMENT;
 	case PREALLOC_CLEAR_STEP_MAPPERS:
 		if (r == -EBUSY)
-			cli_error("%s is mapped by pid %d (%s), probably a running guest; stop it "
-				  "first, or pass --force to zero the memory under it", a->file,
+			cli_error("%s is mapped or held open by pid %d (%s), probably a running "
+				  "guest; stop it first, or pass --force to zero the memory under "
+				  "it", a->file,
 				  (int)info->mapper_pid, info->mapper_comm);
 		else
 			cli_error("cannot read /proc to check who maps %s: %s", a->file, strerror(-r));
@@ -180,7 +181,7 @@ static void warn_forced(const struct clear_args *a, const struct prealloc_clear_
 	if (info->fs_magic != HUGETLBFS_MAGIC && info->fs_magic != TMPFS_MAGIC)
 		cli_warn("%s is not on hugetlbfs or tmpfs; zeroing it because of --force", a->file);
 	if (info->mapper_pid > 0)
-		cli_warn("%s is mapped by pid %d (%s); zeroing it because of --force", a->file,
+		cli_warn("%s is mapped or held open by pid %d (%s); zeroing it because of --force", a->file,
 			 (int)info->mapper_pid, info->mapper_comm);
 	else if (info->unreadable && geteuid() != 0)
 		cli_warn("could not check %u processes for mappings of %s (permission denied)",

@@ -2,6 +2,7 @@
 /* prealloc: make virtual-machine memory ready before the guest starts. */
 #include <ctype.h>
 #include <getopt.h>
+#include <signal.h>
 #include <string.h>
 
 #include "cli.h"
@@ -19,6 +20,12 @@ static const struct {
 
 int main(int argc, char **argv)
 {
+	/*
+	 * A reader that went away (a hook's log reader, `| head`) must not
+	 * kill a run before its rollback: writes fail with EPIPE instead, and
+	 * output is only ever written after the outcome is settled.
+	 */
+	signal(SIGPIPE, SIG_IGN);
 	opterr = 0;	/* option_error() reports bad options, in one line */
 	if (argc > 1 && !strcmp(argv[1], "--version")) {
 		printf("prealloc %s\n", prealloc_version());

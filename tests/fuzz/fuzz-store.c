@@ -30,6 +30,7 @@ static bool same_records(const struct store *a, const struct store *b)
 		    x->owner.expires != y->owner.expires || strcmp(x->owner.holder, y->owner.holder) ||
 		    strcmp(x->owner.check, y->owner.check) || x->has_file != y->has_file ||
 		    x->created != y->created || x->dev != y->dev || x->ino != y->ino ||
+		    x->tag_sec != y->tag_sec || x->tag_nsec != y->tag_nsec ||
 		    x->size != y->size || x->page_size != y->page_size || strcmp(x->path, y->path) ||
 		    strcmp(x->tmp, y->tmp) || x->nr_pools != y->nr_pools)
 			return false;

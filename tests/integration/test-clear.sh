@@ -112,7 +112,7 @@ exercise() {
 	"$PREALLOC" clear "$f" > /dev/null 2> "$TMP/err"
 	rc=$?
 	check "$what: in-use file refused with exit 4 (rc $rc)" [ $rc -eq 4 ]
-	check "$what: the message names pid $HOLDER" grep -q "mapped by pid $HOLDER (python3)" "$TMP/err"
+	check "$what: the message names pid $HOLDER" grep -q "mapped or held open by pid $HOLDER (python3)" "$TMP/err"
 	check "$what: pattern intact after the refusal" all_bytes "$f" 171
 	"$PREALLOC" clear --force "$f" > /dev/null 2> "$TMP/err"
 	check "$what: --force clears an in-use file" [ $? -eq 0 ]

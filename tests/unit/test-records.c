@@ -185,7 +185,7 @@ static void expect_corrupt(struct prealloc_ctx *ctx, const char *text, size_t le
 static void test_corrupt(void)
 {
 	static const char body[] =
-		"rec 00000000000000cc preparing run:4000000:1 fc 0 0 4194304 2097152 "
+		"rec 00000000000000cc preparing run:4000000:1 fc 0 0 0.000000000 4194304 2097152 "
 		"/mnt/vm%20one /mnt/.prealloc%2D00000000000000cc\n"
 		"pool 0 2097152 2 2 0 -\n";
 	struct prealloc_record_info info = { .size = sizeof(info) };
@@ -221,13 +221,13 @@ static void test_corrupt(void)
 	expect_corrupt(ctx, good, 0, "empty");
 	framed("prealloc-store 3", body, bad, sizeof(bad));
 	expect_corrupt(ctx, bad, strlen(bad), "unknown version 3 (checksum right)");
-	framed("prealloc-store 2", "rec 00000000000000cc preparing run:4000000:1 fc 0 0 4194304 "
+	framed("prealloc-store 2", "rec 00000000000000cc preparing run:4000000:1 fc 0 0 0.000000000 4194304 "
 				   "2097152 /mnt/a -\nbogus line\npool 0 2097152 2 2 0\n",
 	       bad, sizeof(bad));
 	expect_corrupt(ctx, bad, strlen(bad), "a garbage line (count and checksum right)");
 	framed("prealloc-store 2", "pool 0 2097152 2 2 0 -\n", bad, sizeof(bad));
 	expect_corrupt(ctx, bad, strlen(bad), "a pool line before any rec");
-	framed("prealloc-store 2", "rec 00000000000000cc sleeping none - 0 0 0 0 - -\n", bad,
+	framed("prealloc-store 2", "rec 00000000000000cc sleeping none - 0 0 0.000000000 0 0 - -\n", bad,
 	       sizeof(bad));
 	expect_corrupt(ctx, bad, strlen(bad), "an unknown state");
 	memcpy(bad, good, strlen(good) + 1);

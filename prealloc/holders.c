@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Who holds a file. A hugepage goes back to its pool only when no mapping
+ * and no open descriptor of its file remains, and a guest's file is in use
+ * while a VMM maps it: both questions are answered from procfs, by device
+ * and inode (which survive an unlink), never by measuring free pages, which
+ * races with everything else that faults pages.
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "holders.h"
+
+/* 1 when pid maps dev/ino ("start-end perms offset maj:min inode path"), 0 not, <0 unreadable. */
+static int maps_file(const struct prealloc_ctx *ctx, const char *pid, uint64_t dev, uint64_t ino)
+{
+	char path[PATH_MAX], line[512];
+	unsigned long long inode;
+	unsigned int maj, mnr;
+	int found = 0;
+	FILE *f;
+
+	if (proc_path(ctx, path, sizeof(path), "/%s/maps", pid) < 0 || !(f = fopen(path, "re")))
+		return errno == ENOENT ? 0 : -EACCES;	/* ENOENT: the process just exited */
+	while (!found && fgets(line, sizeof(line), f)) {
+		found = sscanf(line, "%*s %*s %*s %x:%x %llu", &maj, &mnr, &inode) == 3 &&
+			inode == ino && makedev(maj, mnr) == dev;
+		/* A long path leaves the rest of the line for the next fgets. */
+		while (!strchr(line, '\n') && fgets(line, sizeof(line), f))
+			;
+	}
+	fclose(f);
+	return found;
+}
+
+/* 1 when one of pid's descriptors is dev/ino, 0 not, <0 unreadable. */
+static int holds_file(const struct prealloc_ctx *ctx, const char *pid, uint64_t dev, uint64_t ino)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	int found = 0;
+	DIR *d;
+
+	if (proc_path(ctx, path, sizeof(path), "/%s/fd", pid) < 0 || !(d = opendir(path)))
+		return errno == ENOENT ? 0 : -EACCES;
+	while (!found && (de = readdir(d))) {
+		struct stat st;
+
+		/* stat follows the descriptor to its file, unlinked or not. */
+		if (de->d_name[0] != '.' && fstatat(dirfd(d), de->d_name, &st, 0) == 0)
+			found = (uint64_t)st.st_dev == dev && (uint64_t)st.st_ino == ino;
+	}
+	closedir(d);
+	return found;
+}
+
+pid_t file_holder(const struct prealloc_ctx *ctx, uint64_t dev, uint64_t ino, pid_t skip,
+		  unsigned int *ret_unreadable)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	pid_t found = 0;
+	DIR *proc;
+
+	*ret_unreadable = 0;
+	if (proc_path(ctx, path, sizeof(path), "/") < 0 || !(proc = opendir(path)))
+		return -errno;
+	while (!found && (de = readdir(proc))) {
+		pid_t pid;
+		int m, h;
+
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		pid = (pid_t)strtol(de->d_name, NULL, 10);
+		if (pid == skip)
+			continue;
+		m = maps_file(ctx, de->d_name, dev, ino);
+		h = m > 0 ? 0 : holds_file(ctx, de->d_name, dev, ino);
+		if (m > 0 || h > 0)
+			found = pid;
+		else if (m < 0 || h < 0)
+			(*ret_unreadable)++;
+	}
+	closedir(proc);
+	return found;
+}
