@@ -285,8 +285,7 @@ int admit_locked(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *o, 
 	if (r == 0)
 		r = store_save(ctx, s);
 	if (r < 0) {
-		if (r == -EACCES || r == -EPERM || r == -EROFS || r == -ENOSPC)
-			res->reason = PREALLOC_ADMIT_ACCESS;
+		res->reason = admit_reason(r, res->reason);
 		admit_undo(ctx, s, id, first_line);
 		res->added = 0;
 	}
@@ -319,20 +318,38 @@ int admit_check_opts(struct prealloc_ctx *ctx, const struct prealloc_admit_opts 
 	return 0;
 }
 
+int admit_reason(int err, int reason)
+{
+	switch (err) {
+	case -EACCES:
+	case -EPERM:
+	case -EROFS:
+	case -EBADMSG:
+		return PREALLOC_ADMIT_ACCESS;
+	case -ENOSPC:
+		return reason == PREALLOC_ADMIT_FS ? reason : PREALLOC_ADMIT_ACCESS;
+	default:
+		return reason;
+	}
+}
+
+void admit_forget(struct prealloc_ctx *ctx, struct store *s, uint64_t id)
+{
+	long i = store_find(s, id);
+
+	if (i < 0)
+		return;
+	/* If this save fails, gc finds a dead run's record and settles it. */
+	store_del(s, (size_t)i);
+	store_save(ctx, s);
+}
+
 int admit_lock_load(struct prealloc_ctx *ctx, unsigned int timeout_ms, struct store *s,
 		    int *ret_fd, struct prealloc_admit_result *res)
 {
-	int r = statedir_lock(ctx, timeout_ms, ret_fd);
+	int r = store_open(ctx, timeout_ms, s, ret_fd);
 
-	if (r < 0) {
+	if (r < 0)
 		res->reason = r == -ETIMEDOUT ? PREALLOC_ADMIT_LOCK : PREALLOC_ADMIT_ACCESS;
-		return r;
-	}
-	r = store_load(ctx, s);
-	if (r < 0) {
-		res->reason = PREALLOC_ADMIT_ACCESS;
-		statedir_unlock(*ret_fd);
-		*ret_fd = -1;
-	}
 	return r;
 }

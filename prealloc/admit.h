@@ -12,6 +12,10 @@
 /* Copies and checks a caller's admission options, filling in the defaults. */
 int admit_check_opts(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *opts,
 		     struct prealloc_admit_opts *o);
+/* The reason for err: the store or a pool not writable (ACCESS), else reason. */
+int admit_reason(int err, int reason);
+/* A refused admission's record goes too (under the lock). */
+void admit_forget(struct prealloc_ctx *ctx, struct store *s, uint64_t id);
 /* Takes the store's lock and loads it; res says why not. */
 int admit_lock_load(struct prealloc_ctx *ctx, unsigned int timeout_ms, struct store *s,
 		    int *ret_fd, struct prealloc_admit_result *res);

@@ -23,7 +23,7 @@
 static int check_mappers(struct clear_flow *flow)
 {
 	struct prealloc_clear_file_info *info = &flow->info;
-	char path[64];
+	char path[PATH_MAX];
 	pid_t pid;
 
 	pid = file_holder(flow->ctx, flow->st.st_dev, flow->st.st_ino, getpid(), &info->unreadable);
@@ -32,8 +32,8 @@ static int check_mappers(struct clear_flow *flow)
 	if (!pid)
 		return 0;
 	info->mapper_pid = pid;
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	if (read_file_str(path, info->mapper_comm, sizeof(info->mapper_comm)) < 0)
+	if (proc_path(flow->ctx, path, sizeof(path), "/%d/comm", (int)pid) < 0 ||
+	    read_file_str(path, info->mapper_comm, sizeof(info->mapper_comm)) < 0)
 		snprintf(info->mapper_comm, sizeof(info->mapper_comm), "?");
 	if (!(flow->opts.flags & PREALLOC_CLEAR_FORCE))
 		return flow_fail(flow, PREALLOC_CLEAR_STEP_MAPPERS, -EBUSY);

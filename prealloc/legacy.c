@@ -164,6 +164,8 @@ int legacy_load(const struct prealloc_ctx *ctx, struct store *s, bool *ret_found
 		r = registry_load(ctx, s, ret_found);
 	if (r < 0)
 		store_free(s);
+	else
+		s->legacy = *ret_found;
 	return r;
 }
 

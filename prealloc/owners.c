@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include "records.h"
@@ -42,13 +43,29 @@ void owner_self(const struct prealloc_ctx *ctx, struct rec_owner *o)
 	o->start = process_start_time(ctx, o->pid);
 }
 
+void owner_holder(struct rec_owner *o, const char *holder, const char *check, int64_t expires)
+{
+	memset(o, 0, sizeof(*o));
+	o->kind = PREALLOC_OWNER_HOLDER;
+	snprintf(o->holder, sizeof(o->holder), "%s", holder);
+	snprintf(o->check, sizeof(o->check), "%s", check ? check : "");
+	o->expires = expires;
+}
+
 bool owner_alive(const struct prealloc_ctx *ctx, const struct rec_owner *o)
 {
 	struct stat st;
 
 	switch (o->kind) {
 	case PREALLOC_OWNER_RUN:
-		return o->start && process_start_time(ctx, o->pid) == o->start;
+		/*
+		 * The start time tells a pid reused by another process. Where
+		 * it could not be read when the record was made (no procfs in a
+		 * container), the process's existence is all there is to go by.
+		 */
+		if (!o->start)
+			return o->pid > 0 && (kill(o->pid, 0) == 0 || errno == EPERM);
+		return process_start_time(ctx, o->pid) == o->start;
 	case PREALLOC_OWNER_HOLDER:
 		if (ctx->holder_fn) {
 			int r = ctx->holder_fn(ctx->holder_userdata, o->holder);
@@ -91,7 +108,10 @@ int record_file_where(const struct record *r)
 		return same_file(r->tmp, r) ? 2 : 0;
 	}
 	/* Not yet known by identity: the hidden name is unique to this record. */
-	return r->tmp[0] && lstat(r->tmp, &st) == 0 && S_ISREG(st.st_mode) ? 2 : 0;
+	if (r->tmp[0])
+		return lstat(r->tmp, &st) == 0 && S_ISREG(st.st_mode) ? 2 : 0;
+	/* A caller's own file named at admission, before it existed: by path alone. */
+	return lstat(r->path, &st) == 0 && S_ISREG(st.st_mode) ? 1 : 0;
 }
 
 uint64_t record_outstanding(const struct prealloc_ctx *ctx, const struct record *r,

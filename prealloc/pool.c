@@ -165,57 +165,68 @@ static bool gc_wants(struct prealloc_ctx *ctx, const struct record *r, bool *ret
 	}
 }
 
-/* Settles every record pick() selects; counts what went back. */
+/* What gc removed, said through the log once the lock is released. */
+struct removal {
+	char what[PATH_MAX + 32];
+	bool died;		/* a run that died before its file was ready */
+};
+
+/*
+ * Settles every record pick() selects; counts what went back. A record
+ * that cannot be settled (say, its pool is gone) does not stop the others:
+ * the first error is returned.
+ */
 static int settle_matching(struct prealloc_ctx *ctx, unsigned int timeout_ms,
 			   bool (*pick)(struct prealloc_ctx *ctx, const struct record *r,
 					const void *arg, bool *ret_remove_ready),
 			   const void *arg, struct prealloc_release_info *info,
 			   unsigned int *ret_matched)
 {
-	struct store s;
+	struct removal *gone = NULL;
 	uint64_t *ids = NULL;
-	size_t nr = 0;
-	int fd = -1, r;
+	struct store s;
+	size_t nr = 0, nr_gone = 0;
+	int fd, r, first = 0;
 
 	*ret_matched = 0;
-	r = statedir_lock(ctx, timeout_ms, &fd);
+	r = store_open(ctx, timeout_ms, &s, &fd);
 	if (r < 0)
 		return r;
-	r = store_load(ctx, &s);
-	if (r < 0)
-		goto out;
 	ids = calloc(s.nr + 1, sizeof(*ids));
-	if (!ids) {
-		r = -ENOMEM;
-		goto out_store;
+	gone = calloc(s.nr + 1, sizeof(*gone));
+	if (!ids || !gone) {
+		first = -ENOMEM;
+		goto out;
 	}
 	for (size_t i = 0; i < s.nr; i++)
 		ids[nr++] = s.r[i].id;
-	for (size_t k = 0; k < nr && r == 0; k++) {
+	for (size_t k = 0; k < nr; k++) {
 		long i = store_find(&s, ids[k]);
 		bool remove_ready, removed = false;
+		struct removal rm;
 
 		if (i < 0 || !pick(ctx, &s.r[i], arg, &remove_ready))
 			continue;
 		(*ret_matched)++;
-		char what[PATH_MAX + 32];
-		int state = s.r[i].state;
-
-		snprintf(what, sizeof(what), "%s", owner_label(&s.r[i]));
+		snprintf(rm.what, sizeof(rm.what), "%s", owner_label(&s.r[i]));
+		rm.died = s.r[i].state == PREALLOC_RECORD_PREPARING;
 		r = record_settle(ctx, &s, (size_t)i, remove_ready, &info->returned, &info->in_use,
 				  &removed);
+		if (r < 0 && !first)
+			first = r;
 		info->removed |= removed;
 		if (r == 0 && removed)
-			ctx_log(ctx, PREALLOC_LOG_INFO, "removed %s: %s", what,
-				state == PREALLOC_RECORD_PREPARING ? "its run died before it was ready"
-								   : "released");
+			gone[nr_gone++] = rm;
 	}
-	free(ids);
-out_store:
-	store_free(&s);
 out:
-	statedir_unlock(fd);
-	return r;
+	store_close(&s, fd);
+	/* The log callback may call back into the library: never with the lock held. */
+	for (size_t k = 0; k < nr_gone; k++)
+		ctx_log(ctx, PREALLOC_LOG_INFO, "removed %s: %s", gone[k].what,
+			gone[k].died ? "its run died before it was ready" : "released");
+	free(gone);
+	free(ids);
+	return first;
 }
 
 static bool pick_stale(struct prealloc_ctx *ctx, const struct record *r, const void *arg,

@@ -28,38 +28,24 @@
 #include "statedir.h"
 
 /* Runs fn on the record of q under the lock, then saves. */
-static int record_update(struct prepare_req *q, void (*fn)(struct prepare_req *q, struct record *r))
+static int record_update(struct prepare_req *q,
+			 int (*fn)(struct prealloc_ctx *ctx, struct store *s, size_t ri, void *arg))
 {
-	struct store s;
-	long i;
-	int fd = -1, r;
-
-	r = statedir_lock(q->ctx, q->o.lock_timeout_ms, &fd);
-	if (r < 0)
-		return r;
-	r = store_load(q->ctx, &s);
-	if (r == 0) {
-		i = store_find(&s, q->id);
-		if (i < 0) {
-			r = -ENOENT;
-		} else {
-			fn(q, &s.r[i]);
-			r = store_save(q->ctx, &s);
-		}
-		store_free(&s);
-	}
-	statedir_unlock(fd);
-	return r;
+	return store_update(q->ctx, q->o.lock_timeout_ms, q->id, fn, q);
 }
 
 /* ---- commit and rollback (the job's finish) ----------------------------- */
 
-static void set_ready(struct prepare_req *q, struct record *r)
+static int set_ready(struct prealloc_ctx *ctx, struct store *s, size_t ri, void *arg)
 {
+	struct prepare_req *q = arg;
+	struct record *r = &s->r[ri];
+
 	record_commit(r, &q->holder);
 	snprintf(r->path, sizeof(r->path), "%s", q->final);
 	r->tag_sec = q->tag.tv_sec;
 	r->tag_nsec = q->tag.tv_nsec;
+	return store_save(ctx, s);
 }
 
 /*
@@ -129,12 +115,18 @@ static int prepare_commit(struct prepare_req *q)
 	return 0;
 }
 
+static int rollback_fn(struct prealloc_ctx *ctx, struct store *s, size_t ri, void *arg)
+{
+	uint64_t returned = 0, left = 0;
+	bool removed;
+
+	(void)arg;
+	return record_settle(ctx, s, ri, false, &returned, &left, &removed);
+}
+
 /* Everything this run made goes: the file (never a reused one), then its growth, its record. */
 static void prepare_rollback(struct prepare_req *q)
 {
-	struct store s;
-	long i;
-	int fd = -1;
 
 	if (q->region) {
 		if (q->info.created)
@@ -143,19 +135,9 @@ static void prepare_rollback(struct prepare_req *q)
 			prealloc_region_free(q->region);
 		q->region = NULL;
 	}
-	if (!q->recorded || statedir_lock(q->ctx, q->o.lock_timeout_ms, &fd) < 0)
-		return;	/* the record stays ours; gc settles it once we are gone */
-	if (store_load(q->ctx, &s) == 0) {
-		uint64_t returned = 0, left = 0;
-		bool removed;
-
-		i = store_find(&s, q->id);
-		if (i >= 0)
-			record_settle(q->ctx, &s, (size_t)i, false, &returned, &left, &removed);
-		store_free(&s);
-	}
-	statedir_unlock(fd);
-	q->recorded = false;
+	/* Unsettled (no lock, no store): the record stays ours; gc settles it once we are gone. */
+	if (q->recorded && record_update(q, rollback_fn) >= 0)
+		q->recorded = false;
 }
 
 /* THP: how much of the memory huge pages really map, for the honest report. */
@@ -198,14 +180,16 @@ static void prepare_destroy(void *arg)
 
 /* ---- before the workers ------------------------------------------------- */
 
-static void set_identity(struct prepare_req *q, struct record *r)
+static int set_identity(struct prealloc_ctx *ctx, struct store *s, size_t ri, void *arg)
 {
+	struct prepare_req *q = arg;
 	struct stat st;
 
 	if (fstat(prealloc_region_fd(q->region), &st) < 0)
-		return;
-	r->dev = (uint64_t)st.st_dev;
-	r->ino = (uint64_t)st.st_ino;
+		return -errno;
+	s->r[ri].dev = (uint64_t)st.st_dev;
+	s->r[ri].ino = (uint64_t)st.st_ino;
+	return store_save(ctx, s);
 }
 
 /* The file under its hidden name (or the reused one), bound to its nodes. */
@@ -293,11 +277,17 @@ EXPORT int prealloc_prepare_start(struct prealloc_ctx *ctx, const struct preallo
 		r = prepare_admit(q);
 	if (r == 0)
 		r = prepare_create(q);
-	if (r == 0)
-		r = prepare_start_job(q, ret_job);
+	/* Copied before the workers start: from then on finish may write q->info. */
 	q->info.error = r;
 	if (ret_info && ret_info->size >= sizeof(size_t))
 		copy_sized_out(ret_info, &q->info, sizeof(q->info));
+	if (r == 0) {
+		r = prepare_start_job(q, ret_job);
+		if (r < 0 && ret_info && ret_info->size >= sizeof(size_t)) {
+			q->info.error = r;
+			copy_sized_out(ret_info, &q->info, sizeof(q->info));
+		}
+	}
 	if (r < 0) {
 		prepare_rollback(q);
 		free(q);
@@ -311,11 +301,10 @@ EXPORT int prealloc_prepare_info(struct prealloc_job *job, struct prealloc_prepa
 
 	if (!job || !ret_info || ret_info->size < sizeof(size_t))
 		return -EINVAL;
-	if (!prealloc_job_done(job))
-		return -EBUSY;
 	q = job_flow_arg(job);
 	if (!q || q->magic != PREPARE_MAGIC)
 		return -EINVAL;	/* not a prepare job */
+	prealloc_job_wait(job);	/* as prealloc_clear_file_info: the outcome, once settled */
 	copy_sized_out(ret_info, &q->info, sizeof(q->info));
 	return 0;
 }

@@ -213,11 +213,7 @@ int prepare_request(struct prepare_req *q)
 	if (!q->o.lock_timeout_ms)
 		q->o.lock_timeout_ms = ADMIT_LOCK_TIMEOUT_MS;
 	if (o->holder) {
-		q->holder.kind = PREALLOC_OWNER_HOLDER;
-		snprintf(q->holder.holder, sizeof(q->holder.holder), "%s", o->holder);
-		snprintf(q->holder.check, sizeof(q->holder.check), "%s",
-			 o->holder_check ? o->holder_check : "");
-		q->holder.expires = o->holder_expires;
+		owner_holder(&q->holder, o->holder, o->holder_check, o->holder_expires);
 	}
 	q->path = o->path;
 	q->id = record_new_id();
@@ -344,11 +340,8 @@ int prepare_admit(struct prepare_req *q)
 	if (r == 0 && q->exists)
 		r = store_save(q->ctx, &s);
 	q->recorded = r == 0;
-	if (r < 0 && store_find(&s, q->id) >= 0) {
-		/* Refused: the record goes too (if this save fails, gc finds a dead run's). */
-		store_del(&s, (size_t)store_find(&s, q->id));
-		store_save(q->ctx, &s);
-	}
+	if (r < 0)
+		admit_forget(q->ctx, &s, q->id);
 	store_free(&s);
 	statedir_unlock(fd);
 out:
@@ -356,9 +349,7 @@ out:
 	q->info.admit = res;
 	q->info.added = res.added;
 	if (r < 0) {
-		if (r == -EACCES || r == -EPERM || r == -EROFS || r == -EBADMSG ||
-		    (r == -ENOSPC && res.reason != PREALLOC_ADMIT_FS))
-			res.reason = q->info.admit.reason = PREALLOC_ADMIT_ACCESS;
+		res.reason = q->info.admit.reason = admit_reason(r, res.reason);
 		q->info.step = PREALLOC_STEP_ADMISSION;
 		admit_message(&res, r, q->o.flags & PREALLOC_PREPARE_RESERVE, q->info.message,
 			      sizeof(q->info.message));

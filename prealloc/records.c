@@ -13,6 +13,7 @@
  * when empty. Anything else, a wrong count or checksum, or a version we do
  * not know makes the whole store corrupt: refused, never guessed at.
  */
+#include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,6 +100,23 @@ static void text_str(struct text *t, const char *s)
 			text_add(t, "%c", *s);
 }
 
+static int hex_digit(char c)
+{
+	return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10;
+}
+
+/* A decimal number of the whole token, no sign, no junk; -EBADMSG otherwise. */
+static int parse_u64(const char *tok, uint64_t *ret)
+{
+	char *end;
+
+	if (!isdigit((unsigned char)tok[0]))
+		return -EBADMSG;
+	errno = 0;
+	*ret = strtoull(tok, &end, 10);
+	return errno || *end ? -EBADMSG : 0;
+}
+
 /* Decodes token tok (ending at '\0') into out; -EBADMSG on a bad escape or overflow. */
 static int str_decode(const char *tok, char *out, size_t len)
 {
@@ -113,7 +131,11 @@ static int str_decode(const char *tok, char *out, size_t len)
 		char c = *p;
 
 		if (c == '%') {
-			if (sscanf(p + 1, "%2X", &v) != 1 || !p[1] || !p[2] || v == 0)
+			/* Exactly two hex digits: no sign, no space, no 0x, no NUL byte. */
+			if (!isxdigit((unsigned char)p[1]) || !isxdigit((unsigned char)p[2]))
+				return -EBADMSG;
+			v = (unsigned int)(hex_digit(p[1]) << 4 | hex_digit(p[2]));
+			if (v == 0)
 				return -EBADMSG;
 			c = (char)v;
 			p += 2;
@@ -276,17 +298,26 @@ static int parse_owner(char *tok, struct rec_owner *o)
 	for (char *p = strtok_r(tok, ":", &save); p && n < 4; p = strtok_r(NULL, ":", &save))
 		f[n++] = p;
 	if (n == 3 && !strcmp(f[0], "run")) {
+		uint64_t pid;
+
 		o->kind = PREALLOC_OWNER_RUN;
-		return sscanf(f[1], "%d", &o->pid) == 1 && sscanf(f[2], "%" SCNu64, &o->start) == 1
-			       ? 0
-			       : -EBADMSG;
+		if (parse_u64(f[1], &pid) < 0 || !pid || pid > INT32_MAX ||
+		    parse_u64(f[2], &o->start) < 0)
+			return -EBADMSG;
+		o->pid = (int)pid;
+		return 0;
 	}
 	if (n == 4 && !strcmp(f[0], "holder") && !strtok_r(NULL, ":", &save)) {
 		o->kind = PREALLOC_OWNER_HOLDER;
 		if (str_decode(f[1], o->holder, sizeof(o->holder)) < 0 || !o->holder[0] ||
 		    str_decode(f[2], o->check, sizeof(o->check)) < 0)
 			return -EBADMSG;
-		return sscanf(f[3], "%" SCNd64, &o->expires) == 1 ? 0 : -EBADMSG;
+		uint64_t expires;
+
+		if (parse_u64(f[3], &expires) < 0 || expires > INT64_MAX)
+			return -EBADMSG;
+		o->expires = (int64_t)expires;
+		return 0;
 	}
 	return -EBADMSG;
 }
@@ -346,7 +377,9 @@ static int parse_pool(const char *line, struct store *s)
 
 	if (!s->nr || sscanf(line, "pool %d %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %23s%n",
 			     &p.node, &p.page_size, &p.pages, &p.added, &p.base, from, &end) != 6 ||
-	    line[end] || p.node < 0)
+	    line[end] || p.node < 0 || p.node >= PREALLOC_MAX_NODES ||
+	    (p.page_size != PREALLOC_PAGE_4K && p.page_size != PREALLOC_PAGE_2M &&
+	     p.page_size != PREALLOC_PAGE_1G))
 		return -EBADMSG;
 	if (strcmp(from, "-")) {
 		if (sscanf(from, "%" SCNu64 "%n", &p.grow_from, &n) != 1 || from[n] || from[0] == '-')
@@ -429,17 +462,25 @@ int store_load(const struct prealloc_ctx *ctx, struct store *s)
 
 int store_save(const struct prealloc_ctx *ctx, const struct store *s)
 {
+	int legacy_fd = -1, r;
 	char *text;
 	size_t len;
-	int r;
 
 	r = store_format(s, &text, &len);
 	if (r < 0)
 		return r;
-	r = statedir_write(ctx, STORE_LEAF, text, len);
+	/*
+	 * Converting: a 0.1 binary still running locks pool.lock, not our
+	 * lock, so hold its lock too while its files turn into the store.
+	 */
+	if (s->legacy)
+		r = statedir_lock_leaf(ctx, "pool.lock", 30000, &legacy_fd);
+	if (r == 0)
+		r = statedir_write(ctx, STORE_LEAF, text, len);
 	free(text);
 	/* Written as a store: the older files are converted now, and go. */
-	if (r == 0)
+	if (r == 0 && s->legacy)
 		legacy_remove(ctx);
+	statedir_unlock(legacy_fd);
 	return r;
 }

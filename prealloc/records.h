@@ -67,6 +67,7 @@ struct record {
 struct store {
 	struct record *r;
 	size_t nr, cap;
+	bool legacy;		/* loaded from 0.1's files: the next save converts them */
 };
 
 /*
@@ -88,6 +89,18 @@ int legacy_parse_registry(const char *text, uint64_t dev, uint64_t ino, struct s
 int legacy_load(const struct prealloc_ctx *ctx, struct store *s, bool *ret_found);
 void legacy_remove(const struct prealloc_ctx *ctx);
 
+/*
+ * store_lock.c: the lock and the store together. store_open() takes the
+ * lock, loads, and settles shares a dead run left marked growing (saving
+ * them); store_close() frees and unlocks. store_update() runs fn on record
+ * id under the lock (fn saves); -ENOENT when there is no such record.
+ */
+int store_open(struct prealloc_ctx *ctx, unsigned int timeout_ms, struct store *s, int *ret_fd);
+void store_close(struct store *s, int fd);
+int store_update(struct prealloc_ctx *ctx, unsigned int timeout_ms, uint64_t id,
+		 int (*fn)(struct prealloc_ctx *ctx, struct store *s, size_t ri, void *arg),
+		 void *arg);
+
 /* A new record at the end (zeroed but for id); NULL on ENOMEM. Pointers into s move. */
 struct record *store_add(struct store *s, uint64_t id);
 void store_del(struct store *s, size_t i);
@@ -100,6 +113,8 @@ uint64_t record_new_id(void);
 uint64_t process_start_time(const struct prealloc_ctx *ctx, int pid);
 /* This process as an owner. */
 void owner_self(const struct prealloc_ctx *ctx, struct rec_owner *o);
+/* A named holder as an owner (check NULL: none; expires 0: never). */
+void owner_holder(struct rec_owner *o, const char *holder, const char *check, int64_t expires);
 /* Runs: the same process still runs; holders: the ctx's check, else the record's. */
 bool owner_alive(const struct prealloc_ctx *ctx, const struct rec_owner *o);
 /*

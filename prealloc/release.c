@@ -95,15 +95,11 @@ EXPORT int prealloc_release(struct prealloc_ctx *ctx, const char *path,
 	r = absolute_path(path, abs, sizeof(abs));
 	if (r < 0)
 		goto out;
-	r = statedir_lock(ctx, ADMIT_LOCK_TIMEOUT_MS, &fd);
+	r = store_open(ctx, ADMIT_LOCK_TIMEOUT_MS, &s, &fd);
 	if (r < 0)
 		goto out;
-	r = store_load(ctx, &s);
-	if (r == 0) {
-		r = release_locked(ctx, &s, abs, &info);
-		store_free(&s);
-	}
-	statedir_unlock(fd);
+	r = release_locked(ctx, &s, abs, &info);
+	store_close(&s, fd);
 out:
 	if (ret_info && ret_info->size >= sizeof(size_t))
 		copy_sized_out(ret_info, &info, sizeof(info));

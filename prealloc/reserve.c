@@ -199,17 +199,6 @@ void record_commit(struct record *r, const struct rec_owner *holder)
 
 /* ---- public: the reservation handle ------------------------------------ */
 
-static void holder_from(const struct prealloc_admit_opts *o, struct rec_owner *h)
-{
-	memset(h, 0, sizeof(*h));
-	if (!o->holder)
-		return;
-	h->kind = PREALLOC_OWNER_HOLDER;
-	snprintf(h->holder, sizeof(h->holder), "%s", o->holder);
-	snprintf(h->check, sizeof(h->check), "%s", o->holder_check ? o->holder_check : "");
-	h->expires = o->holder_expires;
-}
-
 static int admit_record(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *o,
 			struct prealloc_reservation *resv, struct prealloc_admit_result *res)
 {
@@ -229,17 +218,22 @@ static int admit_record(struct prealloc_ctx *ctx, const struct prealloc_admit_op
 	owner_self(ctx, &rec->owner);
 	rec->page_size = o->page_size;
 	if (o->owner && o->owner[0] == '/') {
+		struct stat st;
+
 		rec->has_file = true;
 		snprintf(rec->path, sizeof(rec->path), "%s", o->owner);
+		/* Known by identity when it exists already (set_owner names it later otherwise). */
+		if (stat(o->owner, &st) == 0 && S_ISREG(st.st_mode)) {
+			rec->dev = (uint64_t)st.st_dev;
+			rec->ino = (uint64_t)st.st_ino;
+			rec->size = (uint64_t)st.st_size;
+		}
 	}
 	r = admit_locked(ctx, o, &s, resv->id, res);
 	if (r == 0)
 		resv->in_store = true;
-	if (r < 0 && store_find(&s, resv->id) >= 0) {
-		/* Refused: the record goes too (if this save fails, gc finds a dead run's). */
-		store_del(&s, (size_t)store_find(&s, resv->id));
-		store_save(ctx, &s);
-	}
+	if (r < 0)
+		admit_forget(ctx, &s, resv->id);
 out:
 	store_free(&s);
 	statedir_unlock(fd);
@@ -267,11 +261,12 @@ EXPORT int prealloc_admit(struct prealloc_ctx *ctx, const struct prealloc_admit_
 	resv->id = record_new_id();
 	resv->page_size = o.page_size;
 	resv->lock_timeout_ms = o.lock_timeout_ms;
-	holder_from(&o, &resv->holder);
+	if (o.holder)
+		owner_holder(&resv->holder, o.holder, o.holder_check, o.holder_expires);
 	res.page_size = o.page_size;
 	r = admit_record(ctx, &o, resv, &res);
-	if (r == -EACCES || r == -EPERM || r == -EROFS || r == -EBADMSG)
-		res.reason = PREALLOC_ADMIT_ACCESS;
+	if (r < 0)
+		res.reason = admit_reason(r, res.reason);
 	if (ret_result && ret_result->size >= sizeof(size_t))
 		copy_sized_out(ret_result, &res, sizeof(res));
 	if (r < 0) {
@@ -282,26 +277,14 @@ EXPORT int prealloc_admit(struct prealloc_ctx *ctx, const struct prealloc_admit_
 	return 0;
 }
 
-/* Applies fn to the reservation's record under the lock and saves. */
+/* Applies fn to the reservation's record under the lock (fn saves); no record: nothing to do. */
 static int resv_update(struct prealloc_reservation *resv,
 		       int (*fn)(struct prealloc_ctx *ctx, struct store *s, size_t ri, void *arg),
 		       void *arg)
 {
-	struct store s;
-	long ri;
-	int fd = -1, r;
+	int r = store_update(resv->ctx, resv->lock_timeout_ms, resv->id, fn, arg);
 
-	r = statedir_lock(resv->ctx, resv->lock_timeout_ms, &fd);
-	if (r < 0)
-		return r;
-	r = store_load(resv->ctx, &s);
-	if (r == 0) {
-		ri = store_find(&s, resv->id);
-		r = ri < 0 ? 0 : fn(resv->ctx, &s, (size_t)ri, arg);
-		store_free(&s);
-	}
-	statedir_unlock(fd);
-	return r;
+	return r == -ENOENT ? 0 : r;
 }
 
 static int set_owner_fn(struct prealloc_ctx *ctx, struct store *s, size_t ri, void *arg)
@@ -337,9 +320,16 @@ EXPORT int prealloc_reservation_set_owner(struct prealloc_reservation *resv, con
 
 static int commit_fn(struct prealloc_ctx *ctx, struct store *s, size_t ri, void *arg)
 {
+	const struct rec_owner *holder = arg;
 	struct record *r = &s->r[ri];
+	bool grew = false;
 
-	record_commit(r, arg);
+	for (unsigned int k = 0; k < r->nr_pools; k++)
+		grew |= r->pools[k].added > 0;
+	/* Growth nobody could ever give back: name a file or a holder first. */
+	if (grew && !r->has_file && holder->kind != PREALLOC_OWNER_HOLDER)
+		return -EINVAL;
+	record_commit(r, holder);
 	/* Only growth (or a holder's claim) needs remembering. */
 	if (!r->nr_pools && r->owner.kind != PREALLOC_OWNER_HOLDER)
 		store_del(s, ri);

@@ -76,6 +76,12 @@ int statedir_ensure(const struct prealloc_ctx *ctx)
 
 int statedir_lock(const struct prealloc_ctx *ctx, unsigned int timeout_ms, int *ret_fd)
 {
+	return statedir_lock_leaf(ctx, "lock", timeout_ms, ret_fd);
+}
+
+int statedir_lock_leaf(const struct prealloc_ctx *ctx, const char *leaf, unsigned int timeout_ms,
+		       int *ret_fd)
+{
 	char path[PATH_MAX];
 	double deadline = now_seconds() + timeout_ms / 1000.0;
 	int fd, r;
@@ -83,7 +89,7 @@ int statedir_lock(const struct prealloc_ctx *ctx, unsigned int timeout_ms, int *
 	r = statedir_ensure(ctx);
 	if (r < 0)
 		return r;
-	r = statedir_path(ctx, path, sizeof(path), "lock");
+	r = statedir_path(ctx, path, sizeof(path), leaf);
 	if (r < 0)
 		return r;
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);

@@ -13,6 +13,9 @@ int statedir_path(const struct prealloc_ctx *ctx, char *buf, size_t len, const c
 int statedir_ensure(const struct prealloc_ctx *ctx);
 /* The one lock; waits up to timeout_ms, then -ETIMEDOUT. */
 int statedir_lock(const struct prealloc_ctx *ctx, unsigned int timeout_ms, int *ret_fd);
+/* The same for another lock file in the state dir (0.1's pool.lock while converting). */
+int statedir_lock_leaf(const struct prealloc_ctx *ctx, const char *leaf, unsigned int timeout_ms,
+		       int *ret_fd);
 void statedir_unlock(int fd);
 /* Replaces leaf whole: temp file, fsync, rename, fsync of the directory. */
 int statedir_write(const struct prealloc_ctx *ctx, const char *leaf, const char *buf, size_t len);

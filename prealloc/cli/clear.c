@@ -267,7 +267,9 @@ static int run_job(struct prealloc_job *job, const struct clear_args *a, int sfd
 	int sig, r, ret;
 
 	sig = job_run(job, sfd, !a->quiet && !a->json);
-	prealloc_job_wait(job);
+	/* A signal that came once the job had finished changes nothing: it is done. */
+	if (prealloc_job_wait(job) == 0)
+		sig = 0;
 	prealloc_job_report(job, &rep);
 	if (sig) {
 		cli_error("interrupted by SIG%s: %s is partly cleared; run 'prealloc clear' again to "

@@ -267,6 +267,12 @@ static int prepare_exit(int err, const struct prealloc_prepare_info *info)
 		return err == -EFAULT || err == -ENOMEM ? EXIT_NO_MEMORY : EXIT_FAILURE_RUN;
 	case PREALLOC_STEP_VERIFY:
 		return EXIT_VERIFY;
+	case PREALLOC_STEP_COMMIT:
+		/* The store (corrupt, locked, not writable) or the name taken: the environment's. */
+		return err == -EBADMSG || err == -ETIMEDOUT || err == -EACCES || err == -EPERM ||
+				       err == -EEXIST || err == -ENOSPC || err == -EROFS
+			       ? EXIT_ENVIRONMENT
+			       : EXIT_FAILURE_RUN;
 	default:
 		return EXIT_FAILURE_RUN;
 	}

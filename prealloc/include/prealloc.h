@@ -649,7 +649,9 @@ int prealloc_admit(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *o
 int prealloc_reservation_set_owner(struct prealloc_reservation *resv, const char *owner);
 /*
  * The pages are faulted and held by the owner file (or the holder): the
- * record keeps only the growth, or the holder's claim.
+ * record keeps only the growth, or the holder's claim. -EINVAL when the
+ * reservation grew a pool but names neither a file (an absolute path) nor
+ * a holder: nothing could ever give that growth back.
  */
 int prealloc_reservation_commit(struct prealloc_reservation *resv);
 /*
@@ -830,12 +832,16 @@ struct prealloc_prepare_info {
 	uint64_t resident_before; /* REUSE: bytes the file held before */
 	uint64_t added;		/* hugepages this run added to pools */
 	uint64_t record_id;
-	struct prealloc_admit_result admit; /* ADMISSION: why */
 	char message[1024];	/* the failure in one line, for people ("" on success) */
 	/* THP: bytes mapped by huge pages after populate, all nodes (per node: the job's node reports). */
 	uint64_t huge_bytes;
 	/* Success: the QEMU option that maps the file on its nodes (share=on, policy=bind). */
 	char qemu_option[4608];
+	/*
+	 * ADMISSION: why, with its numbers. Last, so that if the admission
+	 * result grows (it is sized too), nothing above moves.
+	 */
+	struct prealloc_admit_result admit;
 };
 
 /*
@@ -850,7 +856,7 @@ struct prealloc_prepare_info {
  */
 int prealloc_prepare_start(struct prealloc_ctx *ctx, const struct prealloc_prepare_opts *opts,
 			   struct prealloc_job **ret_job, struct prealloc_prepare_info *ret_info);
-/* The outcome of a prepare job; after prealloc_job_wait(). */
+/* The outcome of a prepare job: waits for it (as prealloc_job_wait) if it still runs. */
 int prealloc_prepare_info(struct prealloc_job *job, struct prealloc_prepare_info *ret_info);
 /* Synchronous: start, wait, info and report (either may be NULL). */
 int prealloc_prepare(struct prealloc_ctx *ctx, const struct prealloc_prepare_opts *opts,
