@@ -93,6 +93,8 @@ uint64_t process_start_time(const struct prealloc_ctx *ctx, int pid);
 void owner_self(const struct prealloc_ctx *ctx, struct rec_owner *o);
 /* Runs: the same process still runs; holders: the ctx's check, else the record's. */
 bool owner_alive(const struct prealloc_ctx *ctx, const struct rec_owner *o);
+/* A holder's claim (no file) its guest has not taken up yet: see owners.c. */
+bool holder_claim_pending(const struct prealloc_ctx *ctx, const struct record *r);
 /*
  * Where the record's file is now: 1 at its final path, 2 at its hidden
  * name (tmp), 0 gone; identity by dev/ino once recorded.
