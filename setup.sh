@@ -13,7 +13,8 @@ cd "$(dirname "$0")"
 ROOT=$PWD
 
 PACKAGES=(meson ninja-build pkg-config gcc clang libc6-dev libnuma-dev libjson-c-dev python3
-	qemu-system-x86 linux-image-amd64 busybox-static kmod cpio gzip)
+	qemu-system-x86 linux-image-amd64 busybox-static kmod cpio gzip
+	libxml2-dev libvirt-dev libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients scdoc)
 
 install_packages() {
 	local missing=()

@@ -73,9 +73,16 @@ bool owner_alive(const struct prealloc_ctx *ctx, const struct rec_owner *o)
 			if (r >= 0)
 				return r > 0;	/* unknown: fall through to the record's own check */
 		}
-		if (o->expires && time(NULL) >= o->expires)
-			return false;
-		return !o->check[0] || lstat(o->check, &st) == 0;
+		/*
+		 * With both a check path and an expiry, the holder lives while
+		 * the path exists or until the expiry: a guest that has not
+		 * started yet (libvirt writes its status file only then).
+		 */
+		if (o->check[0] && lstat(o->check, &st) == 0)
+			return true;
+		if (o->expires)
+			return time(NULL) < o->expires;
+		return !o->check[0];
 	default:
 		return false;
 	}
@@ -87,6 +94,22 @@ bool record_is_file(const struct record *r, const struct stat *st)
 		return false;
 	return !(r->tag_sec || r->tag_nsec) ||
 	       (st->st_mtim.tv_sec == r->tag_sec && st->st_mtim.tv_nsec == r->tag_nsec);
+}
+
+bool holder_claim_pending(const struct prealloc_ctx *ctx, const struct record *r)
+{
+	const struct rec_owner *o = &r->owner;
+	struct stat st;
+
+	/*
+	 * A holder's claim without a file (pages its guest will fault itself)
+	 * is promised to it until its check path appears: it counts against
+	 * other admissions while the guest is starting.
+	 */
+	if (r->state != PREALLOC_RECORD_READY || o->kind != PREALLOC_OWNER_HOLDER ||
+	    r->has_file || !o->check[0] || !o->expires)
+		return false;
+	return lstat(o->check, &st) < 0 && owner_alive(ctx, o);
 }
 
 static bool same_file(const char *path, const struct record *r)
@@ -122,6 +145,8 @@ uint64_t record_outstanding(const struct prealloc_ctx *ctx, const struct record 
 	struct stat st;
 	int where;
 
+	if (holder_claim_pending(ctx, r))
+		return p->pages;
 	if (r->state != PREALLOC_RECORD_PREPARING || !owner_alive(ctx, &r->owner))
 		return 0;
 	where = record_file_where(r);

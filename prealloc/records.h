@@ -117,6 +117,8 @@ void owner_self(const struct prealloc_ctx *ctx, struct rec_owner *o);
 void owner_holder(struct rec_owner *o, const char *holder, const char *check, int64_t expires);
 /* Runs: the same process still runs; holders: the ctx's check, else the record's. */
 bool owner_alive(const struct prealloc_ctx *ctx, const struct rec_owner *o);
+/* A holder's claim (no file) its guest has not taken up yet: see owners.c. */
+bool holder_claim_pending(const struct prealloc_ctx *ctx, const struct record *r);
 /*
  * Where the record's file is now: 1 at its final path, 2 at its hidden
  * name (tmp), 0 gone; identity by dev/ino (and the tag) once recorded.

@@ -185,8 +185,10 @@ void record_commit(struct record *r, const struct rec_owner *holder)
 {
 	unsigned int n = 0;
 
+	/* A holder's lines stay whole: its claim counts until its guest takes it up. */
 	for (unsigned int k = 0; k < r->nr_pools; k++)
-		if (r->pools[k].added)
+		if (r->pools[k].added || (holder && holder->kind == PREALLOC_OWNER_HOLDER &&
+					  !r->has_file))
 			r->pools[n++] = r->pools[k];
 	r->nr_pools = n;
 	r->state = PREALLOC_RECORD_READY;

@@ -616,6 +616,12 @@ struct prealloc_admit_opts {
 	const char *holder;
 	const char *holder_check;	/* a path that exists while the holder lives, or NULL */
 	int64_t holder_expires;		/* CLOCK_REALTIME seconds after which it is gone, 0: never */
+	/*
+	 * With both: the holder lives while the path exists or until the
+	 * expiry (a guest that has not started yet), and a claim with no file
+	 * counts as reserved against other admissions until the path appears
+	 * (the guest has mapped its pages).
+	 */
 };
 
 /* Why admission failed, with the numbers a message needs. Pages, or bytes for MEMORY, MEMCG, FS. */

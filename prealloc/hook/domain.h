@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A libvirt domain as the hook needs it: its memory, NUMA cells and their
+ * binding to host nodes, hugepages, backing, DIMMs, DAC label and the
+ * per-domain prealloc settings; and the demand that follows from it per
+ * host node and page size. Pure code over the XML text: unit-tested and
+ * fuzzed without libvirt.
+ */
+#ifndef PREALLOC_HOOK_DOMAIN_H
+#define PREALLOC_HOOK_DOMAIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define DOM_MAX_CELLS 64
+#define DOM_MAX_DIMMS 32
+#define DOM_MAX_PAGES 8
+#define DOM_MAX_NODES 64	/* host nodes a binding may name */
+#define DOM_NAMESPACE "urn:x-prealloc:libvirt:1"
+
+enum dom_mode { MODE_NONE = 0, MODE_STRICT, MODE_PREFERRED, MODE_INTERLEAVE, MODE_RESTRICTIVE };
+enum dom_source { SOURCE_ANON = 0, SOURCE_FILE, SOURCE_MEMFD };
+enum dom_tristate { TRI_UNSET = 0, TRI_YES, TRI_NO };
+
+/* Host nodes memory may use: a bitmap of up to DOM_MAX_NODES. */
+struct dom_binding {
+	int mode;		/* enum dom_mode; NONE: unbound */
+	bool automatic;		/* placement='auto': numad's choice, unknown to a hook */
+	uint64_t nodes;		/* bit n: host node n */
+};
+
+struct dom_cell {
+	int id;
+	uint64_t bytes;
+	struct dom_binding bind;	/* memnode, else numatune memory, else unbound */
+};
+
+struct dom_dimm {
+	uint64_t bytes;
+	int cell;		/* target node (guest cell), -1 none */
+	char alias[64];		/* from the XML, else dimm<N> */
+};
+
+/* <hugepages><page size nodeset/>: nodeset names guest cells. */
+struct dom_page {
+	uint64_t size;		/* bytes; 0: the host's default hugepage size */
+	uint64_t cells;		/* bit n: guest cell n; 0: every cell not named elsewhere */
+};
+
+struct domain {
+	char name[256];
+	char uuid[64];
+	int id;			/* -1 when not running (no id attribute) */
+	uint64_t memory;	/* <memory>, bytes: initial + DIMMs */
+	unsigned int nr_cells;
+	struct dom_cell cells[DOM_MAX_CELLS];
+	struct dom_binding bind;	/* <numatune><memory> */
+	bool hugepages;
+	unsigned int nr_pages;
+	struct dom_page pages[DOM_MAX_PAGES];
+	int source;		/* enum dom_source */
+	bool shared;		/* <access mode='shared'/> */
+	unsigned int nr_dimms;
+	struct dom_dimm dimms[DOM_MAX_DIMMS];
+	bool has_dac;
+	unsigned int uid, gid;	/* DAC label */
+	int reserve, prefault;	/* enum dom_tristate, from <metadata> */
+};
+
+/* Parses len bytes of domain XML; 0 or -EINVAL with why[] saying what is wrong. */
+int domain_parse(const char *xml, size_t len, struct domain *ret, char *why, size_t why_len);
+
+/* ---- demand ------------------------------------------------------------- */
+
+enum auto_rule { AUTO_SPREAD = 0, AUTO_REFUSE };
+
+struct host_view {
+	unsigned int nr_nodes;
+	int nodes[DOM_MAX_NODES];	/* host nodes with memory, ascending */
+	uint64_t default_page;		/* the default hugepage size, bytes */
+	int auto_rule;			/* placement='auto': enum auto_rule */
+	uint64_t backing_page;		/* page size of memory_backing_dir's fs; 0: not memory */
+};
+
+/* One guest RAM backend QEMU gets, with where its pages go. */
+struct dom_backend {
+	char alias[64];		/* pc.ram, ram-node<N>, dimm<N> */
+	uint64_t bytes;
+	uint64_t page_size;	/* 0: 4K pages, nothing to size */
+	bool file;		/* a file under memory_backing_dir QEMU opens by name */
+	unsigned int nr_nodes;
+	int nodes[DOM_MAX_NODES];
+	uint64_t node_bytes[DOM_MAX_NODES];
+};
+
+struct dom_need {
+	int node;
+	uint64_t page_size;
+	uint64_t bytes;
+};
+
+#define DOM_MAX_BACKENDS (DOM_MAX_CELLS + DOM_MAX_DIMMS)
+#define DOM_MAX_NEEDS 128
+
+struct dom_demand {
+	unsigned int nr_backends;
+	struct dom_backend backends[DOM_MAX_BACKENDS];
+	unsigned int nr_needs;	/* hugepages per host node and size, merged */
+	struct dom_need needs[DOM_MAX_NEEDS];
+};
+
+/*
+ * What the domain asks of the host: each backend and, merged, the hugepages
+ * per host node and page size. Unbound, preferred and interleaved memory is
+ * spread over the allowed nodes in page units (the first nodes take the
+ * remainder). -EINVAL with why[]: a binding to no host node, a page size
+ * that does not divide the memory, placement='auto' refused by the host.
+ */
+int domain_demand(const struct domain *d, const struct host_view *h, struct dom_demand *ret,
+		  char *why, size_t why_len);
+
+/* A node list as "0-2,5". */
+void nodes_format(uint64_t mask, char *buf, size_t len);
+/* "2M", "1G", "4K" */
+const char *page_label(uint64_t page_size, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * prealloc-domain: what the libvirt hook would do for a defined domain, and
+ * the same ahead of time. A binary of its own, so that libprealloc and the
+ * core `prealloc` CLI never link libvirt.
+ *
+ *   prealloc-domain [-c URI] NAME [--json]        the plan
+ *   prealloc-domain [-c URI] NAME --reserve [--for SECONDS]
+ *   prealloc-domain [-c URI] NAME --release
+ *   prealloc-domain [-c URI] --gc                 gc, asking libvirt which domains live
+ *
+ * Exit: 0 done, 1 error, 2 usage, 3 refused (the pools cannot hold it).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <json-c/json.h>
+#include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
+
+#include "plan.h"
+
+static bool quiet;
+
+void hook_log(int level, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (quiet && level > 4)
+		return;
+	va_start(ap, fmt);
+	fprintf(stderr, "prealloc-domain: ");
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+/* Libvirt knows: 1 defined and running, 0 undefined, -EAGAIN defined but off (record decides). */
+static int holder_alive(void *userdata, const char *holder)
+{
+	virConnectPtr conn = userdata;
+	virDomainPtr dom;
+	int active;
+
+	if (strncmp(holder, HOLDER_PREFIX, strlen(HOLDER_PREFIX)))
+		return -ENOENT;
+	dom = virDomainLookupByUUIDString(conn, holder + strlen(HOLDER_PREFIX));
+	if (!dom)
+		return virGetLastErrorCode() == VIR_ERR_NO_DOMAIN ? 0 : -EIO;
+	active = virDomainIsActive(dom);
+	virDomainFree(dom);
+	return active == 1 ? 1 : -EAGAIN;
+}
+
+static json_object *plan_json(struct hook_run *run)
+{
+	json_object *o = json_object_new_object(), *needs = json_object_new_array();
+	json_object *files = json_object_new_array();
+
+	json_object_object_add(o, "domain", json_object_new_string(run->dom.name));
+	json_object_object_add(o, "holder", json_object_new_string(run->holder));
+	json_object_object_add(o, "reserve", json_object_new_boolean(run->reserve));
+	json_object_object_add(o, "prefault", json_object_new_boolean(run->prefault));
+	json_object_object_add(o, "needs", needs);
+	json_object_object_add(o, "files", files);
+	return o;
+}
+
+static void plan_need(struct hook_run *run, const struct dom_need *n, json_object *needs)
+{
+	struct prealloc_pool_status st = { .size = sizeof(st) };
+	uint64_t pages = n->bytes / n->page_size, claimed = run_claimed(run, n->node, n->page_size);
+	uint64_t avail = 0, grow = 0, want = pages > claimed ? pages - claimed : 0;
+	char pl[16];
+
+	if (prealloc_pool_status(run->ctx, n->node, n->page_size, &st) == 0)
+		avail = st.free > st.reserved ? st.free - st.reserved : 0;
+	grow = want > avail ? want - avail : 0;
+	page_label(n->page_size, pl, sizeof(pl));
+	if (needs) {
+		json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "node", json_object_new_int(n->node));
+		json_object_object_add(o, "page_size", json_object_new_int64((int64_t)n->page_size));
+		json_object_object_add(o, "pages", json_object_new_int64((int64_t)pages));
+		json_object_object_add(o, "claimed", json_object_new_int64((int64_t)claimed));
+		json_object_object_add(o, "free", json_object_new_int64((int64_t)avail));
+		json_object_object_add(o, "grow", json_object_new_int64((int64_t)grow));
+		json_object_array_add(needs, o);
+		return;
+	}
+	printf("  node %d, %s pages: %llu needed, %llu claimed already, %llu free, %llu to grow\n",
+	       n->node, pl, (unsigned long long)pages, (unsigned long long)claimed,
+	       (unsigned long long)avail, (unsigned long long)grow);
+}
+
+static void plan_show(struct hook_run *run, bool json)
+{
+	json_object *o = json ? plan_json(run) : NULL;
+	json_object *needs = o ? json_object_object_get(o, "needs") : NULL;
+	json_object *files = o ? json_object_object_get(o, "files") : NULL;
+	char path[4096];
+
+	if (!json)
+		printf("domain %s (holder %s): reserve %s, prefault %s\n", run->dom.name,
+		       run->holder, run->reserve ? "yes" : "no", run->prefault ? "yes" : "no");
+	for (unsigned int i = 0; i < run->demand.nr_needs; i++)
+		plan_need(run, &run->demand.needs[i], needs);
+	for (unsigned int i = 0; i < run->demand.nr_backends; i++) {
+		if (!run_prefaults(run, i) || run_backend_path(run, i, path, sizeof(path)) < 0)
+			continue;
+		if (json)
+			json_object_array_add(files, json_object_new_string(path));
+		else
+			printf("  pre-fault %s: %llu MiB\n", path,
+			       (unsigned long long)(run->demand.backends[i].bytes >> 20));
+	}
+	if (json) {
+		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY));
+		json_object_put(o);
+	}
+}
+
+static int gc(virConnectPtr conn)
+{
+	struct prealloc_ctx *ctx;
+	struct hook_settings set;
+	struct prealloc_ctx_opts co = { .size = sizeof(co) };
+	uint64_t returned = 0;
+	unsigned int settled = 0;
+	char why[512] = "";
+	int r = settings_load(HOOK_CONF, &set, why, sizeof(why));
+
+	if (r < 0) {
+		fprintf(stderr, "prealloc-domain: %s\n", why);
+		return 1;
+	}
+	co.state_dir = set.state_dir[0] ? set.state_dir : NULL;
+	r = prealloc_ctx_new_opts(&co, &ctx);
+	if (r == 0) {
+		prealloc_ctx_set_holder_check(ctx, holder_alive, conn);
+		r = prealloc_pool_gc(ctx, &returned, &settled);
+		prealloc_ctx_free(ctx);
+	}
+	if (r < 0) {
+		fprintf(stderr, "prealloc-domain: gc: %s\n", strerror(-r));
+		return 1;
+	}
+	printf("gc: %u records settled, %llu hugepages given back\n", settled,
+	       (unsigned long long)returned);
+	return 0;
+}
+
+static int act(virConnectPtr conn, const char *name, int what, bool json, unsigned int for_s)
+{
+	virDomainPtr dom = virDomainLookupByName(conn, name);
+	struct hook_run *run = calloc(1, sizeof(*run));
+	char *xml = dom ? virDomainGetXMLDesc(dom, 0) : NULL;
+	uint64_t returned = 0;
+	int r, rc = 0;
+
+	if (!xml || !run) {
+		fprintf(stderr, "prealloc-domain: no domain %s\n", name);
+		rc = 1;
+		goto out;
+	}
+	r = run_init(run, xml, strlen(xml));
+	if (r == 0 && what == 'r') {
+		run->expires = (int64_t)time(NULL) + for_s;
+		r = run_claim(run);
+		if (r == 0)
+			printf("reserved for %s until it starts, or %u s\n", run->holder, for_s);
+	} else if (r == 0 && what == 'R') {
+		r = run_release(run, &returned);
+		if (r == 0)
+			printf("released %s: %llu hugepages given back\n", run->holder,
+			       (unsigned long long)returned);
+	} else if (r == 0) {
+		plan_show(run, json);
+	}
+	if (r < 0) {
+		fprintf(stderr, "prealloc-domain: %s\n", run->msg[0] ? run->msg : strerror(-r));
+		rc = r == -ENOMEM || r == -EDQUOT ? 3 : 1;
+	}
+	run_free(run);
+out:
+	free(xml);
+	free(run);
+	if (dom)
+		virDomainFree(dom);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "connect", required_argument, NULL, 'c' }, { "reserve", no_argument, NULL, 'r' },
+		{ "release", no_argument, NULL, 'R' },	     { "gc", no_argument, NULL, 'g' },
+		{ "for", required_argument, NULL, 'f' },     { "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },	     {}
+	};
+	const char *uri = "qemu:///system";
+	unsigned int for_s = 3600;
+	int c, what = 0, rc;
+	bool json = false;
+	virConnectPtr conn;
+
+	while ((c = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+		if (c == 'c')
+			uri = optarg;
+		else if (c == 'r' || c == 'R' || c == 'g')
+			what = c;
+		else if (c == 'f')
+			for_s = (unsigned int)strtoul(optarg, NULL, 10);
+		else if (c == 'j')
+			json = true;
+		else
+			goto usage;
+	}
+	if ((what == 'g') != (optind == argc) || optind + 1 < argc || !for_s)
+		goto usage;
+	quiet = json;
+	conn = virConnectOpen(uri);
+	if (!conn) {
+		fprintf(stderr, "prealloc-domain: cannot connect to %s\n", uri);
+		return 1;
+	}
+	rc = what == 'g' ? gc(conn) : act(conn, argv[optind], what, json, for_s);
+	virConnectClose(conn);
+	return rc;
+usage:
+	fprintf(stderr, "usage: prealloc-domain [-c URI] NAME [--json | --reserve [--for SECONDS] |"
+		" --release]\n       prealloc-domain [-c URI] --gc\n");
+	return 2;
+}

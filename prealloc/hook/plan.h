@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the hook (and prealloc-domain) do for a domain, through the
+ * library's flows: claim its hugepages for it as a named holder, pre-fault
+ * its file backing, give it all back. Messages go through hook_log.
+ */
+#ifndef PREALLOC_HOOK_PLAN_H
+#define PREALLOC_HOOK_PLAN_H
+
+#include <prealloc.h>
+
+#include "domain.h"
+#include "settings.h"
+
+#define HOLDER_PREFIX "libvirt:"
+
+struct hook_run {
+	struct prealloc_ctx *ctx;
+	struct hook_settings set;
+	struct domain dom;
+	struct host_view host;
+	struct dom_demand demand;
+	char backing_dir[512];	/* memory_backing_dir + /libvirt/qemu */
+	char holder[80];	/* libvirt:<uuid> */
+	char check[512];	/* libvirt's status XML: exists while the domain runs */
+	int64_t expires;	/* a claim whose domain never starts is gone then */
+	bool reserve, prefault;
+	char msg[1024];		/* the refusal, for people */
+};
+
+void hook_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Settings, domain, host view and demand; 0 or -errno with run->msg. */
+int run_init(struct hook_run *run, const char *xml, size_t len);
+void run_free(struct hook_run *run);
+/* Whether backend i is a file the hook pre-faults at start begin. */
+bool run_prefaults(const struct hook_run *run, unsigned int i);
+/* Pages of (node, size) the holder has claimed already (prealloc-domain --reserve). */
+uint64_t run_claimed(struct hook_run *run, int node, uint64_t page_size);
+/* prepare begin: claim every hugepage the domain needs, or refuse. */
+int run_claim(struct hook_run *run);
+/* start begin: pre-fault each file backend at the path QEMU opens. */
+int run_prefault(struct hook_run *run);
+/* release end: give back what the holder holds; ret_returned pages. */
+int run_release(struct hook_run *run, uint64_t *ret_returned);
+/* The exact file QEMU opens for backend i. */
+int run_backend_path(const struct hook_run *run, unsigned int i, char *buf, size_t len);
+
+#endif
