@@ -15,6 +15,7 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include "holders.h"
 #include "prepare.h"
 
 #define SHMEM_THP "/kernel/mm/transparent_hugepage/shmem_enabled"
@@ -149,6 +150,52 @@ static bool auto_2m_fits(struct prepare_req *q)
 	return true;
 }
 
+/*
+ * A file to adopt as guest memory must be the caller's alone: owned by the
+ * caller, root or the owner it asked the file to be given; not readable or
+ * writable by group or others; one hard link; mapped or held open by no
+ * other process. Otherwise the guest's RAM would be shared with someone.
+ */
+static int reuse_trusted(struct prepare_req *q, const struct stat *st)
+{
+	bool chown_to = (q->o.flags & PREALLOC_PREPARE_CHOWN) && st->st_uid == q->o.uid;
+	unsigned int unreadable;
+	char comm[64] = "?", path[PATH_MAX];
+	pid_t pid;
+
+	if (st->st_uid != geteuid() && st->st_uid != 0 && !chown_to) {
+		prepare_fail(q, PREALLOC_STEP_LOCATION,
+			     "%s belongs to uid %u, not to this user or root; a guest's memory "
+			     "must not be shared with another user (--force adopts it anyway)",
+			     q->path, (unsigned int)st->st_uid);
+		return -EPERM;
+	}
+	if (st->st_mode & 066) {
+		prepare_fail(q, PREALLOC_STEP_LOCATION,
+			     "%s can be read or written by group or others (mode %04o); chmod 600 "
+			     "it first (--force adopts it anyway)", q->path,
+			     (unsigned int)(st->st_mode & 07777));
+		return -EPERM;
+	}
+	if (st->st_nlink > 1) {
+		prepare_fail(q, PREALLOC_STEP_LOCATION,
+			     "%s has %lu hard links: another name reaches the same memory "
+			     "(--force adopts it anyway)", q->path, (unsigned long)st->st_nlink);
+		return -EMLINK;
+	}
+	pid = file_holder(q->ctx, st->st_dev, st->st_ino, getpid(), &unreadable);
+	if (pid > 0) {
+		if (proc_path(q->ctx, path, sizeof(path), "/%d/comm", (int)pid) == 0)
+			read_file_str(path, comm, sizeof(comm));
+		prepare_fail(q, PREALLOC_STEP_LOCATION,
+			     "%s is mapped or held open by pid %d (%s); a guest's memory must not "
+			     "be shared with another process (--force adopts it anyway)",
+			     q->path, (int)pid, comm);
+		return -EBUSY;
+	}
+	return pid < 0 ? (int)pid : 0;
+}
+
 /* The file was named: what is there now, and which page size its directory gives. */
 static int locate_named(struct prepare_req *q)
 {
@@ -171,6 +218,12 @@ static int locate_named(struct prepare_req *q)
 		if (!S_ISREG(st.st_mode)) {
 			prepare_fail(q, PREALLOC_STEP_LOCATION, "%s is not a regular file", q->path);
 			return -EINVAL;
+		}
+		if (!(q->o.flags & PREALLOC_PREPARE_FORCE)) {
+			int r = reuse_trusted(q, &st);
+
+			if (r < 0)
+				return r;
 		}
 		q->exists = true;
 	}

@@ -45,7 +45,8 @@ static long find_file_record(const struct store *s, const char *abs, const struc
 
 		if (!r->has_file || strcmp(r->path, abs))
 			continue;
-		if (exists && (r->dev != (uint64_t)st->st_dev || r->ino != (uint64_t)st->st_ino))
+		/* By identity and tag: a file put at the path since, even on our inode number, is not ours. */
+		if (exists && !record_is_file(r, st))
 			continue;
 		return r->created ? (long)i : -ENOENT;
 	}

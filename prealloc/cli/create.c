@@ -20,7 +20,7 @@ struct create_args {
 	bool have_size;
 	uint64_t page;		/* PAGE_SIZE_AUTO, PAGE_SIZE_THP or bytes */
 	const char *file;
-	bool reuse;
+	bool reuse, force;
 	unsigned int threads;
 	bool verify, json, quiet, touch;
 	bool reserve;			/* grow node pools to fit */
@@ -40,6 +40,9 @@ static const char usage_text[] =
 	"  -f, --file PATH        the file to create (default: a new file under the\n"
 	"                         hugetlbfs mount of the page size, or /dev/shm)\n"
 	"      --reuse            populate PATH in place if it exists with this size\n"
+	"      --force            with --reuse: adopt a file another user owns, others may\n"
+	"                         read or write, with several links, or that another\n"
+	"                         process maps or holds open\n"
 	"  -t, --threads N        workers per node (default: every allowed CPU of the node)\n"
 	"      --reserve          grow a node's hugepage pool when it is short; the\n"
 	"                         growth is given back by 'prealloc rm' (docs/admission.md)\n"
@@ -126,13 +129,14 @@ static int parse_operands(int argc, char **argv, struct create_args *a)
 }
 
 enum { OPT_REUSE = 256, OPT_VERIFY, OPT_JSON, OPT_TOUCH, OPT_RESERVE, OPT_RESERVE_TIMEOUT,
-       OPT_SKIP_ADMISSION };
+       OPT_SKIP_ADMISSION, OPT_FORCE };
 /* The options of create, the command without a command word. */
 static const struct option create_opts[] = {
 	{ "node", required_argument, NULL, 'n' },
 	{ "page-size", required_argument, NULL, 'p' },
 	{ "file", required_argument, NULL, 'f' },
 	{ "reuse", no_argument, NULL, OPT_REUSE },
+	{ "force", no_argument, NULL, OPT_FORCE },
 	{ "threads", required_argument, NULL, 't' },
 	{ "verify", no_argument, NULL, OPT_VERIFY },
 	{ "json", no_argument, NULL, OPT_JSON },
@@ -173,6 +177,9 @@ static int parse_args(int argc, char **argv, struct create_args *a)
 			break;
 		case OPT_REUSE:
 			a->reuse = true;
+			break;
+		case OPT_FORCE:
+			a->force = true;
 			break;
 		case 't':
 			if (parse_threads(optarg, &a->threads, err, sizeof(err)) < 0) {
@@ -283,6 +290,7 @@ static void prepare_opts(const struct create_args *a, struct prealloc_prepare_op
 	*po = (struct prealloc_prepare_opts){
 		.size = sizeof(*po),
 		.flags = (a->reuse ? PREALLOC_PREPARE_REUSE : 0) |
+			 (a->force ? PREALLOC_PREPARE_FORCE : 0) |
 			 (a->reserve ? PREALLOC_PREPARE_RESERVE : 0) |
 			 (a->verify ? PREALLOC_PREPARE_VERIFY : 0) |
 			 (a->touch ? PREALLOC_PREPARE_TOUCH : 0) |

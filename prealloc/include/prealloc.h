@@ -785,6 +785,13 @@ enum prealloc_prepare_flags {
 	PREALLOC_PREPARE_CHOWN = 1u << 3,   /* give the file to uid:gid */
 	PREALLOC_PREPARE_TOUCH = 1u << 4,   /* tests: the touch fallback */
 	PREALLOC_PREPARE_NO_CHECK = 1u << 5, /* tests: admit without checking capacity */
+	/*
+	 * REUSE a file that fails the trust checks: owned by someone other
+	 * than the caller, root or the CHOWN uid; readable or writable by group
+	 * or others; more than one hard link; mapped or held open by another
+	 * process (a guest's RAM would be shared with it).
+	 */
+	PREALLOC_PREPARE_FORCE = 1u << 6,
 };
 
 struct prealloc_prepare_opts {

@@ -15,6 +15,7 @@ mkdir -p "$TMP/shm"
 mount -t tmpfs -o size=64M none "$TMP/shm" || bail "cannot mount a private tmpfs on $TMP/shm"
 track_mount "$TMP/shm"
 printf 'precious' > "$TMP/shm/existing"
+chmod 600 "$TMP/shm/existing"	# ours alone: --reuse then meets the size check
 ln -s "$TMP/shm/existing" "$TMP/shm/link"
 
 snapshot() {

@@ -36,7 +36,7 @@ install -m 755 "$HOOK" "$HOOKDST"
 printf 'hugetlbfs_mount = "%s"\n' "$MNT" >> "$QCONF"
 cat > "$CONF" <<EOC
 state_dir = $STATE
-start_grace = 3
+start_grace = 15
 EOC
 export PREALLOC_STATE_DIR=$STATE
 
@@ -105,13 +105,15 @@ check "nothing leaked after the refusal" [ "$(pool)" -eq "$p0" -a "$(holders)" -
 
 # Case: libvirtd killed during a start (the hook claimed, QEMU never ran).
 $V dumpxml pa > "$TMP/pa.live.xml"
+t0=$(date +%s.%N)
 "$HOOK" pa prepare begin - < "$TMP/pa.live.xml"
 check "a claim made at prepare is held" [ "$(pool)" -eq $((p0 + 32)) -a "$(holders)" -eq 1 ]
 kill -9 "$(cat /run/libvirtd.pid)"; sleep 0.5; rm -f /run/libvirtd.pid
 start_libvirtd
 "$PREALLOC" pool --gc > /dev/null 2>&1
 check "gc within the start grace keeps the claim" [ "$(pool)" -eq $((p0 + 32)) ]
-sleep 3.5
+# The claim's grace (start_grace = 15 s) runs from the prepare: wait out the rest of it.
+sleep "$(awk -v t0="$t0" -v now="$(date +%s.%N)" 'BEGIN { r = t0 + 15.5 - now; print r > 0 ? r : 0 }')"
 "$PREALLOC" pool --gc > /dev/null 2>&1
 check "gc after the grace restores the pool ($(pool))" [ "$(pool)" -eq "$p0" -a "$(holders)" -eq 0 ]
 

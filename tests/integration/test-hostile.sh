@@ -1,0 +1,220 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Hostile conditions (issue: never a kill, a leak or a shared guest page):
+#  1. memory cgroup (v1 here, as these machines run), tmpfs size= and
+#     hugetlb v1 limits refuse a run up front instead of the OOM killer or
+#     SIGBUS; two 4k runs are not both admitted against the same memory;
+#  2. a closed pipe on stderr or stdout never kills a run before rollback;
+#  3. --reuse refuses a file another user owns, others can read, with a
+#     second link, or that another process maps or holds open;
+#  5. rm of a file a process still maps gives back no page until it is free;
+#  6. a state dir that fills up after the pool grew never leaves the store
+#     and the pool disagreeing: gc settles it;
+#  8. a file changed behind prealloc's back (its tag) is not taken for ours.
+# Everything it touches (pools, mounts, cgroups, files) is restored at exit.
+. "$(dirname "$0")/lib-admit.sh"
+
+private_hugetlbfs 2M
+M=$MNT
+SHM=$TMP/shm
+mkdir -p "$SHM"
+mount -t tmpfs -o size=1G none "$SHM" || bail "cannot mount a tmpfs on $SHM"
+track_mount "$SHM"
+base_nr=$(hp nr 2048)
+base_free=$(hp free 2048)
+records() { ledger_entries; }
+
+# run_in_cgroup DIR CMD...: CMD in memory cgroup DIR (its exit status).
+run_in_cgroup() {
+	local cg=$1
+	shift
+	sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$cg" "$@"
+}
+
+# ---- 1. limits ------------------------------------------------------------
+memcg=$(awk -F: '$2 ~ /(^|,)memory(,|$)/ {print $3}' /proc/self/cgroup)
+v1mem=$(awk '$9 == "cgroup" && $NF ~ /(^|,)memory(,|$)/ {print $5}' /proc/self/mountinfo | head -1)
+if [ -n "$v1mem" ]; then
+	CG=$v1mem$memcg/prealloc-test-$$
+	mkdir "$CG" || bail "cannot make memory cgroup $CG"
+	on_exit "rmdir '$CG'"
+	echo 256M > "$CG/memory.limit_in_bytes"
+	run_in_cgroup "$CG" "$PREALLOC" -q --page-size 4k --file "$SHM/g" 512M 2> "$TMP/err"
+	rc=$?
+	check "memcg v1: 512M of 4k under a 256M limit is refused with exit 3 (got $rc)" [ $rc -eq 3 ]
+	check "memcg v1: the message names the limit file" \
+		grep -q "memory cgroup limit $CG/memory.limit_in_bytes" "$TMP/err"
+	check "memcg v1: nothing was made, nothing is charged" \
+		[ ! -e "$SHM/g" -a "$(records)" -eq 0 ]
+	run_in_cgroup "$CG" "$PREALLOC" -q --page-size 4k --file "$SHM/g" 128M 2> "$TMP/err"
+	check "memcg v1: 128M fits under the same limit" [ $? -eq 0 -a -e "$SHM/g" ]
+	"$PREALLOC" rm "$SHM/g"
+else
+	echo "# no cgroup v1 memory hierarchy mounted here: v2's memory.max is covered by unit/admit-roots"
+fi
+
+mkdir -p "$TMP/small"
+mount -t tmpfs -o size=32M none "$TMP/small" && track_mount "$TMP/small"
+"$PREALLOC" -q --file "$TMP/small/x" 64M 2> "$TMP/err"
+rc=$?
+check "tmpfs size=32M: 64M refused with exit 3 (got $rc)" [ $rc -eq 3 ]
+check "tmpfs size=32M: the message names the mount and its room" \
+	grep -q "$TMP/small has 32 MiB free, 64 MiB needed" "$TMP/err"
+
+# Two 4k runs against the same free memory: the first is stopped right after
+# its admission (nothing faulted yet), the second must count its promise.
+avail=$(awk '/^MemAvailable/ {print $2}' /proc/meminfo)
+half=$(( (avail * 6 / 10) / 1024 / 2 * 2 ))	# MiB, 60% of what is available
+mount -o remount,size=$((avail * 2))k "$SHM"
+PREALLOC_TEST_PAUSE=after-admission "$PREALLOC" -q --page-size 4k --file "$SHM/a" ${half}M &
+A=$!
+on_exit "kill -9 $A"
+for ((i = 0; i < 500; i++)); do
+	[ "$(awk '{print $3}' /proc/$A/stat 2>/dev/null)" = T ] && break
+	sleep 0.01
+done
+"$PREALLOC" -q --page-size 4k --file "$SHM/b" ${half}M 2> "$TMP/err"
+rc=$?
+check "4k: a second run of 60% of free memory while the first is admitted is refused (exit $rc)" \
+	[ $rc -eq 3 ]
+check "4k: the refusal counts the other run's promise" grep -q "free" "$TMP/err"
+kill -9 $A; wait $A 2>/dev/null
+"$PREALLOC" pool --gc > /dev/null 2>&1
+check "4k: gc settles the stopped run (no file, no record)" \
+	[ -z "$(ls -A "$SHM")" -a "$(records)" -eq 0 ]
+mount -o remount,size=1G "$SHM"
+
+# hugetlb v1: mount the controller where no hierarchy has it yet.
+HT=$TMP/hugetlb-v1
+mkdir -p "$HT"
+if mount -t cgroup -o hugetlb none "$HT" 2>/dev/null; then
+	track_mount "$HT"
+	mkdir "$HT/t"
+	on_exit "rmdir '$HT/t'"
+	echo $((8 * 2097152)) > "$HT/t/hugetlb.2MB.limit_in_bytes"
+	sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$HT/t" \
+		"$PREALLOC" -q --reserve --page-size 2M --file "$M/cg" 64M 2> "$TMP/err"
+	rc=$?
+	echo $$ > "$HT/cgroup.procs" 2>/dev/null
+	check "hugetlb v1: 32 pages under an 8-page limit refused with exit 3 (got $rc)" [ $rc -eq 3 ]
+	check "hugetlb v1: the message names the limit file" \
+		grep -q "$HT/t/hugetlb.2MB.limit_in_bytes" "$TMP/err"
+	check "hugetlb v1: the pool was not grown" [ "$(hp nr 2048)" -eq "$base_nr" ]
+else
+	echo "# the hugetlb controller is bound to another hierarchy here: v1 limits not exercised"
+fi
+
+# ---- 2. closed pipes ------------------------------------------------------
+# A run that fails after it made its file (population meets an exhausted
+# pool: admission bypassed for the test), with stderr (then stdout, --json)
+# a pipe whose reader is gone.
+closed_pipe() {	# closed_pipe STREAM ARGS...: runs prealloc, prints "exit status"
+	python3 - "$@" <<'PY'
+import os, subprocess, sys
+stream, args = sys.argv[1], sys.argv[2:]
+r, w = os.pipe()
+os.close(r)                                  # the reader is gone before we start
+kw = {"stderr": w} if stream == "stderr" else {"stdout": w}
+p = subprocess.Popen([os.environ["PREALLOC"]] + args, **kw)
+os.close(w)
+print(p.wait())
+PY
+}
+for stream in stderr stdout; do
+	rc=$(closed_pipe $stream --json --test-skip-admission --page-size 2M --file "$M/p" \
+		$(( (base_free + 16) * 2 ))M)
+	check "closed $stream: the failing run exits 3, not by a signal (got $rc)" [ "$rc" = 3 ]
+	check "closed $stream: its file and record are gone, the pool as it was" \
+		[ ! -e "$M/p" -a "$(records)" -eq 0 -a "$(hp nr 2048)" -eq "$base_nr" ]
+done
+
+# ---- 3. --reuse of a file that is not ours alone -------------------------
+reuse_refused() {	# reuse_refused LABEL REGEX FILE
+	"$PREALLOC" -q --reuse --page-size 4k --file "$3" 64M 2> "$TMP/err"
+	local rc=$?
+	check "reuse $1: refused with exit 4 (got $rc)" [ $rc -eq 4 ]
+	check "reuse $1: the message says why" grep -Eq "$2" "$TMP/err"
+	check "reuse $1: not a page faulted into it" [ "$(stat -c %b "$3")" -eq 0 ]
+}
+truncate -s 64M "$SHM/nobody" && chown nobody "$SHM/nobody" && chmod 600 "$SHM/nobody"
+reuse_refused "owned by nobody" "belongs to uid $(id -u nobody)" "$SHM/nobody"
+truncate -s 64M "$SHM/shared" && chmod 644 "$SHM/shared"
+reuse_refused "mode 0644" "group or others \(mode 0644\)" "$SHM/shared"
+truncate -s 64M "$SHM/linked" && chmod 600 "$SHM/linked" && ln "$SHM/linked" "$SHM/linked2"
+reuse_refused "with a second link" "2 hard links" "$SHM/linked"
+truncate -s 64M "$SHM/held" && chmod 600 "$SHM/held"
+sleep 30 < "$SHM/held" &
+H=$!
+on_exit "kill $H"
+sleep 0.2
+reuse_refused "held open by another process" "held open by pid $H" "$SHM/held"
+"$PREALLOC" clear -q "$SHM/held" 2> "$TMP/err"
+check "clear: a file held open (not mapped) by another process is refused too" \
+	grep -q "held open by pid $H" "$TMP/err"
+"$PREALLOC" -q --force --reuse --page-size 4k --file "$SHM/held" 64M
+check "reuse --force: adopted anyway" [ $? -eq 0 -a "$(stat -c %b "$SHM/held")" -gt 0 ]
+kill $H; wait $H 2>/dev/null
+check "reuse: an adopted file is never prealloc's to remove" \
+	sh -c "! '$PREALLOC' rm '$SHM/held' 2>/dev/null && [ -e '$SHM/held' ]"
+rm -f "$SHM"/*
+"$PREALLOC" pool --gc > /dev/null 2>&1
+
+# ---- 5. rm while a process still maps the file ---------------------------
+"$PREALLOC" -q --reserve --page-size 2M --file "$M/mapped" 64M
+grown=$(hp nr 2048)
+check "mapped: --reserve grew the pool by 32 ($base_nr -> $grown)" [ "$grown" -ge $((base_nr + 32 - base_free)) ]
+python3 -c "
+import mmap, os, sys, time
+fd = os.open('$M/mapped', os.O_RDWR); m = mmap.mmap(fd, 64 << 20); os.close(fd)
+print('mapped', flush=True); time.sleep(30)" > "$TMP/mapper.out" &
+MP=$!
+on_exit "kill $MP"
+for ((i = 0; i < 200; i++)); do grep -q mapped "$TMP/mapper.out" && break; sleep 0.05; done
+"$PREALLOC" rm "$M/mapped" 2> "$TMP/err"
+check "mapped: rm removes the name (exit $?)" [ ! -e "$M/mapped" ]
+check "mapped: rm says the pages are still in use" grep -q "still in use" "$TMP/err"
+check "mapped: not a page given back while mapped (nr $(hp nr 2048), was $grown)" \
+	[ "$(hp nr 2048)" -eq "$grown" ]
+"$PREALLOC" pool --gc > /dev/null 2>&1
+check "mapped: gc gives nothing back while the process maps it" [ "$(hp nr 2048)" -eq "$grown" ]
+kill $MP; wait $MP 2>/dev/null
+"$PREALLOC" pool --gc > /dev/null 2>&1
+check "mapped: once unmapped, gc gives the growth back (nr $(hp nr 2048), base $base_nr)" \
+	[ "$(hp nr 2048)" -eq "$base_nr" -a "$(records)" -eq 0 ]
+
+# ---- 6. the state dir fills up after the pool grew -----------------------
+ST=$TMP/tinystate
+mkdir -p "$ST"
+mount -t tmpfs -o size=256k,mode=700 none "$ST" && track_mount "$ST"
+PREALLOC_STATE_DIR=$ST PREALLOC_TEST_PAUSE=after-pool-write \
+	"$PREALLOC" -q --reserve --page-size 2M --file "$M/full" 64M 2> "$TMP/err" &
+F=$!
+on_exit "kill -9 $F"
+for ((i = 0; i < 500; i++)); do
+	[ "$(awk '{print $3}' /proc/$F/stat 2>/dev/null)" = T ] && break
+	sleep 0.01
+done
+check "full state dir: the run stopped after its pool write (nr $(hp nr 2048))" \
+	[ "$(hp nr 2048)" -gt "$base_nr" ]
+dd if=/dev/zero of="$ST/filler" bs=4k 2>/dev/null
+kill -CONT $F
+wait $F
+rc=$?
+check "full state dir: the run fails with exit 4 (got $rc)" [ $rc -eq 4 ]
+rm -f "$ST/filler"
+PREALLOC_STATE_DIR=$ST "$PREALLOC" pool --gc > /dev/null 2>&1
+check "full state dir: once there is room, gc puts the pool back (nr $(hp nr 2048), base $base_nr)" \
+	[ "$(hp nr 2048)" -eq "$base_nr" ]
+check "full state dir: no file, no record" \
+	[ -z "$(ls -A "$M")" -a "$(PREALLOC_STATE_DIR=$ST ledger_entries)" -eq 0 ]
+
+# ---- 8. a file changed behind prealloc's back ----------------------------
+"$PREALLOC" -q --page-size 4k --file "$SHM/tagged" 16M
+touch -m -d '2001-01-01' "$SHM/tagged"
+"$PREALLOC" rm "$SHM/tagged" 2> "$TMP/err"
+rc=$?
+check "tag: rm of a file whose tag changed is refused (exit $rc)" [ $rc -eq 4 -a -e "$SHM/tagged" ]
+rm -f "$SHM/tagged"
+"$PREALLOC" pool --gc > /dev/null 2>&1
+check "tag: gc settles its record once the file is gone" [ "$(records)" -eq 0 ]
+finish
