@@ -113,7 +113,7 @@ start_libvirtd
 "$PREALLOC" pool --gc > /dev/null 2>&1
 check "gc within the start grace keeps the claim" [ "$(pool)" -eq $((p0 + 32)) ]
 # The claim's grace (start_grace = 15 s) runs from the prepare: wait out the rest of it.
-sleep "$(awk -v t0="$t0" -v now="$(date +%s.%N)" 'BEGIN { r = t0 + 15.5 - now; print r > 0 ? r : 0 }')"
+sleep "$(awk -v t0="$t0" -v now="$(date +%s.%N)" 'BEGIN { r = t0 + 15.5 - now; print (r > 0 ? r : 0) }')"
 "$PREALLOC" pool --gc > /dev/null 2>&1
 check "gc after the grace restores the pool ($(pool))" [ "$(pool)" -eq "$p0" -a "$(holders)" -eq 0 ]
 
