@@ -5,6 +5,7 @@
  * mount under /sys is read under the ctx's sys root, so tests can inject a
  * whole hierarchy.
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,21 @@ static bool has_word(const char *list, const char *word)
 	return false;
 }
 
+int cgroup_mountinfo_line(const char *line, const char *controller, char *mnt, size_t len)
+{
+	char point[PATH_MAX], fstype[64], opts[1024] = "";
+	const char *dash = strstr(line, " - ");
+
+	/* Fields: id parent maj:min root mountpoint ... - fstype source super-options */
+	if (!dash || sscanf(dash, " - %63s %*s %1023s", fstype, opts) < 1 ||
+	    sscanf(line, "%*s %*s %*s %*s %4095s", point) != 1)
+		return 0;
+	if (controller ? strcmp(fstype, "cgroup") || !has_word(opts, controller)
+		       : strcmp(fstype, "cgroup2"))
+		return 0;
+	return (size_t)snprintf(mnt, len, "%s", point) < len ? 1 : -ENAMETOOLONG;
+}
+
 /*
  * Where the hierarchy of controller is mounted: cgroup v2 (controller
  * NULL), or the v1 hierarchy whose super options name the controller.
@@ -37,28 +53,34 @@ static bool has_word(const char *list, const char *word)
 static int cgroup_mount(const struct prealloc_ctx *ctx, const char *controller, char *buf,
 			size_t len)
 {
-	char path[PATH_MAX], *line = NULL;
+	char path[PATH_MAX], mnt[PATH_MAX], *line = NULL;
 	size_t cap = 0;
 	int r = -ENOENT;
 	FILE *f;
 
 	if (proc_path(ctx, path, sizeof(path), "/self/mountinfo") < 0 || !(f = fopen(path, "re")))
 		return -ENOENT;
-	while (r == -ENOENT && getline(&line, &cap, f) > 0) {
-		char mnt[PATH_MAX], fstype[64], opts[1024] = "";
-		char *dash = strstr(line, " - ");
-
-		/* Fields: id parent maj:min root mountpoint ... - fstype source super-options */
-		if (!dash || sscanf(dash, " - %63s %*s %1023s", fstype, opts) < 1 ||
-		    sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1)
-			continue;
-		if (controller ? !strcmp(fstype, "cgroup") && has_word(opts, controller)
-			       : !strcmp(fstype, "cgroup2"))
+	while (r == -ENOENT && getline(&line, &cap, f) > 0)
+		if (cgroup_mountinfo_line(line, controller, mnt, sizeof(mnt)) > 0)
 			r = rooted(ctx, mnt, buf, len);
-	}
 	free(line);
 	fclose(f);
 	return r;
+}
+
+int cgroup_parse_limit(const char *text, uint64_t *ret)
+{
+	char *end;
+
+	if (!strcmp(text, "max") || !strcmp(text, "max\n")) {
+		*ret = UINT64_MAX;
+		return 0;
+	}
+	if (!isdigit((unsigned char)text[0]))
+		return -EINVAL;
+	errno = 0;
+	*ret = strtoull(text, &end, 10);
+	return errno || (*end && strcmp(end, "\n")) ? -EINVAL : 0;
 }
 
 static int read_limit(const char *dir, const char *file, uint64_t *ret)
@@ -69,13 +91,7 @@ static int read_limit(const char *dir, const char *file, uint64_t *ret)
 	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, file) >= sizeof(path))
 		return -ENAMETOOLONG;
 	r = read_file_str(path, buf, sizeof(buf));
-	if (r < 0)
-		return r;
-	if (!strcmp(buf, "max")) {
-		*ret = UINT64_MAX;
-		return 0;
-	}
-	return read_file_u64(path, ret);
+	return r < 0 ? r : cgroup_parse_limit(buf, ret);
 }
 
 /* "2MB", "1GB": the hugetlb controller's name for a page size. */
@@ -89,6 +105,28 @@ static void size_name(uint64_t page_size, char *buf, size_t len)
 		snprintf(buf, len, "%lluKB", (unsigned long long)(page_size >> 10));
 }
 
+int cgroup_self_line(const char *line, const char *controller, char *rel, size_t len)
+{
+	const char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+	char ctrls[1024];
+	size_t n;
+
+	/* "hierarchy-id:controllers:path": v2 is "0::path". */
+	if (!c2 || (size_t)(c2 - c1 - 1) >= sizeof(ctrls))
+		return 0;
+	snprintf(ctrls, sizeof(ctrls), "%.*s", (int)(c2 - c1 - 1), c1 + 1);
+	if (controller ? !has_word(ctrls, controller) : c1 - line != 1 || line[0] != '0' || ctrls[0])
+		return 0;
+	n = strcspn(c2 + 1, "\n");
+	if (n == 1 && c2[1] == '/')
+		n = 0;	/* the root */
+	if (n >= len)
+		return -ENAMETOOLONG;
+	memcpy(rel, c2 + 1, n);
+	rel[n] = '\0';
+	return 1;
+}
+
 /* The caller's cgroup for controller (NULL: v2), relative to its mount ("" for the root). */
 static void own_cgroup(const struct prealloc_ctx *ctx, const char *controller, char *rel,
 		       size_t len)
@@ -100,18 +138,9 @@ static void own_cgroup(const struct prealloc_ctx *ctx, const char *controller, c
 	rel[0] = '\0';
 	if (proc_path(ctx, path, sizeof(path), "/self/cgroup") < 0 || !(f = fopen(path, "re")))
 		return;
-	while (getline(&line, &cap, f) > 0) {
-		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-
-		if (!c2)
-			continue;
-		*c1 = *c2 = '\0';	/* line: the hierarchy id; c1 + 1: its controllers */
-		if (controller ? !has_word(c1 + 1, controller) : strcmp(line, "0") || c1[1])
-			continue;
-		c2[1 + strcspn(c2 + 1, "\n")] = '\0';
-		snprintf(rel, len, "%s", strcmp(c2 + 1, "/") ? c2 + 1 : "");
-		break;
-	}
+	while (getline(&line, &cap, f) > 0)
+		if (cgroup_self_line(line, controller, rel, len) != 0)
+			break;
 	free(line);
 	fclose(f);
 }
@@ -213,22 +242,35 @@ uint64_t cgroup_hugetlb_left(const struct prealloc_ctx *ctx, uint64_t page_size,
 	return w.left;
 }
 
-/* A key's value in a memory.stat file, 0 when absent. */
+uint64_t cgroup_stat_value(const char *text, const char *key)
+{
+	size_t n = strlen(key);
+	uint64_t v = 0;
+
+	for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+		char *end;
+
+		if (strncmp(p, key, n) || p[n] != ' ' || !isdigit((unsigned char)p[n + 1]))
+			continue;
+		v = strtoull(p + n + 1, &end, 10);
+	}
+	return v;
+}
+
+/* A key's value in dir's memory.stat, 0 when absent. */
 static uint64_t stat_value(const char *dir, const char *key)
 {
-	char path[PATH_MAX + 16], line[128];
-	unsigned long long v = 0, got;
-	size_t n = strlen(key);
+	char path[PATH_MAX + 16], text[8192];
+	size_t n;
 	FILE *f;
 
 	if ((size_t)snprintf(path, sizeof(path), "%s/memory.stat", dir) >= sizeof(path) ||
 	    !(f = fopen(path, "re")))
 		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, key, n) && line[n] == ' ' && sscanf(line + n, " %llu", &got) == 1)
-			v = got;
+	n = fread(text, 1, sizeof(text) - 1, f);
+	text[n] = '\0';
 	fclose(f);
-	return v;
+	return cgroup_stat_value(text, key);
 }
 
 /*

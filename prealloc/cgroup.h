@@ -22,4 +22,14 @@ uint64_t cgroup_hugetlb_left(const struct prealloc_ctx *ctx, uint64_t page_size,
  */
 uint64_t cgroup_memory_left(const struct prealloc_ctx *ctx, char *where, size_t where_len);
 
+/* Pure parsers, fuzzed (tests/fuzz/fuzz-cgroup.c). */
+/* A mountinfo line: 1 and mnt when it mounts controller's hierarchy (NULL: v2), else 0. */
+int cgroup_mountinfo_line(const char *line, const char *controller, char *mnt, size_t len);
+/* A /proc/self/cgroup line: 1 and rel ("" for the root) when it is controller's, else 0. */
+int cgroup_self_line(const char *line, const char *controller, char *rel, size_t len);
+/* A limit file's text: "max" (UINT64_MAX) or a decimal number; -EINVAL otherwise. */
+int cgroup_parse_limit(const char *text, uint64_t *ret);
+/* key's value in a memory.stat text, 0 when absent. */
+uint64_t cgroup_stat_value(const char *text, const char *key);
+
 #endif
