@@ -87,10 +87,10 @@ mount -o remount,size=1G "$SHM"
 # hugetlb v1: mount the controller where no hierarchy has it yet.
 HT=$TMP/hugetlb-v1
 mkdir -p "$HT"
-if mount -t cgroup -o hugetlb none "$HT" 2>/dev/null; then
-	track_mount "$HT"
+if grep -qw hugetlb /sys/fs/cgroup/unified/cgroup.controllers 2>/dev/null &&
+	mount -t cgroup -o hugetlb none "$HT" 2>/dev/null; then
+	on_exit "rmdir '$HT/t'; umount '$HT'"
 	mkdir "$HT/t"
-	on_exit "rmdir '$HT/t'"
 	echo $((8 * 2097152)) > "$HT/t/hugetlb.2MB.limit_in_bytes"
 	sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$HT/t" \
 		"$PREALLOC" -q --reserve --page-size 2M --file "$M/cg" 64M 2> "$TMP/err"
@@ -100,6 +100,20 @@ if mount -t cgroup -o hugetlb none "$HT" 2>/dev/null; then
 	check "hugetlb v1: the message names the limit file" \
 		grep -q "$HT/t/hugetlb.2MB.limit_in_bytes" "$TMP/err"
 	check "hugetlb v1: the pool was not grown" [ "$(hp nr 2048)" -eq "$base_nr" ]
+	# Give the controller back to cgroup v2 for the tests after this one: the
+	# child goes (once its last task is reaped), then the hierarchy with the mount.
+	for ((i = 0; i < 100; i++)); do rmdir "$HT/t" 2>/dev/null; [ -d "$HT/t" ] || break; sleep 0.05; done
+	umount "$HT"
+	# A v1 hierarchy whose child was still dying at the unmount lingers
+	# unmounted; mounting it again now that it is empty and unmounting it
+	# lets it go.
+	for ((i = 1; i <= 100; i++)); do
+		grep -qw hugetlb /sys/fs/cgroup/unified/cgroup.controllers 2>/dev/null && break
+		sleep 0.1
+		((i % 5)) || { mount -t cgroup -o hugetlb none "$HT" 2>/dev/null && umount "$HT"; }
+	done
+	check "hugetlb v1: the controller is back in cgroup v2 afterwards" \
+		grep -qw hugetlb /sys/fs/cgroup/unified/cgroup.controllers
 else
 	echo "# the hugetlb controller is bound to another hierarchy here: v1 limits not exercised"
 fi
