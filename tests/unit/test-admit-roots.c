@@ -183,6 +183,85 @@ static void test_cgroup(struct prealloc_ctx *ctx)
 	clear_store(ctx);
 }
 
+/* A 4K admission of mib MiB on node 0. */
+static int admit_4k(struct prealloc_ctx *ctx, uint64_t mib, struct prealloc_reservation **ret_resv,
+		    struct prealloc_admit_result *res)
+{
+	int node = 0;
+	uint64_t bytes = mib << 20;
+	struct prealloc_admit_opts o = {
+		.size = sizeof(o), .page_size = PREALLOC_PAGE_4K, .nr_nodes = 1, .nodes = &node,
+		.node_bytes = &bytes, .owner = "/nonexistent/guest",
+	};
+
+	memset(res, 0, sizeof(*res));
+	res->size = sizeof(*res);
+	*ret_resv = NULL;
+	return prealloc_admit(ctx, &o, ret_resv, res);
+}
+
+/*
+ * Memory cgroups for 4K (cgroup v2 here only through this fake tree: on
+ * these machines the memory controller is bound to v1, which the hostile
+ * integration test covers for real): the limit less the usage plus the
+ * reclaimable file cache is the room, a parent's tighter room counts, and
+ * v1's files are read the same way.
+ */
+static void test_memcg(struct prealloc_ctx *ctx)
+{
+	struct prealloc_admit_result res;
+	struct prealloc_reservation *resv;
+	int r;
+
+	fr_write(fr.proc, "self/mountinfo",
+		 "30 24 0:26 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 "
+		 "cgroup2 rw,nsdelegate\n");
+	fr_write(fr.proc, "self/cgroup", "0::/machine/vm2\n");
+	/* 256 MiB allowed, 200 used, 48 of it file cache: 104 MiB of room. */
+	fr_write(fr.sys, "fs/cgroup/machine/vm2/memory.max", "%llu\n", 256ULL << 20);
+	fr_write(fr.sys, "fs/cgroup/machine/vm2/memory.current", "%llu\n", 200ULL << 20);
+	fr_write(fr.sys, "fs/cgroup/machine/vm2/memory.stat",
+		 "anon 100\nfile 50331648\nactive_file 16777216\ninactive_file 33554432\n");
+	fr_write(fr.sys, "fs/cgroup/machine/memory.max", "max\n");
+	r = admit_4k(ctx, 128, &resv, &res);
+	tap_ok(r == -ENOMEM && res.reason == PREALLOC_ADMIT_MEMCG && res.needed == 128ULL << 20 &&
+		       res.available == 104ULL << 20 &&
+		       strstr(res.cgroup, "machine/vm2/memory.max"),
+	       "v2: 128 MiB refused with 104 MiB of room (file cache counted): MEMCG, '%s' (r %d, "
+	       "room %llu MiB)", res.cgroup, r, (unsigned long long)(res.available >> 20));
+	r = admit_4k(ctx, 96, &resv, &res);
+	tap_ok(r == 0, "v2: 96 MiB fits in the room (%d)", r);
+	prealloc_reservation_free(resv);
+	fr_write(fr.sys, "fs/cgroup/machine/memory.max", "%llu\n", 64ULL << 20);
+	fr_write(fr.sys, "fs/cgroup/machine/memory.current", "0\n");
+	r = admit_4k(ctx, 96, &resv, &res);
+	tap_ok(r == -ENOMEM && res.available == 64ULL << 20 &&
+		       strstr(res.cgroup, "machine/memory.max") &&
+		       !strstr(res.cgroup, "vm2"),
+	       "v2: the parent's 64 MiB refuses 96 (r %d, '%s')", r, res.cgroup);
+	/* v1: the memory hierarchy mounted on its own, hierarchical stats. */
+	fr_write(fr.proc, "self/mountinfo",
+		 "35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n");
+	fr_write(fr.proc, "self/cgroup", "5:cpu:/\n4:memory:/jail\n0::/\n");
+	fr_write(fr.sys, "fs/cgroup/memory/jail/memory.limit_in_bytes", "%llu\n", 64ULL << 20);
+	fr_write(fr.sys, "fs/cgroup/memory/jail/memory.usage_in_bytes", "%llu\n", 32ULL << 20);
+	fr_write(fr.sys, "fs/cgroup/memory/jail/memory.stat",
+		 "cache 0\ntotal_active_file 0\ntotal_inactive_file 8388608\n");
+	fr_write(fr.sys, "fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712\n");
+	r = admit_4k(ctx, 48, &resv, &res);
+	tap_ok(r == -ENOMEM && res.reason == PREALLOC_ADMIT_MEMCG &&
+		       res.available == 40ULL << 20 &&
+		       strstr(res.cgroup, "memory/jail/memory.limit_in_bytes"),
+	       "v1: 48 MiB refused with 40 MiB of room under memory.limit_in_bytes (r %d, room "
+	       "%llu MiB, '%s')", r, (unsigned long long)(res.available >> 20), res.cgroup);
+	r = admit_4k(ctx, 40, &resv, &res);
+	tap_ok(r == 0, "v1: 40 MiB fits (%d)", r);
+	prealloc_reservation_free(resv);
+	fr_write(fr.proc, "self/mountinfo", "22 1 0:21 / /proc rw,relatime - proc proc rw\n");
+	fr_write(fr.proc, "self/cgroup", "0::/\n");
+	clear_store(ctx);
+}
+
 static void test_gc_runs(struct prealloc_ctx *ctx)
 {
 	int live = (int)getpid() + 100001, dead = (int)getpid() + 100002;
@@ -309,6 +388,7 @@ int main(void)
 	test_pool_and_reserve(ctx);
 	test_others(ctx);
 	test_cgroup(ctx);
+	test_memcg(ctx);
 	test_gc_runs(ctx);
 	test_holder(ctx);
 	prealloc_ctx_free(ctx);
