@@ -9,7 +9,8 @@
 . "$(dirname "$0")/../integration/lib-admit.sh"
 VMM=${KVM_VMM:?set KVM_VMM to examples/kvm-vmm}
 SECCOMP_EXEC=${SECCOMP_EXEC:?set SECCOMP_EXEC}
-MIB=16	# 4k pages: each first guest touch is an EPT fault, slow when nested
+MIB=16	# 4k pages in /dev/shm (not a hugetlbfs mount another test may own); each first
+	# guest touch of a page is an EPT fault, slow when KVM is nested
 
 # run NAME [launcher...]: runs the example, its output in $TMP/NAME.
 run() {
@@ -20,7 +21,7 @@ run() {
 	sed "s/^/# $name: /" "$TMP/$name"
 }
 
-VMM_ARGS=$MIB run plain
+VMM_ARGS="$MIB /dev/shm" run plain
 [ $rc -eq 77 ] && skip "$(head -1 "$TMP/plain")"
 check "plain: exit 0 (got $rc)" [ $rc -eq 0 ]
 check "plain: the guest saw only zeroes" grep -q "^guest: $MIB MiB checked in .*: all zero$" "$TMP/plain"
@@ -33,7 +34,7 @@ fi
 check "plain: the loop ticked during preparation" grep -Eq "^event loop: [1-9][0-9]* ticks" "$TMP/plain"
 check "plain: the RAM file was released" grep -q "^released .*: ok$" "$TMP/plain"
 
-VMM_ARGS=$MIB run seccomp "$SECCOMP_EXEC"
+VMM_ARGS="$MIB /dev/shm" run seccomp "$SECCOMP_EXEC"
 check "seccomp: exit 0 (got $rc)" [ $rc -eq 0 ]
 check "seccomp: the guest saw only zeroes" grep -q ": all zero$" "$TMP/seccomp"
 check "seccomp: completion came through the eventfd" grep -q "^completion: eventfd, end res 0" "$TMP/seccomp"
@@ -51,7 +52,7 @@ else
 	old=$(cat $SYSCTL)
 	on_exit "echo $old > $SYSCTL"
 	echo 2 > $SYSCTL
-	VMM_ARGS=$MIB run sysctl
+	VMM_ARGS="$MIB /dev/shm" run sysctl
 	echo "$old" > $SYSCTL
 	check "sysctl: exit 0 (got $rc)" [ $rc -eq 0 ]
 	check "sysctl: completion came through the eventfd" \
