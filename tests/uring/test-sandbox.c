@@ -103,6 +103,7 @@ static void job_check(const char *name, struct io_uring *ring, unsigned int cfla
 	struct prealloc_job *job = NULL;
 	struct prealloc_ctx *ctx = NULL;
 	int end_res = 1, ends = 0, path, r;
+	struct __kernel_timespec ts = { .tv_sec = 10 };	/* a lost end fails, not hangs */
 	bool ring_usable = true;
 	uint64_t ud, count;
 
@@ -118,7 +119,7 @@ static void job_check(const char *name, struct io_uring *ring, unsigned int cfla
 		if (ring && path != PREALLOC_NOTIFY_EVENTFD) {
 			struct io_uring_cqe *cqe;
 
-			if (io_uring_wait_cqe(ring, &cqe) < 0)
+			if (io_uring_wait_cqe_timeout(ring, &cqe, &ts) < 0)
 				break;
 			if (cqe->user_data == UD_END) {
 				ends++;
@@ -138,7 +139,7 @@ static void job_check(const char *name, struct io_uring *ring, unsigned int cfla
 				ring_usable = false;	/* io_uring_enter denied too: poll(2) */
 				continue;
 			}
-			if (io_uring_wait_cqe(ring, &cqe) < 0)
+			if (io_uring_wait_cqe_timeout(ring, &cqe, &ts) < 0)
 				break;
 			io_uring_cqe_seen(ring, cqe);
 		} else {

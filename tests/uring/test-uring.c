@@ -98,7 +98,7 @@ static void seen_init(struct seen *s)
 /* Reaps the caller's ring until the end CQE (or 10 s): what io_uring_wait_cqe sees. */
 static void reap(struct io_uring *ring, struct seen *s)
 {
-	struct __kernel_timespec ts = { .tv_sec = 10 };
+	struct __kernel_timespec ts = { .tv_sec = 5 };
 	struct io_uring_cqe *cqe;
 
 	while (s->ends == 0 && s->nr < MAX_CQES && io_uring_wait_cqe_timeout(ring, &cqe, &ts) == 0) {
@@ -348,7 +348,7 @@ static void drain_events(struct prealloc_job *job, struct seen *s)
 	uint64_t ud, count;
 	int res;
 
-	while (s->ends == 0 && poll(&pfd, 1, 10000) == 1) {
+	while (s->ends == 0 && poll(&pfd, 1, 5000) == 1) {
 		if (read(pfd.fd, &count, sizeof(count)) < 0)
 			continue;
 		while (prealloc_job_event(job, &ud, &res) == 1)
