@@ -79,7 +79,7 @@ static void note(struct seen *s, uint64_t ud, int res, unsigned int flags)
 	} else if (ud == UD_NODE) {
 		s->nodes++;
 	} else if (ud == UD_PROG) {
-		s->ascending &= res >= s->last_progress;
+		s->ascending &= res > s->last_progress;	/* each post a new mark */
 		s->last_progress = res;
 		s->progress++;
 	} else {
