@@ -318,6 +318,8 @@ static int prepare_ram(struct prealloc_ctx *ctx, bool reserve, uint64_t len, con
 #if HAVE_LIBURING
 	if (ring)
 		done.ring_fd = ((struct io_uring *)ring)->ring_fd;
+#else
+	(void)ring;	/* built without liburing: no ring, the eventfd */
 #endif
 	r = prealloc_prepare_start(ctx, &po, &job, info);	/* admission runs here, in this thread */
 	if (r < 0 && info->step == PREALLOC_STEP_ADMISSION && !reserve &&

@@ -52,6 +52,8 @@ void cli_wait_close(struct cli_wait *w)
 		io_uring_queue_exit(w->ring);
 	free(w->ring);
 	w->ring = NULL;
+#else
+	(void)w;
 #endif
 }
 
