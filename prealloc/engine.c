@@ -42,6 +42,14 @@ static void note_cpu(struct node_pool *pool, bool pinned)
 		atomic_fetch_add(&pool->cpu_samples_off, 1);
 }
 
+/* A step's bytes to the sinks that count progress (the io_uring completion's steps). */
+static void sinks_progress(struct prealloc_job *job, uint64_t bytes)
+{
+	for (unsigned int s = 0; s < ARRAY_SIZE(job->sinks); s++)
+		if (job->sinks[s].ops && job->sinks[s].ops->progress)
+			job->sinks[s].ops->progress(job->sinks[s].data, bytes);
+}
+
 /*
  * One chunk, in steps of at most max(page size, JOB_STEP): cancel is seen
  * and progress moves after each step. Returns 0, -ECANCELED or the op's error.
@@ -63,6 +71,7 @@ static int work_chunk(struct prealloc_job *job, struct node_pool *pool, const st
 			return r;
 		}
 		atomic_fetch_add(&pool->bytes_done, len);
+		sinks_progress(job, len);
 	}
 	return 0;
 }
@@ -400,6 +409,11 @@ int job_start_spec(struct prealloc_region *region, const struct prealloc_job_opt
 		r = -errno;
 		goto fail;
 	}
+	/* The caller's struct is read here only: the sink keeps its own copy. */
+	r = notify_open(job->opts.completion, job->efd, &job->sinks[2]);
+	job->opts.completion = NULL;
+	if (r < 0)
+		goto fail;
 	if (job->nr_workers == 0) {
 		/* Nothing resident to work on: done at once, on this thread. */
 		job_complete(job);

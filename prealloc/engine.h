@@ -61,29 +61,45 @@ const struct job_op *job_op_find(int op);
  * Completion is posted through sinks: node_done once per node, when that
  * node's workers have all finished (res: 0, or the job's error when it
  * happened on that node), then job_done once with the job's result, after
- * the flow's finish and after prealloc_job_done() turned 1. Both run on a
- * worker thread (or the starting thread when there are no workers) and must
- * not block; a sink's error is ignored (the job's result stands).
+ * the flow's finish and after prealloc_job_done() turned 1. progress runs
+ * after every step a worker finishes (bytes: that step's length), so it
+ * must be cheap: an atomic add, a post only when a threshold is crossed.
+ * All run on worker threads (or the starting thread when there are no
+ * workers) and must not block; a sink's error is ignored (the job's result
+ * stands).
  *
- * The eventfd (prealloc_job_eventfd) is the built-in sink and always posts
- * on job_done. A second sink comes with job_spec.sink. An io_uring sink
- * (IORING_OP_MSG_RING) needs nothing in engine.c: its data holds the
- * caller's ring fd, a private submission ring and the user_data to post;
- * node_done and job_done each prepare one MSG_RING SQE with res = the
- * result and user_data tagged with the node (or "job"), submit it, and reap
- * its own completion; release closes the private ring. A flow passes
- * { &uring_sink_ops, state } in job_spec.sink and frees nothing itself.
+ * sinks[0] is the eventfd (prealloc_job_eventfd), which always posts on
+ * job_done; sinks[1] comes with job_spec.sink; sinks[2] is the io_uring
+ * completion of prealloc_job_opts.completion (notify_uring.c), opened by
+ * the engine once the eventfd exists: it posts IORING_OP_MSG_RING CQEs into
+ * the caller's ring, or queues the events and writes the eventfd where
+ * io_uring cannot be used.
  */
 struct job_sink_ops {
 	int (*node_done)(void *data, int node, int res);	/* may be NULL */
 	int (*job_done)(void *data, int res);			/* may be NULL */
 	void (*release)(void *data);	/* at prealloc_job_free, may be NULL */
+	void (*progress)(void *data, uint64_t bytes);		/* may be NULL */
 };
 
 struct job_sink {
 	const struct job_sink_ops *ops;
 	void *data;
 };
+
+/* ---- io_uring completion (notify_uring.c) ----------------------------------- */
+
+/*
+ * The completion sink for c (a caller's struct, copied; NULL: none, and
+ * *ret_sink stays empty). efd is the job's eventfd, written at each event
+ * on the EVENTFD path. The path is chosen here, once. -EBADF: ring_fd is
+ * not open; -EINVAL: unknown flags; -E2BIG: c is from a newer library.
+ */
+int notify_open(const struct prealloc_completion *c, int efd, struct job_sink *ret_sink);
+/* The path now (enum prealloc_notify) and why not io_uring (negative errno, 0). */
+int notify_path(const struct job_sink *sink, int *ret_error);
+/* The next queued event (EVENTFD path): 1 with it, 0 none. */
+int notify_event(const struct job_sink *sink, uint64_t *ret_user_data, int *ret_res);
 
 /* ---- flows ------------------------------------------------------------------ */
 

@@ -173,7 +173,7 @@ struct prealloc_job {
 	unsigned int rounds;		/* passes of the op, + 1 with a serial op */
 	unsigned int passes;
 	struct job_flow flow;		/* finish NULL: none */
-	struct job_sink sinks[2];	/* [0] the eventfd; [1] the spec's, if any */
+	struct job_sink sinks[3];	/* [0] the eventfd; [1] the spec's; [2] io_uring completion */
 	struct node_pool *pools;
 	unsigned int nr_pools;
 	struct job_worker *workers;

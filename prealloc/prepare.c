@@ -245,6 +245,7 @@ static int prepare_start_job(struct prepare_req *q, struct prealloc_job **ret_jo
 		.flags = ((q->o.flags & PREALLOC_PREPARE_VERIFY) ? PREALLOC_JOB_VERIFY : 0) |
 			 ((q->o.flags & PREALLOC_PREPARE_TOUCH) ? PREALLOC_JOB_TOUCH : 0),
 		.threads = q->o.threads,
+		.completion = q->o.completion,	/* read by the start only */
 	};
 	struct job_flow flow = { .finish = prepare_finish, .destroy = prepare_destroy, .arg = q };
 	struct job_spec spec = { .flow = &flow };

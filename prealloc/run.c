@@ -73,6 +73,22 @@ EXPORT int prealloc_job_eventfd(struct prealloc_job *job)
 	return job ? job->efd : -EINVAL;
 }
 
+EXPORT int prealloc_job_event(struct prealloc_job *job, uint64_t *ret_user_data, int *ret_res)
+{
+	if (!job || !ret_user_data || !ret_res)
+		return -EINVAL;
+	return notify_event(&job->sinks[2], ret_user_data, ret_res);
+}
+
+EXPORT int prealloc_job_notify(struct prealloc_job *job)
+{
+	int error;
+
+	if (!job)
+		return -EINVAL;
+	return notify_path(&job->sinks[2], &error);
+}
+
 EXPORT int prealloc_job_done(struct prealloc_job *job)
 {
 	if (!job)
@@ -124,6 +140,7 @@ void job_fill_report(struct prealloc_job *job, struct prealloc_report *ret_repor
 	rep.error_offset = job->error_offset;
 	pthread_mutex_unlock(&job->lock);
 	rep.cancelled = atomic_load(&job->cancel) && !rep.error;
+	rep.notify = notify_path(&job->sinks[2], &rep.notify_error);
 	*ret_report = rep;
 }
 

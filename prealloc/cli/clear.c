@@ -259,14 +259,15 @@ static void make_note(const struct clear_args *a, const struct prealloc_clear_fi
 }
 
 /* Runs the job with progress and signals; renders the outcome. */
-static int run_job(struct prealloc_job *job, const struct clear_args *a, int sfd)
+static int run_job(struct prealloc_job *job, struct cli_wait *w, const struct clear_args *a,
+		   int sfd)
 {
 	struct prealloc_clear_file_info info = { .size = sizeof(info) };
 	struct prealloc_report rep = { .size = sizeof(rep) };
 	char note[NOTE_MAX] = "";
 	int sig, r, ret;
 
-	sig = job_run(job, sfd, !a->quiet && !a->json);
+	sig = job_run(job, w, sfd, !a->quiet && !a->json);
 	/* A signal that came once the job had finished changes nothing: it is done. */
 	if (prealloc_job_wait(job) == 0)
 		sig = 0;
@@ -299,6 +300,7 @@ int cmd_clear(int argc, char **argv)
 	struct prealloc_ctx *ctx;
 	struct prealloc_job *job = NULL;
 	int sfd, ret, r;
+	struct cli_wait w;
 	sigset_t old_mask;
 
 	r = parse_args(argc, argv, &a);
@@ -307,11 +309,13 @@ int cmd_clear(int argc, char **argv)
 	ctx = cli_context();
 	if (!ctx)
 		return EXIT_FAILURE_RUN;
+	cli_wait_open(&w);
 	struct prealloc_clear_file_opts o = {
 		.size = sizeof(o),
 		.flags = (a.verify ? PREALLOC_CLEAR_VERIFY : 0) | (a.force ? PREALLOC_CLEAR_FORCE : 0),
 		.threads = a.threads,
 		.kernel = a.method,
+		.completion = &w.completion,
 	};
 	sfd = signals_catch(&old_mask);
 	r = prealloc_clear_file_start(ctx, a.file, &o, &job, &info);
@@ -324,7 +328,7 @@ int cmd_clear(int argc, char **argv)
 	} else {
 		warn_forced(&a, &info);
 		if (job) {
-			ret = run_job(job, &a, sfd);
+			ret = run_job(job, &w, &a, sfd);
 		} else {
 			if (!a.quiet && info.length)
 				printf("%s cleared (%llu bytes, written with write(2))\n", a.file,
@@ -336,6 +340,7 @@ int cmd_clear(int argc, char **argv)
 	}
 	prealloc_job_free(job);
 	signals_release(sfd, &old_mask);
+	cli_wait_close(&w);
 	prealloc_ctx_free(ctx);
 	return ret;
 }

@@ -62,10 +62,24 @@ void signals_release(int sfd, const sigset_t *old);
 /* A signal that arrived while blocked, or 0; does not wait. */
 int signal_pending(int sfd);
 /*
- * Waits for job to finish, drawing progress; the first signal cancels it at
- * the next chunk (later ones change nothing). Returns that signal, or 0.
+ * The CLI's completion path (wait.c): a ring of its own when io_uring is
+ * allowed, whose completion the job starts with (opts.completion =
+ * &w->completion); else ring_fd -1 and the job's eventfd.
  */
-int job_run(struct prealloc_job *job, int sfd, bool show_progress);
+struct cli_wait {
+	struct prealloc_completion completion;
+	void *ring;	/* struct io_uring *, NULL: none */
+};
+void cli_wait_open(struct cli_wait *w);
+void cli_wait_close(struct cli_wait *w);
+/*
+ * Waits for job to finish (on the ring, or poll(2) on the eventfd), drawing
+ * progress; the first signal cancels it at the next chunk (later ones
+ * change nothing). Returns that signal, or 0.
+ */
+int job_run(struct prealloc_job *job, struct cli_wait *w, int sfd, bool show_progress);
+/* "io_uring-registered", "io_uring-private-ring", "eventfd": the report's notify. */
+const char *notify_name(int notify);
 double now_wall(void);
 /* First line of a sysfs/proc file without the newline; <0 on error. */
 int read_sysfs_line(const char *path, char *buf, size_t len);

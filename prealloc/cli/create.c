@@ -370,6 +370,7 @@ int cmd_create(int argc, char **argv)
 	struct prealloc_prepare_opts po;
 	struct prealloc_ctx *ctx;
 	struct prealloc_job *job = NULL;
+	struct cli_wait w;
 	sigset_t old_mask;
 	int sfd, sig, ret, r;
 
@@ -380,6 +381,9 @@ int cmd_create(int argc, char **argv)
 	if (!ctx)
 		return EXIT_FAILURE_RUN;
 	prepare_opts(&a, &po);
+	/* The job's end and progress come through the CLI's own ring, where allowed. */
+	cli_wait_open(&w);
+	po.completion = &w.completion;
 	/*
 	 * From here on SIGINT/SIGTERM must not kill us before the rollback:
 	 * block them (workers inherit the mask) and read them from a signalfd.
@@ -402,13 +406,14 @@ int cmd_create(int argc, char **argv)
 	sig = signal_pending(sfd);
 	if (sig)
 		prealloc_job_cancel(job);
-	r = job_run(job, sfd, !a.quiet);
+	r = job_run(job, &w, sfd, !a.quiet);
 	sig = sig ? sig : r;
 	r = prealloc_job_wait(job);
 	ret = create_outcome(job, &a, r, r < 0 ? sig : 0);
 	prealloc_job_free(job);
 out:
 	signals_release(sfd, &old_mask);
+	cli_wait_close(&w);
 	prealloc_ctx_free(ctx);
 	return ret;
 }

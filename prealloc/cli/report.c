@@ -95,6 +95,10 @@ static void print_json(FILE *f, struct prealloc_job *job, const struct prealloc_
 		json_object_object_add(o, "first_nonzero_offset",
 				       json_object_new_uint64(rep->nonzero_offset));
 	json_object_object_add(o, "cancelled", json_object_new_boolean(rep->cancelled));
+	json_object_object_add(o, "notify", json_object_new_string(notify_name(rep->notify)));
+	if (rep->notify_error)
+		json_object_object_add(o, "notify_error",
+				       json_object_new_string(strerror(-rep->notify_error)));
 	if (rep->error) {
 		json_object *e = json_object_new_object();
 

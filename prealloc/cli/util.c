@@ -110,35 +110,6 @@ int signal_pending(int sfd)
 	return (int)si.ssi_signo;
 }
 
-int job_run(struct prealloc_job *job, int sfd, bool show_progress)
-{
-	double start = now_wall();
-	int got_signal = 0;
-	struct pollfd pfd[2] = {
-		{ .fd = prealloc_job_eventfd(job), .events = POLLIN },
-		{ .fd = sfd, .events = POLLIN },
-	};
-
-	while (!prealloc_job_done(job)) {
-		int n = poll(pfd, sfd >= 0 ? 2 : 1, 100);
-
-		if (n > 0 && sfd >= 0 && (pfd[1].revents & POLLIN)) {
-			struct signalfd_siginfo si;
-
-			if (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si) && !got_signal) {
-				got_signal = (int)si.ssi_signo;
-				prealloc_job_cancel(job);
-			}
-			/* A second signal changes nothing: the rollback still runs. */
-		}
-		if (show_progress && now_wall() - start > 1.0)
-			progress_draw(job, now_wall() - start, false);
-	}
-	if (show_progress && now_wall() - start > 1.0)
-		progress_draw(job, now_wall() - start, true);
-	return got_signal;
-}
-
 int option_error(const char *cmd, char *const argv[], const char *optstring,
 		 const struct option *longopts)
 {

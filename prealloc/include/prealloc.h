@@ -36,6 +36,7 @@ extern "C" {
 struct prealloc_ctx;
 struct prealloc_region;
 struct prealloc_job;
+struct prealloc_completion;
 
 const char *prealloc_version(void);
 
@@ -252,6 +253,11 @@ struct prealloc_job_opts {
 	unsigned int threads;	    /* per node; 0: every allowed CPU of the node */
 	uint64_t chunk_size;	    /* 0: automatic */
 	const char *clear_kernel;   /* CLEAR: kernel name, NULL or "auto" to select */
+	/*
+	 * Where completion goes besides the eventfd: the caller's io_uring
+	 * (see "completion" below). NULL: the eventfd alone. Read at start only.
+	 */
+	const struct prealloc_completion *completion;
 };
 
 struct prealloc_node_report {
@@ -292,6 +298,73 @@ struct prealloc_report {
 	uint64_t error_offset;	/* region offset of the first error */
 	uint64_t nonzero_offset; /* VERIFY: first non-zero byte, UINT64_MAX if none */
 	int cancelled;
+	int notify;		/* enum prealloc_notify: the path the job's events took */
+	/*
+	 * Why io_uring was not used, or stopped being used mid-job (the path
+	 * then fell back to EVENTFD): negative errno; 0 when it was used or
+	 * never asked for. -EOPNOTSUPP: built without liburing, or no path allowed.
+	 */
+	int notify_error;
+};
+
+/* ---- completion ----------------------------------------------------------
+ *
+ * A job signals through its eventfd (readable once done) and, when
+ * prealloc_job_opts.completion names the caller's io_uring, by posting CQEs
+ * into that ring with IORING_OP_MSG_RING: the caller's event loop needs no
+ * thread and no extra fd. docs/completion.md has the details. Each CQE is
+ *
+ *   what        cqe->user_data        cqe->res
+ *   node done   user_data_node        the node number (>= 0)    (COMPLETION_NODES)
+ *   progress    user_data_progress    MiB done so far, all nodes (progress_step)
+ *   end         user_data_end         0, or the job's negative errno; -ECANCELED
+ *
+ * cqe->flags is 0. Exactly one end CQE is posted, last, after the flow
+ * settled (prealloc_job_done() is 1 then; prealloc_job_wait() returns at
+ * once with res). Node-done CQEs come once per node; progress CQEs at most
+ * once per progress_step bytes, res ascending. A node's failure comes with
+ * the end CQE (the report's error_node says where).
+ *
+ * Paths (enum prealloc_notify), chosen at start, first allowed first:
+ * the ringless send (io_uring_register(-1, IORING_REGISTER_SEND_MSG_RING),
+ * Linux 6.13+), then a small ring the job owns, else the eventfd. Where
+ * io_uring cannot be used (no kernel support, a seccomp filter, the
+ * kernel.io_uring_disabled sysctl, a build without liburing) the same
+ * (user_data, res) events queue in the job: its eventfd turns readable at
+ * each, and prealloc_job_event() returns them in order. A post that fails
+ * mid-job (the ring went away, a sandbox applied since) moves the rest of
+ * the job's events to that queue. The report's notify / notify_error say
+ * which path was used and why not io_uring.
+ *
+ * The job keeps a duplicate of ring_fd until prealloc_job_free: a ring the
+ * caller closes early stays alive until then, its CQEs unseen (the
+ * eventfd still fires at the end). Rings made with IORING_SETUP_SINGLE_ISSUER
+ * and IORING_SETUP_DEFER_TASKRUN are supported: a DEFER_TASKRUN ring sees
+ * the CQE only when its owner enters the kernel to wait or get events
+ * (io_uring_wait_cqe, io_uring_get_events), not by peeking; a full CQ ring
+ * keeps it on the kernel's overflow list until the owner makes room.
+ */
+enum prealloc_notify {
+	PREALLOC_NOTIFY_EVENTFD = 0,	   /* the eventfd and prealloc_job_event() */
+	PREALLOC_NOTIFY_URING_PRIVATE_RING, /* MSG_RING submitted on a ring the job owns */
+	PREALLOC_NOTIFY_URING_REGISTERED,  /* MSG_RING by io_uring_register, no ring of ours */
+};
+
+enum prealloc_completion_flags {
+	PREALLOC_COMPLETION_NODES = 1u << 0,	     /* a CQE per node done */
+	PREALLOC_COMPLETION_NO_REGISTERED = 1u << 1,  /* never the ringless send */
+	PREALLOC_COMPLETION_NO_PRIVATE_RING = 1u << 2, /* never a ring of the job's own */
+	PREALLOC_COMPLETION_EVENTFD = 1u << 3,	     /* no io_uring at all: events queue */
+};
+
+struct prealloc_completion {
+	size_t size;		/* sizeof(struct prealloc_completion) */
+	int ring_fd;		/* the caller's io_uring; -1: events queue (eventfd path) */
+	unsigned int flags;	/* enum prealloc_completion_flags */
+	uint64_t user_data_end;
+	uint64_t user_data_node;	/* with PREALLOC_COMPLETION_NODES */
+	uint64_t user_data_progress;	/* with progress_step */
+	uint64_t progress_step;		/* bytes between progress CQEs; 0: none */
 };
 
 /*
@@ -307,7 +380,8 @@ struct prealloc_report {
  * size and at most its length (-EINVAL otherwise).
  *
  * Starts workers and returns at once. The region must outlive the job.
- * Completion: prealloc_job_wait(), or poll prealloc_job_eventfd().
+ * Completion: prealloc_job_wait(), poll prealloc_job_eventfd(), or a CQE in
+ * the caller's io_uring (opts->completion; -EBADF: ring_fd is not open).
  */
 int prealloc_job_start(struct prealloc_region *region, const struct prealloc_job_opts *opts,
 		       struct prealloc_job **ret_job);
@@ -322,8 +396,23 @@ int prealloc_job_node_count(struct prealloc_job *job, int *ret_nodes, unsigned i
  * of where they are; wait still must be called.
  */
 int prealloc_job_cancel(struct prealloc_job *job);
-/* An eventfd that turns readable when the job is done. Owned by the job. */
+/*
+ * An eventfd that turns readable when the job is done (and, on the
+ * EVENTFD path with a completion given, at each queued event). Owned by
+ * the job.
+ */
 int prealloc_job_eventfd(struct prealloc_job *job);
+/*
+ * The next queued event of the EVENTFD path (see "completion"), as its CQE
+ * would have carried it: returns 1 with *ret_user_data and *ret_res set, 0
+ * when none is queued. Progress events not yet taken are merged into one.
+ */
+int prealloc_job_event(struct prealloc_job *job, uint64_t *ret_user_data, int *ret_res);
+/*
+ * The path the job's events take now (enum prealloc_notify); EVENTFD once
+ * a post failed mid-job.
+ */
+int prealloc_job_notify(struct prealloc_job *job);
 /* 1 when done, 0 while running. */
 int prealloc_job_done(struct prealloc_job *job);
 /* Joins the workers; returns the job's error (0 or negative errno). */
@@ -517,6 +606,8 @@ struct prealloc_clear_file_opts {
 	unsigned int flags;	/* enum prealloc_clear_file_flags */
 	unsigned int threads;	/* per node; 0: every allowed CPU of the node */
 	const char *kernel;	/* clear kernel; NULL or "auto": chosen under the ctx's calibration */
+	/* Completion of the job into the caller's io_uring, as in prealloc_job_opts. */
+	const struct prealloc_completion *completion;
 };
 
 struct prealloc_clear_file_info {
@@ -819,6 +910,8 @@ struct prealloc_prepare_opts {
 	const char *holder;	/* as in prealloc_admit_opts; NULL: the file holds its growth */
 	const char *holder_check;
 	int64_t holder_expires;
+	/* Completion of the job into the caller's io_uring, as in prealloc_job_opts. */
+	const struct prealloc_completion *completion;
 };
 
 /* The step of a flow that failed. */

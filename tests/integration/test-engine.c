@@ -252,7 +252,9 @@ static void sink_release(void *data)
 	atomic_fetch_add(&((struct flow_seen *)data)->released, 1);
 }
 
-static const struct job_sink_ops test_sink_ops = { sink_node, sink_job, sink_release };
+static const struct job_sink_ops test_sink_ops = {
+	.node_done = sink_node, .job_done = sink_job, .release = sink_release,
+};
 
 static void test_flow(void)
 {
