@@ -581,6 +581,7 @@ struct prealloc_reservation;
 enum prealloc_admit_flags {
 	PREALLOC_ADMIT_RESERVE = 1u << 0,  /* grow short node pools to fit */
 	PREALLOC_ADMIT_NO_CHECK = 1u << 1, /* tests only: reserve without checking capacity */
+	PREALLOC_ADMIT_CANCEL_FD = 1u << 2, /* cancel_fd is set (0 is a valid fd, so a flag) */
 };
 
 enum prealloc_admit_reason {
@@ -594,6 +595,14 @@ enum prealloc_admit_reason {
 	PREALLOC_ADMIT_ACCESS,	/* the pool or the state dir is not writable */
 	PREALLOC_ADMIT_MEMCG,	/* 4K/THP: a memory cgroup limit leaves too little room */
 	PREALLOC_ADMIT_FS,	/* the filesystem (a tmpfs or hugetlbfs size=) has too little room */
+	/*
+	 * RESERVE: the node cannot supply the pages at all: its free pool
+	 * pages plus what its free and reclaimable memory could become, less a
+	 * margin the host keeps (capacity_estimate, capacity_margin). Refused
+	 * before any pool write.
+	 */
+	PREALLOC_ADMIT_CAPACITY,
+	PREALLOC_ADMIT_CANCELED, /* cancel_fd turned readable during growth: given back, -ECANCELED */
 };
 
 struct prealloc_admit_opts {
@@ -622,6 +631,13 @@ struct prealloc_admit_opts {
 	 * counts as reserved against other admissions until the path appears
 	 * (the guest has mapped its pages).
 	 */
+	/*
+	 * With PREALLOC_ADMIT_CANCEL_FD: polled (never read) between growth
+	 * steps; once readable (e.g. a signalfd with SIGINT pending) the growth
+	 * made so far is given back and admission fails with -ECANCELED. The
+	 * store's lock is held during growth, as for every pool change.
+	 */
+	int cancel_fd;
 };
 
 /* Why admission failed, with the numbers a message needs. Pages, or bytes for MEMORY, MEMCG, FS. */
@@ -640,6 +656,15 @@ struct prealloc_admit_result {
 	double grow_seconds;
 	uint64_t added;		/* success: pages added to the pools for this request */
 	char cgroup[256];	/* CGROUP, MEMCG: the limiting limit file; FS: the mount */
+	/*
+	 * CAPACITY, bytes: the node's estimated free memory (MemFree,
+	 * Active(file), Inactive(file), SReclaimable of its meminfo; on one
+	 * node at least MemAvailable) plus its usable free pool pages, and the
+	 * margin kept for the host: max(256 MiB, 2% of the node's MemTotal,
+	 * its share of vm.min_free_kbytes). available is in pages.
+	 */
+	uint64_t capacity_estimate;
+	uint64_t capacity_margin;
 };
 
 /*
@@ -785,6 +810,7 @@ enum prealloc_prepare_flags {
 	PREALLOC_PREPARE_CHOWN = 1u << 3,   /* give the file to uid:gid */
 	PREALLOC_PREPARE_TOUCH = 1u << 4,   /* tests: the touch fallback */
 	PREALLOC_PREPARE_NO_CHECK = 1u << 5, /* tests: admit without checking capacity */
+	PREALLOC_PREPARE_CANCEL_FD = 1u << 6, /* cancel_fd is set */
 };
 
 struct prealloc_prepare_opts {
@@ -812,6 +838,14 @@ struct prealloc_prepare_opts {
 	const char *holder;	/* as in prealloc_admit_opts; NULL: the file holds its growth */
 	const char *holder_check;
 	int64_t holder_expires;
+	/*
+	 * With PREALLOC_PREPARE_CANCEL_FD: admission polls it between pool
+	 * growth steps (prealloc_admit_opts.cancel_fd); readable: the growth is
+	 * given back and prealloc_prepare_start fails with -ECANCELED at step
+	 * ADMISSION (admit.reason CANCELED). The fd is never read: a signalfd
+	 * keeps its signal for the caller.
+	 */
+	int cancel_fd;
 };
 
 /* The step of a flow that failed. */
