@@ -204,9 +204,16 @@ struct prealloc_region_opts {
 /* Creates (or adopts) the memory and binds each extent; touches nothing. */
 int prealloc_region_new(struct prealloc_ctx *ctx, const struct prealloc_region_opts *opts,
 			struct prealloc_region **ret_region);
-/* Unmaps (unless MAPPED) and closes; a FILE stays on disk. */
+/*
+ * Unmaps (unless MAPPED) and closes; a FILE stays on disk. A job still
+ * running on the region is a caller's bug: rather than unmap memory under
+ * its workers (a crash) or abort the caller, free and discard wait until
+ * every such job has finished with the region, and say so once through
+ * the ctx's log (PREALLOC_LOG_WARNING). Do not free a region from a job's
+ * own callbacks while it runs: that wait would never end.
+ */
 void prealloc_region_free(struct prealloc_region *region);
-/* Unmaps, and unlinks the file if this region created it. */
+/* Unmaps, and unlinks the file if this region created it (waits for jobs as free does). */
 int prealloc_region_discard(struct prealloc_region *region);
 void *prealloc_region_addr(const struct prealloc_region *region);
 uint64_t prealloc_region_length(const struct prealloc_region *region);
@@ -326,12 +333,21 @@ int prealloc_job_cancel(struct prealloc_job *job);
 int prealloc_job_eventfd(struct prealloc_job *job);
 /* 1 when done, 0 while running. */
 int prealloc_job_done(struct prealloc_job *job);
-/* Joins the workers; returns the job's error (0 or negative errno). */
+/*
+ * Joins the workers; returns the job's error (0 or negative errno). Safe
+ * from several threads at once: one joins, the others return when it has.
+ */
 int prealloc_job_wait(struct prealloc_job *job);
 int prealloc_job_report(struct prealloc_job *job, struct prealloc_report *ret_report);
 int prealloc_job_node_report(struct prealloc_job *job, unsigned int index,
 			     struct prealloc_node_report *ret_report);
-/* Cancels and waits if still running, then frees. */
+/*
+ * Cancels and waits if still running, then frees. Call it exactly once,
+ * after every other thread is done with the job: a second call that still
+ * finds the job's memory (two threads freeing at once) sees the poisoned
+ * handle and does nothing, but a call after the memory is gone cannot be
+ * detected.
+ */
 void prealloc_job_free(struct prealloc_job *job);
 
 /* Synchronous wrapper: start + wait + report. ret_report may be NULL. */
