@@ -587,7 +587,9 @@ int prealloc_clear_file(struct prealloc_ctx *ctx, const char *path,
  * have not faulted yet (and, on one node, reservations of other programs),
  * the caller's hugetlb cgroup limit (v2 hugetlb.<size>.max), and for 4K/THP
  * the node's free memory. With PREALLOC_ADMIT_RESERVE it grows a short
- * node's pool instead of failing. Pool changes happen under the record
+ * node's pool instead of failing, in steps of max(1 GiB, 5% of the node),
+ * after refusing at once what the node could never supply (CAPACITY).
+ * Pool changes happen under the record
  * store's lock (<state dir>/lock) and are recorded in the store (see
  * "records" below) before they happen, so that concurrent runs never lose
  * an update and the growth can be given back exactly.
@@ -686,8 +688,8 @@ struct prealloc_admit_result {
 /*
  * Checks (and with RESERVE grows) every node of the request under the pool
  * lock and records an in-flight reservation. 4K requests are checked but
- * take no record. Errors: -ENOMEM short (pool, memory, growth),
- * -EDQUOT cgroup limit, -ETIMEDOUT lock, -EACCES/-EPERM pool not writable,
+ * take no record. Errors: -ENOMEM short (pool, memory, node capacity,
+ * growth), -ECANCELED cancel_fd turned readable during growth, -EDQUOT cgroup limit, -ETIMEDOUT lock, -EACCES/-EPERM pool not writable,
  * -ENODEV unknown node, -EBADMSG a corrupt record store; ret_result (may be NULL) says why.
  */
 int prealloc_admit(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *opts,
