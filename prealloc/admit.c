@@ -142,7 +142,8 @@ static int grow_node(struct prealloc_ctx *ctx, const struct prealloc_admit_opts 
 		return r;
 	}
 	test_pause("before-pool-write");
-	r = hugetlb_grow(ctx, p->node, o->page_size, short_by, deadline, &g);
+	r = hugetlb_grow(ctx, p->node, o->page_size, short_by, deadline,
+			 (o->flags & PREALLOC_ADMIT_CANCEL_FD) ? o->cancel_fd : -1, &g);
 	test_pause("after-pool-write");
 	p = line_of(s, id, k);
 	p->added = g.added;
@@ -151,12 +152,37 @@ static int grow_node(struct prealloc_ctx *ctx, const struct prealloc_admit_opts 
 	res->grow_got = g.got;
 	res->grow_seconds = g.seconds;
 	if (r < 0) {
-		fail_with(res, r == -ENOMEM ? PREALLOC_ADMIT_GROW : PREALLOC_ADMIT_ACCESS, p->node,
-			  p->pages, p->pages - short_by);
+		fail_with(res, r == -ENOMEM	  ? PREALLOC_ADMIT_GROW
+			       : r == -ECANCELED ? PREALLOC_ADMIT_CANCELED
+						 : PREALLOC_ADMIT_ACCESS,
+			  p->node, p->pages, p->pages - short_by);
 		return r;
 	}
 	res->added += g.added;
 	return 0;
+}
+
+/*
+ * RESERVE, before any pool write: the node's usable free pool pages (avail)
+ * plus what its free and reclaimable memory could become, less the margin
+ * the host keeps, must cover need; else the growth could only drain the
+ * node (and hold the store's lock for the whole reserve timeout).
+ */
+static int capacity_check(struct prealloc_ctx *ctx, int node, uint64_t ps, uint64_t need,
+			  uint64_t avail, struct prealloc_admit_result *res)
+{
+	struct node_capacity c;
+	uint64_t room;
+
+	if (node_capacity(ctx, node, &c) < 0)
+		return 0;	/* no meminfo to judge by: the read-back still decides */
+	room = c.estimate > c.margin ? (c.estimate - c.margin) / ps : 0;
+	res->capacity_estimate = c.estimate + avail * ps;
+	res->capacity_margin = c.margin;
+	if (need - avail <= room)
+		return 0;
+	fail_with(res, PREALLOC_ADMIT_CAPACITY, node, need, avail + room);
+	return -ENOMEM;
 }
 
 /* Pages other programs reserved (mapped, not faulted) beyond prealloc's own records. */
@@ -208,6 +234,9 @@ static int admit_node(struct prealloc_ctx *ctx, const struct prealloc_admit_opts
 		fail_with(res, PREALLOC_ADMIT_POOL, o->nodes[i], need, avail);
 		return -ENOMEM;
 	}
+	r = capacity_check(ctx, o->nodes[i], ps, need, avail, res);
+	if (r < 0)
+		return r;
 	return grow_node(ctx, o, s, id, s->r[ri].nr_pools - 1, need - avail, deadline, res);
 }
 

@@ -44,6 +44,16 @@ int record_return_growth(struct prealloc_ctx *ctx, struct store *s, size_t ri, u
  */
 int record_settle(struct prealloc_ctx *ctx, struct store *s, size_t ri, bool remove_ready,
 		  uint64_t *ret_returned, uint64_t *ret_left, bool *ret_removed);
+/* capacity.c: what node could still give a hugepage pool, in bytes. */
+struct node_capacity {
+	uint64_t mem_total, mem_free;
+	uint64_t file;		/* Active(file) + Inactive(file) */
+	uint64_t slab;		/* SReclaimable */
+	uint64_t estimate;	/* free + file + slab (one node: at least MemAvailable) */
+	uint64_t margin;	/* what stays with the host */
+};
+int node_capacity(const struct prealloc_ctx *ctx, int node, struct node_capacity *ret);
+
 /* Commit: READY, held by its holder or file; lines that added nothing go. */
 void record_commit(struct record *r, const struct rec_owner *holder);
 

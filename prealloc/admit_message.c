@@ -15,7 +15,7 @@ void admit_message(const struct prealloc_admit_result *res, int err, bool reserv
 	const char *lbl = prealloc_page_name(res->page_size);
 	const char *boot = res->page_size == PREALLOC_PAGE_1G ? BOOT_1G_ADVICE : "";
 	unsigned long long need = res->needed, avail = res->available;
-	char a[32], b[32];
+	char a[32], b[32], c[32];
 
 	switch (res->reason) {
 	case PREALLOC_ADMIT_POOL:
@@ -73,6 +73,21 @@ void admit_message(const struct prealloc_admit_result *res, int err, bool reserv
 			 res->node, lbl, (unsigned long long)res->grow_requested, need, avail,
 			 (unsigned long long)res->grow_got,
 			 res->grow_seconds, boot);
+		return;
+	case PREALLOC_ADMIT_CAPACITY:
+		snprintf(buf, len,
+			 "node %d cannot supply %llu %s hugepages (%s): it has an estimated %s free "
+			 "or reclaimable (free memory, file cache, reclaimable slab and its free %s "
+			 "hugepages) and %s must stay free for the host, which leaves room for %llu of them; "
+			 "the pool was not touched; use a smaller size or another node",
+			 res->node, need, lbl, format_bytes(res->needed * res->page_size, a, sizeof(a)),
+			 format_bytes(res->capacity_estimate, b, sizeof(b)), lbl,
+			 format_bytes(res->capacity_margin, c, sizeof(c)), avail);
+		return;
+	case PREALLOC_ADMIT_CANCELED:
+		snprintf(buf, len,
+			 "interrupted while growing node %d's %s hugepage pool; the growth was given "
+			 "back", res->node, lbl);
 		return;
 	case PREALLOC_ADMIT_LOCK:
 		snprintf(buf, len, "timed out waiting for the record store's lock (another prealloc "

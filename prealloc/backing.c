@@ -345,6 +345,8 @@ EXPORT int prealloc_region_new(struct prealloc_ctx *ctx, const struct prealloc_r
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
+	pthread_mutex_init(&r->jobs_lock, NULL);
+	pthread_cond_init(&r->jobs_done, NULL);
 	r->ctx = ctx;
 	r->backing = o.backing;
 	r->length = o.length;
@@ -398,8 +400,26 @@ fail:
 	return ret;
 }
 
+/*
+ * Freeing a region a job still works on would unmap memory under its
+ * workers: wait for them instead (the library never aborts its caller),
+ * and say so through the ctx's log, since it is the caller's bug.
+ */
+static void region_wait_jobs(struct prealloc_region *r)
+{
+	pthread_mutex_lock(&r->jobs_lock);
+	if (r->jobs)
+		ctx_log(r->ctx, PREALLOC_LOG_WARNING,
+			"a prealloc region was freed while %u job(s) still ran on it; waiting for "
+			"them to finish (call prealloc_job_wait() before freeing the region)", r->jobs);
+	while (r->jobs)
+		pthread_cond_wait(&r->jobs_done, &r->jobs_lock);
+	pthread_mutex_unlock(&r->jobs_lock);
+}
+
 static void region_release(struct prealloc_region *r, bool unlink_file)
 {
+	region_wait_jobs(r);
 	if (r->owns_mapping && r->addr)
 		munmap(r->addr, r->length);
 	if (unlink_file && r->created_file && r->path && r->fd >= 0) {
@@ -414,6 +434,8 @@ static void region_release(struct prealloc_region *r, bool unlink_file)
 		close(r->fd);
 	free(r->path);
 	free(r->extents);
+	pthread_cond_destroy(&r->jobs_done);
+	pthread_mutex_destroy(&r->jobs_lock);
 	free(r);
 }
 

@@ -146,6 +146,28 @@ static void job_verdict(struct prealloc_job *job)
 	}
 }
 
+/* The job works on its region from start until its finish: free waits meanwhile. */
+static void region_hold(struct prealloc_job *job)
+{
+	pthread_mutex_lock(&job->region->jobs_lock);
+	job->region->jobs++;
+	pthread_mutex_unlock(&job->region->jobs_lock);
+	job->region_held = true;
+}
+
+static void region_unhold(struct prealloc_job *job)
+{
+	struct prealloc_region *r = job->region;
+
+	if (!job->region_held)
+		return;
+	job->region_held = false;
+	pthread_mutex_lock(&r->jobs_lock);
+	r->jobs--;
+	pthread_cond_broadcast(&r->jobs_done);
+	pthread_mutex_unlock(&r->jobs_lock);	/* r may be freed from here on */
+}
+
 /*
  * Once, when every worker is out: the verdict, the flow's finish, then
  * done, then the sinks. Nothing here touches the region after finish.
@@ -157,6 +179,7 @@ static void job_complete(struct prealloc_job *job)
 	if (job->start_failed)
 		return;
 	job_verdict(job);
+	region_unhold(job);	/* before finish, which may free the region */
 	status = job->error ? job->error : atomic_load(&job->cancel) ? -ECANCELED : 0;
 	if (job->flow.finish)
 		status = job->flow.finish(job, status, job->flow.arg);
@@ -261,6 +284,7 @@ static void job_destroy(struct prealloc_job *job)
 			job->sinks[s].ops->release(job->sinks[s].data);
 	pthread_cond_destroy(&job->gate);
 	pthread_mutex_destroy(&job->lock);
+	pthread_mutex_destroy(&job->join_lock);
 	if (job->efd >= 0)
 		close(job->efd);
 	free(job);
@@ -391,7 +415,9 @@ int job_start_spec(struct prealloc_region *region, const struct prealloc_job_opt
 	if (!job)
 		return -ENOMEM;
 	job->efd = -1;
+	atomic_init(&job->magic, JOB_MAGIC);
 	pthread_mutex_init(&job->lock, NULL);
+	pthread_mutex_init(&job->join_lock, NULL);
 	pthread_cond_init(&job->gate, NULL);
 	job->region = region;
 	job->addr = region->addr;
@@ -401,6 +427,7 @@ int job_start_spec(struct prealloc_region *region, const struct prealloc_job_opt
 	r = job_setup(job, region, opts, spec);
 	if (r < 0)
 		goto fail;
+	region_hold(job);
 	r = pools_build(job, spec ? spec->extra : NULL, spec ? spec->nr_extra : 0);
 	if (r < 0)
 		goto fail;
@@ -430,6 +457,7 @@ fail:
 	/* A flow's arg is the caller's again when the start fails. */
 	job->flow.destroy = NULL;
 	job->sinks[1].ops = NULL;
+	region_unhold(job);
 	job_destroy(job);
 	return r;
 }

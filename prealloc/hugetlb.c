@@ -5,6 +5,7 @@
  * kernel may allocate fewer pages than asked.
  */
 #include <fcntl.h>
+#include <poll.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -109,11 +110,28 @@ static void node_compact(const struct prealloc_ctx *ctx, int node)
 	close(fd);
 }
 
-int hugetlb_grow(const struct prealloc_ctx *ctx, int node, uint64_t page_size, uint64_t pages,
-		 double deadline, struct grow_result *ret)
+/* A growth of more than this many pages goes in steps: max(1 GiB, 5% of the node). */
+static uint64_t grow_step_pages(const struct prealloc_ctx *ctx, int node, uint64_t page_size)
 {
+	const struct topo_node *n = topo_node(ctx, node);
+	uint64_t bytes = MAX(UINT64_C(1) << 30, n ? n->mem_total / 20 : 0);
+
+	return MAX(bytes / page_size, 1);
+}
+
+/* cancel_fd readable: the caller wants the growth stopped (polled, never read). */
+static bool grow_cancelled(int cancel_fd)
+{
+	struct pollfd pfd = { .fd = cancel_fd, .events = POLLIN };
+
+	return cancel_fd >= 0 && poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLIN | POLLHUP));
+}
+
+int hugetlb_grow(const struct prealloc_ctx *ctx, int node, uint64_t page_size, uint64_t pages,
+		 double deadline, int cancel_fd, struct grow_result *ret)
+{
+	uint64_t nr = 0, step = grow_step_pages(ctx, node, page_size), target;
 	double start = now_seconds();
-	uint64_t nr = 0;
 	int r;
 
 	memset(ret, 0, sizeof(*ret));
@@ -121,15 +139,31 @@ int hugetlb_grow(const struct prealloc_ctx *ctx, int node, uint64_t page_size, u
 	if (r < 0)
 		return r;
 	ret->requested = ret->before + pages;
+	target = ret->before + MIN(pages, step);
+	/*
+	 * In steps, each an absolute write read back, so that the kernel never
+	 * holds a huge unfulfilled target it would keep draining the node for.
+	 */
 	for (;;) {
-		r = pool_write(ctx, node, page_size, ret->requested);
+		if (grow_cancelled(cancel_fd)) {
+			r = -ECANCELED;
+			goto undo;
+		}
+		r = pool_write(ctx, node, page_size, target);
 		if (r < 0 && r != -ENOMEM)
 			goto undo;
 		/* The kernel may allocate fewer than asked: believe only the read-back. */
 		r = read_one(ctx, node, page_size, "nr_hugepages", &nr);
 		if (r < 0)
 			goto undo;
-		if (nr >= ret->requested || now_seconds() >= deadline)
+		if (nr >= ret->requested)
+			break;
+		if (nr >= target) {
+			test_pause("grow-step");
+			target = MIN(target + step, ret->requested);
+			continue;
+		}
+		if (now_seconds() >= deadline)
 			break;
 		node_compact(ctx, node);
 	}
@@ -142,6 +176,7 @@ int hugetlb_grow(const struct prealloc_ctx *ctx, int node, uint64_t page_size, u
 	r = -ENOMEM;
 undo:
 	/* All or nothing: a partial growth helps nobody and would leak. */
+	ret->got = MAX(ret->got, nr);
 	pool_write(ctx, node, page_size, ret->before);
 	ret->seconds = now_seconds() - start;
 	return r;

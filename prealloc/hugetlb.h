@@ -20,12 +20,15 @@ struct grow_result {
 	double seconds;
 };
 /*
- * Grows node's pool by pages: absolute write, read back, compact the node
- * and retry until deadline (now_seconds() clock). All or nothing: a short
- * pool is put back as it was and -ENOMEM returned. Call under the lock.
+ * Grows node's pool by pages in steps of max(1 GiB, 5% of the node): each
+ * an absolute write read back; a short step compacts the node and retries
+ * until deadline (now_seconds() clock). All or nothing: a short pool is put
+ * back as it was and -ENOMEM returned. cancel_fd (-1: none) is polled
+ * before every write; readable: put back, -ECANCELED. Test point
+ * "grow-step" between steps. Call under the lock.
  */
 int hugetlb_grow(const struct prealloc_ctx *ctx, int node, uint64_t page_size, uint64_t pages,
-		 double deadline, struct grow_result *ret);
+		 double deadline, int cancel_fd, struct grow_result *ret);
 /* Shrinks node's pool by up to pages; ret_returned: what the kernel let go. */
 int hugetlb_shrink(const struct prealloc_ctx *ctx, int node, uint64_t page_size, uint64_t pages,
 		   uint64_t *ret_returned);

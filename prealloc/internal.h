@@ -75,6 +75,10 @@ struct prealloc_region {
 	char *path;
 	unsigned int nr_extents;
 	struct prealloc_extent *extents;
+	/* Jobs still working on it (until their finish): free waits for them. */
+	pthread_mutex_t jobs_lock;
+	pthread_cond_t jobs_done;
+	unsigned int jobs;
 };
 
 /* log.c-ish helpers (util.c) */
@@ -161,8 +165,13 @@ struct job_worker {
 	pthread_t tid;
 };
 
+#define JOB_MAGIC 0x6a6f6221u	/* "job!"; poisoned by prealloc_job_free */
+#define JOB_FREED 0x66726565u	/* "free" */
+
 struct prealloc_job {
+	atomic_uint magic;
 	struct prealloc_region *region;	/* not touched after the flow's finish */
+	bool region_held;		/* counted in region->jobs */
 	uint8_t *addr;			/* region->addr, for the workers */
 	uint64_t page_size;		/* copied at start for the report */
 	int backing;
@@ -191,7 +200,8 @@ struct prealloc_job {
 	uint64_t error_offset;
 	double t_start, t_op_end, t_check_start, t_check_end;
 	int efd;
-	bool joined;
+	pthread_mutex_t join_lock;	/* one joiner; later waiters wait for it */
+	atomic_bool joined;
 	bool placement_scanned;	/* counts came from numa_maps; skip move_pages */
 	bool start_failed;	/* workers released cancelled: no finish, no sinks */
 };

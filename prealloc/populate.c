@@ -52,10 +52,18 @@ int touch_guard_install(void)
 	return r;
 }
 
+/*
+ * The last user puts back the handler found at install, but only if ours is
+ * still the one installed: a VMM that set its own SIGBUS handler while a
+ * job ran keeps it (and ours, left behind nowhere, is simply forgotten).
+ */
 void touch_guard_remove(void)
 {
+	struct sigaction cur;
+
 	pthread_mutex_lock(&guard_lock);
-	if (guard_users && --guard_users == 0)
+	if (guard_users && --guard_users == 0 && sigaction(SIGBUS, NULL, &cur) == 0 &&
+	    (cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == touch_sigbus)
 		sigaction(SIGBUS, &guard_prev, NULL);
 	pthread_mutex_unlock(&guard_lock);
 }

@@ -305,13 +305,15 @@ int prepare_admit(struct prepare_req *q)
 	struct prealloc_admit_opts ao = {
 		.size = sizeof(ao),
 		.flags = ((q->o.flags & PREALLOC_PREPARE_RESERVE) ? PREALLOC_ADMIT_RESERVE : 0) |
-			 ((q->o.flags & PREALLOC_PREPARE_NO_CHECK) ? PREALLOC_ADMIT_NO_CHECK : 0),
+			 ((q->o.flags & PREALLOC_PREPARE_NO_CHECK) ? PREALLOC_ADMIT_NO_CHECK : 0) |
+			 ((q->o.flags & PREALLOC_PREPARE_CANCEL_FD) ? PREALLOC_ADMIT_CANCEL_FD : 0),
 		.page_size = page,
 		.nr_nodes = q->nr_nodes,
 		.nodes = q->nodes,
 		.node_bytes = NULL,
 		.reserve_timeout_ms = q->o.reserve_timeout_ms,
 		.lock_timeout_ms = q->o.lock_timeout_ms,
+		.cancel_fd = q->o.cancel_fd,
 	};
 	uint64_t *need = calloc(q->nr_nodes, sizeof(*need));
 	struct stat st = { 0 };

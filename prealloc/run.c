@@ -96,16 +96,28 @@ EXPORT int prealloc_job_done(struct prealloc_job *job)
 	return atomic_load(&job->done);
 }
 
-EXPORT int prealloc_job_wait(struct prealloc_job *job)
+/* A job handle that is not (or no longer) a live job, where that can be seen cheaply. */
+static bool job_bad(struct prealloc_job *job)
 {
-	if (!job)
-		return -EINVAL;
-	if (!job->joined) {
+	return !job || atomic_load(&job->magic) != JOB_MAGIC;
+}
+
+/* Several threads may wait: one joins, the others wait for it on the lock. */
+static int job_join(struct prealloc_job *job)
+{
+	pthread_mutex_lock(&job->join_lock);
+	if (!atomic_load(&job->joined)) {
 		for (unsigned int w = 0; w < job->nr_workers; w++)
 			pthread_join(job->workers[w].tid, NULL);
-		job->joined = true;
+		atomic_store(&job->joined, true);
 	}
+	pthread_mutex_unlock(&job->join_lock);
 	return job->result;
+}
+
+EXPORT int prealloc_job_wait(struct prealloc_job *job)
+{
+	return job_bad(job) ? -EINVAL : job_join(job);
 }
 
 void job_fill_report(struct prealloc_job *job, struct prealloc_report *ret_report)
@@ -201,11 +213,20 @@ EXPORT int prealloc_job_node_report(struct prealloc_job *job, unsigned int index
 
 EXPORT void prealloc_job_free(struct prealloc_job *job)
 {
+	unsigned int want = JOB_MAGIC;
+
 	if (!job)
 		return;
-	if (!job->joined) {
-		prealloc_job_cancel(job);
-		prealloc_job_wait(job);
+	/*
+	 * Poisoned first: a second free that still finds the memory (two
+	 * threads freeing at once) sees it and does nothing. Once the memory
+	 * is gone nothing can tell; free exactly once.
+	 */
+	if (!atomic_compare_exchange_strong(&job->magic, &want, JOB_FREED))
+		return;
+	if (!atomic_load(&job->joined)) {
+		atomic_store(&job->cancel, 1);
+		job_join(job);
 	}
 	job_free(job);
 }

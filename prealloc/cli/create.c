@@ -231,6 +231,7 @@ static int admission_exit(int err, const struct prealloc_admit_result *res)
 	case PREALLOC_ADMIT_MEMCG:
 	case PREALLOC_ADMIT_FS:
 	case PREALLOC_ADMIT_GROW:
+	case PREALLOC_ADMIT_CAPACITY:
 		return EXIT_NO_MEMORY;
 	case PREALLOC_ADMIT_LOCK:
 	case PREALLOC_ADMIT_ACCESS:
@@ -390,7 +391,18 @@ int cmd_create(int argc, char **argv)
 	 * Admission may grow pools, so it already runs under this mask.
 	 */
 	sfd = signals_catch(&old_mask);
+	/* The library polls (never reads) it between pool growth steps. */
+	if (sfd >= 0) {
+		po.flags |= PREALLOC_PREPARE_CANCEL_FD;
+		po.cancel_fd = sfd;
+	}
 	r = prealloc_prepare_start(ctx, &po, &job, &info);
+	if (r == -ECANCELED && (sig = signal_pending(sfd))) {
+		/* Interrupted while a pool grew: the growth is given back, nothing else made. */
+		cli_error("interrupted by SIG%s; removed what this run created", sigabbrev_np(sig));
+		ret = 128 + sig;
+		goto out;
+	}
 	if (r < 0) {
 		cli_error("%s", info.message[0] ? info.message : strerror(-r));
 		ret = prepare_exit(r, &info);

@@ -205,9 +205,16 @@ struct prealloc_region_opts {
 /* Creates (or adopts) the memory and binds each extent; touches nothing. */
 int prealloc_region_new(struct prealloc_ctx *ctx, const struct prealloc_region_opts *opts,
 			struct prealloc_region **ret_region);
-/* Unmaps (unless MAPPED) and closes; a FILE stays on disk. */
+/*
+ * Unmaps (unless MAPPED) and closes; a FILE stays on disk. A job still
+ * running on the region is a caller's bug: rather than unmap memory under
+ * its workers (a crash) or abort the caller, free and discard wait until
+ * every such job has finished with the region, and say so once through
+ * the ctx's log (PREALLOC_LOG_WARNING). Do not free a region from a job's
+ * own callbacks while it runs: that wait would never end.
+ */
 void prealloc_region_free(struct prealloc_region *region);
-/* Unmaps, and unlinks the file if this region created it. */
+/* Unmaps, and unlinks the file if this region created it (waits for jobs as free does). */
 int prealloc_region_discard(struct prealloc_region *region);
 void *prealloc_region_addr(const struct prealloc_region *region);
 uint64_t prealloc_region_length(const struct prealloc_region *region);
@@ -415,12 +422,21 @@ int prealloc_job_event(struct prealloc_job *job, uint64_t *ret_user_data, int *r
 int prealloc_job_notify(struct prealloc_job *job);
 /* 1 when done, 0 while running. */
 int prealloc_job_done(struct prealloc_job *job);
-/* Joins the workers; returns the job's error (0 or negative errno). */
+/*
+ * Joins the workers; returns the job's error (0 or negative errno). Safe
+ * from several threads at once: one joins, the others return when it has.
+ */
 int prealloc_job_wait(struct prealloc_job *job);
 int prealloc_job_report(struct prealloc_job *job, struct prealloc_report *ret_report);
 int prealloc_job_node_report(struct prealloc_job *job, unsigned int index,
 			     struct prealloc_node_report *ret_report);
-/* Cancels and waits if still running, then frees. */
+/*
+ * Cancels and waits if still running, then frees. Call it exactly once,
+ * after every other thread is done with the job: a second call that still
+ * finds the job's memory (two threads freeing at once) sees the poisoned
+ * handle and does nothing, but a call after the memory is gone cannot be
+ * detected.
+ */
 void prealloc_job_free(struct prealloc_job *job);
 
 /* Synchronous wrapper: start + wait + report. ret_report may be NULL. */
@@ -662,7 +678,9 @@ int prealloc_clear_file(struct prealloc_ctx *ctx, const char *path,
  * have not faulted yet (and, on one node, reservations of other programs),
  * the caller's hugetlb cgroup limit (v2 hugetlb.<size>.max), and for 4K/THP
  * the node's free memory. With PREALLOC_ADMIT_RESERVE it grows a short
- * node's pool instead of failing. Pool changes happen under the record
+ * node's pool instead of failing, in steps of max(1 GiB, 5% of the node),
+ * after refusing at once what the node could never supply (CAPACITY).
+ * Pool changes happen under the record
  * store's lock (<state dir>/lock) and are recorded in the store (see
  * "records" below) before they happen, so that concurrent runs never lose
  * an update and the growth can be given back exactly.
@@ -672,6 +690,7 @@ struct prealloc_reservation;
 enum prealloc_admit_flags {
 	PREALLOC_ADMIT_RESERVE = 1u << 0,  /* grow short node pools to fit */
 	PREALLOC_ADMIT_NO_CHECK = 1u << 1, /* tests only: reserve without checking capacity */
+	PREALLOC_ADMIT_CANCEL_FD = 1u << 2, /* cancel_fd is set (0 is a valid fd, so a flag) */
 };
 
 enum prealloc_admit_reason {
@@ -685,6 +704,14 @@ enum prealloc_admit_reason {
 	PREALLOC_ADMIT_ACCESS,	/* the pool or the state dir is not writable */
 	PREALLOC_ADMIT_MEMCG,	/* 4K/THP: a memory cgroup limit leaves too little room */
 	PREALLOC_ADMIT_FS,	/* the filesystem (a tmpfs or hugetlbfs size=) has too little room */
+	/*
+	 * RESERVE: the node cannot supply the pages at all: its free pool
+	 * pages plus what its free and reclaimable memory could become, less a
+	 * margin the host keeps (capacity_estimate, capacity_margin). Refused
+	 * before any pool write.
+	 */
+	PREALLOC_ADMIT_CAPACITY,
+	PREALLOC_ADMIT_CANCELED, /* cancel_fd turned readable during growth: given back, -ECANCELED */
 };
 
 struct prealloc_admit_opts {
@@ -713,6 +740,13 @@ struct prealloc_admit_opts {
 	 * counts as reserved against other admissions until the path appears
 	 * (the guest has mapped its pages).
 	 */
+	/*
+	 * With PREALLOC_ADMIT_CANCEL_FD: polled (never read) between growth
+	 * steps; once readable (e.g. a signalfd with SIGINT pending) the growth
+	 * made so far is given back and admission fails with -ECANCELED. The
+	 * store's lock is held during growth, as for every pool change.
+	 */
+	int cancel_fd;
 };
 
 /* Why admission failed, with the numbers a message needs. Pages, or bytes for MEMORY, MEMCG, FS. */
@@ -731,13 +765,22 @@ struct prealloc_admit_result {
 	double grow_seconds;
 	uint64_t added;		/* success: pages added to the pools for this request */
 	char cgroup[256];	/* CGROUP, MEMCG: the limiting limit file; FS: the mount */
+	/*
+	 * CAPACITY, bytes: the node's estimated free memory (MemFree,
+	 * Active(file), Inactive(file), SReclaimable of its meminfo; on one
+	 * node at least MemAvailable) plus its usable free pool pages, and the
+	 * margin kept for the host: max(256 MiB, 2% of the node's MemTotal,
+	 * its share of vm.min_free_kbytes). available is in pages.
+	 */
+	uint64_t capacity_estimate;
+	uint64_t capacity_margin;
 };
 
 /*
  * Checks (and with RESERVE grows) every node of the request under the pool
  * lock and records an in-flight reservation. 4K requests are checked but
- * take no record. Errors: -ENOMEM short (pool, memory, growth),
- * -EDQUOT cgroup limit, -ETIMEDOUT lock, -EACCES/-EPERM pool not writable,
+ * take no record. Errors: -ENOMEM short (pool, memory, node capacity,
+ * growth), -ECANCELED cancel_fd turned readable during growth, -EDQUOT cgroup limit, -ETIMEDOUT lock, -EACCES/-EPERM pool not writable,
  * -ENODEV unknown node, -EBADMSG a corrupt record store; ret_result (may be NULL) says why.
  */
 int prealloc_admit(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *opts,
@@ -883,6 +926,7 @@ enum prealloc_prepare_flags {
 	 * process (a guest's RAM would be shared with it).
 	 */
 	PREALLOC_PREPARE_FORCE = 1u << 6,
+	PREALLOC_PREPARE_CANCEL_FD = 1u << 7, /* cancel_fd is set */
 };
 
 struct prealloc_prepare_opts {
@@ -912,6 +956,14 @@ struct prealloc_prepare_opts {
 	int64_t holder_expires;
 	/* Completion of the job into the caller's io_uring, as in prealloc_job_opts. */
 	const struct prealloc_completion *completion;
+	/*
+	 * With PREALLOC_PREPARE_CANCEL_FD: admission polls it between pool
+	 * growth steps (prealloc_admit_opts.cancel_fd); readable: the growth is
+	 * given back and prealloc_prepare_start fails with -ECANCELED at step
+	 * ADMISSION (admit.reason CANCELED). The fd is never read: a signalfd
+	 * keeps its signal for the caller.
+	 */
+	int cancel_fd;
 };
 
 /* The step of a flow that failed. */
