@@ -154,7 +154,7 @@ static void copy_through(uint8_t *base, const struct prealloc_vfio_map_info *mi)
 	check(r == 0 && !memcmp(base + a, base + b, XFER), "dma copy",
 	      "%d bytes RAM@iova 0x%llx (node 0) -> edu -> RAM@iova 0x%llx (node 1) %s", XFER,
 	      (unsigned long long)iova_of(mi, a), (unsigned long long)iova_of(mi, b),
-	      r ? strerror(-r) : "match");
+	      r ? strerror(-r) : memcmp(base + a, base + b, XFER) ? "MISMATCH" : "match");
 }
 
 /* Clear the pinned region in place, mapping kept; the device must read zeros. */
