@@ -57,7 +57,7 @@ static void sinks_progress(struct prealloc_job *job, uint64_t bytes)
 static int work_chunk(struct prealloc_job *job, struct node_pool *pool, const struct job_op *op,
 		      void *state, const struct job_chunk *c)
 {
-	uint64_t step = MAX(job->page_size, JOB_STEP);
+	uint64_t step = MAX(job->page_size, op->step ? op->step : JOB_STEP);
 
 	for (uint64_t off = 0; off < c->length; off += step) {
 		uint64_t len = MIN(step, c->length - off);
@@ -398,8 +398,10 @@ static int job_setup(struct prealloc_job *job, struct prealloc_region *region,
 		if (r < 0)
 			return r;
 	}
-	if (job->serial && job->serial->setup)
+	if (job->serial && job->serial->setup) {
+		args.arg = spec->serial_arg;
 		return job->serial->setup(&args, &job->serial_state);
+	}
 	return 0;
 }
 

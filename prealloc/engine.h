@@ -29,6 +29,7 @@ struct prealloc_job;
 struct job_op_args {
 	struct prealloc_region *region;
 	const struct prealloc_job_opts *opts;
+	void *arg;		/* the serial op's: job_spec.serial_arg; else NULL */
 };
 
 /*
@@ -44,6 +45,12 @@ struct job_op {
 	const char *name;
 	int op;			/* enum prealloc_op in reports; -1: internal only */
 	bool serial;
+	/*
+	 * Bytes per piece; 0: JOB_STEP. Never below the page size. A DMA map
+	 * takes larger pieces: each piece is one kernel mapping, and type1
+	 * allows 65535 of them per container by default.
+	 */
+	uint64_t step;
 	/* Per-job state (kernel choice, touch guard); may be NULL. */
 	int (*setup)(const struct job_op_args *args, void **ret_state);
 	int (*piece)(void *state, uint8_t *p, uint64_t len);
@@ -134,6 +141,7 @@ struct job_spec {
 	unsigned int passes;
 	/* After the parallel op: a serial op (serial = true), NULL for none. */
 	const struct job_op *serial;
+	void *serial_arg;		/* given to the serial op's setup (job_op_args.arg) */
 	const struct job_sink *sink;	/* a second completion sink, NULL for none */
 };
 

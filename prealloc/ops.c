@@ -178,6 +178,13 @@ static const struct job_op job_ops[] = {
 		.piece = verify_piece,
 		.method = verify_method,
 	},
+	/* Nothing in parallel: a job that only runs its serial op (a DMA map). */
+	[PREALLOC_OP_NONE] = {
+		.name = "none",
+		.op = PREALLOC_OP_NONE,
+		.piece = verify_piece,
+		.method = verify_method,
+	},
 };
 
 const struct job_op *job_op_find(int op)

@@ -4,14 +4,39 @@
  * it was ready) and give back its pool growth. The record says RELEASING
  * before the file goes, so a release killed half way is finished by gc.
  */
+#include <fcntl.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "admit.h"
+#include "holders.h"
 #include "statedir.h"
+
+/*
+ * A file DMA-mapped by prealloc_vfio_map carries a shared flock while
+ * mapped: its pages are pinned for a device, so it is not removed under it.
+ * Returns the fd holding our exclusive lock (closed after the release),
+ * -1 when the file cannot be opened (nothing to protect), or -EBUSY.
+ */
+static int pin_lock(struct prealloc_ctx *ctx, const char *abs, struct prealloc_release_info *info)
+{
+	unsigned int unreadable;
+	int fd = open(abs, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	struct stat st;
+
+	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) == 0)
+		return fd;
+	info->pinned = 1;
+	if (fstat(fd, &st) == 0)
+		info->pid = file_holder(ctx, st.st_dev, st.st_ino, getpid(), &unreadable);
+	close(fd);
+	return -EBUSY;
+}
 
 /* The absolute path of path, which may no longer exist (its directory must). */
 static int absolute_path(const char *path, char *buf, size_t len)
@@ -72,9 +97,15 @@ static int release_locked(struct prealloc_ctx *ctx, struct store *s, const char 
 	if (exists && r->state == PREALLOC_RECORD_READY && (uint64_t)st.st_size != r->size)
 		return -ESTALE;
 	r = NULL;
+	int lock = exists ? pin_lock(ctx, abs, info) : -1;
+
+	if (lock == -EBUSY)
+		return lock;
 	int ret = record_settle(ctx, s, (size_t)i, true, &info->returned, &info->in_use, &removed);
 
 	info->removed = removed;
+	if (lock >= 0)
+		close(lock);
 	return ret;
 }
 

@@ -112,5 +112,6 @@ int cmd_rm(int argc, char **argv);
 int cmd_clear(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_pool(int argc, char **argv);
+int cmd_vfio_map(int argc, char **argv);
 
 #endif

@@ -16,6 +16,7 @@ static const struct {
 	{ "clear", cmd_clear },
 	{ "bench", cmd_bench },
 	{ "pool", cmd_pool },
+	{ "vfio-map", cmd_vfio_map },
 };
 
 int main(int argc, char **argv)
@@ -36,7 +37,7 @@ int main(int argc, char **argv)
 			return commands[i].fn(argc - 1, argv + 1);
 	/* A word that is neither a command, an option nor a size is a typo. */
 	if (argc > 1 && isalpha((unsigned char)argv[1][0])) {
-		cli_error("unknown command '%s' (commands: info, rm, clear, bench, pool; or "
+		cli_error("unknown command '%s' (commands: info, rm, clear, bench, pool, vfio-map; or "
 			  "a SIZE to create memory, see --help)", argv[1]);
 		return EXIT_USAGE;
 	}

@@ -300,6 +300,85 @@ two_node() {
 }
 
 # ---- VFIO: the edu device bound to vfio-pci, its group usable ----------------
+# Binds PCI device $1 to vfio-pci; prints its group number.
+bind_vfio() {
+	bv=/sys/bus/pci/devices/$1
+	[ -e "$bv/driver" ] && echo "$1" >"$bv/driver/unbind"
+	echo vfio-pci >"$bv/driver_override"
+	echo "$1" >/sys/bus/pci/drivers_probe
+	basename "$(readlink "$bv/iommu_group")"
+}
+
+# expect_refusal NAME RC PATTERN -- CMD...: CMD exits RC with PATTERN in its one line.
+expect_refusal() {
+	er_name=$1 er_rc=$2 er_pat=$3
+	shift 4
+	"$@" >/dev/null 2>"$tmp/err"
+	rc=$?
+	if [ "$rc" = "$er_rc" ] && grep -q "$er_pat" "$tmp/err" && [ "$(wc -l <"$tmp/err")" = 1 ]; then
+		pass "$er_name (exit $rc: $(cat "$tmp/err"))"
+	else
+		fail "$er_name" "exit $rc (want $er_rc), said: $(head -c 300 "$tmp/err")"
+	fi
+}
+
+# The CLI: a JSON map, errors, and --hold keeping rm and clear away.
+vfio_cli() {
+	file=$hugemnt/vm-vfio
+	prealloc --node 0,1 --page-size 2M --file "$file" -q 64M 2>"$tmp/err" ||
+		fail "vfio-map: prepare" "$(head -c 300 "$tmp/err")"
+	if prealloc vfio-map --device "$1" --json "$file" >"$tmp/map.json" 2>"$tmp/err" &&
+		[ "$(vm_json_get "$tmp/map.json" bytes)" = $((64 * M)) ] &&
+		[ "$(vm_json_get "$tmp/map.json" nodes/#)" = 2 ] &&
+		[ "$(vm_json_get "$tmp/map.json" nodes/1/bytes)" = $((32 * M)) ]; then
+		pass "vfio-map --json: 64 MiB, node 0 $(vm_json_get "$tmp/map.json" nodes/0/gb_per_s) GB/s, node 1 $(vm_json_get "$tmp/map.json" nodes/1/gb_per_s) GB/s"
+	else
+		fail "vfio-map --json" "$(head -c 300 "$tmp/err")"
+	fi
+	dd if=/dev/zero of=/dev/shm/vm-plain bs=1M count=4 2>/dev/null
+	expect_refusal "vfio-map: a file prealloc did not prepare" 4 "not prepared by prealloc" -- \
+		prealloc vfio-map --device "$1" /dev/shm/vm-plain
+	if prealloc vfio-map --device "$1" --force -q /dev/shm/vm-plain 2>"$tmp/err"; then
+		pass "vfio-map --force maps it anyway (4k tmpfs)"
+	else
+		fail "vfio-map --force" "$(head -c 300 "$tmp/err")"
+	fi
+	rm -f /dev/shm/vm-plain
+
+	prealloc vfio-map --device "$1" --hold -q "$file" 2>"$tmp/hold.err" &
+	hp=$!
+	i=0
+	while ! grep -q holding "$tmp/hold.err" && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+	lck=$(awk '/^VmLck/ { print $2 }' "/proc/$hp/status" 2>/dev/null)
+	if [ "${lck:-0}" -ge $((64 * 1024)) ]; then
+		pass "vfio-map --hold: pid $hp VmLck ${lck} kB"
+	else
+		fail "vfio-map --hold" "VmLck ${lck:-?} kB: $(head -c 300 "$tmp/hold.err")"
+	fi
+	expect_refusal "rm of a held file" 4 "in use" -- prealloc rm "$file"
+	expect_refusal "clear of a held file" 4 "mapped" -- prealloc clear "$file"
+	kill -TERM "$hp"
+	wait "$hp"
+	rc=$?
+	if [ "$rc" = 0 ] && [ -e "$file" ]; then
+		pass "vfio-map --hold: SIGTERM unmaps, exit 0"
+	else
+		fail "vfio-map --hold" "exit $rc after SIGTERM"
+	fi
+
+	# memlock: no CAP_IPC_LOCK, RLIMIT_MEMLOCK 1 MiB: refused before any pin.
+	chmod 666 "/dev/vfio/$2" "$file"
+	expect_refusal "memlock: refused as uid 65534 with 1 MiB" 3 "RLIMIT_MEMLOCK allows 1 MiB" \
+		-- vm_as_user 65534 1048576 prealloc vfio-map --device "$1" --force "$file"
+	show "$tmp/err"
+	chmod 600 "/dev/vfio/$2" "$file"
+	if prealloc rm "$file" 2>"$tmp/err"; then
+		pass "rm after the mapping is gone"
+	else
+		fail "rm after unmap" "$(head -c 300 "$tmp/err")"
+	fi
+}
+
 vfio() {
 	ok=1
 	# shellcheck disable=SC2013 # one module name per line, no spaces
@@ -308,33 +387,59 @@ vfio() {
 	done
 	[ "$ok" = 1 ] && pass "vfio: modules loaded ($(tr '\n' ' ' </modules.list))"
 
-	bdf=
+	# The edu alone in its group is the one to map; the one behind the bridge shares its group.
+	bdf='' bdf2='' serial=''
 	for d in /sys/bus/pci/devices/*; do
-		if [ "$(cat "$d/vendor")" = 0x1234 ] && [ "$(cat "$d/device")" = 0x11e8 ]; then
-			bdf=${d##*/}
+		id="$(cat "$d/vendor"):$(cat "$d/device")"
+		if [ "$id" = 0x1234:0x11e8 ]; then
+			if [ "$(find "$d/iommu_group/devices/" -mindepth 1 -maxdepth 1 | wc -l)" = 1 ]; then
+				bdf=${d##*/}
+			else
+				bdf2=${d##*/}
+			fi
+		elif [ "$id" = 0x1b36:0x0002 ]; then
+			serial=${d##*/}
 		fi
 	done
 	if [ -z "$bdf" ]; then
-		fail vfio "no edu device (1234:11e8) on the PCI bus"
+		fail vfio "no edu device (1234:11e8) alone in an IOMMU group"
 		return
 	fi
-	d=/sys/bus/pci/devices/$bdf
-	[ -e "$d/driver" ] && echo "$bdf" >"$d/driver/unbind"
-	echo vfio-pci >"$d/driver_override"
-	echo "$bdf" >/sys/bus/pci/drivers_probe
-	group=$(basename "$(readlink "$d/iommu_group")")
-	if [ "$(basename "$(readlink "$d/driver")")" = vfio-pci ] && [ -c "/dev/vfio/$group" ]; then
+	group=$(bind_vfio "$bdf")
+	if [ "$(basename "$(readlink "/sys/bus/pci/devices/$bdf/driver")")" = vfio-pci ] &&
+		[ -c "/dev/vfio/$group" ]; then
 		pass "vfio: edu $bdf bound to vfio-pci, group /dev/vfio/$group"
 	else
-		fail vfio "edu $bdf driver=$(readlink "$d/driver") group=$group"
+		fail vfio "edu $bdf group=$group not bound"
 		return
 	fi
 	if vm_vfio_check "$bdf" >"$tmp/vfio" 2>&1; then
-		pass "vfio: group viable, container type1v2, device fd, DMA map pins"
+		pass "vfio: populate+map one job, MSI split, DMA copy, clear pinned, unmap (edu DMA)"
 	else
 		fail vfio "vm_vfio_check $bdf failed"
 	fi
 	show "$tmp/vfio"
+	if vm_vfio_bench "$bdf" 64 >"$tmp/bench" 2>&1; then
+		pass "vfio: 2M prepared pin <= 5% of the unprepared pin on each node"
+	else
+		fail "vfio bench" "see the table"
+	fi
+	show "$tmp/bench"
+	[ "$have_cli" = 1 ] && have_sub vfio-map && vfio_cli "$bdf" "$group"
+
+	# A group holding a device that a host driver keeps: not viable.
+	if [ -n "$bdf2" ] && [ -n "$serial" ]; then
+		bind_vfio "$bdf2" >/dev/null
+		f=$hugemnt/vm-viable
+		prealloc --page-size 2M --file "$f" -q 4M 2>/dev/null
+		expect_refusal "vfio-map: group not viable" 4 "not viable" -- \
+			prealloc vfio-map --device "$bdf2" "$f"
+		expect_refusal "vfio-map: device not bound to vfio-pci" 4 "not vfio-pci" -- \
+			prealloc vfio-map --device "$serial" "$f"
+		prealloc rm "$f" 2>/dev/null
+	else
+		fail "vfio: non-viable group" "no edu + pci-serial behind the bridge ($bdf2, $serial)"
+	fi
 }
 
 # ---- memory-only: node 2 has memory, no CPU; served by its nearest node -------

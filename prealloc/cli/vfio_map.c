@@ -1,0 +1,314 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `prealloc vfio-map --device BDF FILE`: DMA-map (pin) a prepared guest
+ * memory file for a PCI device bound to vfio-pci, as a VMM would, and
+ * report what the pin cost per node; with --hold keep it mapped until
+ * SIGINT/SIGTERM (an operator watches VmLck grow), then unmap.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+struct vfio_args {
+	const char *device;
+	const char *file;
+	uint64_t iova;
+	bool fixed, hold, json, force, quiet;
+};
+
+static int parse_args(int argc, char **argv, struct vfio_args *a)
+{
+	static const struct option opts[] = {
+		{ "device", required_argument, NULL, 'd' },
+		{ "iova", required_argument, NULL, 'i' },
+		{ "hold", no_argument, NULL, 'H' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "force", no_argument, NULL, 'f' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	static const char short_opts[] = "d:i:Hjfqh";
+	char *end;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, short_opts, opts, NULL)) != -1) {
+		switch (c) {
+		case 'd': a->device = optarg; break;
+		case 'i':
+			errno = 0;
+			a->iova = strtoull(optarg, &end, 0);
+			if (errno || end == optarg || *end || optarg[0] == '-') {
+				cli_error("vfio-map: bad --iova '%s' (an address, e.g. 0x100000000)", optarg);
+				return -EXIT_USAGE;
+			}
+			a->fixed = true;
+			break;
+		case 'H': a->hold = true; break;
+		case 'j': a->json = true; break;
+		case 'f': a->force = true; break;
+		case 'q': a->quiet = true; break;
+		case 'h':
+			printf("Usage: prealloc vfio-map --device BDF FILE [--iova ADDR] [--hold] [--json] "
+			       "[--force] [-q]\n"
+			       "DMA-map (pin) a file prepared by prealloc for a PCI device bound to vfio-pci,\n"
+			       "and report the time and GB/s of the map per node. --iova maps at ADDR, else\n"
+			       "the lowest usable IOVA; --hold keeps the mapping until SIGINT/SIGTERM.\n"
+			       "--force maps a file prealloc did not prepare.\n");
+			return 1;
+		default:
+			return -option_error("vfio-map", argv, short_opts, opts);
+		}
+	}
+	if (!a->device || optind != argc - 1) {
+		cli_error("vfio-map: give --device BDF and one FILE");
+		return -EXIT_USAGE;
+	}
+	a->file = argv[optind];
+	return 0;
+}
+
+/* 1 when the store holds a ready record for the file at path. */
+static int prepared_by_us(struct prealloc_ctx *ctx, const char *path)
+{
+	struct prealloc_record_info ri = { .size = sizeof(ri) };
+	char real[PATH_MAX];
+
+	if (!realpath(path, real))
+		return 0;
+	for (unsigned int i = 0; prealloc_record(ctx, i, &ri) == 0; i++)
+		if (ri.has_file && ri.state == PREALLOC_RECORD_READY && !strcmp(ri.path, real))
+			return 1;
+	return 0;
+}
+
+static int open_failed(const struct vfio_args *a, const struct prealloc_vfio_info *vi)
+{
+	cli_error("vfio-map: %s", vi->message[0] ? vi->message : strerror(-vi->error));
+	if (vi->step == PREALLOC_VFIO_STEP_DEVICE && vi->error == -ENOENT)
+		return EXIT_USAGE;
+	(void)a;
+	return vi->step == PREALLOC_VFIO_STEP_NONE ? EXIT_FAILURE_RUN : EXIT_ENVIRONMENT;
+}
+
+static double rate(uint64_t bytes, double s)
+{
+	return s > 0 ? bytes / s / 1e9 : 0;
+}
+
+static json_object *jdouble(double v)
+{
+	char text[48];
+
+	snprintf(text, sizeof(text), "%.6f", v);
+	return json_object_new_double_s(v, text);
+}
+
+static void print_json(const struct vfio_args *a, const struct prealloc_vfio_info *vi,
+		       const struct prealloc_vfio_map_info *mi, uint64_t page_size)
+{
+	json_object *o = json_object_new_object(), *segs = json_object_new_array();
+	json_object *nodes = json_object_new_array();
+
+	json_object_object_add(o, "command", json_object_new_string("vfio-map"));
+	json_object_object_add(o, "file", json_object_new_string(a->file));
+	json_object_object_add(o, "device", json_object_new_string(a->device));
+	json_object_object_add(o, "group", json_object_new_int(vi->group));
+	json_object_object_add(o, "iommu_type", json_object_new_int(vi->iommu_type));
+	json_object_object_add(o, "page_size", json_object_new_uint64(page_size));
+	json_object_object_add(o, "bytes", json_object_new_uint64(mi->bytes));
+	json_object_object_add(o, "seconds", jdouble(mi->seconds));
+	json_object_object_add(o, "gb_per_s", jdouble(rate(mi->bytes, mi->seconds)));
+	json_object_object_add(o, "mappings", json_object_new_int((int)mi->mappings));
+	json_object_object_add(o, "locked_limit", mi->locked_limit == UINT64_MAX
+				? NULL : json_object_new_uint64(mi->locked_limit));
+	json_object_object_add(o, "held", json_object_new_boolean(a->hold));
+	for (unsigned int i = 0; i < mi->nr_segments; i++) {
+		json_object *s = json_object_new_object();
+
+		json_object_object_add(s, "iova", json_object_new_uint64(mi->segments[i].iova));
+		json_object_object_add(s, "offset", json_object_new_uint64(mi->segments[i].offset));
+		json_object_object_add(s, "length", json_object_new_uint64(mi->segments[i].length));
+		json_object_array_add(segs, s);
+	}
+	json_object_object_add(o, "segments", segs);
+	for (unsigned int i = 0; i < mi->nr_nodes; i++) {
+		const struct prealloc_vfio_node_map *n = &mi->nodes[i];
+		json_object *j = json_object_new_object();
+
+		json_object_object_add(j, "node", json_object_new_int(n->node));
+		json_object_object_add(j, "bytes", json_object_new_uint64(n->bytes));
+		json_object_object_add(j, "seconds", jdouble(n->seconds));
+		json_object_object_add(j, "gb_per_s", jdouble(rate(n->bytes, n->seconds)));
+		json_object_array_add(nodes, j);
+	}
+	json_object_object_add(o, "nodes", nodes);
+	printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY));
+	json_object_put(o);
+}
+
+static void print_human(const struct vfio_args *a, const struct prealloc_vfio_info *vi,
+			const struct prealloc_vfio_map_info *mi, uint64_t page_size)
+{
+	char sz[32], nb[32];
+
+	printf("mapped %s (%s, %s pages) for %s, IOMMU group %d: %.6f s, %.2f GB/s, "
+	       "%u mappings\n", a->file, format_size(mi->bytes, sz, sizeof(sz)),
+	       page_label(page_size), a->device, vi->group, mi->seconds,
+	       rate(mi->bytes, mi->seconds), mi->mappings);
+	for (unsigned int i = 0; i < mi->nr_segments; i++)
+		printf("  IOVA 0x%" PRIx64 "-0x%" PRIx64 " <- file offset 0x%" PRIx64 "\n",
+		       mi->segments[i].iova, mi->segments[i].iova + mi->segments[i].length - 1,
+		       mi->segments[i].offset);
+	for (unsigned int i = 0; i < mi->nr_nodes; i++)
+		printf("  node %d: %s in %.6f s, %.2f GB/s\n", mi->nodes[i].node,
+		       format_size(mi->nodes[i].bytes, nb, sizeof(nb)), mi->nodes[i].seconds,
+		       rate(mi->nodes[i].bytes, mi->nodes[i].seconds));
+}
+
+static int map_failed(const struct prealloc_vfio_map_info *mi, int r)
+{
+	cli_error("vfio-map: %s", mi->message[0] ? mi->message : strerror(-r));
+	switch (mi->step) {
+	case PREALLOC_VFIO_STEP_MEMLOCK:
+		return EXIT_NO_MEMORY;
+	case PREALLOC_VFIO_STEP_FIT:
+	case PREALLOC_VFIO_STEP_INFO:
+		return EXIT_ENVIRONMENT;
+	default:
+		return EXIT_FAILURE_RUN;
+	}
+}
+
+/* Until SIGINT/SIGTERM/SIGHUP: the mapping stays. */
+static int hold(int sfd)
+{
+	struct pollfd pfd = { .fd = sfd, .events = POLLIN };
+	int sig;
+
+	cli_warn("holding the mapping (pid %d) until SIGINT or SIGTERM", (int)getpid());
+	while (!(sig = signal_pending(sfd)))
+		poll(&pfd, 1, -1);
+	return sig;
+}
+
+/* The region is open and the container too: map, report, hold, unmap. */
+static int map_and_report(const struct vfio_args *a, struct prealloc_vfio *v,
+			  const struct prealloc_vfio_info *vi, struct prealloc_region *reg)
+{
+	struct prealloc_vfio_map_opts mo = { .size = sizeof(mo), .iova = a->iova,
+					     .flags = a->fixed ? PREALLOC_VFIO_MAP_FIXED : 0 };
+	struct prealloc_vfio_map_info mi = { .size = sizeof(mi) };
+	struct prealloc_job *job = NULL;
+	struct cli_wait w;
+	sigset_t old;
+	int sfd, sig, r, ret = EXIT_OK;
+
+	cli_wait_open(&w);
+	struct prealloc_job_opts jo = { .size = sizeof(jo), .op = PREALLOC_OP_NONE,
+					.completion = &w.completion };
+	sfd = signals_catch(&old);
+	r = prealloc_vfio_map_start(v, reg, &jo, &mo, &job, &mi);
+	if (r < 0) {
+		ret = map_failed(&mi, r);
+		goto out;
+	}
+	sig = job_run(job, &w, sfd, !a->quiet && !a->json);
+	r = prealloc_job_wait(job);
+	prealloc_vfio_map_info(job, &mi);
+	if (r == -ECANCELED && sig) {
+		cli_error("vfio-map: interrupted by SIG%s; nothing stays mapped", sigabbrev_np(sig));
+		ret = 128 + sig;
+		goto out;
+	}
+	if (r < 0) {
+		ret = map_failed(&mi, r);
+		goto out;
+	}
+	if (a->json)
+		print_json(a, vi, &mi, prealloc_region_page_size(reg));
+	else if (!a->quiet)
+		print_human(a, vi, &mi, prealloc_region_page_size(reg));
+	fflush(stdout);
+	if (a->hold)
+		hold(sfd);
+	r = prealloc_vfio_unmap(v, reg);
+	if (r < 0) {
+		cli_error("vfio-map: unmapping failed: %s", strerror(-r));
+		ret = EXIT_FAILURE_RUN;
+	}
+out:
+	prealloc_job_free(job);
+	signals_release(sfd, &old);
+	cli_wait_close(&w);
+	return ret;
+}
+
+static int open_region(struct prealloc_ctx *ctx, const char *file, struct prealloc_region **ret)
+{
+	struct stat st;
+	int r;
+
+	if (stat(file, &st) < 0 || !S_ISREG(st.st_mode)) {
+		cli_error("vfio-map: %s: %s", file, errno ? strerror(errno) : "not a regular file");
+		return EXIT_USAGE;
+	}
+	struct prealloc_region_opts ro = {
+		.size = sizeof(ro),
+		.backing = PREALLOC_BACKING_FILE,
+		.flags = PREALLOC_REGION_REUSE | PREALLOC_REGION_ADOPT_PLACEMENT,
+		.length = (uint64_t)st.st_size,
+		.path = file,
+	};
+	r = prealloc_region_new(ctx, &ro, ret);
+	if (r < 0) {
+		cli_error("vfio-map: cannot map %s: %s", file, strerror(-r));
+		return EXIT_ENVIRONMENT;
+	}
+	return 0;
+}
+
+int cmd_vfio_map(int argc, char **argv)
+{
+	struct vfio_args a = { 0 };
+	struct prealloc_vfio_info vi = { .size = sizeof(vi) };
+	struct prealloc_region *reg = NULL;
+	struct prealloc_vfio *v = NULL;
+	struct prealloc_ctx *ctx;
+	int r, ret;
+
+	r = parse_args(argc, argv, &a);
+	if (r)
+		return r > 0 ? EXIT_OK : -r;
+	ctx = cli_context();
+	if (!ctx)
+		return EXIT_FAILURE_RUN;
+	if (!a.force && !prepared_by_us(ctx, a.file)) {
+		cli_error("vfio-map: %s was not prepared by prealloc (no ready record in %s); "
+			  "prepare it first, or --force to map it as it is", a.file,
+			  prealloc_ctx_state_dir(ctx));
+		ret = EXIT_ENVIRONMENT;
+		goto out;
+	}
+	ret = open_region(ctx, a.file, &reg);
+	if (ret)
+		goto out;
+	struct prealloc_vfio_opts vo = { .size = sizeof(vo), .device = a.device };
+	r = prealloc_vfio_open(ctx, &vo, &v, &vi);
+	ret = r < 0 ? open_failed(&a, &vi) : map_and_report(&a, v, &vi, reg);
+out:
+	prealloc_vfio_close(v);
+	prealloc_region_free(reg);
+	prealloc_ctx_free(ctx);
+	return ret;
+}

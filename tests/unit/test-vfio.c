@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * VFIO without a device: the IOVA placement around reserved ranges, the
+ * parser of VFIO_IOMMU_GET_INFO's capability chain (against the kernel's
+ * ABI structs, with chains that lie), and the iommufd backend refused.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <linux/vfio.h>
+
+#include "tap.h"
+#include "../../vfio/vfio.h"
+
+#define M (UINT64_C(1) << 20)
+#define G (UINT64_C(1) << 30)
+
+/* What intel-iommu reports with a 39-bit address width: the MSI window carved out. */
+static const struct prealloc_iova_range x86[] = {
+	{ 0, 0xfedfffff },
+	{ 0xfef00000, (UINT64_C(1) << 39) - 1 },
+};
+
+static void test_place(void)
+{
+	struct prealloc_vfio_segment s[8];
+	int n;
+
+	n = iova_place(x86, 2, 4096, 2 * M, 64 * M, 0, false, s, 8);
+	tap_ok(n == 1 && s[0].iova == 0 && s[0].length == 64 * M, "placed low: one segment at 0");
+
+	n = iova_place(x86, 2, 4096, 2 * M, 64 * M, 0xfe000000, false, s, 8);
+	tap_ok(n == 2 && s[0].iova == 0xfe000000 && s[0].length == 14 * M &&
+		       s[1].iova == 0xff000000 && s[1].offset == 14 * M && s[1].length == 50 * M,
+	       "around the MSI window: 14 MiB below, the rest from the next 2M above (%d: %llx+%llx, %llx+%llx)",
+	       n, (unsigned long long)s[0].iova, (unsigned long long)s[0].length,
+	       (unsigned long long)s[1].iova, (unsigned long long)s[1].length);
+
+	n = iova_place(x86, 2, 4096, 4096, 64 * M, 0xfe000000, false, s, 8);
+	tap_ok(n == 2 && s[1].iova == 0xfef00000, "4k pages resume right after the window");
+
+	n = iova_place(x86, 2, 4096, 2 * M, 64 * M, 0xfe000000, true, s, 8);
+	tap_ok(n == -ERANGE, "fixed across the window: -ERANGE (%d)", n);
+	n = iova_place(x86, 2, 4096, 2 * M, 64 * M, 4 * G, true, s, 8);
+	tap_ok(n == 1 && s[0].iova == 4 * G, "fixed above 4G fits");
+	n = iova_place(x86, 2, 4096, 2 * M, 64 * M, 4 * G + 512, true, s, 8);
+	tap_ok(n == -EINVAL, "fixed, not page aligned: -EINVAL");
+	n = iova_place(x86, 2, 4096, 2 * M, 1024 * G, 0, false, s, 8);
+	tap_ok(n == -ENOSPC, "larger than the 39-bit space: -ENOSPC");
+	n = iova_place(x86, 2, 4096, 2 * M, 64 * M, (UINT64_C(1) << 39) - 32 * M, false, s, 8);
+	tap_ok(n == -ENOSPC, "not enough room above the hint: -ENOSPC");
+	n = iova_place(x86, 2, 4096, 2 * M, 64 * M, 0xfe000000, false, s, 1);
+	tap_ok(n == -E2BIG, "more segments than room: -E2BIG");
+	n = iova_place(NULL, 0, 4096, 2 * M, 64 * M, UINT64_MAX - 32 * M, false, s, 8);
+	tap_ok(n == -ENOSPC, "no ranges reported: the whole space, no wrap at the top (%d)", n);
+	n = iova_place(NULL, 0, 4096, 2 * M, 64 * M, (UINT64_MAX - 63 * M) & ~UINT64_C(4095), true, s, 8);
+	tap_ok(n == -ERANGE, "fixed wrapping past 2^64: -ERANGE (%d)", n);
+}
+
+/* A GET_INFO reply: the fixed part, an IOVA range capability, a dma_avail one. */
+struct reply {
+	struct vfio_iommu_type1_info info;
+	struct vfio_iommu_type1_info_cap_iova_range iova;
+	struct vfio_iova_range ranges[2];
+	struct vfio_iommu_type1_info_dma_avail avail;
+};
+
+static void reply_fill(struct reply *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->info.argsz = sizeof(*r);
+	r->info.flags = VFIO_IOMMU_INFO_PGSIZES | VFIO_IOMMU_INFO_CAPS;
+	r->info.iova_pgsizes = 4096 | 2 * M | G;
+	r->info.cap_offset = offsetof(struct reply, iova);
+	r->iova.header.id = VFIO_IOMMU_TYPE1_INFO_CAP_IOVA_RANGE;
+	r->iova.header.version = 1;
+	r->iova.header.next = offsetof(struct reply, avail);
+	r->iova.nr_iovas = 2;
+	r->ranges[0] = (struct vfio_iova_range){ 0, 0xfedfffff };
+	r->ranges[1] = (struct vfio_iova_range){ 0xfef00000, (UINT64_C(1) << 39) - 1 };
+	r->avail.header.id = VFIO_IOMMU_TYPE1_INFO_DMA_AVAIL;
+	r->avail.header.version = 1;
+	r->avail.avail = 65535;
+}
+
+static void test_parse(void)
+{
+	struct prealloc_vfio_info info;
+	struct reply r;
+	int ret;
+
+	reply_fill(&r);
+	memset(&info, 0, sizeof(info));
+	ret = vfio_info_parse(&r, sizeof(r), &info);
+	tap_ok(ret == 0 && info.pgsize_bitmap == (4096 | 2 * M | G) && info.nr_ranges == 2 &&
+		       info.ranges[1].start == 0xfef00000 && info.dma_avail == 65535,
+	       "page sizes, two IOVA ranges, dma_avail 65535");
+
+	reply_fill(&r);
+	r.info.flags = VFIO_IOMMU_INFO_PGSIZES;	/* an old kernel: no chain */
+	ret = vfio_info_parse(&r, sizeof(r.info), &info);
+	tap_ok(ret == 0 && info.nr_ranges == 0 && info.dma_avail == UINT32_MAX,
+	       "no capabilities: no ranges (all usable), dma_avail unknown");
+
+	reply_fill(&r);
+	r.iova.nr_iovas = 1000;
+	tap_ok(vfio_info_parse(&r, sizeof(r), &info) == -EBADMSG, "ranges past the reply: -EBADMSG");
+	reply_fill(&r);
+	r.avail.header.next = offsetof(struct reply, iova);	/* a loop */
+	tap_ok(vfio_info_parse(&r, sizeof(r), &info) == -EBADMSG, "a looping chain: -EBADMSG");
+	reply_fill(&r);
+	r.info.cap_offset = sizeof(r) - 2;
+	tap_ok(vfio_info_parse(&r, sizeof(r), &info) == -EBADMSG, "a header past the end: -EBADMSG");
+	reply_fill(&r);
+	r.info.cap_offset = 4;
+	tap_ok(vfio_info_parse(&r, sizeof(r), &info) == -EBADMSG,
+	       "a capability inside the fixed part: -EBADMSG");
+}
+
+static void test_backend(void)
+{
+	struct prealloc_vfio_opts o = { .size = sizeof(o), .backend = PREALLOC_VFIO_IOMMUFD,
+					.device = "0000:00:03.0" };
+	struct prealloc_vfio_info info = { .size = sizeof(info) };
+	struct prealloc_vfio *v = NULL;
+	struct prealloc_ctx *ctx;
+	int r;
+
+	if (prealloc_ctx_new(&ctx) < 0) {
+		tap_skip("no context");
+		return;
+	}
+	r = prealloc_vfio_open(ctx, &o, &v, &info);
+	tap_ok(r == -EOPNOTSUPP && info.step == PREALLOC_VFIO_STEP_BACKEND && !v,
+	       "iommufd: -EOPNOTSUPP, step BACKEND: %s", info.message);
+	o.backend = PREALLOC_VFIO_TYPE1;
+	o.device = "0000:ff:1f.7";
+	r = prealloc_vfio_open(ctx, &o, &v, &info);
+	tap_ok(r == -ENOENT && info.step == PREALLOC_VFIO_STEP_DEVICE, "no such device: -ENOENT: %s",
+	       info.message);
+	o.device = "../../../etc";
+	r = prealloc_vfio_open(ctx, &o, &v, &info);
+	tap_ok(r == -ENOENT, "a device name with a slash is no device");
+	prealloc_ctx_free(ctx);
+}
+
+int main(void)
+{
+	test_place();
+	test_parse();
+	test_backend();
+	return tap_done();
+}

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Where a region goes in the device's IO virtual address space: inside the
+ * usable ranges the IOMMU reports, around reserved ones (on x86 the MSI
+ * window 0xfee00000-0xfeefffff splits anything that crosses 4 GiB, as QEMU
+ * splits guest RAM below and above 4G). Pure code.
+ */
+#include "vfio.h"
+
+/* Bytes from start to last inclusive, saturating at UINT64_MAX (the whole space). */
+static uint64_t range_bytes(uint64_t start, uint64_t last)
+{
+	return last - start == UINT64_MAX ? UINT64_MAX : last - start + 1;
+}
+
+static const struct prealloc_iova_range all_iova = { 0, UINT64_MAX };
+
+static int place_fixed(const struct prealloc_iova_range *ranges, unsigned int nr,
+		       uint64_t min_page, uint64_t length, uint64_t iova,
+		       struct prealloc_vfio_segment *ret, unsigned int max)
+{
+	if (iova % min_page)
+		return -EINVAL;
+	if (iova + (length - 1) < iova)
+		return -ERANGE;	/* wraps */
+	for (unsigned int i = 0; i < nr; i++) {
+		if (iova < ranges[i].start || iova + (length - 1) > ranges[i].last)
+			continue;
+		if (max < 1)
+			return -E2BIG;
+		ret[0] = (struct prealloc_vfio_segment){ .iova = iova, .offset = 0, .length = length };
+		return 1;
+	}
+	return -ERANGE;
+}
+
+int iova_place(const struct prealloc_iova_range *ranges, unsigned int nr_ranges,
+	       uint64_t min_page, uint64_t page_size, uint64_t length, uint64_t iova, bool fixed,
+	       struct prealloc_vfio_segment *ret, unsigned int max)
+{
+	uint64_t done = 0, cur = iova;
+	unsigned int n = 0;
+
+	if (!min_page || !page_size || !length || length % page_size || page_size % min_page)
+		return -EINVAL;
+	if (!nr_ranges) {
+		ranges = &all_iova;
+		nr_ranges = 1;
+	}
+	if (fixed)
+		return place_fixed(ranges, nr_ranges, min_page, length, iova, ret, max);
+	for (unsigned int i = 0; i < nr_ranges && done < length; i++) {
+		const struct prealloc_iova_range *r = &ranges[i];
+		uint64_t s = MAX(r->start, cur), take;
+
+		if (r->last < cur || s > UINT64_MAX - page_size)
+			continue;
+		s = ALIGN_UP(s, page_size);
+		if (s > r->last)
+			continue;
+		take = MIN(length - done, ALIGN_DOWN(range_bytes(s, r->last), page_size));
+		if (!take)
+			continue;
+		if (n == max)
+			return -E2BIG;
+		ret[n++] = (struct prealloc_vfio_segment){ .iova = s, .offset = done, .length = take };
+		done += take;
+		cur = s + take;
+		if (cur < s)
+			break;	/* the top of the space */
+	}
+	return done == length ? (int)n : -ENOSPC;
+}

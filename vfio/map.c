@@ -1,0 +1,449 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * DMA-mapping a region into a type1 container as one job: the parallel op
+ * (populate, clear, or nothing) on every node, then the serial map op: one
+ * thread walks every node's chunks in order and calls VFIO_IOMMU_MAP_DMA
+ * per piece. Type1 takes the container's lock for each call and pins (and,
+ * for pages not yet present, faults and zeroes) on the calling thread, so
+ * mapping is serial; what prealloc buys is that every page is present
+ * before it starts. Before anything: the IOVA placement, the container's
+ * mapping budget (dma_avail) and RLIMIT_MEMLOCK. A map that fails or is
+ * cancelled unmaps what it mapped in the job's finish.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <linux/capability.h>
+#include <linux/vfio.h>
+
+#include "vfio.h"
+
+/* Bytes per MAP_DMA call (one kernel mapping each): 1 TiB takes 1024 of the default 65535. */
+#define MAP_STEP (UINT64_C(1) << 30)
+#define MAP_MAGIC UINT64_C(0x7666696f6d6170)	/* "vfiomap" */
+
+struct map_flow {
+	uint64_t magic;
+	struct prealloc_vfio *v;
+	struct prealloc_region *region;
+	struct vfio_mapping *m;		/* ours until the job succeeds, then v's */
+	bool readonly;
+	struct prealloc_vfio_map_info info;
+};
+
+static int map_fail(struct prealloc_vfio_map_info *info, int step, int err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int map_fail(struct prealloc_vfio_map_info *info, int step, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	info->step = step;
+	info->error = err;
+	va_start(ap, fmt);
+	vsnprintf(info->message, sizeof(info->message), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+int vfio_unmap_segments(int container, const struct vfio_mapping *m)
+{
+	int ret = 0;
+
+	for (unsigned int i = 0; i < m->nr_segments; i++) {
+		struct vfio_iommu_type1_dma_unmap u = {
+			.argsz = sizeof(u),
+			.iova = m->segments[i].iova,
+			.size = m->segments[i].length,
+		};
+
+		if (ioctl(container, VFIO_IOMMU_UNMAP_DMA, &u) < 0 && !ret)
+			ret = -errno;
+	}
+	return ret;
+}
+
+/* ---- the serial op ------------------------------------------------------- */
+
+/* The info.nodes slot of the extent holding region offset off. */
+static struct prealloc_vfio_node_map *node_slot(struct map_flow *f, uint64_t off)
+{
+	const struct prealloc_region *reg = f->region;
+	int node = -1;
+
+	for (unsigned int e = 0; e < reg->nr_extents; e++)
+		if (off - reg->extents[e].offset < reg->extents[e].length)
+			node = reg->extents[e].node;
+	for (unsigned int i = 0; i < f->info.nr_nodes; i++)
+		if (f->info.nodes[i].node == node)
+			return &f->info.nodes[i];
+	return &f->info.nodes[f->info.nr_nodes - 1];	/* more than 64 nodes: the last slot */
+}
+
+static const struct prealloc_vfio_segment *segment_of(const struct vfio_mapping *m, uint64_t off)
+{
+	for (unsigned int i = 0; i < m->nr_segments; i++)
+		if (off - m->segments[i].offset < m->segments[i].length)
+			return &m->segments[i];
+	return NULL;
+}
+
+static int map_setup(const struct job_op_args *args, void **ret_state)
+{
+	*ret_state = args->arg;
+	return 0;
+}
+
+/* [p, p + len): one MAP_DMA per segment it touches (a piece never crosses an extent). */
+static int map_piece(void *state, uint8_t *p, uint64_t len)
+{
+	struct map_flow *f = state;
+	uint64_t off = (uint64_t)(p - f->region->addr);
+	struct prealloc_vfio_node_map *slot = node_slot(f, off);
+
+	while (len) {
+		const struct prealloc_vfio_segment *s = segment_of(f->m, off);
+		uint64_t n;
+		double t0;
+
+		if (!s)
+			return -ERANGE;
+		n = MIN(len, s->offset + s->length - off);
+		struct vfio_iommu_type1_dma_map map = {
+			.argsz = sizeof(map),
+			.flags = VFIO_DMA_MAP_FLAG_READ | (f->readonly ? 0 : VFIO_DMA_MAP_FLAG_WRITE),
+			.vaddr = (uintptr_t)p,
+			.iova = s->iova + (off - s->offset),
+			.size = n,
+		};
+		t0 = now_seconds();
+		if (ioctl(f->v->container, VFIO_IOMMU_MAP_DMA, &map) < 0)
+			return -errno;
+		t0 = now_seconds() - t0;
+		slot->bytes += n;
+		slot->seconds += t0;
+		f->info.bytes += n;
+		f->info.seconds += t0;
+		f->info.mappings++;
+		p += n;
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int map_method(const void *state)
+{
+	(void)state;
+	return PREALLOC_METHOD_NONE;
+}
+
+static const struct job_op vfio_map_op = {
+	.name = "vfio-map",
+	.op = -1,
+	.serial = true,
+	.step = MAP_STEP,
+	.setup = map_setup,
+	.piece = map_piece,
+	.method = map_method,
+};
+
+/* ---- the flow -------------------------------------------------------------- */
+
+static int map_finish(struct prealloc_job *job, int status, void *arg)
+{
+	struct map_flow *f = arg;
+	char where[32];
+
+	(void)job;
+	if (status == 0) {
+		f->m->next = f->v->maps;
+		f->v->maps = f->m;
+		f->m = NULL;
+	} else {
+		if (status != -ECANCELED && !f->info.step)
+			map_fail(&f->info, PREALLOC_VFIO_STEP_MAP, status,
+				 "VFIO_IOMMU_MAP_DMA failed after %s: %s%s",
+				 format_bytes(f->info.bytes, where, sizeof(where)), strerror(-status),
+				 status == -ENOMEM ? " (RLIMIT_MEMLOCK, or memory)"
+				 : status == -ENOSPC ? " (the container's mapping limit)" : "");
+		else if (status == -ECANCELED)
+			f->info.error = status;
+		/* What was mapped goes, before anyone sees the job done. */
+		vfio_unmap_segments(f->v->container, f->m);
+		f->info.bytes = 0;
+		if (f->m->lock_fd >= 0)
+			flock(f->m->lock_fd, LOCK_UN);
+		f->m->lock_fd = -1;
+	}
+	f->v->busy = false;
+	return status;
+}
+
+static void map_destroy(void *arg)
+{
+	struct map_flow *f = arg;
+
+	if (f->m) {
+		if (f->m->lock_fd >= 0)
+			flock(f->m->lock_fd, LOCK_UN);
+		free(f->m);
+	}
+	free(f);
+}
+
+/* VmLck of this process, bytes. */
+static uint64_t locked_bytes(struct prealloc_ctx *ctx)
+{
+	char path[PATH_MAX], line[256];
+	unsigned long long kib = 0;
+	FILE *fp;
+
+	if (proc_path(ctx, path, sizeof(path), "/self/status") < 0 || !(fp = fopen(path, "re")))
+		return 0;
+	while (fgets(line, sizeof(line), fp))
+		if (sscanf(line, "VmLck: %llu kB", &kib) == 1)
+			break;
+	fclose(fp);
+	return (uint64_t)kib << 10;
+}
+
+static bool has_cap_ipc_lock(void)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2] = { 0 };
+
+	if (syscall(SYS_capget, &h, d) < 0)
+		return false;
+	return d[CAP_IPC_LOCK / 32].effective & (1u << (CAP_IPC_LOCK % 32));
+}
+
+/* An admission for the pin: type1 charges every pinned page to VmLck against RLIMIT_MEMLOCK. */
+static int memlock_check(struct map_flow *f)
+{
+	struct prealloc_vfio_map_info *info = &f->info;
+	char need[32], now[32], lim[32];
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) < 0)
+		return -errno;
+	info->cap_ipc_lock = has_cap_ipc_lock();
+	info->locked_now = locked_bytes(f->v->ctx);
+	info->locked_needed = info->locked_now + f->region->length;
+	info->locked_limit = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t)rl.rlim_cur;
+	if (info->cap_ipc_lock || info->locked_needed <= info->locked_limit)
+		return 0;
+	return map_fail(info, PREALLOC_VFIO_STEP_MEMLOCK, -ENOMEM,
+			"pinning needs %s of locked memory (%s locked already), RLIMIT_MEMLOCK allows "
+			"%s: raise it (ulimit -l, systemd LimitMEMLOCK=, libvirt <memtune>"
+			"<hard_limit>) or run with CAP_IPC_LOCK",
+			format_bytes(info->locked_needed, need, sizeof(need)),
+			format_bytes(info->locked_now, now, sizeof(now)),
+			format_bytes(info->locked_limit, lim, sizeof(lim)));
+}
+
+/* Where the region goes, and whether the container has mappings enough for it. */
+static int fit_check(struct map_flow *f, const struct prealloc_vfio_map_opts *o)
+{
+	const struct prealloc_vfio_info *vi = &f->v->info;
+	const struct prealloc_region *reg = f->region;
+	uint64_t min_page = vi->pgsize_bitmap ? vi->pgsize_bitmap & -vi->pgsize_bitmap : 4096;
+	uint64_t calls;
+	int n;
+
+	n = iova_place(vi->ranges, vi->nr_ranges, min_page, MAX(reg->page_size, min_page),
+		       reg->length, o->iova, o->flags & PREALLOC_VFIO_MAP_FIXED, f->m->segments,
+		       PREALLOC_VFIO_MAX_SEGMENTS);
+	if (n < 0)
+		return map_fail(&f->info, PREALLOC_VFIO_STEP_FIT, n,
+				"%llu bytes do not fit the device's usable IOVA %s0x%llx: %s",
+				(unsigned long long)reg->length,
+				o->flags & PREALLOC_VFIO_MAP_FIXED ? "at " : "from ",
+				(unsigned long long)o->iova,
+				n == -EINVAL ? "not aligned to the IOMMU page"
+				: n == -ERANGE ? "the range crosses a reserved or unusable IOVA range"
+					       : "not enough usable IOVA above it");
+	f->m->nr_segments = (unsigned int)n;
+	memcpy(f->info.segments, f->m->segments, sizeof(f->info.segments));
+	f->info.nr_segments = (unsigned int)n;
+	/* One call per MAP_STEP of each extent, plus a split at every segment edge. */
+	calls = (unsigned int)n + reg->nr_extents;
+	for (unsigned int e = 0; e < reg->nr_extents; e++)
+		calls += (reg->extents[e].length + MAP_STEP - 1) / MAP_STEP;
+	if (vi->dma_avail != UINT32_MAX && calls > vi->dma_avail)
+		return map_fail(&f->info, PREALLOC_VFIO_STEP_FIT, -ENOSPC,
+				"the map needs up to %llu mappings, the container allows %u more "
+				"(vfio_iommu_type1 dma_entry_limit)", (unsigned long long)calls,
+				vi->dma_avail);
+	return 0;
+}
+
+/* Per node slots in extent order; the ranges not resident (node -1) are extras to map too. */
+static int map_plan(struct map_flow *f, struct job_range **ret_extra, size_t *ret_nr)
+{
+	const struct prealloc_region *reg = f->region;
+	struct job_range *x = calloc(reg->nr_extents + 1, sizeof(*x));
+	size_t nx = 0;
+
+	if (!x)
+		return -ENOMEM;
+	for (unsigned int e = 0; e < reg->nr_extents; e++) {
+		const struct prealloc_extent *ext = &reg->extents[e];
+		unsigned int i = 0;
+
+		if (ext->node < 0)
+			x[nx++] = (struct job_range){ -1, ext->offset, ext->length };
+		while (i < f->info.nr_nodes && f->info.nodes[i].node != ext->node)
+			i++;
+		if (i == f->info.nr_nodes && i < PREALLOC_VFIO_MAX_NODES)
+			f->info.nodes[f->info.nr_nodes++].node = ext->node;
+	}
+	*ret_extra = x;
+	*ret_nr = nx;
+	return 0;
+}
+
+static int map_prepare(struct map_flow *f, const struct prealloc_vfio_map_opts *o)
+{
+	int r;
+
+	for (struct vfio_mapping *m = f->v->maps; m; m = m->next)
+		if (m->region == f->region)
+			return map_fail(&f->info, PREALLOC_VFIO_STEP_FIT, -EEXIST,
+					"the region is mapped already");
+	r = vfio_info_read(f->v);	/* dma_avail now */
+	if (r < 0)
+		return map_fail(&f->info, PREALLOC_VFIO_STEP_INFO, r, "VFIO_IOMMU_GET_INFO: %s",
+				strerror(-r));
+	r = fit_check(f, o);
+	if (r == 0 && !(o->flags & PREALLOC_VFIO_MAP_NO_MEMLOCK_CHECK))
+		r = memlock_check(f);
+	if (r < 0)
+		return r;
+	/* While mapped, prealloc_release of the file is refused (a shared lock on its fd). */
+	f->m->lock_fd = f->region->fd;
+	if (f->m->lock_fd >= 0 && flock(f->m->lock_fd, LOCK_SH | LOCK_NB) < 0)
+		return map_fail(&f->info, PREALLOC_VFIO_STEP_MAP, -EBUSY,
+				"the file is being removed (locked by a release)");
+	return 0;
+}
+
+/* The job's spec: the op (or none) on every node, then the serial map. */
+static int map_job(struct map_flow *f, const struct prealloc_job_opts *job_opts,
+		   struct prealloc_job **ret_job)
+{
+	struct prealloc_job_opts none = { .size = sizeof(none), .op = PREALLOC_OP_NONE };
+	struct job_flow flow = { .finish = map_finish, .destroy = map_destroy, .arg = f };
+	struct job_spec spec = { .flow = &flow, .serial = &vfio_map_op, .serial_arg = f };
+	struct job_range *extra;
+	int r;
+
+	r = map_plan(f, &extra, &spec.nr_extra);
+	if (r < 0)
+		return r;
+	spec.extra = extra;
+	f->v->busy = true;
+	r = job_start_spec(f->region, job_opts ? job_opts : &none, &spec, ret_job);
+	free(extra);
+	if (r < 0) {
+		f->v->busy = false;
+		map_fail(&f->info, PREALLOC_VFIO_STEP_MAP, r, "cannot start the job: %s",
+			 strerror(-r));
+	}
+	return r;
+}
+
+EXPORT int prealloc_vfio_map_start(struct prealloc_vfio *vfio, struct prealloc_region *region,
+				   const struct prealloc_job_opts *job_opts,
+				   const struct prealloc_vfio_map_opts *opts,
+				   struct prealloc_job **ret_job, struct prealloc_vfio_map_info *ret_info)
+{
+	struct prealloc_vfio_map_opts o = { .size = sizeof(o) };
+	struct map_flow *f;
+	int r;
+
+	if (!vfio || !region || !ret_job || vfio->busy)
+		return vfio && vfio->busy ? -EBUSY : -EINVAL;
+	f = calloc(1, sizeof(*f));
+	if (!f || !(f->m = calloc(1, sizeof(*f->m)))) {
+		free(f);
+		return -ENOMEM;
+	}
+	f->magic = MAP_MAGIC;
+	f->v = vfio;
+	f->region = region;
+	f->m->region = region;
+	f->m->lock_fd = -1;
+	f->info.size = sizeof(f->info);
+	r = opts ? copy_sized_in(&o, sizeof(o), opts) : 0;
+	if (r == 0 && (o.flags & ~7u))
+		r = -EINVAL;
+	f->readonly = o.flags & PREALLOC_VFIO_MAP_READONLY;
+	if (r == 0)
+		r = map_prepare(f, &o);
+	if (r == 0)
+		r = map_job(f, job_opts, ret_job);
+	if (ret_info && ret_info->size >= sizeof(size_t))
+		copy_sized_out(ret_info, &f->info, sizeof(f->info));
+	if (r < 0)
+		map_destroy(f);
+	return r;
+}
+
+EXPORT int prealloc_vfio_map_info(struct prealloc_job *job, struct prealloc_vfio_map_info *ret_info)
+{
+	struct map_flow *f = job_flow_arg(job);
+
+	if (!f || f->magic != MAP_MAGIC || !ret_info || ret_info->size < sizeof(size_t))
+		return -EINVAL;
+	prealloc_job_wait(job);
+	copy_sized_out(ret_info, &f->info, sizeof(f->info));
+	return 0;
+}
+
+EXPORT int prealloc_vfio_map(struct prealloc_vfio *vfio, struct prealloc_region *region,
+			     const struct prealloc_job_opts *job_opts,
+			     const struct prealloc_vfio_map_opts *opts,
+			     struct prealloc_vfio_map_info *ret_info, struct prealloc_report *ret_report)
+{
+	struct prealloc_job *job;
+	int r;
+
+	r = prealloc_vfio_map_start(vfio, region, job_opts, opts, &job, ret_info);
+	if (r < 0)
+		return r;
+	r = prealloc_job_wait(job);
+	if (ret_info)
+		prealloc_vfio_map_info(job, ret_info);
+	if (ret_report)
+		prealloc_job_report(job, ret_report);
+	prealloc_job_free(job);
+	return r;
+}
+
+EXPORT int prealloc_vfio_unmap(struct prealloc_vfio *vfio, struct prealloc_region *region)
+{
+	struct vfio_mapping **pp, *m;
+	int r;
+
+	if (!vfio || !region)
+		return -EINVAL;
+	for (pp = &vfio->maps; *pp && (*pp)->region != region; pp = &(*pp)->next)
+		;
+	m = *pp;
+	if (!m)
+		return -ENOENT;
+	r = vfio_unmap_segments(vfio->container, m);
+	*pp = m->next;
+	if (m->lock_fd >= 0)
+		flock(m->lock_fd, LOCK_UN);
+	free(m);
+	return r;
+}

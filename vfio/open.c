@@ -1,0 +1,334 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Opening a device's IOMMU group into a VFIO type1 container, with every
+ * check a person would want named when it fails: the device exists, has a
+ * group, is bound to vfio-pci, the group is viable (no device of it is held
+ * by a host driver), the container speaks our API and has TYPE1v2. Then the
+ * IOMMU's page sizes, usable IOVA ranges and dma_avail from
+ * VFIO_IOMMU_GET_INFO and its capability chain.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <linux/vfio.h>
+
+#include "vfio.h"
+
+static int vfio_fail(struct prealloc_vfio_info *info, int step, int err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int vfio_fail(struct prealloc_vfio_info *info, int step, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	info->step = step;
+	info->error = err;
+	va_start(ap, fmt);
+	vsnprintf(info->message, sizeof(info->message), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+/* ---- VFIO_IOMMU_GET_INFO ----------------------------------------------- */
+
+static int parse_iova_cap(const uint8_t *cap, size_t room, struct prealloc_vfio_info *ret)
+{
+	const struct vfio_iommu_type1_info_cap_iova_range *c = (const void *)cap;
+
+	if (room < sizeof(*c) || (room - sizeof(*c)) / sizeof(c->iova_ranges[0]) < c->nr_iovas)
+		return -EBADMSG;
+	ret->nr_ranges = 0;
+	for (uint32_t i = 0; i < c->nr_iovas && ret->nr_ranges < PREALLOC_VFIO_MAX_RANGES; i++) {
+		ret->ranges[ret->nr_ranges].start = c->iova_ranges[i].start;
+		ret->ranges[ret->nr_ranges++].last = c->iova_ranges[i].end;
+	}
+	return 0;
+}
+
+int vfio_info_parse(const void *buf, size_t len, struct prealloc_vfio_info *ret)
+{
+	const struct vfio_iommu_type1_info *info = buf;
+	const uint8_t *base = buf;
+	uint32_t off;
+	int hops = 0, r;
+
+	if (len < sizeof(*info))
+		return -EBADMSG;
+	ret->pgsize_bitmap = (info->flags & VFIO_IOMMU_INFO_PGSIZES) ? info->iova_pgsizes : 0;
+	ret->dma_avail = UINT32_MAX;
+	ret->nr_ranges = 0;
+	if (!(info->flags & VFIO_IOMMU_INFO_CAPS))
+		return 0;
+	for (off = info->cap_offset; off; hops++) {
+		const struct vfio_info_cap_header *h = (const void *)(base + off);
+
+		/* Every capability lies past the fixed part, inside the reply, aligned. */
+		if (off < sizeof(*info) || off > len || len - off < sizeof(*h) || off % 4 || hops > 64)
+			return -EBADMSG;
+		if (h->id == VFIO_IOMMU_TYPE1_INFO_CAP_IOVA_RANGE) {
+			r = parse_iova_cap(base + off, len - off, ret);
+			if (r < 0)
+				return r;
+		} else if (h->id == VFIO_IOMMU_TYPE1_INFO_DMA_AVAIL) {
+			const struct vfio_iommu_type1_info_dma_avail *d = (const void *)h;
+
+			if (len - off < sizeof(*d))
+				return -EBADMSG;
+			ret->dma_avail = d->avail;
+		}
+		off = h->next;
+	}
+	return 0;
+}
+
+int vfio_info_read(struct prealloc_vfio *v)
+{
+	struct vfio_iommu_type1_info probe = { .argsz = sizeof(probe) };
+	size_t len;
+	void *buf;
+	int r;
+
+	if (ioctl(v->container, VFIO_IOMMU_GET_INFO, &probe) < 0)
+		return -errno;
+	/* The kernel says how much room the capability chain needs. */
+	len = MAX(probe.argsz, (uint32_t)sizeof(probe));
+	buf = calloc(1, len);
+	if (!buf)
+		return -ENOMEM;
+	((struct vfio_iommu_type1_info *)buf)->argsz = (uint32_t)len;
+	r = ioctl(v->container, VFIO_IOMMU_GET_INFO, buf) < 0 ? -errno : 0;
+	if (r == 0)
+		r = vfio_info_parse(buf, len, &v->info);
+	free(buf);
+	return r;
+}
+
+/* ---- the device and its group (sysfs) ----------------------------------- */
+
+/* The basename of a sysfs link: driver, iommu_group. "" when absent. */
+static int link_name(struct prealloc_ctx *ctx, const char *dev, const char *what, char *buf,
+		     size_t len)
+{
+	char path[PATH_MAX], target[PATH_MAX];
+	ssize_t n;
+	int r;
+
+	buf[0] = '\0';
+	r = sys_path(ctx, path, sizeof(path), "/bus/pci/devices/%s/%s", dev, what);
+	if (r < 0)
+		return r;
+	n = readlink(path, target, sizeof(target) - 1);
+	if (n < 0)
+		return -errno;
+	target[n] = '\0';
+	snprintf(buf, len, "%s", basename(target));
+	return 0;
+}
+
+/* Names a device of the group held by a driver other than vfio-pci (the kernel's verdict decides). */
+static void find_blocker(struct prealloc_ctx *ctx, struct prealloc_vfio_info *info)
+{
+	char path[PATH_MAX], drv[64];
+	struct dirent *de;
+	DIR *d;
+
+	info->group_devices = 0;
+	if (sys_path(ctx, path, sizeof(path), "/kernel/iommu_groups/%d/devices", info->group) < 0 ||
+	    !(d = opendir(path)))
+		return;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		info->group_devices++;
+		if (link_name(ctx, de->d_name, "driver", drv, sizeof(drv)) < 0 || !drv[0] ||
+		    !strcmp(drv, "vfio-pci") || info->blocker[0])
+			continue;
+		snprintf(info->blocker, sizeof(info->blocker), "%s", de->d_name);
+		snprintf(info->blocker_driver, sizeof(info->blocker_driver), "%s", drv);
+	}
+	closedir(d);
+}
+
+/* The device's group number, after checking it is bound to vfio-pci. */
+static int device_group(struct prealloc_ctx *ctx, const char *dev, struct prealloc_vfio_info *info)
+{
+	char path[PATH_MAX], grp[32];
+	int r;
+
+	r = sys_path(ctx, path, sizeof(path), "/bus/pci/devices/%s", dev);
+	if (r < 0 || strchr(dev, '/') || access(path, F_OK) < 0)
+		return vfio_fail(info, PREALLOC_VFIO_STEP_DEVICE, -ENOENT, "no PCI device %s", dev);
+	if (link_name(ctx, dev, "iommu_group", grp, sizeof(grp)) < 0)
+		return vfio_fail(info, PREALLOC_VFIO_STEP_DEVICE, -ENODEV,
+				 "PCI device %s has no IOMMU group (is the IOMMU enabled? "
+				 "intel_iommu=on / amd_iommu=on)", dev);
+	info->group = atoi(grp);
+	link_name(ctx, dev, "driver", info->driver, sizeof(info->driver));
+	if (strcmp(info->driver, "vfio-pci"))
+		return vfio_fail(info, PREALLOC_VFIO_STEP_DRIVER, -EBUSY,
+				 "PCI device %s is bound to %s, not vfio-pci (echo vfio-pci > "
+				 "/sys/bus/pci/devices/%s/driver_override, unbind, reprobe)", dev,
+				 info->driver[0] ? info->driver : "no driver", dev);
+	return 0;
+}
+
+/* ---- the container ------------------------------------------------------ */
+
+/* The group, viable, in a new container with a type1 IOMMU. */
+static int container_open(struct prealloc_vfio *v, const char *group_path)
+{
+	struct vfio_group_status st = { .argsz = sizeof(st) };
+	struct prealloc_vfio_info *info = &v->info;
+	int api, type;
+
+	v->group = open(group_path, O_RDWR | O_CLOEXEC);
+	if (v->group < 0)
+		return vfio_fail(info, PREALLOC_VFIO_STEP_GROUP, -errno, "cannot open %s: %s%s",
+				 group_path, strerror(errno),
+				 errno == EBUSY ? " (another process holds the group)" : "");
+	if (ioctl(v->group, VFIO_GROUP_GET_STATUS, &st) < 0)
+		return vfio_fail(info, PREALLOC_VFIO_STEP_GROUP, -errno,
+				 "VFIO_GROUP_GET_STATUS on %s: %s", group_path, strerror(errno));
+	if (!(st.flags & VFIO_GROUP_FLAGS_VIABLE)) {
+		if (info->group >= 0)
+			find_blocker(v->ctx, info);
+		return vfio_fail(info, PREALLOC_VFIO_STEP_VIABLE, -EBUSY,
+				 "IOMMU group %d is not viable: %s%s%s%s (every device of the group "
+				 "must be bound to vfio-pci or to no driver)", info->group,
+				 info->blocker[0] ? "device " : "a device of the group is held by a host driver",
+				 info->blocker, info->blocker[0] ? " is bound to " : "",
+				 info->blocker_driver);
+	}
+	v->container = open("/dev/vfio/vfio", O_RDWR | O_CLOEXEC);
+	if (v->container < 0)
+		return vfio_fail(info, PREALLOC_VFIO_STEP_CONTAINER, -errno,
+				 "cannot open /dev/vfio/vfio: %s", strerror(errno));
+	v->own_container = true;
+	api = ioctl(v->container, VFIO_GET_API_VERSION);
+	if (api != VFIO_API_VERSION)
+		return vfio_fail(info, PREALLOC_VFIO_STEP_CONTAINER, -EPROTO,
+				 "VFIO API version %d, built for %d", api, VFIO_API_VERSION);
+	type = ioctl(v->container, VFIO_CHECK_EXTENSION, VFIO_TYPE1v2_IOMMU) == 1 ? VFIO_TYPE1v2_IOMMU
+		: ioctl(v->container, VFIO_CHECK_EXTENSION, VFIO_TYPE1_IOMMU) == 1 ? VFIO_TYPE1_IOMMU : 0;
+	if (!type)
+		return vfio_fail(info, PREALLOC_VFIO_STEP_CONTAINER, -EOPNOTSUPP,
+				 "the kernel has no VFIO type1 IOMMU (load vfio_iommu_type1)");
+	if (ioctl(v->group, VFIO_GROUP_SET_CONTAINER, &v->container) < 0 ||
+	    ioctl(v->container, VFIO_SET_IOMMU, type) < 0)
+		return vfio_fail(info, PREALLOC_VFIO_STEP_CONTAINER, -errno,
+				 "cannot set the type1 IOMMU for %s: %s%s", group_path, strerror(errno),
+				 errno == EPERM ? " (interrupt remapping off? vfio_iommu_type1 "
+						  "allow_unsafe_interrupts)" : "");
+	info->iommu_type = type;
+	return 0;
+}
+
+static int vfio_open_checked(struct prealloc_vfio *v, const struct prealloc_vfio_opts *o)
+{
+	struct prealloc_vfio_info *info = &v->info;
+	char group_path[64];
+	int r;
+
+	if (o->backend == PREALLOC_VFIO_IOMMUFD)
+		return vfio_fail(info, PREALLOC_VFIO_STEP_BACKEND, -EOPNOTSUPP,
+				 "the iommufd backend is not built (docs/vfio.md)");
+	if (o->backend != PREALLOC_VFIO_TYPE1 || (o->flags & ~PREALLOC_VFIO_CALLER_FD) ||
+	    (!(o->flags & PREALLOC_VFIO_CALLER_FD) && !o->device && !o->group))
+		return vfio_fail(info, PREALLOC_VFIO_STEP_BACKEND, -EINVAL,
+				 "give a PCI device, a group or a container fd");
+	if (o->flags & PREALLOC_VFIO_CALLER_FD) {
+		v->container = o->fd;
+		if (ioctl(v->container, VFIO_GET_API_VERSION) != VFIO_API_VERSION)
+			return vfio_fail(info, PREALLOC_VFIO_STEP_CONTAINER, -EBADF,
+					 "fd %d is not a VFIO container", o->fd);
+	} else {
+		if (o->device && (r = device_group(v->ctx, o->device, info)) < 0)
+			return r;
+		if (o->group)
+			snprintf(group_path, sizeof(group_path), "%s", o->group);
+		else
+			snprintf(group_path, sizeof(group_path), "/dev/vfio/%d", info->group);
+		if (!o->device && sscanf(group_path, "/dev/vfio/%d", &info->group) != 1)
+			info->group = -1;
+		r = container_open(v, group_path);
+		if (r < 0)
+			return r;
+	}
+	r = vfio_info_read(v);
+	if (r < 0)
+		return vfio_fail(info, PREALLOC_VFIO_STEP_INFO, r, "VFIO_IOMMU_GET_INFO: %s%s",
+				 strerror(-r), r == -EINVAL ? " (no IOMMU set on the container)" : "");
+	return 0;
+}
+
+EXPORT int prealloc_vfio_open(struct prealloc_ctx *ctx, const struct prealloc_vfio_opts *opts,
+			      struct prealloc_vfio **ret_vfio, struct prealloc_vfio_info *ret_info)
+{
+	struct prealloc_vfio_opts o;
+	struct prealloc_vfio *v;
+	int r;
+
+	if (!ctx || !opts || !ret_vfio)
+		return -EINVAL;
+	v = calloc(1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	v->ctx = ctx;
+	v->container = v->group = -1;
+	v->info.size = sizeof(v->info);
+	v->info.group = -1;
+	r = copy_sized_in(&o, sizeof(o), opts);
+	if (r == 0)
+		r = vfio_open_checked(v, &o);
+	else
+		vfio_fail(&v->info, PREALLOC_VFIO_STEP_BACKEND, r, "options from a newer library");
+	v->info.backend = o.backend;
+	if (ret_info && ret_info->size >= sizeof(size_t))
+		copy_sized_out(ret_info, &v->info, sizeof(v->info));
+	if (r < 0) {
+		prealloc_vfio_close(v);
+		return r;
+	}
+	*ret_vfio = v;
+	return 0;
+}
+
+EXPORT int prealloc_vfio_info(struct prealloc_vfio *vfio, struct prealloc_vfio_info *ret_info)
+{
+	int r;
+
+	if (!vfio || !ret_info || ret_info->size < sizeof(size_t))
+		return -EINVAL;
+	r = vfio_info_read(vfio);
+	copy_sized_out(ret_info, &vfio->info, sizeof(vfio->info));
+	return r;
+}
+
+EXPORT int prealloc_vfio_container_fd(const struct prealloc_vfio *vfio)
+{
+	return vfio ? vfio->container : -EINVAL;
+}
+
+EXPORT int prealloc_vfio_group_fd(const struct prealloc_vfio *vfio)
+{
+	return vfio ? vfio->group : -EINVAL;
+}
+
+EXPORT void prealloc_vfio_close(struct prealloc_vfio *vfio)
+{
+	if (!vfio)
+		return;
+	while (vfio->maps)
+		prealloc_vfio_unmap(vfio, vfio->maps->region);
+	if (vfio->group >= 0)
+		close(vfio->group);
+	if (vfio->own_container && vfio->container >= 0)
+		close(vfio->container);
+	free(vfio);
+}

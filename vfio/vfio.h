@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/* VFIO type1 mapping inside libprealloc (the files of vfio/). Never installed. */
+#ifndef PREALLOC_VFIO_INTERNAL_H
+#define PREALLOC_VFIO_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+
+/* One region mapped into the container: its IOVA segments. */
+struct vfio_mapping {
+	struct prealloc_region *region;
+	int lock_fd;		/* the region's fd, flock(LOCK_SH)ed; -1 none */
+	unsigned int nr_segments;
+	struct prealloc_vfio_segment segments[PREALLOC_VFIO_MAX_SEGMENTS];
+	struct vfio_mapping *next;
+};
+
+struct prealloc_vfio {
+	struct prealloc_ctx *ctx;
+	int container;
+	int group;		/* -1: the caller's container */
+	bool own_container;
+	bool busy;		/* a map job runs */
+	struct prealloc_vfio_info info;
+	struct vfio_mapping *maps;
+};
+
+/* open.c */
+/*
+ * Parses VFIO_IOMMU_GET_INFO's reply (buf, len bytes: struct
+ * vfio_iommu_type1_info and its capability chain) into ret's page sizes,
+ * usable IOVA ranges and dma_avail. -EBADMSG: a capability runs past len
+ * or the chain loops. Pure: unit-tested.
+ */
+int vfio_info_parse(const void *buf, size_t len, struct prealloc_vfio_info *ret);
+/* Reads VFIO_IOMMU_GET_INFO of the container into v->info. */
+int vfio_info_read(struct prealloc_vfio *v);
+
+/* iova.c: pure, unit-tested. */
+/*
+ * Places length bytes (a multiple of page_size) in the usable ranges: FIXED
+ * at iova exactly (inside one range, aligned to min_page), else from iova
+ * upward, each segment's IOVA aligned to page_size, split where a range
+ * ends. nr_ranges 0: all 64-bit IOVA is usable. Returns the segment count;
+ * -EINVAL misaligned, -ERANGE the fixed IOVA does not fit one range,
+ * -ENOSPC no room, -E2BIG more than max segments.
+ */
+int iova_place(const struct prealloc_iova_range *ranges, unsigned int nr_ranges,
+	       uint64_t min_page, uint64_t page_size, uint64_t length, uint64_t iova, bool fixed,
+	       struct prealloc_vfio_segment *ret, unsigned int max);
+
+/* map.c */
+/* Unmaps every segment of m (each at once: no mapping crosses a segment). */
+int vfio_unmap_segments(int container, const struct vfio_mapping *m);
+
+#endif
