@@ -18,28 +18,9 @@ static int node_meminfo_read(const struct prealloc_ctx *ctx, int node, struct no
 {
 	static const char *const keys[] = { "MemTotal", "MemFree", "Active(file)",
 					    "Inactive(file)", "SReclaimable" };
-	uint64_t *slots[] = { &c->mem_total, &c->mem_free, &c->file, &c->file, &c->slab };
-	char path[PATH_MAX], line[256];
-	FILE *f;
+	uint64_t *const slots[] = { &c->mem_total, &c->mem_free, &c->file, &c->file, &c->slab };
 
-	if (sys_path(ctx, path, sizeof(path), "/devices/system/node/node%d/meminfo", node) < 0)
-		return -ENAMETOOLONG;
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long kb;
-		char key[64];
-		int n;
-
-		if (sscanf(line, "Node %d %63[^:]: %llu", &n, key, &kb) != 3)
-			continue;
-		for (size_t k = 0; k < ARRAY_SIZE(keys); k++)
-			if (!strcmp(key, keys[k]))
-				*slots[k] += (uint64_t)kb << 10;
-	}
-	fclose(f);
-	return 0;
+	return node_meminfo_sum(ctx, node, keys, slots, ARRAY_SIZE(keys));
 }
 
 /* A /proc file's first number, or a "Key: N kB" line's N in bytes; 0 when absent. */

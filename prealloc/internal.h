@@ -113,6 +113,9 @@ void test_pause(const char *point);
 
 /* topology.c */
 const struct topo_node *topo_node(const struct prealloc_ctx *ctx, int node);
+/* Adds each key's value of <sys>/devices/system/node/nodeN/meminfo, in bytes, to its slot. */
+int node_meminfo_sum(const struct prealloc_ctx *ctx, int node, const char *const *keys,
+		     uint64_t *const *slots, size_t nr);
 
 /* plan.c: pure; cut extents into page-aligned chunks. */
 struct plan_chunk {

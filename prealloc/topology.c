@@ -18,17 +18,18 @@
 #define NODE_SYSFS "/devices/system/node"
 
 
-static int node_meminfo(const struct prealloc_ctx *ctx, int node, uint64_t *ret_total,
-			uint64_t *ret_free)
+int node_meminfo_sum(const struct prealloc_ctx *ctx, int node, const char *const *keys,
+		     uint64_t *const *slots, size_t nr)
 {
 	char path[PATH_MAX], line[256];
 	FILE *f;
 
-	sys_path(ctx, path, sizeof(path), NODE_SYSFS "/node%d/meminfo", node);
+	if (sys_path(ctx, path, sizeof(path), NODE_SYSFS "/node%d/meminfo", node) < 0)
+		return -ENAMETOOLONG;
 	f = fopen(path, "re");
 	if (!f)
 		return -errno;
-	*ret_total = *ret_free = 0;
+	/* "Node 0 MemFree:   123 kB": each key's kB, in bytes, added to its slot. */
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long long kb;
 		char key[64];
@@ -36,13 +37,22 @@ static int node_meminfo(const struct prealloc_ctx *ctx, int node, uint64_t *ret_
 
 		if (sscanf(line, "Node %d %63[^:]: %llu", &n, key, &kb) != 3)
 			continue;
-		if (!strcmp(key, "MemTotal"))
-			*ret_total = kb << 10;
-		else if (!strcmp(key, "MemFree"))
-			*ret_free = kb << 10;
+		for (size_t k = 0; k < nr; k++)
+			if (!strcmp(key, keys[k]))
+				*slots[k] += (uint64_t)kb << 10;
 	}
 	fclose(f);
 	return 0;
+}
+
+static int node_meminfo(const struct prealloc_ctx *ctx, int node, uint64_t *ret_total,
+			uint64_t *ret_free)
+{
+	static const char *const keys[] = { "MemTotal", "MemFree" };
+	uint64_t *const slots[] = { ret_total, ret_free };
+
+	*ret_total = *ret_free = 0;
+	return node_meminfo_sum(ctx, node, keys, slots, ARRAY_SIZE(keys));
 }
 
 static void node_pool(const struct prealloc_ctx *ctx, int node, const char *size,
