@@ -3,7 +3,8 @@
 # Admission's edges and the records around them (issue 13's blind spots):
 #  1. another program's hugetlbfs mapping, made MAP_SHARED and never faulted
 #     (a VMM that mapped its guest RAM), holds pages that are still free: a
-#     request that only fits if they are counted free is refused (exit 3);
+#     request that only fits if they are counted free is refused by
+#     admission (exit 3), and with --reserve the pool grows around them;
 #  2. a 4k request larger than the machine's memory is refused (exit 3);
 #  3. a run admitted but not yet faulted (stopped at after-admission) keeps
 #     its pages when another run's growth is given back meanwhile (its file
@@ -59,7 +60,16 @@ PY
 	rc=$?
 	check "foreign: 8 pages when 16 are free but 12 promised to a mapping: exit 3 (got $rc)" \
 		[ $rc -eq 3 ]
+	check "foreign: refused by admission, before any mapping ($(head -1 "$TMP/err"))" \
+		grep -q "free 2M hugepages" "$TMP/err"
 	check "foreign: no file, no record" [ ! -e "$MNT/x" -a "$(ledger_entries)" -eq 0 ]
+	# With --reserve the pool must grow past the mapping's share, not fail
+	# at the mmap the kernel refuses for want of unreserved pages.
+	"$PREALLOC" -q --reserve --node 0 --page-size 2M --file "$MNT/x" 16M 2> "$TMP/err"
+	rc=$?
+	check "foreign: with --reserve the pool grows around the mapping: exit 0 (got $rc: $(head -1 "$TMP/err"))" \
+		[ $rc -eq 0 -a "$(stat -c %b "$MNT/x" 2>/dev/null || echo 0)" -eq $((16 * 2048)) ]
+	"$PREALLOC" rm "$MNT/x" 2>/dev/null
 	kill $MP; wait $MP 2>/dev/null
 	rm -f "$MNT/foreign"
 	"$PREALLOC" -q --node 0 --page-size 2M --file "$MNT/x" 16M 2> "$TMP/err"
