@@ -174,6 +174,75 @@ have_sub() {
 
 M=1048576
 
+# Pages really on the wrong node: a file faulted on node 0 by another program
+# (dd under a node-0 policy), reused for node 1. Nothing moves pages that are
+# already there, so the report must count them off-node and --verify must
+# fail with exit 5, leaving the file where it was.
+wrong_node() {
+	file=/dev/shm/vm-wrong
+	rm -f "$file"
+	vm_membind 0 dd if=/dev/zero of="$file" bs=1M count=16 2>/dev/null && chmod 600 "$file"
+	if ! vm_placement_check "$file" 0 >"$tmp/chk" 2>&1; then
+		fail "wrong node: setup" "dd under membind 0 did not put the file on node 0"
+		show "$tmp/chk"
+		rm -f "$file"
+		return
+	fi
+	prealloc --reuse --verify --node 1 --page-size 4k --file "$file" --json 16M \
+		>"$tmp/wrong.json" 2>"$tmp/err"
+	rc=$?
+	off=$(vm_json_get "$tmp/wrong.json" nodes/0/pages_off_node 2>/dev/null)
+	on=$(vm_json_get "$tmp/wrong.json" nodes/0/pages_on_node 2>/dev/null)
+	if [ "$rc" = 5 ] && [ "$off" = 4096 ] && [ "$on" = 0 ]; then
+		pass "wrong node: a node-0 file reused for node 1 fails --verify (exit 5, 4096 off-node)"
+	else
+		fail "wrong node" "exit $rc (want 5), pages_on_node $on (0), pages_off_node $off (4096): $(head -c 300 "$tmp/err")"
+	fi
+	rm -f "$file"
+}
+
+# Pinning and mbind seen directly, not through where pages landed: a run on
+# node 1 is stopped mid-populate; every worker thread's affinity must be node
+# 1's CPUs, and the file's mapping in the prealloc process must carry the
+# policy bind:1 (numa_maps).
+pinned_and_bound() {
+	file=/dev/shm/vm-pin
+	want=$(cat "$sysnode/node1/cpulist")
+	rm -f "$file"
+	prealloc -q --node 1 --page-size 4k --threads 2 --file "$file" 320M 2>"$tmp/err" &
+	pid=$!
+	i=0 tasks=0
+	while [ $i -lt 2000 ] && kill -0 $pid 2>/dev/null; do
+		tasks=$(ls /proc/$pid/task 2>/dev/null | wc -l)
+		[ "$tasks" -ge 3 ] && kill -STOP $pid && break
+		i=$((i + 1))
+	done
+	workers=0 bad='' policy=''
+	if [ "$tasks" -ge 3 ]; then
+		for t in /proc/$pid/task/*; do
+			[ "${t##*/}" = "$pid" ] && continue
+			l=$(awk '/^Cpus_allowed_list/ {print $2}' "$t/status")
+			workers=$((workers + 1))
+			[ "$l" = "$want" ] || bad="$bad ${t##*/}:$l"
+		done
+		policy=$(grep "$file\|\.prealloc-" /proc/$pid/numa_maps | head -1)
+		kill -CONT $pid
+	fi
+	wait $pid
+	rc=$?
+	if [ "$workers" -ge 2 ] && [ -z "$bad" ]; then
+		pass "pinning: $workers workers of a node-1 run allowed only CPUs $want"
+	else
+		fail "pinning" "caught $tasks tasks, $workers workers, off node 1's CPUs ($want):$bad"
+	fi
+	case "$policy" in
+	*" bind:1 "*) pass "mbind: the file's mapping has policy bind:1" ;;
+	*) fail "mbind" "numa_maps line of the file: '$policy'" ;;
+	esac
+	[ "$rc" = 0 ] || fail "pinning: the stopped run" "exit $rc: $(head -c 300 "$tmp/err")"
+	prealloc rm "$file" 2>/dev/null || rm -f "$file"
+}
+
 # ---- two-node: placement, worker CPUs, clear, pools, VFIO ---------------------
 two_node() {
 	if [ "$(nodes_online)" = "0 1 " ] && [ "$(node_cpus 0)" = "0 " ] &&
@@ -219,6 +288,8 @@ two_node() {
 		# More workers than the node has CPUs: they must still stay home.
 		create_check "4k split, 3 threads per node" 4k 0,1 "0:$((16 * M)) 1:$((16 * M))" -- \
 			--node 0,1 --threads 3 32M
+		wrong_node
+		pinned_and_bound
 		if [ "$(hp_get 0 free_hugepages)" = 64 ] && [ "$(hp_get 1 free_hugepages)" = 64 ]; then
 			pass "hugepages: all free again after rm"
 		else
