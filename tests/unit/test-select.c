@@ -85,29 +85,34 @@ struct select_case {
 };
 
 static const struct select_case cases[] = {
-	{ "Skylake-SP 1 MiB", &skylake_sp, 1 * MiB, 1, "rep_stosb" },
-	{ "Skylake-SP 1 GiB (NT slow)", &skylake_sp, 1 * GiB, 1, "rep_stosb" },
-	{ "Skylake-SP 1 GiB x 16 (NT slow)", &skylake_sp, 1 * GiB, 16, "rep_stosb" },
-	{ "Cascade Lake 1 GiB (NT slow)", &cascade_lake, 1 * GiB, 1, "rep_stosb" },
-	{ "Ice Lake-SP 16 MiB", &ice_lake_sp, 16 * MiB, 1, "rep_stosb" },
+	{ "Skylake-SP 1 MiB", &skylake_sp, 1 * MiB, 1, "c" },
+	{ "Skylake-SP 1 GiB (NT slow)", &skylake_sp, 1 * GiB, 1, "c" },
+	{ "Skylake-SP 1 GiB x 16 (NT slow)", &skylake_sp, 1 * GiB, 16, "c" },
+	{ "Cascade Lake 1 GiB (NT slow)", &cascade_lake, 1 * GiB, 1, "c" },
+	{ "Ice Lake-SP 16 MiB", &ice_lake_sp, 16 * MiB, 1, "c" },
 	{ "Ice Lake-SP 1 GiB", &ice_lake_sp, 1 * GiB, 1, "avx512_nt" },
 	{ "Ice Lake-SP 16 MiB x 8 threads", &ice_lake_sp, 16 * MiB, 8, "avx512_nt" },
-	{ "Sapphire Rapids 16 MiB", &sapphire_rapids, 16 * MiB, 1, "rep_stosb" },
+	{ "Sapphire Rapids 16 MiB", &sapphire_rapids, 16 * MiB, 1, "c" },
+	{ "Sapphire Rapids 32 MiB (the cap itself: cached)", &sapphire_rapids, 32 * MiB, 1, "c" },
 	{ "Sapphire Rapids 64 MiB (over the 32 MiB cap)", &sapphire_rapids, 64 * MiB, 1, "avx512_nt" },
 	{ "Sapphire Rapids 1 GiB", &sapphire_rapids, 1 * GiB, 1, "avx512_nt" },
 	{ "Sapphire Rapids without AVX 1 GiB", &sapphire_noavx, 1 * GiB, 1, "movnti" },
-	{ "Emerald Rapids 16 MiB (measured: cached wins)", &emerald_rapids, 16 * MiB, 1, "rep_stosb" },
+	{ "Emerald Rapids 16 MiB (measured: memset wins)", &emerald_rapids, 16 * MiB, 1, "c" },
+	{ "Emerald Rapids 32 MiB (measured: memset 20.1, NT 18.4)", &emerald_rapids, 32 * MiB, 1, "c" },
+	{ "Emerald Rapids 64 MiB (measured: NT 2x)", &emerald_rapids, 64 * MiB, 1, "avx512_nt" },
 	{ "Emerald Rapids 128 MiB (measured: NT wins)", &emerald_rapids, 128 * MiB, 1, "avx512_nt" },
 	{ "Emerald Rapids 1 GiB", &emerald_rapids, 1 * GiB, 1, "avx512_nt" },
 	{ "Emerald Rapids 64 MiB x 16", &emerald_rapids, 64 * MiB, 16, "avx512_nt" },
 	{ "Zen 2 4 MiB (no ERMS)", &zen2, 4 * MiB, 1, "c" },
-	{ "Zen 2 8 MiB (half its 16 MiB LLC)", &zen2, 8 * MiB, 1, "clzero" },
+	{ "Zen 2 8 MiB (half its 16 MiB LLC: cached)", &zen2, 8 * MiB, 1, "c" },
+	{ "Zen 2 8 MiB + 4 KiB (over half its LLC)", &zen2, 8 * MiB + 4096, 1, "clzero" },
 	{ "Zen 2 1 GiB", &zen2, 1 * GiB, 1, "clzero" },
 	{ "Zen 3 8 MiB", &zen3, 8 * MiB, 1, "c" },
 	{ "Zen 3 1 GiB", &zen3, 1 * GiB, 1, "clzero" },
 	{ "Zen 3 4 MiB x 16", &zen3, 4 * MiB, 16, "clzero" },
 	{ "Zen 4 16 MiB - 4 KiB (under half the LLC)", &zen4, 16 * MiB - 4096, 1, "c" },
-	{ "Zen 4 16 MiB (half the LLC, measured: NT wins)", &zen4, 16 * MiB, 1, "avx512_nt" },
+	{ "Zen 4 16 MiB (half the LLC, measured: memset 68.8, AVX2 NT 65.6)", &zen4, 16 * MiB, 1, "c" },
+	{ "Zen 4 16 MiB + 4 KiB (over half the LLC)", &zen4, 16 * MiB + 4096, 1, "avx512_nt" },
 	{ "Zen 4 32 MiB + 4 KiB", &zen4, 32 * MiB + 4096, 1, "avx512_nt" },
 	{ "Zen 4 1 GiB (vector NT beats CLZERO)", &zen4, 1 * GiB, 1, "avx512_nt" },
 	{ "Zen 4 Raphael 1 GiB", &zen4_raphael, 1 * GiB, 1, "avx512_nt" },
@@ -116,7 +121,7 @@ static const struct select_case cases[] = {
 	{ "Zen 5 1 GiB", &zen5, 1 * GiB, 1, "avx512_nt" },
 	{ "Zen 5 without AVX 1 GiB (CLZERO beats MOVNTI)", &zen5_noavx, 1 * GiB, 1, "clzero" },
 	{ "Zen 3 Vermeer 1 GiB", &zen3_vermeer, 1 * GiB, 1, "clzero" },
-	{ "unknown vendor 8 MiB", &unknown, 8 * MiB, 1, "rep_stosb" },
+	{ "unknown vendor 8 MiB", &unknown, 8 * MiB, 1, "c" },
 	{ "unknown vendor 1 GiB (CLZERO not trusted)", &unknown, 1 * GiB, 1, "avx2_nt" },
 	{ "unknown bare CPU 1 MiB (no ERMS)", &unknown_bare, 1 * MiB, 1, "c" },
 	{ "unknown bare CPU 1 GiB", &unknown_bare, 1 * GiB, 1, "movnti" },
@@ -127,17 +132,14 @@ static const struct select_case cases[] = {
 
 /*
  * Without the vector kernels only C and REP STOSB exist: every NT
- * expectation becomes the cached kernel for that CPU.
+ * expectation becomes the cached kernel, memset, on every CPU.
  */
 static const char *expected(const char *name, const struct cpu_id *cpu)
 {
 	const struct clear_kernel *k = clear_kernel_find(name);
 
-	if (k && k->fn)
-		return name;
-	if (!strcmp(cpu->vendor, "AuthenticAMD") || !strcmp(cpu->vendor, "HygonGenuine"))
-		return "c";
-	return cpu->features & PREALLOC_CPU_ERMS ? "rep_stosb" : "c";
+	(void)cpu;
+	return k && k->fn ? name : "c";
 }
 
 static void test_table(void)
