@@ -459,8 +459,9 @@ int prealloc_parse_size(const char *s, uint64_t *ret_bytes);
  * "rep_stosb", "c" (cached stores). Automatic selection ("auto" or NULL)
  * uses, in order: the ctx's calibration if it was measured on this CPU
  * model; cached stores where NT stores are known not to be faster; cached
- * stores when the footprint (bytes per worker x workers) is under half the
- * last-level cache and under 32 MiB; else the best NT kernel this CPU has.
+ * stores (memset) when the footprint (bytes per worker x workers) is at
+ * most half the last-level cache and at most 32 MiB; else the best NT
+ * kernel this CPU has.
  */
 
 /* Kernels usable on this CPU, best first; returns the count (may exceed max). */
