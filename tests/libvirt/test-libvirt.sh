@@ -100,7 +100,8 @@ check "destroying both gives everything back ($(pool))" [ "$(pool)" -eq "$p0" -a
 define pbig 2097152 ""
 out=$($V start pbig 2>&1)
 check "a too-big guest is refused" [ $? -ne 0 ]
-check "virsh shows the hook's message" grep -q "needs 1048576 2M hugepages on host node 0" <<< "$out"
+check "virsh shows the hook's message" grep -q "needs 1048576 2M hugepages on host node 0" <<< "$out" ||
+	echo "# $out"
 check "nothing leaked after the refusal" [ "$(pool)" -eq "$p0" -a "$(holders)" -eq 0 ]
 
 # Case: libvirtd killed during a start (the hook claimed, QEMU never ran).
