@@ -12,6 +12,9 @@ HOOKDST=/etc/libvirt/hooks/qemu.d/prealloc
 CONF=/etc/prealloc/libvirt.conf
 QCONF=/etc/libvirt/qemu.conf
 
+# One libvirt suite at a time on a host (worktrees share /etc/libvirt and libvirtd).
+exec 9> /run/lock/prealloc-libvirt-test.lock
+flock -w 280 9 || bail "another libvirt suite held /run/lock/prealloc-libvirt-test.lock for 280 s"
 private_hugetlbfs 2M
 command -v libvirtd > /dev/null || skip "libvirtd is not installed (setup.sh installs it)"
 command -v qemu-system-x86_64 > /dev/null || skip "qemu-system-x86_64 is not installed"
@@ -28,12 +31,43 @@ backup() {
 		on_exit "rm -f '$1'"
 	fi
 }
+# memory_backing_dir for file-backed guests: a second private 2M hugetlbfs.
+MB=$(mktemp -d /tmp/prealloc-backing.XXXXXX) && track_dir "$MB"
+mount -t hugetlbfs -o pagesize=2M none "$MB" || bail "cannot mount hugetlbfs on $MB"
+track_mount "$MB"
+chmod 755 "$MB"
 backup "$HOOKDST"
 backup "$CONF"
 backup "$QCONF"
 mkdir -p /etc/libvirt/hooks/qemu.d /etc/prealloc
 install -m 755 "$HOOK" "$HOOKDST"
-printf 'hugetlbfs_mount = "%s"\n' "$MNT" >> "$QCONF"
+printf 'hugetlbfs_mount = "%s"\nmemory_backing_dir = "%s"\n' "$MNT" "$MB" >> "$QCONF"
+
+# Probes around our hook (qemu.d runs in strcmp order): 00-* before it, zz-*
+# after it. Each logs `probe op sub time nr free [blocks blocksize size
+# owner mode]` (node 0's 2M pool; the guest's pc.ram under $MB) and, at
+# start begin, kills libvirtd -9 for a domain named in $TMP/kill-at.
+PROBE_LOG=$TMP/probe.log
+for p in 00-prealloc-test-probe zz-prealloc-test-probe; do
+	cat > "/etc/libvirt/hooks/qemu.d/$p" <<EOP
+#!/bin/bash
+cat > /dev/null
+h=/sys/devices/system/node/node0/hugepages/hugepages-2048kB
+f=\$(ls -d $MB/libvirt/qemu/*-\$1/pc.ram 2> /dev/null | head -1)
+echo "$p \$1 \$2 \$3 \$(date +%s.%N) \$(cat \$h/nr_hugepages) \$(cat \$h/free_hugepages)" \\
+	"\$([ -n "\$f" ] && stat -c '%b %B %s %U %a' "\$f")" >> $PROBE_LOG
+if [ $p = zz-prealloc-test-probe ] && [ "\$2 \$3" = "start begin" ] &&
+   [ "\$(cat $TMP/kill-at 2> /dev/null)" = "\$1" ]; then
+	kill -9 \$(cat /run/libvirtd.pid)
+fi
+exit 0
+EOP
+	chmod 755 "/etc/libvirt/hooks/qemu.d/$p"
+	on_exit "rm -f /etc/libvirt/hooks/qemu.d/$p"
+done
+# probe_field PROBE DOMAIN STAGE FIELD: the field (1-based) of the last such line.
+probe_field() { awk -v p="$1" -v d="$2" -v st="$3" -v f="$4" \
+	'$1 == p && $2 == d && $3 " " $4 == st { v = $f } END { print v }' "$PROBE_LOG"; }
 cat > "$CONF" <<EOC
 state_dir = $STATE
 start_grace = 15
@@ -69,6 +103,7 @@ EOX
 	DOMS+=("$1")
 }
 pool() { cat /sys/devices/system/node/node0/hugepages/hugepages-2048kB/nr_hugepages; }
+pool_free() { cat /sys/devices/system/node/node0/hugepages/hugepages-2048kB/free_hugepages; }
 holders() { "$PREALLOC" pool 2>/dev/null | grep -c "held by libvirt:" ; }
 
 # Case: restore/migrate begin and unknown stages print nothing on stdout.
@@ -117,6 +152,65 @@ check "gc within the start grace keeps the claim" [ "$(pool)" -eq $((p0 + 32)) ]
 sleep "$(awk -v t0="$t0" -v now="$(date +%s.%N)" 'BEGIN { r = t0 + 15.5 - now; print (r > 0 ? r : 0) }')"
 "$PREALLOC" pool --gc > /dev/null 2>&1
 check "gc after the grace restores the pool ($(pool))" [ "$(pool)" -eq "$p0" -a "$(holders)" -eq 0 ]
+
+# Case: a shared file-backed guest that opts in to prefault, against the
+# same guest without it (the hook then only sizes the pool and QEMU faults
+# the memory itself: <allocation mode='immediate'/>, QEMU's prealloc).
+PF="<metadata><p:config xmlns:p='urn:x-prealloc:libvirt:1' prefault='yes'/></metadata>"
+NOPF="<metadata><p:config xmlns:p='urn:x-prealloc:libvirt:1' prefault='no'/></metadata>"
+SHARED="<source type='file'/><access mode='shared'/><allocation mode='immediate'/>"
+define pf 1024 "$PF" "$SHARED"
+define pn 1024 "$NOPF" "$SHARED"
+t0=$(date +%s.%N)
+out=$($V start pf 2>&1); rc=$?
+t1=$(date +%s.%N)
+check "the prefault guest starts" [ $rc -eq 0 ] || echo "# $out"
+check "the prefault guest runs" [ "$($V domstate pf)" = running ]
+nr_b=$(probe_field 00-prealloc-test-probe pf "start begin" 6)
+fr_b=$(probe_field 00-prealloc-test-probe pf "start begin" 7)
+nr_a=$(probe_field zz-prealloc-test-probe pf "start begin" 6)
+fr_a=$(probe_field zz-prealloc-test-probe pf "start begin" 7)
+blocks=$(probe_field zz-prealloc-test-probe pf "start begin" 8)
+bsize=$(probe_field zz-prealloc-test-probe pf "start begin" 9)
+fsize=$(probe_field zz-prealloc-test-probe pf "start begin" 10)
+check "at start begin, before QEMU, pc.ram exists at its full size ($fsize)" \
+	[ "$fsize" = $((1024 << 20)) ]
+check "at start begin pc.ram is fully populated (st_blocks $blocks x $bsize)" \
+	[ -n "$blocks" ] && [ $((blocks * bsize)) -eq $((1024 << 20)) ]
+check "at start begin pc.ram belongs to the guest's DAC user, mode 600" \
+	[ "$(probe_field zz-prealloc-test-probe pf "start begin" 11)" = libvirt-qemu -a \
+	  "$(probe_field zz-prealloc-test-probe pf "start begin" 12)" = 600 ]
+check "node 0 faulted its 512 pages in our hook ($nr_b/$fr_b -> $nr_a/$fr_a)" \
+	[ -n "$nr_a" ] && [ $(((nr_a - fr_a) - (nr_b - fr_b))) -eq 512 ]
+check "QEMU mapped it without a new page (pool $nr_a/$fr_a -> $(pool)/$(pool_free))" \
+	[ "$(pool)" = "$nr_a" -a "$(pool_free)" = "$fr_a" ]
+t2=$(date +%s.%N)
+out=$($V start pn 2>&1); rc=$?
+t3=$(date +%s.%N)
+check "the same guest without prefault starts" [ $rc -eq 0 ] || echo "# $out"
+# QEMU's own start: from the last start-begin hook to the first started-begin hook.
+qemu_pf=$(awk -v a="$(probe_field zz-prealloc-test-probe pf "start begin" 5)" \
+	-v b="$(probe_field 00-prealloc-test-probe pf "started begin" 5)" 'BEGIN { print b - a }')
+qemu_pn=$(awk -v a="$(probe_field zz-prealloc-test-probe pn "start begin" 5)" \
+	-v b="$(probe_field 00-prealloc-test-probe pn "started begin" 5)" 'BEGIN { print b - a }')
+hook_pf=$(awk -v a="$(probe_field 00-prealloc-test-probe pf "start begin" 5)" \
+	-v b="$(probe_field zz-prealloc-test-probe pf "start begin" 5)" 'BEGIN { print b - a }')
+awk -v a="$t0" -v b="$t1" -v c="$t2" -v d="$t3" -v q="$qemu_pf" -v r="$qemu_pn" -v h="$hook_pf" 'BEGIN {
+	printf "# the hook pre-faulted 1 GiB at start begin in %.3f s\n", h
+	printf "# 1 GiB guest, virsh start: %.3f s with prefault (hook included), %.3f s without: ratio %.2f\n", b - a, d - c, (b - a) / (d - c)
+	printf "# QEMU own start (start begin -> started begin): %.3f s with prefault, %.3f s without: ratio %.2f\n", q, r, q / r }'
+$V destroy pf > /dev/null; $V destroy pn > /dev/null
+check "destroying them gives everything back ($(pool), $(holders) holders)" \
+	[ "$(pool)" -eq "$p0" -a "$(holders)" -eq 0 ]
+check "no file is left in memory_backing_dir" [ -z "$(find "$MB" -type f)" ]
+
+# Case: a private file backing that opts in is refused at prepare.
+define pp 64 "$PF" "<source type='file'/><access mode='private'/>"
+out=$($V start pp 2>&1)
+check "a private file-backed guest with prefault is refused" [ $? -ne 0 ]
+check "virsh shows the hook's refusal" grep -q "prefault needs <access mode='shared'/>" <<< "$out" ||
+	echo "# $out"
+check "nothing leaked after it" [ "$(pool)" -eq "$p0" -a "$(holders)" -eq 0 ]
 
 # Case: prealloc-domain: plan, --reserve then start uses the reserved pages, --release.
 plan=$("$PREALLOC_DOMAIN" pa --json)
