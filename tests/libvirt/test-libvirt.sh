@@ -139,20 +139,6 @@ check "virsh shows the hook's message" grep -q "needs 1048576 2M hugepages on ho
 	echo "# $out"
 check "nothing leaked after the refusal" [ "$(pool)" -eq "$p0" -a "$(holders)" -eq 0 ]
 
-# Case: libvirtd killed during a start (the hook claimed, QEMU never ran).
-$V dumpxml pa > "$TMP/pa.live.xml"
-t0=$(date +%s.%N)
-"$HOOK" pa prepare begin - < "$TMP/pa.live.xml"
-check "a claim made at prepare is held" [ "$(pool)" -eq $((p0 + 32)) -a "$(holders)" -eq 1 ]
-kill -9 "$(cat /run/libvirtd.pid)"; sleep 0.5; rm -f /run/libvirtd.pid
-start_libvirtd
-"$PREALLOC" pool --gc > /dev/null 2>&1
-check "gc within the start grace keeps the claim" [ "$(pool)" -eq $((p0 + 32)) ]
-# The claim's grace (start_grace = 15 s) runs from the prepare: wait out the rest of it.
-sleep "$(awk -v t0="$t0" -v now="$(date +%s.%N)" 'BEGIN { r = t0 + 15.5 - now; print (r > 0 ? r : 0) }')"
-"$PREALLOC" pool --gc > /dev/null 2>&1
-check "gc after the grace restores the pool ($(pool))" [ "$(pool)" -eq "$p0" -a "$(holders)" -eq 0 ]
-
 # Case: a shared file-backed guest that opts in to prefault, against the
 # same guest without it (the hook then only sizes the pool and QEMU faults
 # the memory itself: <allocation mode='immediate'/>, QEMU's prealloc).
@@ -211,6 +197,34 @@ check "a private file-backed guest with prefault is refused" [ $? -ne 0 ]
 check "virsh shows the hook's refusal" grep -q "prefault needs <access mode='shared'/>" <<< "$out" ||
 	echo "# $out"
 check "nothing leaked after it" [ "$(pool)" -eq "$p0" -a "$(holders)" -eq 0 ]
+
+# Case: libvirtd killed during two starts: pa after our prepare hook claimed
+# its pages (the hook run by hand), pk at start begin after our hook
+# pre-faulted its file (the zz- probe kills libvirtd). Neither QEMU ran.
+define pk 64 "$PF" "<source type='file'/><access mode='shared'/>"
+$V dumpxml pa > "$TMP/pa.live.xml"
+t0=$(date +%s.%N)
+"$HOOK" pa prepare begin - < "$TMP/pa.live.xml"
+check "a claim made at prepare is held" [ "$(pool)" -eq $((p0 + 32)) -a "$(holders)" -eq 1 ]
+echo pk > "$TMP/kill-at"
+$V start pk > /dev/null 2>&1
+rm -f "$TMP/kill-at"
+pidof libvirtd > /dev/null && bail "the probe did not kill libvirtd at pk's start begin"
+kfile=$(find "$MB" -type f -name pc.ram)
+check "pk's file was pre-faulted when libvirtd died ($kfile)" [ -n "$kfile" ] &&
+	[ "$(pool)" -eq $((p0 + 64)) -a "$(holders)" -eq 2 ]
+sleep 0.5; rm -f /run/libvirtd.pid
+start_libvirtd
+check "pk did not run" [ "$($V domstate pk)" = "shut off" ]
+"$PREALLOC" pool --gc > /dev/null 2>&1
+check "gc within the start grace keeps both claims ($(pool), $(holders) holders)" \
+	[ "$(pool)" -eq $((p0 + 64)) -a "$(holders)" -eq 2 ]
+# The claims' grace (start_grace = 15 s) runs from their hook: wait out the rest of it.
+sleep "$(awk -v t0="$t0" -v now="$(date +%s.%N)" 'BEGIN { r = t0 + 16 - now; print (r > 0 ? r : 0) }')"
+"$PREALLOC" pool --gc > /dev/null 2>&1
+check "gc after the grace restores the pool ($(pool), $(holders) holders)" \
+	[ "$(pool)" -eq "$p0" -a "$(holders)" -eq 0 ]
+check "gc removed the pre-faulted file of the guest that never ran" [ ! -e "$kfile" ]
 
 # Case: prealloc-domain: plan, --reserve then start uses the reserved pages, --release.
 plan=$("$PREALLOC_DOMAIN" pa --json)
