@@ -52,7 +52,7 @@ static int host_fill(struct hook_run *run)
 		return n;
 	for (int i = 0; i < n && run->host.nr_nodes < DOM_MAX_NODES; i++)
 		run->host.nodes[run->host.nr_nodes++] = nodes[i];
-	run->host.default_page = default_hugepage();
+	run->host.default_page = settings_libvirt_default_page(&run->set, default_hugepage());
 	run->host.auto_rule = run->set.auto_rule;
 	run->host.backing_page = backing_page(run->backing_dir);
 	return 0;
