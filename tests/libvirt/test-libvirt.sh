@@ -71,8 +71,23 @@ else
 fi
 printf 'memory_backing_dir = "%s"\n' "$MB" >> "$QCONF"
 
-# Probes around our hook (qemu.d runs in strcmp order): 00-* before it, zz-*
-# after it. Each logs `probe op sub time nr free [blocks blocksize size
+pidof libvirtd > /dev/null && bail "a libvirtd this test did not start runs (pid $(pidof libvirtd)); stop it first"
+if ! pidof virtlogd > /dev/null; then
+	virtlogd -d || bail "virtlogd did not start"
+	on_exit "kill $(pidof virtlogd)"
+fi
+start_libvirtd() {
+	libvirtd -d || bail "libvirtd did not start"
+	for _ in $(seq 50); do $V list > /dev/null 2>&1 && return 0; sleep 0.1; done
+	bail "libvirtd did not answer"
+}
+start_libvirtd
+on_exit 'kill $(cat /run/libvirtd.pid)'
+
+# Probes around our hook (qemu.d runs in strcmp order), installed only once
+# libvirtd runs: it notes at start whether the qemu driver has any hook and
+# runs none until a SIGHUP, so the starts below prove `hook install`'s SIGHUP.
+# 00-* runs before our hook, zz-* after it. Each logs `probe op sub time nr free [blocks blocksize size
 # owner mode]` (node 0's 2M pool; the guest's pc.ram under $MB) and, at
 # start begin, kills libvirtd -9 for a domain named in $TMP/kill-at.
 PROBE_LOG=$TMP/probe.log
@@ -101,19 +116,6 @@ state_dir = $STATE
 start_grace = 15
 EOC
 export PREALLOC_STATE_DIR=$STATE
-
-pidof libvirtd > /dev/null && bail "a libvirtd this test did not start runs (pid $(pidof libvirtd)); stop it first"
-if ! pidof virtlogd > /dev/null; then
-	virtlogd -d || bail "virtlogd did not start"
-	on_exit "kill $(pidof virtlogd)"
-fi
-start_libvirtd() {
-	libvirtd -d || bail "libvirtd did not start"
-	for _ in $(seq 50); do $V list > /dev/null 2>&1 && return 0; sleep 0.1; done
-	bail "libvirtd did not answer"
-}
-start_libvirtd
-on_exit 'kill $(cat /run/libvirtd.pid)'
 
 # Case: `prealloc hook install` into a root of our own, then the real one.
 R=$TMP/root
