@@ -11,6 +11,7 @@
  *   release end
  *   anything else  nothing.
  *
+ * Run by a person with --install or --uninstall, it installs itself (install.c).
  * It never writes to stdout (libvirt reads it as replacement XML at restore
  * and migrate), never calls libvirt, and is bounded in time. Messages go to
  * stderr (virsh shows them when a start is refused) and syslog.
@@ -25,6 +26,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include "install.h"
 #include "plan.h"
 
 #define XML_MAX (64u << 20)
@@ -145,6 +147,8 @@ int main(int argc, char **argv)
 	char *xml;
 	int rc = 0;
 
+	if (hook_install_args(argc, argv))
+		return hook_install_main(argc, argv);
 	silence_stdout();
 	signal(SIGALRM, on_alarm);
 	alarm(60);	/* reading stdin and parsing: a generous bound */

@@ -52,7 +52,7 @@ static int host_fill(struct hook_run *run)
 		return n;
 	for (int i = 0; i < n && run->host.nr_nodes < DOM_MAX_NODES; i++)
 		run->host.nodes[run->host.nr_nodes++] = nodes[i];
-	run->host.default_page = default_hugepage();
+	run->host.default_page = settings_libvirt_default_page(&run->set, default_hugepage());
 	run->host.auto_rule = run->set.auto_rule;
 	run->host.backing_page = backing_page(run->backing_dir);
 	return 0;
@@ -140,6 +140,15 @@ static void refusal(struct hook_run *run, int err, const struct prealloc_admit_r
 					"(hugepages= on the kernel command line) or shrink the guest"
 				      : "set reserve = yes in " HOOK_CONF " to grow the pool, "
 					"or shrink the guest");
+	else if (a->reason == PREALLOC_ADMIT_CAPACITY)
+		snprintf(run->msg, sizeof(run->msg),
+			 "domain %s needs %llu %s hugepages on host node %d, which can supply at "
+			 "most %llu (%llu MiB free or reclaimable, %llu MiB kept for the host); "
+			 "the pool was not touched: free memory on that node or shrink the guest",
+			 run->dom.name, (unsigned long long)a->needed, pl, a->node,
+			 (unsigned long long)a->available,
+			 (unsigned long long)(a->capacity_estimate >> 20),
+			 (unsigned long long)(a->capacity_margin >> 20));
 	else
 		snprintf(run->msg, sizeof(run->msg), "domain %s: admission of %s hugepages "
 			 "failed: %s (reason %d, node %d)", run->dom.name, pl, strerror(-err),

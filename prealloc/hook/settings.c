@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <mntent.h>
+#include <sys/vfs.h>
 
 #include <prealloc.h>
 
@@ -151,4 +153,90 @@ int settings_backing_dir(const struct hook_settings *s, char *buf, size_t len, c
 	if ((size_t)snprintf(buf, len, "%s/libvirt/qemu", dir) >= len)
 		return -ENAMETOOLONG;
 	return 0;
+}
+
+#define HUGETLBFS_MAGIC 0x958458f6
+
+static uint64_t hugetlbfs_page(const char *path)
+{
+	struct statfs fs;
+
+	if (statfs(path, &fs) < 0 || (unsigned long)fs.f_type != HUGETLBFS_MAGIC)
+		return 0;
+	return (uint64_t)fs.f_bsize;
+}
+
+/*
+ * hugetlbfs_mount from qemu.conf: a string or a [list], one line or many;
+ * the paths' page sizes into sizes[]. The count, 0 when the key is absent.
+ */
+static int conf_hugetlbfs_mounts(FILE *f, uint64_t *sizes, int max)
+{
+	char line[1024];
+	bool in_value = false, list = false;
+	int n = -1;
+
+	while (fgets(line, sizeof(line), f)) {
+		char *c = line, *q, *e;
+
+		if (!in_value) {
+			c += strspn(c, " \t");
+			if (strncmp(c, "hugetlbfs_mount", 15) || !strchr(c, '='))
+				continue;
+			c = strchr(c, '=') + 1;
+			c += strspn(c, " \t");
+			list = *c == '[';
+			in_value = true;
+			n = 0;	/* a later setting replaces an earlier one */
+		}
+		while (in_value && (q = strpbrk(c, "\"]#"))) {
+			if (*q != '"') {
+				in_value = *q == '#' && list;
+				break;
+			}
+			e = strchr(q + 1, '"');
+			if (!e)
+				break;
+			*e = '\0';
+			if (n < max)
+				sizes[n++] = hugetlbfs_page(q + 1);
+			c = e + 1;
+			if (!list)
+				in_value = false;
+		}
+		if (!list)
+			in_value = false;
+	}
+	return n < 0 ? 0 : n;
+}
+
+uint64_t settings_libvirt_default_page(const struct hook_settings *s, uint64_t host_default)
+{
+	uint64_t sizes[16];
+	struct mntent *m;
+	FILE *f = fopen(s->qemu_conf, "re");
+	int n = 0;
+
+	if (f) {
+		n = conf_hugetlbfs_mounts(f, sizes, 16);
+		fclose(f);
+	}
+	/*
+	 * libvirt 9 (qemu_conf.c) marks every configured mount but the first as
+	 * "default" and takes the first default one, else the first mount: of
+	 * ["/a", "/b"], /b. Found in /proc/mounts instead, the default is the
+	 * first mount of the host's default size, else the first.
+	 */
+	if (n > 0)
+		return sizes[n > 1 ? 1 : 0] ? sizes[n > 1 ? 1 : 0] : host_default;
+	f = setmntent("/proc/mounts", "re");
+	while (f && (m = getmntent(f)))
+		if (!strcmp(m->mnt_type, "hugetlbfs") && n < 16)
+			sizes[n++] = hugetlbfs_page(m->mnt_dir);
+	if (f)
+		endmntent(f);
+	for (int i = 0; i < n; i++)
+		if (sizes[i] == host_default)
+			return host_default;
+	return n && sizes[0] ? sizes[0] : host_default;
 }

@@ -30,4 +30,12 @@ int settings_load(const char *path, struct hook_settings *s, char *why, size_t w
 int settings_backing_dir(const struct hook_settings *s, char *buf, size_t len, char *why,
 			 size_t why_len);
 
+/*
+ * The page size libvirt gives <hugepages/> without a size: its default
+ * hugetlbfs mount, chosen as libvirt chooses it (qemu.conf's
+ * hugetlbfs_mount, else the mounted hugetlbfs); host_default (the kernel's
+ * default hugepage size) where nothing says otherwise.
+ */
+uint64_t settings_libvirt_default_page(const struct hook_settings *s, uint64_t host_default);
+
 #endif

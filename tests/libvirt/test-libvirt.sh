@@ -12,6 +12,9 @@ HOOKDST=/etc/libvirt/hooks/qemu.d/prealloc
 CONF=/etc/prealloc/libvirt.conf
 QCONF=/etc/libvirt/qemu.conf
 
+# One libvirt suite at a time on a host (worktrees share /etc/libvirt and libvirtd).
+exec 9> /run/lock/prealloc-libvirt-test.lock
+flock -w 280 9 || bail "another libvirt suite held /run/lock/prealloc-libvirt-test.lock for 280 s"
 private_hugetlbfs 2M
 command -v libvirtd > /dev/null || skip "libvirtd is not installed (setup.sh installs it)"
 command -v qemu-system-x86_64 > /dev/null || skip "qemu-system-x86_64 is not installed"
@@ -28,17 +31,45 @@ backup() {
 		on_exit "rm -f '$1'"
 	fi
 }
+# memory_backing_dir for file-backed guests: a second private 2M hugetlbfs.
+MB=$(mktemp -d /tmp/prealloc-backing.XXXXXX) && track_dir "$MB"
+mount -t hugetlbfs -o pagesize=2M none "$MB" || bail "cannot mount hugetlbfs on $MB"
+track_mount "$MB"
+chmod 755 "$MB"
 backup "$HOOKDST"
 backup "$CONF"
 backup "$QCONF"
 mkdir -p /etc/libvirt/hooks/qemu.d /etc/prealloc
-install -m 755 "$HOOK" "$HOOKDST"
-printf 'hugetlbfs_mount = "%s"\n' "$MNT" >> "$QCONF"
-cat > "$CONF" <<EOC
-state_dir = $STATE
-start_grace = 15
-EOC
-export PREALLOC_STATE_DIR=$STATE
+rm -f "$HOOKDST"	# installed below, by `prealloc hook install`, once libvirtd runs
+export PREALLOC_LIBVIRT_HOOK=$HOOK
+# 1G pages: a private 1G hugetlbfs for libvirt where node 0 can allocate one
+# now (tried and read back; lib.sh restores every pool at exit), else the
+# 1G case is skipped with the cause.
+G1=/sys/devices/system/node/node0/hugepages/hugepages-1048576kB
+MNT1G= NO1G=
+if [ ! -d "$G1" ]; then
+	NO1G="this kernel has no 1G hstate (no $G1)"
+else
+	g1=$(cat "$G1/nr_hugepages")
+	echo $((g1 + 1)) > "$G1/nr_hugepages" 2> /dev/null
+	g1got=$(cat "$G1/nr_hugepages")
+	echo 0 > "$G1/nr_hugepages"
+	[ "$g1got" -gt "$g1" ] ||
+		NO1G="node 0 cannot allocate a 1G page now: wrote $((g1 + 1)) to its nr_hugepages, read back $g1got"
+	[ "$(cat "$G1/nr_hugepages")" -eq 0 ] || NO1G="node 0's 1G pool did not shrink to 0 (pages in use)"
+fi
+if [ -z "$NO1G" ]; then
+	MNT1G=$(mktemp -d /tmp/prealloc-hugetlbfs1g.XXXXXX) && track_dir "$MNT1G"
+	mount -t hugetlbfs -o pagesize=1G none "$MNT1G" || bail "cannot mount 1G hugetlbfs on $MNT1G"
+	track_mount "$MNT1G"
+	chmod 755 "$MNT1G"
+	# libvirt 9 gives <hugepages/> the SECOND mount of a list (qemu_conf.c
+	# marks all but the first as default): 2M there, as the hook computes.
+	printf 'hugetlbfs_mount = ["%s", "%s"]\n' "$MNT1G" "$MNT" >> "$QCONF"
+else
+	printf 'hugetlbfs_mount = "%s"\n' "$MNT" >> "$QCONF"
+fi
+printf 'memory_backing_dir = "%s"\n' "$MB" >> "$QCONF"
 
 pidof libvirtd > /dev/null && bail "a libvirtd this test did not start runs (pid $(pidof libvirtd)); stop it first"
 if ! pidof virtlogd > /dev/null; then
@@ -52,6 +83,61 @@ start_libvirtd() {
 }
 start_libvirtd
 on_exit 'kill $(cat /run/libvirtd.pid)'
+
+# Probes around our hook (qemu.d runs in strcmp order), installed only once
+# libvirtd runs: it notes at start whether the qemu driver has any hook and
+# runs none until a SIGHUP, so the starts below prove `hook install`'s SIGHUP.
+# 00-* runs before our hook, zz-* after it. Each logs `probe op sub time nr free [blocks blocksize size
+# owner mode]` (node 0's 2M pool; the guest's pc.ram under $MB) and, at
+# start begin, kills libvirtd -9 for a domain named in $TMP/kill-at.
+PROBE_LOG=$TMP/probe.log
+for p in 00-prealloc-test-probe zz-prealloc-test-probe; do
+	cat > "/etc/libvirt/hooks/qemu.d/$p" <<EOP
+#!/bin/bash
+cat > /dev/null
+h=/sys/devices/system/node/node0/hugepages/hugepages-2048kB
+f=\$(ls -d $MB/libvirt/qemu/*-\$1/pc.ram 2> /dev/null | head -1)
+echo "$p \$1 \$2 \$3 \$(date +%s.%N) \$(cat \$h/nr_hugepages) \$(cat \$h/free_hugepages)" \\
+	"\$([ -n "\$f" ] && stat -c '%b %B %s %U %a' "\$f")" >> $PROBE_LOG
+if [ $p = zz-prealloc-test-probe ] && [ "\$2 \$3" = "start begin" ] &&
+   [ "\$(cat $TMP/kill-at 2> /dev/null)" = "\$1" ]; then
+	kill -9 \$(cat /run/libvirtd.pid)
+fi
+exit 0
+EOP
+	chmod 755 "/etc/libvirt/hooks/qemu.d/$p"
+	on_exit "rm -f /etc/libvirt/hooks/qemu.d/$p"
+done
+# probe_field PROBE DOMAIN STAGE FIELD: the field (1-based) of the last such line.
+probe_field() { awk -v p="$1" -v d="$2" -v st="$3" -v f="$4" \
+	'$1 == p && $2 == d && $3 " " $4 == st { v = $f } END { print v }' "$PROBE_LOG"; }
+cat > "$CONF" <<EOC
+state_dir = $STATE
+start_grace = 15
+EOC
+export PREALLOC_STATE_DIR=$STATE
+
+# Case: `prealloc hook install` into a root of our own, then the real one.
+R=$TMP/root
+mkdir -p "$R/etc/prealloc"
+"$PREALLOC" hook install --root "$R" > "$TMP/inst.out" 2>&1
+check "hook install --root: the hook, 0755, the example settings" \
+	cmp -s "$HOOK" "$R$HOOKDST" && [ "$(stat -c %a "$R$HOOKDST")" = 755 ] &&
+	grep -q "^#reserve = yes" "$R$CONF" || cat "$TMP/inst.out"
+check "the example settings parse: the hook runs with them" \
+	env -C / "$R$HOOKDST" x restore begin - < /dev/null
+echo "prefault = yes" > "$R$CONF"
+"$PREALLOC" hook install --root "$R" > "$TMP/inst.out" 2>&1
+check "a second install keeps existing settings" [ "$(cat "$R$CONF")" = "prefault = yes" ]
+check "--root signals no daemon" [ -z "$(grep SIGHUP "$TMP/inst.out")" ]
+"$PREALLOC" hook uninstall --root "$R" > /dev/null 2>&1
+check "hook uninstall --root removes the hook, keeps the settings" [ ! -e "$R$HOOKDST" -a -e "$R$CONF" ]
+out=$("$PREALLOC" hook install 2>&1)
+check "hook install: $HOOKDST is the hook, the test's settings kept" \
+	cmp -s "$HOOK" "$HOOKDST" && grep -q "^state_dir = $STATE" "$CONF" || echo "# $out"
+check "hook install sent our libvirtd SIGHUP" \
+	grep -q "libvirtd (pid $(cat /run/libvirtd.pid)) rescans its hooks" <<< "$out" || echo "# $out"
+sleep 1	# libvirtd rescans in its event loop: the starts below prove it did
 DOMS=()
 on_exit 'for d in "${DOMS[@]}"; do $V destroy $d; $V undefine $d; done'
 
@@ -68,7 +154,10 @@ EOX
 	$V define "$f" > /dev/null || bail "define $1"
 	DOMS+=("$1")
 }
+# skip_check DESCRIPTION CAUSE: one TAP check reported as skipped, with its proven cause.
+skip_check() { COUNT=$((COUNT + 1)); echo "ok $COUNT - $1 # SKIP $2"; }
 pool() { cat /sys/devices/system/node/node0/hugepages/hugepages-2048kB/nr_hugepages; }
+pool_free() { cat /sys/devices/system/node/node0/hugepages/hugepages-2048kB/free_hugepages; }
 holders() { "$PREALLOC" pool 2>/dev/null | grep -c "held by libvirt:" ; }
 
 # Case: restore/migrate begin and unknown stages print nothing on stdout.
@@ -100,22 +189,127 @@ check "destroying both gives everything back ($(pool))" [ "$(pool)" -eq "$p0" -a
 define pbig 2097152 ""
 out=$($V start pbig 2>&1)
 check "a too-big guest is refused" [ $? -ne 0 ]
-check "virsh shows the hook's message" grep -q "needs 1048576 2M hugepages on host node 0" <<< "$out"
+check "virsh shows the hook's message" grep -q "needs 1048576 2M hugepages on host node 0" <<< "$out" ||
+	echo "# $out"
 check "nothing leaked after the refusal" [ "$(pool)" -eq "$p0" -a "$(holders)" -eq 0 ]
 
-# Case: libvirtd killed during a start (the hook claimed, QEMU never ran).
+# Case: a shared file-backed guest that opts in to prefault, against the
+# same guest without it (the hook then only sizes the pool and QEMU faults
+# the memory itself: <allocation mode='immediate'/>, QEMU's prealloc).
+PF="<metadata><p:config xmlns:p='urn:x-prealloc:libvirt:1' prefault='yes'/></metadata>"
+NOPF="<metadata><p:config xmlns:p='urn:x-prealloc:libvirt:1' prefault='no'/></metadata>"
+SHARED="<source type='file'/><access mode='shared'/><allocation mode='immediate'/>"
+define pf 1024 "$PF" "$SHARED"
+define pn 1024 "$NOPF" "$SHARED"
+# Each timed start grows the pool from scratch (free pages dropped first):
+# neither gets pages another run has just touched.
+echo 0 > /sys/devices/system/node/node0/hugepages/hugepages-2048kB/nr_hugepages
+t0=$(date +%s.%N)
+out=$($V start pf 2>&1); rc=$?
+t1=$(date +%s.%N)
+check "the prefault guest starts" [ $rc -eq 0 ] || echo "# $out"
+check "the prefault guest runs" [ "$($V domstate pf)" = running ]
+nr_b=$(probe_field 00-prealloc-test-probe pf "start begin" 6)
+fr_b=$(probe_field 00-prealloc-test-probe pf "start begin" 7)
+nr_a=$(probe_field zz-prealloc-test-probe pf "start begin" 6)
+fr_a=$(probe_field zz-prealloc-test-probe pf "start begin" 7)
+blocks=$(probe_field zz-prealloc-test-probe pf "start begin" 8)
+bsize=$(probe_field zz-prealloc-test-probe pf "start begin" 9)
+fsize=$(probe_field zz-prealloc-test-probe pf "start begin" 10)
+check "at start begin, before QEMU, pc.ram exists at its full size ($fsize)" \
+	[ "$fsize" = $((1024 << 20)) ]
+check "at start begin pc.ram is fully populated (st_blocks $blocks x $bsize)" \
+	[ -n "$blocks" ] && [ $((blocks * bsize)) -eq $((1024 << 20)) ]
+check "at start begin pc.ram belongs to the guest's DAC user, mode 600" \
+	[ "$(probe_field zz-prealloc-test-probe pf "start begin" 11)" = libvirt-qemu -a \
+	  "$(probe_field zz-prealloc-test-probe pf "start begin" 12)" = 600 ]
+check "node 0 faulted its 512 pages in our hook ($nr_b/$fr_b -> $nr_a/$fr_a)" \
+	[ -n "$nr_a" ] && [ $(((nr_a - fr_a) - (nr_b - fr_b))) -eq 512 ]
+check "QEMU mapped it without a new page (pool $nr_a/$fr_a -> $(pool)/$(pool_free))" \
+	[ "$(pool)" = "$nr_a" -a "$(pool_free)" = "$fr_a" ]
+echo 0 > /sys/devices/system/node/node0/hugepages/hugepages-2048kB/nr_hugepages
+t2=$(date +%s.%N)
+out=$($V start pn 2>&1); rc=$?
+t3=$(date +%s.%N)
+check "the same guest without prefault starts" [ $rc -eq 0 ] || echo "# $out"
+# QEMU's own start: from the last start-begin hook to the first started-begin hook.
+qemu_pf=$(awk -v a="$(probe_field zz-prealloc-test-probe pf "start begin" 5)" \
+	-v b="$(probe_field 00-prealloc-test-probe pf "started begin" 5)" 'BEGIN { print b - a }')
+qemu_pn=$(awk -v a="$(probe_field zz-prealloc-test-probe pn "start begin" 5)" \
+	-v b="$(probe_field 00-prealloc-test-probe pn "started begin" 5)" 'BEGIN { print b - a }')
+hook_pf=$(awk -v a="$(probe_field 00-prealloc-test-probe pf "start begin" 5)" \
+	-v b="$(probe_field zz-prealloc-test-probe pf "start begin" 5)" 'BEGIN { print b - a }')
+awk -v a="$t0" -v b="$t1" -v c="$t2" -v d="$t3" -v q="$qemu_pf" -v r="$qemu_pn" -v h="$hook_pf" 'BEGIN {
+	printf "# the hook pre-faulted 1 GiB at start begin in %.3f s\n", h
+	printf "# 1 GiB guest, virsh start: %.3f s with prefault (hook included), %.3f s without: ratio %.2f\n", b - a, d - c, (b - a) / (d - c)
+	printf "# QEMU own start (start begin -> started begin): %.3f s with prefault, %.3f s without: ratio %.2f\n", q, r, q / r }'
+$V destroy pf > /dev/null; $V destroy pn > /dev/null
+check "destroying them gives everything back ($(pool), $(holders) holders)" \
+	[ "$(pool)" -eq "$p0" -a "$(holders)" -eq 0 ]
+check "no file is left in memory_backing_dir" [ -z "$(find "$MB" -type f)" ]
+
+# Case: a private file backing that opts in is refused at prepare.
+define pp 64 "$PF" "<source type='file'/><access mode='private'/>"
+out=$($V start pp 2>&1)
+check "a private file-backed guest with prefault is refused" [ $? -ne 0 ]
+check "virsh shows the hook's refusal" grep -q "prefault needs <access mode='shared'/>" <<< "$out" ||
+	echo "# $out"
+check "nothing leaked after it" [ "$(pool)" -eq "$p0" -a "$(holders)" -eq 0 ]
+
+# Case: libvirtd killed during two starts: pa after our prepare hook claimed
+# its pages (the hook run by hand), pk at start begin after our hook
+# pre-faulted its file (the zz- probe kills libvirtd). Neither QEMU ran.
+define pk 64 "$PF" "<source type='file'/><access mode='shared'/>"
 $V dumpxml pa > "$TMP/pa.live.xml"
 t0=$(date +%s.%N)
 "$HOOK" pa prepare begin - < "$TMP/pa.live.xml"
 check "a claim made at prepare is held" [ "$(pool)" -eq $((p0 + 32)) -a "$(holders)" -eq 1 ]
-kill -9 "$(cat /run/libvirtd.pid)"; sleep 0.5; rm -f /run/libvirtd.pid
+echo pk > "$TMP/kill-at"
+$V start pk > /dev/null 2>&1
+rm -f "$TMP/kill-at"
+pidof libvirtd > /dev/null && bail "the probe did not kill libvirtd at pk's start begin"
+kfile=$(find "$MB" -type f -name pc.ram)
+check "pk's file was pre-faulted when libvirtd died ($kfile)" [ -n "$kfile" ] &&
+	[ "$(pool)" -eq $((p0 + 64)) -a "$(holders)" -eq 2 ]
+sleep 0.5; rm -f /run/libvirtd.pid
 start_libvirtd
+check "pk did not run" [ "$($V domstate pk)" = "shut off" ]
 "$PREALLOC" pool --gc > /dev/null 2>&1
-check "gc within the start grace keeps the claim" [ "$(pool)" -eq $((p0 + 32)) ]
-# The claim's grace (start_grace = 15 s) runs from the prepare: wait out the rest of it.
-sleep "$(awk -v t0="$t0" -v now="$(date +%s.%N)" 'BEGIN { r = t0 + 15.5 - now; print (r > 0 ? r : 0) }')"
+check "gc within the start grace keeps both claims ($(pool), $(holders) holders)" \
+	[ "$(pool)" -eq $((p0 + 64)) -a "$(holders)" -eq 2 ]
+# The claims' grace (start_grace = 15 s) runs from their hook: wait out the rest of it.
+sleep "$(awk -v t0="$t0" -v now="$(date +%s.%N)" 'BEGIN { r = t0 + 16 - now; print (r > 0 ? r : 0) }')"
 "$PREALLOC" pool --gc > /dev/null 2>&1
-check "gc after the grace restores the pool ($(pool))" [ "$(pool)" -eq "$p0" -a "$(holders)" -eq 0 ]
+check "gc after the grace restores the pool ($(pool), $(holders) holders)" \
+	[ "$(pool)" -eq "$p0" -a "$(holders)" -eq 0 ]
+check "gc removed the pre-faulted file of the guest that never ran" [ ! -e "$kfile" ]
+
+# Case: a 1G-page guest: prepare sizes node 0's 1G pool (empty before).
+define pg 1024 "" "<hugepages><page size='1' unit='GiB'/></hugepages>"
+if [ -n "$NO1G" ]; then
+	skip_check "a 1G-page guest's prepare sizes the 1G pool" "$NO1G"
+else
+	out=$($V start pg 2>&1); rc=$?
+	check "a 1G-page guest starts with node 0's 1G pool grown to $(cat "$G1/nr_hugepages")" \
+		[ $rc -eq 0 ] && [ "$(cat "$G1/nr_hugepages")" -eq 1 -a "$(holders)" -eq 1 ] ||
+		echo "# $out"
+	$V destroy pg > /dev/null 2>&1
+	check "destroying it gives the 1G page back" [ "$(cat "$G1/nr_hugepages")" -eq 0 ]
+	# <hugepages/> follows libvirt's default mount: with the list the other
+	# way round, libvirt 9 maps the guest with 1G pages, so the hook claims 1G.
+	printf 'hugetlbfs_mount = ["%s", "%s"]\n' "$MNT" "$MNT1G" > "$TMP/qemu-1g.conf"
+	cp "$CONF" "$TMP/conf.saved"
+	echo "qemu_conf = $TMP/qemu-1g.conf" >> "$CONF"
+	$V dumpxml pg | perl -0pe "s/<domain /<domain id='99' /;
+		s|<memoryBacking>.*</memoryBacking>|<memoryBacking><hugepages/></memoryBacking>|s" \
+		> "$TMP/pg-default.xml"
+	( cd / && "$HOOK" pg prepare begin - < "$TMP/pg-default.xml" )
+	check "<hugepages/> under a [2M, 1G] mount list claims 1G, as libvirt maps it" \
+		[ "$(cat "$G1/nr_hugepages")" -eq 1 ]
+	( cd / && "$HOOK" pg release end - < "$TMP/pg-default.xml" )
+	cp "$TMP/conf.saved" "$CONF"
+	check "release end gives it back" [ "$(cat "$G1/nr_hugepages")" -eq 0 -a "$(holders)" -eq 0 ]
+fi
 
 # Case: prealloc-domain: plan, --reserve then start uses the reserved pages, --release.
 plan=$("$PREALLOC_DOMAIN" pa --json)
@@ -129,4 +323,9 @@ check "stopping gives the reservation back" [ "$(pool)" -eq "$p0" -a "$(holders)
 "$PREALLOC_DOMAIN" pa --reserve --for 60 > /dev/null
 "$PREALLOC_DOMAIN" pa --release > /dev/null
 check "--release gives it back" [ "$(pool)" -eq "$p0" -a "$(holders)" -eq 0 ]
+
+# Case: hook uninstall: the hook goes, the settings stay, libvirtd rescans.
+out=$("$PREALLOC" hook uninstall 2>&1)
+check "hook uninstall removes $HOOKDST, keeps $CONF, signals libvirtd" \
+	[ ! -e "$HOOKDST" -a -e "$CONF" ] && grep -q "rescans its hooks" <<< "$out" || echo "# $out"
 finish
