@@ -20,8 +20,12 @@
 /*
  * A file DMA-mapped by prealloc_vfio_map carries a shared flock while
  * mapped: its pages are pinned for a device, so it is not removed under it.
- * Returns the fd holding our exclusive lock (closed after the release),
- * -1 when the file cannot be opened (nothing to protect), or -EBUSY.
+ * 0 when no such lock is held (or the file cannot be opened: nothing to
+ * protect), -EBUSY when one is. The probe's descriptor is closed at once:
+ * held across the release it would make the file look in use to the
+ * holder check, and its growth would never be given back. A map that
+ * starts after the probe is seen by that check instead (mapped: the
+ * growth stays ORPHAN until it is unmapped).
  */
 static int pin_lock(struct prealloc_ctx *ctx, const char *abs, struct prealloc_release_info *info)
 {
@@ -29,8 +33,12 @@ static int pin_lock(struct prealloc_ctx *ctx, const char *abs, struct prealloc_r
 	int fd = open(abs, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	struct stat st;
 
-	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) == 0)
-		return fd;
+	if (fd < 0)
+		return 0;
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+		close(fd);
+		return 0;
+	}
 	info->pinned = 1;
 	if (fstat(fd, &st) == 0)
 		info->pid = file_holder(ctx, st.st_dev, st.st_ino, getpid(), &unreadable);
@@ -97,15 +105,13 @@ static int release_locked(struct prealloc_ctx *ctx, struct store *s, const char 
 	if (exists && r->state == PREALLOC_RECORD_READY && (uint64_t)st.st_size != r->size)
 		return -ESTALE;
 	r = NULL;
-	int lock = exists ? pin_lock(ctx, abs, info) : -1;
+	int lock = exists ? pin_lock(ctx, abs, info) : 0;
 
-	if (lock == -EBUSY)
+	if (lock < 0)
 		return lock;
 	int ret = record_settle(ctx, s, (size_t)i, true, &info->returned, &info->in_use, &removed);
 
 	info->removed = removed;
-	if (lock >= 0)
-		close(lock);
 	return ret;
 }
 
