@@ -58,10 +58,24 @@ static void test_place(void)
 	tap_ok(n == -ERANGE, "fixed wrapping past 2^64: -ERANGE (%d)", n);
 }
 
+/*
+ * The fixed part of the IOVA range capability as the kernel lays it out
+ * (struct vfio_iommu_type1_info_cap_iova_range without its flexible array,
+ * which may not sit inside another struct: the ranges follow it here).
+ */
+struct iova_cap_head {
+	struct vfio_info_cap_header header;
+	uint32_t nr_iovas;
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct iova_cap_head) ==
+		       offsetof(struct vfio_iommu_type1_info_cap_iova_range, iova_ranges),
+	       "the test's capability head matches the kernel's");
+
 /* A GET_INFO reply: the fixed part, an IOVA range capability, a dma_avail one. */
 struct reply {
 	struct vfio_iommu_type1_info info;
-	struct vfio_iommu_type1_info_cap_iova_range iova;
+	struct iova_cap_head iova;
 	struct vfio_iova_range ranges[2];
 	struct vfio_iommu_type1_info_dma_avail avail;
 };
