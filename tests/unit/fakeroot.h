@@ -106,6 +106,17 @@ static uint64_t fr_pool_nr(struct fakeroot *fr, int node)
  * counters, no cgroup2 mount, and this process (start time 1000). The state
  * directory is <dir>/state (not created: the library makes it).
  */
+/* Records in the ctx's store now. */
+static inline unsigned int nr_records(struct prealloc_ctx *ctx)
+{
+	struct prealloc_record_info info = { .size = sizeof(info) };
+	unsigned int n = 0;
+
+	while (prealloc_record(ctx, n, &info) == 0)
+		n++;
+	return n;
+}
+
 static int fakeroot_make(struct fakeroot *fr, int nodes)
 {
 	int r = 0;

@@ -36,16 +36,6 @@ static int admit(struct prealloc_ctx *ctx, uint64_t pages, unsigned int flags, i
 	return prealloc_admit(ctx, &o, ret_resv, res);
 }
 
-static unsigned int nr_records(struct prealloc_ctx *ctx)
-{
-	struct prealloc_record_info info = { .size = sizeof(info) };
-	unsigned int n = 0;
-
-	while (prealloc_record(ctx, n, &info) == 0)
-		n++;
-	return n;
-}
-
 /* Node 0's meminfo, in kB. */
 static void set_meminfo(uint64_t total_kb, uint64_t free_kb, uint64_t file_kb, uint64_t slab_kb)
 {

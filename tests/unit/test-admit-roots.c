@@ -36,16 +36,6 @@ static int admit(struct prealloc_ctx *ctx, uint64_t pages, unsigned int flags, c
 	return prealloc_admit(ctx, &o, ret_resv, res);
 }
 
-static unsigned int nr_records(struct prealloc_ctx *ctx)
-{
-	struct prealloc_record_info info = { .size = sizeof(info) };
-	unsigned int n = 0;
-
-	while (prealloc_record(ctx, n, &info) == 0)
-		n++;
-	return n;
-}
-
 /* A record of run pid/start, PREPARING, needing pages on node 0 of which added were grown. */
 static uint64_t add_run_record(struct prealloc_ctx *ctx, int pid, uint64_t start, uint64_t pages,
 			       uint64_t added)
