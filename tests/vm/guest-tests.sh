@@ -8,7 +8,8 @@
 # a missing CLI or subcommand is a FAIL, never a SKIP.
 #
 # Boot parameters arrive as environment variables:
-#   prealloc_vm_variant  two-node | memory-only
+#   prealloc_vm_variant  two-node | memory-only | qemu-vfio
+#   prealloc_vm_qemu_mb  qemu-vfio: the inner QEMU's RAM in MiB (512)
 #   prealloc_vm_break    placement: one check expects the wrong node (proves
 #                        that a failing check fails the suite)
 
