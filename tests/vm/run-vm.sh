@@ -6,17 +6,22 @@
 # 0 all passed, 1 something failed (or the guest did not finish), 77 skipped
 # (only when the rig cannot be built here, with the reason printed).
 #
-#   run-vm.sh [--variant two-node|memory-only] [--source DIR]
+#   run-vm.sh [--variant two-node|memory-only|qemu-vfio] [--source DIR]
 #             [--static-build DIR] [--timeout SECONDS] [--keep]
 #
 #   two-node     2 nodes x 768M, one CPU each, intel-iommu + edu device:
 #                placement, worker CPUs, clear, per-node pools, VFIO.
 #   memory-only  3 nodes x 512M, node 2 has memory but no CPU and is nearest
 #                to node 1: it must be served by node 1's CPUs.
+#   qemu-vfio    2 nodes x 1.5G, intel-iommu + edu, and QEMU itself in the image:
+#                the guest times an inner QEMU start with -device vfio-pci
+#                over a file prealloc prepared vs over a fresh file (its own
+#                meson test: the image is about 20x bigger).
 #
 # Environment: PREALLOC_VM_BREAK=placement makes one guest check expect the
 # wrong node (to prove a failure inside reaches the exit code);
-# PREALLOC_VM_KERNEL=/boot/vmlinuz-X picks the guest kernel.
+# PREALLOC_VM_KERNEL=/boot/vmlinuz-X picks the guest kernel;
+# PREALLOC_VM_QEMU_MB=N sets qemu-vfio's inner guest RAM (default 512).
 # shellcheck disable=SC2054 # the commas in arrays belong to QEMU's option values
 set -u -o pipefail
 
@@ -34,14 +39,14 @@ while [ $# -gt 0 ]; do
 	--static-build) static_build=$2; shift ;;
 	--timeout) qemu_timeout=$2; shift ;;
 	--keep) keep=1 ;;
-	*) echo "usage: $0 [--variant two-node|memory-only] [--source DIR]" \
+	*) echo "usage: $0 [--variant two-node|memory-only|qemu-vfio] [--source DIR]" \
 		"[--static-build DIR] [--timeout S] [--keep]" >&2; exit 1 ;;
 	esac
 	shift
 done
 [ -n "$static_build" ] || static_build=$source_dir/build-vm-static
 case "$variant" in
-two-node|memory-only) ;;
+two-node|memory-only|qemu-vfio) ;;
 *) echo "unknown variant '$variant'" >&2; exit 1 ;;
 esac
 
@@ -118,7 +123,7 @@ if [ ! -f "$static_build/build.ninja" ]; then
 		{ cat "$static_build.log"; echo "FAIL: meson setup of the static build"; exit 1; }
 fi
 checkers="tests/vm/vm_placement_check tests/vm/vm_json_get tests/vm/vm_vfio_check tests/vm/vm_membind
-	tests/vm/vm_vfio_bench tests/vm/vm_as_user"
+	tests/vm/vm_vfio_bench tests/vm/vm_as_user tests/vm/vm_qemu_start"
 step "building static binaries"
 # shellcheck disable=SC2086 # a list of targets
 ninja -C "$static_build" $checkers >"$static_build.log" 2>&1 ||
@@ -173,8 +178,49 @@ if ! grep -q '^vfio-pci.ko$' "$root/modules.list"; then
 	echo "FAIL: modprobe -S $kver --show-depends vfio-pci listed no vfio-pci.ko"
 	exit 1
 fi
-(cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) >"$work/initramfs.cpio.gz" || exit 1
-step "initramfs $(($(stat -c %s "$work/initramfs.cpio.gz") / 1024)) KiB, kernel $kver"
+
+# qemu-vfio: this host's QEMU, to run inside the guest. Only what an inner
+# `-machine q35 -nodefaults -accel tcg -bios qboot.rom -device vfio-pci` needs:
+# the binary, every library ldd lists (at the same paths, the loader too), the
+# TCG accelerator module (Debian builds accelerators as modules; QEMU looks
+# for them in its configured module directory, kept here) and qboot.
+if [ "$variant" = qemu-vfio ]; then
+	qemu_bin=$(command -v qemu-system-x86_64)
+	accel=$(find /usr/lib /usr/lib64 -name accel-tcg-x86_64.so 2>/dev/null | head -n1)
+	if [ ! -r /usr/share/qemu/qboot.rom ]; then
+		echo "FAIL: no /usr/share/qemu/qboot.rom for the inner QEMU"
+		exit 1
+	fi
+	mkdir -p "$root/usr/bin" "$root/usr/share/qemu" || exit 1
+	cp "$qemu_bin" "$root/usr/bin/qemu-system-x86_64" &&
+		cp /usr/share/qemu/qboot.rom "$root/usr/share/qemu/" || exit 1
+	# (one ldd per file: given two, it prints a "FILE:" header for each)
+	libs=$(for f in "$qemu_bin" ${accel:+"$accel"}; do ldd "$f"; done |
+		awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// && $2 ~ /^\(/ { print $1 }' |
+		sort -u)
+	[ -n "$accel" ] && libs="$libs $accel"
+	for lib in $libs; do
+		if ! mkdir -p "$root$(dirname "$lib")" || ! cp -L "$lib" "$root$lib"; then
+			echo "FAIL: cannot copy $lib for the inner QEMU"
+			exit 1
+		fi
+	done
+	if [ ! -e "$root/lib64/ld-linux-x86-64.so.2" ]; then
+		echo "FAIL: ldd $qemu_bin named no /lib64/ld-linux-x86-64.so.2"
+		exit 1
+	fi
+	step "inner QEMU: $qemu_bin, $(wc -w <<<"$libs") libraries and modules"
+fi
+# The QEMU image stays uncompressed: gunzip of it under TCG takes longer than
+# reading it.
+if [ "$variant" = qemu-vfio ]; then
+	initrd=$work/initramfs.cpio
+	(cd "$root" && find . | cpio -o -H newc --quiet) >"$initrd" || exit 1
+else
+	initrd=$work/initramfs.cpio.gz
+	(cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) >"$initrd" || exit 1
+fi
+step "initramfs $(($(stat -c %s "$initrd") / 1024)) KiB, kernel $kver"
 
 # ---- boot ------------------------------------------------------------------
 machine=(-accel tcg,thread=multi -cpu max -machine q35 -smp 2,sockets=2,cores=1,threads=1)
@@ -183,6 +229,15 @@ two-node)
 	machine+=(-m 1536M
 		-object memory-backend-ram,id=m0,size=768M
 		-object memory-backend-ram,id=m1,size=768M
+		-numa node,nodeid=0,cpus=0,memdev=m0
+		-numa node,nodeid=1,cpus=1,memdev=m1)
+	;;
+qemu-vfio)
+	# Node 0 holds the prepared file and the fresh one (2 x 512M of 2M
+	# pages) beside the kernel and the 60 MB image.
+	machine+=(-m 3072M
+		-object memory-backend-ram,id=m0,size=1536M
+		-object memory-backend-ram,id=m1,size=1536M
 		-numa node,nodeid=0,cpus=0,memdev=m0
 		-numa node,nodeid=1,cpus=1,memdev=m1)
 	;;
@@ -209,12 +264,13 @@ machine+=(-device intel-iommu,intremap=on -device edu,dma_mask=0xffffffffffff)
 [ -r /usr/share/qemu/qboot.rom ] && machine+=(-bios /usr/share/qemu/qboot.rom)
 append="console=ttyS0 panic=-1 intel_iommu=on iommu=pt quiet prealloc_vm_variant=$variant"
 [ -n "${PREALLOC_VM_BREAK:-}" ] && append="$append prealloc_vm_break=$PREALLOC_VM_BREAK"
+[ -n "${PREALLOC_VM_QEMU_MB:-}" ] && append="$append prealloc_vm_qemu_mb=$PREALLOC_VM_QEMU_MB"
 
 console=$work/console.log
 step "booting $variant guest (timeout ${qemu_timeout}s)"
 timeout --kill-after=5 "$qemu_timeout" qemu-system-x86_64 "${machine[@]}" \
 	-display none -nodefaults -no-reboot -serial "file:$console" -monitor none \
-	-kernel "$kernel" -initrd "$work/initramfs.cpio.gz" -append "$append" \
+	-kernel "$kernel" -initrd "$initrd" -append "$append" \
 	</dev/null >"$work/qemu.log" 2>&1 &
 qemu_pid=$!
 wait "$qemu_pid"
