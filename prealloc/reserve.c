@@ -33,22 +33,17 @@ int record_return_growth(struct prealloc_ctx *ctx, struct store *s, size_t ri, u
 	uint64_t free_pages = 0, others, give, returned = 0;
 	int r;
 
-	uint64_t nr = 0;
-
 	*ret_returned = 0;
 	if (!p->added)
 		return 0;
-	r = hugetlb_read(ctx, p->node, p->page_size, &nr, &free_pages, NULL);
+	r = hugetlb_read(ctx, p->node, p->page_size, NULL, &free_pages, NULL);
 	if (r < 0)
 		return r;
-	if (p->growing) {
-		/* Its run died around the pool write: the pool says how much it really grew. */
-		p->added = MIN(p->added, nr > p->grow_from ? nr - p->grow_from : 0);
-		p->growing = false;
-		if (!p->added)
-			return 0;
-	}
-	/* Never take pages another run was promised and has not faulted yet. */
+	/*
+	 * A share still marked growing was settled by store_open() before we
+	 * got here. Never take pages another run was promised and has not
+	 * faulted yet.
+	 */
 	others = store_node_outstanding(ctx, s, p->node, p->page_size, s->r[ri].id);
 	give = free_pages > others ? MIN(p->added, free_pages - others) : 0;
 	if (!give)
