@@ -364,6 +364,20 @@ two_node() {
 				"free node0=$(hp_get 0 free_hugepages)/$free0 node1=$(hp_get 1 free_hugepages)/$free1"
 		fi
 		rm -f "$file"
+		# --reserve grows node 0 first, then node 1 cannot possibly supply
+		# its share: the refusal must give node 0's growth back too.
+		nr0=$(hp_get 0) nr1=$(hp_get 1)
+		prealloc --reserve --node 0:32M --node 1:64G --page-size 2M --file "$file" \
+			>/dev/null 2>"$tmp/err"
+		rc=$?
+		if [ "$rc" = 3 ] && [ ! -e "$file" ] && [ "$(hp_get 0)" = "$nr0" ] &&
+			[ "$(hp_get 1)" = "$nr1" ]; then
+			pass "pool: a refusal on node 1 gives node 0's growth back (exit $rc, node 0 at $nr0)"
+		else
+			fail "pool: refusal after growth" "exit $rc, node0=$(hp_get 0)/$nr0" \
+				"node1=$(hp_get 1)/$nr1: $(head -c 200 "$tmp/err")"
+		fi
+		rm -f "$file"
 		hp_set 0 64
 		hp_set 1 64
 	fi
