@@ -38,20 +38,6 @@ struct map_flow {
 	struct prealloc_vfio_map_info info;
 };
 
-static int map_fail(struct prealloc_vfio_map_info *info, int step, int err, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int map_fail(struct prealloc_vfio_map_info *info, int step, int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	info->step = step;
-	info->error = err;
-	va_start(ap, fmt);
-	vsnprintf(info->message, sizeof(info->message), fmt, ap);
-	va_end(ap);
-	return err;
-}
 
 int vfio_unmap_segments(int container, const struct vfio_mapping *m)
 {
@@ -169,7 +155,7 @@ static int map_finish(struct prealloc_job *job, int status, void *arg)
 		f->m = NULL;
 	} else {
 		if (status != -ECANCELED && !f->info.step)
-			map_fail(&f->info, PREALLOC_VFIO_STEP_MAP, status,
+			vfio_fail(&f->info, PREALLOC_VFIO_STEP_MAP, status,
 				 "VFIO_IOMMU_MAP_DMA failed after %s: %s%s",
 				 format_bytes(f->info.bytes, where, sizeof(where)), strerror(-status),
 				 status == -ENOMEM ? " (RLIMIT_MEMLOCK, or memory)"
@@ -240,7 +226,7 @@ static int memlock_check(struct map_flow *f)
 	info->locked_limit = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t)rl.rlim_cur;
 	if (info->cap_ipc_lock || info->locked_needed <= info->locked_limit)
 		return 0;
-	return map_fail(info, PREALLOC_VFIO_STEP_MEMLOCK, -ENOMEM,
+	return vfio_fail(info, PREALLOC_VFIO_STEP_MEMLOCK, -ENOMEM,
 			"pinning needs %s of locked memory (%s locked already), RLIMIT_MEMLOCK allows "
 			"%s: raise it (ulimit -l, systemd LimitMEMLOCK=, libvirt <memtune>"
 			"<hard_limit>) or run with CAP_IPC_LOCK",
@@ -262,7 +248,7 @@ static int fit_check(struct map_flow *f, const struct prealloc_vfio_map_opts *o)
 		       reg->length, o->iova, o->flags & PREALLOC_VFIO_MAP_FIXED, f->m->segments,
 		       PREALLOC_VFIO_MAX_SEGMENTS);
 	if (n < 0)
-		return map_fail(&f->info, PREALLOC_VFIO_STEP_FIT, n,
+		return vfio_fail(&f->info, PREALLOC_VFIO_STEP_FIT, n,
 				"%llu bytes do not fit the device's usable IOVA %s0x%llx: %s",
 				(unsigned long long)reg->length,
 				o->flags & PREALLOC_VFIO_MAP_FIXED ? "at " : "from ",
@@ -278,7 +264,7 @@ static int fit_check(struct map_flow *f, const struct prealloc_vfio_map_opts *o)
 	for (unsigned int e = 0; e < reg->nr_extents; e++)
 		calls += (reg->extents[e].length + MAP_STEP - 1) / MAP_STEP;
 	if (vi->dma_avail != UINT32_MAX && calls > vi->dma_avail)
-		return map_fail(&f->info, PREALLOC_VFIO_STEP_FIT, -ENOSPC,
+		return vfio_fail(&f->info, PREALLOC_VFIO_STEP_FIT, -ENOSPC,
 				"the map needs up to %llu mappings, the container allows %u more "
 				"(vfio_iommu_type1 dma_entry_limit)", (unsigned long long)calls,
 				vi->dma_avail);
@@ -316,11 +302,11 @@ static int map_prepare(struct map_flow *f, const struct prealloc_vfio_map_opts *
 
 	for (struct vfio_mapping *m = f->v->maps; m; m = m->next)
 		if (m->region == f->region)
-			return map_fail(&f->info, PREALLOC_VFIO_STEP_FIT, -EEXIST,
+			return vfio_fail(&f->info, PREALLOC_VFIO_STEP_FIT, -EEXIST,
 					"the region is mapped already");
 	r = vfio_info_read(f->v);	/* dma_avail now */
 	if (r < 0)
-		return map_fail(&f->info, PREALLOC_VFIO_STEP_INFO, r, "VFIO_IOMMU_GET_INFO: %s",
+		return vfio_fail(&f->info, PREALLOC_VFIO_STEP_INFO, r, "VFIO_IOMMU_GET_INFO: %s",
 				strerror(-r));
 	r = fit_check(f, o);
 	if (r == 0 && !(o->flags & PREALLOC_VFIO_MAP_NO_MEMLOCK_CHECK))
@@ -330,7 +316,7 @@ static int map_prepare(struct map_flow *f, const struct prealloc_vfio_map_opts *
 	/* While mapped, prealloc_release of the file is refused (a shared lock on its fd). */
 	f->m->lock_fd = f->region->fd;
 	if (f->m->lock_fd >= 0 && flock(f->m->lock_fd, LOCK_SH | LOCK_NB) < 0)
-		return map_fail(&f->info, PREALLOC_VFIO_STEP_MAP, -EBUSY,
+		return vfio_fail(&f->info, PREALLOC_VFIO_STEP_MAP, -EBUSY,
 				"the file is being removed (locked by a release)");
 	return 0;
 }
@@ -354,7 +340,7 @@ static int map_job(struct map_flow *f, const struct prealloc_job_opts *job_opts,
 	free(extra);
 	if (r < 0) {
 		f->v->busy = false;
-		map_fail(&f->info, PREALLOC_VFIO_STEP_MAP, r, "cannot start the job: %s",
+		vfio_fail(&f->info, PREALLOC_VFIO_STEP_MAP, r, "cannot start the job: %s",
 			 strerror(-r));
 	}
 	return r;

@@ -20,17 +20,15 @@
 
 #include "vfio.h"
 
-static int vfio_fail(struct prealloc_vfio_info *info, int step, int err, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int vfio_fail(struct prealloc_vfio_info *info, int step, int err, const char *fmt, ...)
+int vfio_note_failure(int *ret_step, int *ret_error, char *msg, size_t len, int step, int err,
+		      const char *fmt, ...)
 {
 	va_list ap;
 
-	info->step = step;
-	info->error = err;
+	*ret_step = step;
+	*ret_error = err;
 	va_start(ap, fmt);
-	vsnprintf(info->message, sizeof(info->message), fmt, ap);
+	vsnprintf(msg, len, fmt, ap);
 	va_end(ap);
 	return err;
 }

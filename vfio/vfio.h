@@ -9,6 +9,16 @@
 
 #include "internal.h"
 
+/*
+ * Records a failure in an info struct's step, error and message fields (both
+ * prealloc_vfio_info and prealloc_vfio_map_info have them); returns err.
+ */
+int vfio_note_failure(int *ret_step, int *ret_error, char *msg, size_t len, int step, int err,
+		      const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+#define vfio_fail(info, at, err, ...)                                                            \
+	vfio_note_failure(&(info)->step, &(info)->error, (info)->message, sizeof((info)->message), \
+			  at, err, __VA_ARGS__)
+
 /* One region mapped into the container: its IOVA segments. */
 struct vfio_mapping {
 	struct prealloc_region *region;
