@@ -59,6 +59,7 @@ const char *page_label(uint64_t ps, char *buf, size_t len)
  */
 static uint64_t cell_page(const struct domain *d, const struct host_view *h, int cell)
 {
+	unsigned int bit = cell < 0 ? 0 : (unsigned int)cell;	/* no cells: the guest is cell 0 */
 	uint64_t fallback = 0;
 	bool any = false;
 
@@ -73,7 +74,8 @@ static uint64_t cell_page(const struct domain *d, const struct host_view *h, int
 		if (!d->pages[i].cells) {
 			fallback = d->pages[i].size;
 			any = true;
-		} else if (d->pages[i].cells >> (cell < 0 ? 0 : cell) & 1) {
+		} else if (bit < 64 && (d->pages[i].cells >> bit & 1)) {
+			/* A nodeset names cells 0-63 (the mask); a higher cell is in none. */
 			return d->pages[i].size;
 		}
 	}
