@@ -10,7 +10,9 @@
  *     1, above it) through the IOVAs, and the bytes match;
  *  3. the pinned region is cleared in place by each node's workers, the
  *     mapping kept; the device then reads zeros through the IOVAs;
- *  4. after unmap VmLck is back and a DMA to the old IOVA writes nothing.
+ *  4. after unmap VmLck is back and a DMA to the old IOVA writes nothing;
+ *
+ * and before them, that a map failing halfway unmaps what it had mapped.
  *
  * edu (QEMU docs/specs/edu): BAR0 registers 0x80 DMA source, 0x88 dest,
  * 0x90 count, 0x98 command (bit 0 run, bit 1 device->RAM); its buffer sits
@@ -212,6 +214,54 @@ static int map_region(struct prealloc_ctx *ctx, struct prealloc_vfio *v, struct 
 	return r;
 }
 
+/*
+ * A map that fails halfway gives back what it had mapped. A 2 MiB region
+ * sits at 0xff000000; a 16 MiB one placed from 0xfe000000 maps 14 MiB below
+ * the MSI window, then collides above it (MAP_DMA: -EEXIST). VmLck must then
+ * hold the first region only, and once that is unmapped the second maps
+ * whole at the same IOVAs (a leftover 14 MiB would collide again).
+ */
+static void failed_map(struct prealloc_ctx *ctx, struct prealloc_vfio *v)
+{
+	static const int node0[] = { 0 };
+	struct prealloc_region_opts ro = { .size = sizeof(ro), .backing = PREALLOC_BACKING_MEMFD,
+					   .page_size = 2 * M, .length = 2 * M, .nr_nodes = 1,
+					   .nodes = node0 };
+	struct prealloc_job_opts jo = { .size = sizeof(jo), .op = PREALLOC_OP_POPULATE };
+	struct prealloc_vfio_map_opts at = { .size = sizeof(at), .iova = 0xff000000,
+					     .flags = PREALLOC_VFIO_MAP_FIXED };
+	struct prealloc_vfio_map_opts from = { .size = sizeof(from), .iova = 0xfe000000 };
+	struct prealloc_vfio_map_info ma = { .size = sizeof(ma) }, mb = { .size = sizeof(mb) };
+	struct prealloc_region *a = NULL, *b = NULL;
+	long before = vm_kib("VmLck"), mid;
+	int r;
+
+	r = prealloc_region_new(ctx, &ro, &a);
+	if (r == 0)
+		r = prealloc_vfio_map(v, a, &jo, &at, &ma, NULL);
+	mid = vm_kib("VmLck");
+	check(r == 0 && mid - before == 2048, "blocker mapped", "%s; VmLck %ld -> %ld kB",
+	      r ? ma.message : "2 MiB at 0xff000000", before, mid);
+	ro.length = 16 * M;
+	r = prealloc_region_new(ctx, &ro, &b);
+	if (r == 0)
+		r = prealloc_vfio_map(v, b, &jo, &from, &mb, NULL);
+	check(r < 0 && mb.step == PREALLOC_VFIO_STEP_MAP && vm_kib("VmLck") == mid,
+	      "failed map gives back", "%s; VmLck %ld kB, want %ld",
+	      r ? mb.message : "MAPPED over another mapping", vm_kib("VmLck"), mid);
+	if (a)
+		prealloc_vfio_unmap(v, a);
+	r = b ? prealloc_vfio_map(v, b, &jo, &from, &mb, NULL) : -EINVAL;
+	check(r == 0 && vm_kib("VmLck") - before == 16 * 1024, "same iovas after the failure",
+	      "%s; VmLck %ld kB", r ? mb.message : "16 MiB mapped whole", vm_kib("VmLck"));
+	if (b && r == 0)
+		prealloc_vfio_unmap(v, b);
+	prealloc_region_free(b);
+	prealloc_region_free(a);
+	check(vm_kib("VmLck") == before, "failed map: all unmapped", "VmLck %ld kB, want %ld",
+	      vm_kib("VmLck"), before);
+}
+
 int main(int argc, char **argv)
 {
 	struct prealloc_vfio_opts vo = { .size = sizeof(vo) };
@@ -241,6 +291,8 @@ int main(int argc, char **argv)
 		       (unsigned long long)vi.ranges[i].last);
 	r = edu_open(prealloc_vfio_group_fd(v), argv[1]);
 	check(r >= 0, "edu", "%s", r < 0 ? strerror(-r) : "BAR0 mapped, bus master on");
+	if (r >= 0)
+		failed_map(ctx, v);
 	before = vm_kib("VmLck");
 	if (r < 0 || map_region(ctx, v, &reg, &mi) < 0)
 		return 1;
