@@ -62,6 +62,12 @@ static const struct dcase cases[] = {
 	  "</memory></devices></domain>",
 	  0, { { 0, MiB(2), MiB(128) }, { 1, MiB(2), MiB(256) } },
 	  "ram-node0,ram-node1,dimm0" },
+	{ "no cells: a DIMM is taken out of <memory>, not counted on top of it",
+	  HEAD "<memory unit='MiB'>384</memory><memoryBacking><hugepages/></memoryBacking>"
+	  "<numatune><memory mode='strict' nodeset='0'/></numatune><devices>"
+	  "<memory model='dimm'><target><size unit='MiB'>128</size><node>0</node></target>"
+	  "</memory></devices></domain>",
+	  0, { { 0, MiB(2), MiB(384) } }, "pc.ram,dimm0" },
 	{ "no hugepages: 4K, nothing to size",
 	  HEAD "<memory unit='MiB'>128</memory></domain>", 0, { { 0 } }, "pc.ram" },
 	{ "placement='auto' spreads by the host's rule",
