@@ -29,31 +29,72 @@
 #define MAP_STEP (UINT64_C(1) << 30)
 #define MAP_MAGIC UINT64_C(0x7666696f6d6170)	/* "vfiomap" */
 
+/* One MAP_DMA that succeeded. */
+struct map_call {
+	uint64_t iova, size;
+};
+
 struct map_flow {
 	uint64_t magic;
 	struct prealloc_vfio *v;
 	struct prealloc_region *region;
 	struct vfio_mapping *m;		/* ours until the job succeeds, then v's */
 	bool readonly;
+	/*
+	 * Every MAP_DMA that succeeded, so that a failed map undoes exactly
+	 * those: its segments' IOVAs may hold someone else's mapping (the
+	 * collision that failed it), which must stay.
+	 */
+	struct map_call *calls;
+	size_t nr_calls, cap_calls;
 	struct prealloc_vfio_map_info info;
 };
 
+static int unmap_range(int container, uint64_t iova, uint64_t size)
+{
+	struct vfio_iommu_type1_dma_unmap u = { .argsz = sizeof(u), .iova = iova, .size = size };
+
+	return ioctl(container, VFIO_IOMMU_UNMAP_DMA, &u) < 0 ? -errno : 0;
+}
 
 int vfio_unmap_segments(int container, const struct vfio_mapping *m)
 {
-	int ret = 0;
+	int ret = 0, r;
 
 	for (unsigned int i = 0; i < m->nr_segments; i++) {
-		struct vfio_iommu_type1_dma_unmap u = {
-			.argsz = sizeof(u),
-			.iova = m->segments[i].iova,
-			.size = m->segments[i].length,
-		};
-
-		if (ioctl(container, VFIO_IOMMU_UNMAP_DMA, &u) < 0 && !ret)
-			ret = -errno;
+		r = unmap_range(container, m->segments[i].iova, m->segments[i].length);
+		if (r < 0 && !ret)
+			ret = r;
 	}
 	return ret;
+}
+
+/* Notes a MAP_DMA that succeeded; where that cannot be noted, it is undone. */
+static int calls_add(struct map_flow *f, uint64_t iova, uint64_t size)
+{
+	if (f->nr_calls == f->cap_calls) {
+		size_t cap = f->cap_calls ? f->cap_calls * 2 : 16;
+		struct map_call *c = realloc(f->calls, cap * sizeof(*c));
+
+		if (!c) {
+			unmap_range(f->v->container, iova, size);
+			return -ENOMEM;
+		}
+		f->calls = c;
+		f->cap_calls = cap;
+	}
+	f->calls[f->nr_calls++] = (struct map_call){ iova, size };
+	return 0;
+}
+
+/* Undoes this flow's MAP_DMA calls, newest first. */
+static void calls_undo(struct map_flow *f)
+{
+	while (f->nr_calls) {
+		const struct map_call *c = &f->calls[--f->nr_calls];
+
+		unmap_range(f->v->container, c->iova, c->size);
+	}
 }
 
 /* ---- the serial op ------------------------------------------------------- */
@@ -98,6 +139,7 @@ static int map_piece(void *state, uint8_t *p, uint64_t len)
 		const struct prealloc_vfio_segment *s = segment_of(f->m, off);
 		uint64_t n;
 		double t0;
+		int r;
 
 		if (!s)
 			return -ERANGE;
@@ -113,6 +155,9 @@ static int map_piece(void *state, uint8_t *p, uint64_t len)
 		if (ioctl(f->v->container, VFIO_IOMMU_MAP_DMA, &map) < 0)
 			return -errno;
 		t0 = now_seconds() - t0;
+		r = calls_add(f, map.iova, n);
+		if (r < 0)
+			return r;
 		slot->bytes += n;
 		slot->seconds += t0;
 		f->info.bytes += n;
@@ -162,8 +207,8 @@ static int map_finish(struct prealloc_job *job, int status, void *arg)
 				 : status == -ENOSPC ? " (the container's mapping limit)" : "");
 		else if (status == -ECANCELED)
 			f->info.error = status;
-		/* What was mapped goes, before anyone sees the job done. */
-		vfio_unmap_segments(f->v->container, f->m);
+		/* What this map mapped goes, before anyone sees the job done. */
+		calls_undo(f);
 		f->info.bytes = 0;
 		if (f->m->lock_fd >= 0)
 			flock(f->m->lock_fd, LOCK_UN);
@@ -182,6 +227,7 @@ static void map_destroy(void *arg)
 			flock(f->m->lock_fd, LOCK_UN);
 		free(f->m);
 	}
+	free(f->calls);
 	free(f);
 }
 
