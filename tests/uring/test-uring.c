@@ -357,7 +357,12 @@ static void drain_events(struct prealloc_job *job, struct seen *s)
 }
 
 /* The eventfd path carries the same (user_data, res) events. */
-static void case_eventfd(const char *name, int ring_fd, unsigned int flags, int want_error)
+/*
+ * step 0 keeps completion()'s 8 MiB; the whole 64 MiB makes the progress
+ * mark one event, which a lost post would leave missing.
+ */
+static void case_eventfd(const char *name, int ring_fd, unsigned int flags, int want_error,
+			 uint64_t step)
 {
 	struct prealloc_report rep = { .size = sizeof(rep) };
 	struct prealloc_completion c = completion(ring_fd, flags);
@@ -366,6 +371,8 @@ static void case_eventfd(const char *name, int ring_fd, unsigned int flags, int 
 	struct seen s;
 	int r, nodes;
 
+	if (step)
+		c.progress_step = step;
 	job = start(reg, PREALLOC_OP_POPULATE, 2, &c, &r);
 	nodes = prealloc_job_node_count(job, NULL, 0);
 	seen_init(&s);
@@ -374,8 +381,10 @@ static void case_eventfd(const char *name, int ring_fd, unsigned int flags, int 
 	prealloc_job_report(job, &rep);
 	tap_ok(s.ends == 1 && s.end_res == 0 && s.end_last && s.others == 0,
 	       "%s: the end event, last, user_data exact, res 0", name);
-	tap_ok(s.nodes == (unsigned int)nodes && s.ascending && s.progress >= 1,
-	       "%s: %u node events, %u progress events ascending", name, s.nodes, s.progress);
+	tap_ok(s.nodes == (unsigned int)nodes && s.ascending && s.progress >= 1 &&
+		       s.last_progress == 64,
+	       "%s: %u node events, %u progress events ascending, the last at %d MiB of 64", name,
+	       s.nodes, s.progress, s.last_progress);
 	tap_ok(rep.notify == PREALLOC_NOTIFY_EVENTFD && rep.notify_error == want_error,
 	       "%s: report says eventfd, error %d (got %d)", name, want_error, rep.notify_error);
 	prealloc_job_free(job);
@@ -467,14 +476,18 @@ int main(void)
 	case_full_cq("full CQ, private ring", 0, PREALLOC_COMPLETION_NO_REGISTERED);
 	case_full_cq("full CQ, DEFER_TASKRUN", dt, 0);
 	case_ring_closed();
-	case_eventfd("eventfd forced", 0, PREALLOC_COMPLETION_EVENTFD, 0);
-	case_eventfd("no ring (ring_fd -1)", -1, 0, 0);
+	case_eventfd("eventfd forced", 0, PREALLOC_COMPLETION_EVENTFD, 0, 0);
+	case_eventfd("no ring (ring_fd -1)", -1, 0, 0, 0);
 	case_eventfd("both uring paths excluded", 0,
 		     PREALLOC_COMPLETION_NO_REGISTERED | PREALLOC_COMPLETION_NO_PRIVATE_RING,
-		     -EOPNOTSUPP);
-	/* A target that is no ring: the first post fails -EBADFD, the rest falls back. */
+		     -EOPNOTSUPP, 0);
+	/*
+	 * A target that is no ring: the first post fails -EBADFD and falls
+	 * back with the rest: that event too reaches the eventfd, not lost.
+	 */
 	if (pipe(pipefd) == 0) {
-		case_eventfd("target is a pipe", pipefd[0], 0, lib_uring ? -EBADFD : -EOPNOTSUPP);
+		case_eventfd("target is a pipe", pipefd[0], 0, lib_uring ? -EBADFD : -EOPNOTSUPP,
+			     64 << 20);
 		close(pipefd[0]);
 		close(pipefd[1]);
 	}
