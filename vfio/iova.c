@@ -5,6 +5,8 @@
  * window 0xfee00000-0xfeefffff splits anything that crosses 4 GiB, as QEMU
  * splits guest RAM below and above 4G). Pure code.
  */
+#include <string.h>
+
 #include "vfio.h"
 
 /* Bytes from start to last inclusive, saturating at UINT64_MAX (the whole space). */
@@ -70,4 +72,55 @@ int iova_place(const struct prealloc_iova_range *ranges, unsigned int nr_ranges,
 			break;	/* the top of the space */
 	}
 	return done == length ? (int)n : -ENOSPC;
+}
+
+/*
+ * The usable ranges less what is taken: each taken segment's IOVAs are cut
+ * out, a range it falls inside splitting in two. The order is kept, so
+ * iova_place can walk the result upward.
+ */
+int iova_exclude(const struct prealloc_iova_range *ranges, unsigned int nr_ranges,
+		 const struct prealloc_vfio_segment *taken, unsigned int nr_taken,
+		 struct prealloc_iova_range *ret, unsigned int max)
+{
+	unsigned int n;
+
+	if (!nr_ranges) {
+		ranges = &all_iova;
+		nr_ranges = 1;
+	}
+	if (nr_ranges > max)
+		return -E2BIG;
+	memcpy(ret, ranges, nr_ranges * sizeof(*ret));
+	n = nr_ranges;
+	for (unsigned int t = 0; t < nr_taken; t++) {
+		uint64_t a = taken[t].iova, b = a + (taken[t].length - 1);
+
+		if (!taken[t].length || b < a)
+			continue;
+		for (unsigned int i = 0; i < n; i++) {
+			struct prealloc_iova_range r = ret[i];
+
+			if (b < r.start || a > r.last)
+				continue;
+			if (a > r.start && b < r.last) {	/* inside: split in two */
+				if (n == max)
+					return -E2BIG;
+				memmove(&ret[i + 2], &ret[i + 1], (n - i - 1) * sizeof(*ret));
+				ret[i] = (struct prealloc_iova_range){ r.start, a - 1 };
+				ret[i + 1] = (struct prealloc_iova_range){ b + 1, r.last };
+				n++;
+				i++;
+			} else if (a > r.start) {		/* cuts the top */
+				ret[i].last = a - 1;
+			} else if (b < r.last) {		/* cuts the bottom */
+				ret[i].start = b + 1;
+			} else {				/* covers it whole */
+				memmove(&ret[i], &ret[i + 1], (n - i - 1) * sizeof(*ret));
+				n--;
+				i--;
+			}
+		}
+	}
+	return (int)n;
 }

@@ -281,18 +281,58 @@ static int memlock_check(struct map_flow *f)
 			format_bytes(info->locked_limit, lim, sizeof(lim)));
 }
 
+/*
+ * Where the region may go: the IOMMU's usable ranges less what this handle
+ * has mapped already (so two regions placed from the same IOVA land side by
+ * side). Mappings made behind the handle's back are the kernel's to refuse.
+ */
+static int free_ranges(const struct prealloc_vfio *v, struct prealloc_iova_range **ret)
+{
+	unsigned int nr_taken = 0, k = 0, max;
+	struct prealloc_vfio_segment *taken;
+	int n;
+
+	for (const struct vfio_mapping *m = v->maps; m; m = m->next)
+		nr_taken += m->nr_segments;
+	taken = calloc(nr_taken + 1, sizeof(*taken));
+	max = v->info.nr_ranges + nr_taken + 1;
+	*ret = calloc(max, sizeof(**ret));
+	if (!taken || !*ret) {
+		free(taken);
+		free(*ret);
+		return -ENOMEM;
+	}
+	for (const struct vfio_mapping *m = v->maps; m; m = m->next)
+		for (unsigned int i = 0; i < m->nr_segments; i++)
+			taken[k++] = m->segments[i];
+	n = iova_exclude(v->info.ranges, v->info.nr_ranges, taken, nr_taken, *ret, max);
+	free(taken);
+	return n;
+}
+
 /* Where the region goes, and whether the container has mappings enough for it. */
 static int fit_check(struct map_flow *f, const struct prealloc_vfio_map_opts *o)
 {
 	const struct prealloc_vfio_info *vi = &f->v->info;
 	const struct prealloc_region *reg = f->region;
 	uint64_t min_page = vi->pgsize_bitmap ? vi->pgsize_bitmap & -vi->pgsize_bitmap : 4096;
+	struct prealloc_iova_range *ranges = NULL;
 	uint64_t calls;
 	int n;
 
-	n = iova_place(vi->ranges, vi->nr_ranges, min_page, MAX(reg->page_size, min_page),
-		       reg->length, o->iova, o->flags & PREALLOC_VFIO_MAP_FIXED, f->m->segments,
-		       PREALLOC_VFIO_MAX_SEGMENTS);
+	n = free_ranges(f->v, &ranges);
+	if (n < 0) {
+		free(ranges);
+		return vfio_fail(&f->info, PREALLOC_VFIO_STEP_FIT, n, "cannot list the free IOVA: %s",
+				strerror(-n));
+	}
+	if (n == 0)	/* all of it taken (to iova_place, no ranges means all free) */
+		n = -ENOSPC;
+	else
+		n = iova_place(ranges, (unsigned int)n, min_page, MAX(reg->page_size, min_page),
+			       reg->length, o->iova, o->flags & PREALLOC_VFIO_MAP_FIXED,
+			       f->m->segments, PREALLOC_VFIO_MAX_SEGMENTS);
+	free(ranges);
 	if (n < 0)
 		return vfio_fail(&f->info, PREALLOC_VFIO_STEP_FIT, n,
 				"%llu bytes do not fit the device's usable IOVA %s0x%llx: %s",
@@ -300,7 +340,8 @@ static int fit_check(struct map_flow *f, const struct prealloc_vfio_map_opts *o)
 				o->flags & PREALLOC_VFIO_MAP_FIXED ? "at " : "from ",
 				(unsigned long long)o->iova,
 				n == -EINVAL ? "not aligned to the IOMMU page"
-				: n == -ERANGE ? "the range crosses a reserved or unusable IOVA range"
+				: n == -ERANGE ? "the range crosses a reserved or unusable IOVA range, "
+					       "or a region this handle has mapped"
 					       : "not enough usable IOVA above it");
 	f->m->nr_segments = (unsigned int)n;
 	memcpy(f->info.segments, f->m->segments, sizeof(f->info.segments));

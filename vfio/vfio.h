@@ -62,6 +62,14 @@ int iova_place(const struct prealloc_iova_range *ranges, unsigned int nr_ranges,
 	       uint64_t min_page, uint64_t page_size, uint64_t length, uint64_t iova, bool fixed,
 	       struct prealloc_vfio_segment *ret, unsigned int max);
 
+/*
+ * ranges (nr_ranges 0: all of it) less every taken segment, in order, into
+ * ret; the count, or -E2BIG past max.
+ */
+int iova_exclude(const struct prealloc_iova_range *ranges, unsigned int nr_ranges,
+		 const struct prealloc_vfio_segment *taken, unsigned int nr_taken,
+		 struct prealloc_iova_range *ret, unsigned int max);
+
 /* map.c */
 /* Unmaps every segment of m (each at once: no mapping crosses a segment). */
 int vfio_unmap_segments(int container, const struct vfio_mapping *m);

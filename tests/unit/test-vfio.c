@@ -59,6 +59,43 @@ static void test_place(void)
 }
 
 /*
+ * What a handle has mapped is cut out of the usable ranges: a second region
+ * placed from the same IOVA lands after the first, across the MSI window.
+ */
+static void test_exclude(void)
+{
+	struct prealloc_vfio_segment first[2] = {
+		{ .iova = 0xfe000000, .offset = 0, .length = 14 * M },
+		{ .iova = 0xff000000, .offset = 14 * M, .length = 50 * M },
+	};
+	struct prealloc_vfio_segment whole = { .iova = 0, .length = 0xfee00000 }, s[8];
+	struct prealloc_iova_range r[8];
+	int n;
+
+	n = iova_exclude(x86, 2, first, 2, r, 8);
+	tap_ok(n == 3 && r[0].start == 0 && r[0].last == 0xfdffffff &&
+		       r[1].start == 0xfef00000 && r[1].last == 0xfeffffff &&
+		       r[2].start == 0xff000000 + 50 * M && r[2].last == x86[1].last,
+	       "two segments out: below the first, the gap above the window, above the second (%d)",
+	       n);
+	n = iova_place(r, 3, 4096, 2 * M, 64 * M, 0xfe000000, false, s, 8);
+	tap_ok(n == 1 && s[0].iova == 0xff000000 + 50 * M,
+	       "a second region from the same IOVA lands after the first (%d: %llx)", n,
+	       (unsigned long long)s[0].iova);
+	n = iova_place(r, 3, 4096, 2 * M, 2 * M, 0xff000000, true, s, 8);
+	tap_ok(n == -ERANGE, "fixed on the first's IOVA: -ERANGE before any pin (%d)", n);
+	n = iova_place(r, 3, 4096, 4096, M, 0xfef00000, true, s, 8);
+	tap_ok(n == 1, "fixed in the 1 MiB left above the window fits (%d)", n);
+	n = iova_exclude(x86, 2, &whole, 1, r, 8);
+	tap_ok(n == 1 && r[0].start == 0xfef00000, "a range taken whole goes (%d)", n);
+	n = iova_exclude(NULL, 0, first, 1, r, 8);
+	tap_ok(n == 2 && r[0].last == 0xfdffffff && r[1].start == 0xfe000000 + 14 * M &&
+		       r[1].last == UINT64_MAX, "no ranges reported: the whole space split (%d)", n);
+	n = iova_exclude(x86, 2, first, 2, r, 2);
+	tap_ok(n == -E2BIG, "more ranges than room: -E2BIG (%d)", n);
+}
+
+/*
  * The fixed part of the IOVA range capability as the kernel lays it out
  * (struct vfio_iommu_type1_info_cap_iova_range without its flexible array,
  * which may not sit inside another struct: the ranges follow it here).
@@ -162,6 +199,7 @@ static void test_backend(void)
 int main(void)
 {
 	test_place();
+	test_exclude();
 	test_parse();
 	test_backend();
 	return tap_done();

@@ -12,7 +12,8 @@
  *     mapping kept; the device then reads zeros through the IOVAs;
  *  4. after unmap VmLck is back and a DMA to the old IOVA writes nothing;
  *
- * and before them, that a map failing halfway unmaps what it had mapped.
+ * and before them, IOVAs already taken: a map failing halfway unmaps what it
+ * had mapped and nothing else, and a handle never places over its own maps.
  *
  * edu (QEMU docs/specs/edu): BAR0 registers 0x80 DMA source, 0x88 dest,
  * 0x90 count, 0x98 command (bit 0 run, bit 1 device->RAM); its buffer sits
@@ -22,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -214,51 +216,87 @@ static int map_region(struct prealloc_ctx *ctx, struct prealloc_vfio *v, struct 
 	return r;
 }
 
-/*
- * A map that fails halfway gives back what it had mapped. A 2 MiB region
- * sits at 0xff000000; a 16 MiB one placed from 0xfe000000 maps 14 MiB below
- * the MSI window, then collides above it (MAP_DMA: -EEXIST). VmLck must then
- * hold the first region only, and once that is unmapped the second maps
- * whole at the same IOVAs (a leftover 14 MiB would collide again).
- */
-static void failed_map(struct prealloc_ctx *ctx, struct prealloc_vfio *v)
+/* A mapping the caller made on the container itself, as a VMM maps its own RAM. */
+static int raw_map(struct prealloc_vfio *v, void *p, uint64_t iova, uint64_t len, bool map)
+{
+	struct vfio_iommu_type1_dma_map m = { .argsz = sizeof(m), .vaddr = (uintptr_t)p,
+					       .iova = iova, .size = len,
+					       .flags = VFIO_DMA_MAP_FLAG_READ | VFIO_DMA_MAP_FLAG_WRITE };
+	struct vfio_iommu_type1_dma_unmap u = { .argsz = sizeof(u), .iova = iova, .size = len };
+	int fd = prealloc_vfio_container_fd(v);
+
+	if (map)
+		return ioctl(fd, VFIO_IOMMU_MAP_DMA, &m) < 0 ? -errno : 0;
+	return ioctl(fd, VFIO_IOMMU_UNMAP_DMA, &u) < 0 ? -errno : 0;
+}
+
+static int node0_region(struct prealloc_ctx *ctx, uint64_t len, struct prealloc_region **ret)
 {
 	static const int node0[] = { 0 };
 	struct prealloc_region_opts ro = { .size = sizeof(ro), .backing = PREALLOC_BACKING_MEMFD,
-					   .page_size = 2 * M, .length = 2 * M, .nr_nodes = 1,
+					   .page_size = 2 * M, .length = len, .nr_nodes = 1,
 					   .nodes = node0 };
+
+	return prealloc_region_new(ctx, &ro, ret);
+}
+
+/*
+ * IOVAs already taken. (1) A map that fails halfway gives back what it had
+ * mapped and nothing else: the caller's own 2 MiB at 0xff000000, then a 16
+ * MiB region placed from 0xfe000000 maps 14 MiB below the MSI window and
+ * collides above it (MAP_DMA -EEXIST); VmLck must hold the caller's 2 MiB
+ * only, and once that is gone the same IOVAs take the region whole.
+ * (2) Regions this handle mapped are not placed over: a second region from
+ * the same IOVA lands after the first, and a fixed IOVA on the first is
+ * refused before any pin.
+ */
+static void taken_iovas(struct prealloc_ctx *ctx, struct prealloc_vfio *v)
+{
 	struct prealloc_job_opts jo = { .size = sizeof(jo), .op = PREALLOC_OP_POPULATE };
+	struct prealloc_vfio_map_opts from = { .size = sizeof(from), .iova = 0xfe000000 };
 	struct prealloc_vfio_map_opts at = { .size = sizeof(at), .iova = 0xff000000,
 					     .flags = PREALLOC_VFIO_MAP_FIXED };
-	struct prealloc_vfio_map_opts from = { .size = sizeof(from), .iova = 0xfe000000 };
-	struct prealloc_vfio_map_info ma = { .size = sizeof(ma) }, mb = { .size = sizeof(mb) };
-	struct prealloc_region *a = NULL, *b = NULL;
+	struct prealloc_vfio_map_info mb = { .size = sizeof(mb) }, mc = { .size = sizeof(mc) };
+	struct prealloc_region *b = NULL, *c = NULL;
 	long before = vm_kib("VmLck"), mid;
+	void *own = mmap(NULL, 2 * M, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	int r;
 
-	r = prealloc_region_new(ctx, &ro, &a);
-	if (r == 0)
-		r = prealloc_vfio_map(v, a, &jo, &at, &ma, NULL);
+	r = own == MAP_FAILED ? -errno : raw_map(v, own, 0xff000000, 2 * M, true);
 	mid = vm_kib("VmLck");
-	check(r == 0 && mid - before == 2048, "blocker mapped", "%s; VmLck %ld -> %ld kB",
-	      r ? ma.message : "2 MiB at 0xff000000", before, mid);
-	ro.length = 16 * M;
-	r = prealloc_region_new(ctx, &ro, &b);
+	check(r == 0 && mid - before == 2048, "caller's own mapping", "%s; VmLck %ld -> %ld kB",
+	      r ? strerror(-r) : "2 MiB at 0xff000000", before, mid);
+	r = node0_region(ctx, 16 * M, &b);
 	if (r == 0)
 		r = prealloc_vfio_map(v, b, &jo, &from, &mb, NULL);
 	check(r < 0 && mb.step == PREALLOC_VFIO_STEP_MAP && vm_kib("VmLck") == mid,
-	      "failed map gives back", "%s; VmLck %ld kB, want %ld",
+	      "failed map gives back its own", "%s; VmLck %ld kB, want %ld",
 	      r ? mb.message : "MAPPED over another mapping", vm_kib("VmLck"), mid);
-	if (a)
-		prealloc_vfio_unmap(v, a);
+	if (own != MAP_FAILED) {
+		check(raw_map(v, own, 0xff000000, 2 * M, false) == 0, "caller's mapping intact",
+		      "%s", "unmapped by its owner");
+		munmap(own, 2 * M);
+	}
 	r = b ? prealloc_vfio_map(v, b, &jo, &from, &mb, NULL) : -EINVAL;
 	check(r == 0 && vm_kib("VmLck") - before == 16 * 1024, "same iovas after the failure",
 	      "%s; VmLck %ld kB", r ? mb.message : "16 MiB mapped whole", vm_kib("VmLck"));
-	if (b && r == 0)
+	r = node0_region(ctx, 2 * M, &c);
+	if (r == 0)
+		r = prealloc_vfio_map(v, c, &jo, &from, &mc, NULL);
+	check(r == 0 && mc.nr_segments == 1 && mc.segments[0].iova == 0xff200000,
+	      "second region placed after the first", "%s at 0x%llx", r ? mc.message : "mapped",
+	      (unsigned long long)mc.segments[0].iova);
+	if (c && r == 0)
+		prealloc_vfio_unmap(v, c);
+	r = c ? prealloc_vfio_map(v, c, &jo, &at, &mc, NULL) : -EINVAL;
+	check(r == -ERANGE && mc.step == PREALLOC_VFIO_STEP_FIT && vm_kib("VmLck") - before == 16 * 1024,
+	      "fixed over a mapped region refused", "%s", r ? mc.message : "MAPPED over it");
+	if (b)
 		prealloc_vfio_unmap(v, b);
+	prealloc_region_free(c);
 	prealloc_region_free(b);
-	prealloc_region_free(a);
-	check(vm_kib("VmLck") == before, "failed map: all unmapped", "VmLck %ld kB, want %ld",
+	check(vm_kib("VmLck") == before, "taken iovas: all unmapped", "VmLck %ld kB, want %ld",
 	      vm_kib("VmLck"), before);
 }
 
@@ -292,7 +330,7 @@ int main(int argc, char **argv)
 	r = edu_open(prealloc_vfio_group_fd(v), argv[1]);
 	check(r >= 0, "edu", "%s", r < 0 ? strerror(-r) : "BAR0 mapped, bus master on");
 	if (r >= 0)
-		failed_map(ctx, v);
+		taken_iovas(ctx, v);
 	before = vm_kib("VmLck");
 	if (r < 0 || map_region(ctx, v, &reg, &mi) < 0)
 		return 1;
