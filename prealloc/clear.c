@@ -7,7 +7,7 @@
  *
  * Rules, in order: a calibration measured on this CPU model decides; a CPU
  * whose NT stores are not faster gets cached stores; a footprint under half
- * the last-level cache (at most 32 MiB) gets cached stores (they win there
+ * the last-level cache (at most 16 MiB) gets cached stores (they win there
  * and leave the zeroes hot); anything larger gets the best NT kernel the
  * CPU has.
  */
@@ -84,16 +84,19 @@ static const struct clear_quirk clear_quirks[] = {
 
 /* Assumed when the LLC size is unknown: a typical server LLC slice. */
 #define LLC_DEFAULT (UINT64_C(32) << 20)
-#define CACHED_CAP (UINT64_C(32) << 20)
+#define CACHED_CAP (UINT64_C(16) << 20)
 
 /*
  * Up to this footprint cached stores win. Measured: on Zen 4 (32 MiB L3)
  * memset still led at 16 MiB (LLC/2: 68.8 vs AVX2 NT 65.6 GB/s) and fell
- * behind from 32 MiB; on Emerald Rapids (300 MiB L3 seen by a guest)
- * memset led up to 32 MiB (20.1 vs 18.4) and NT won 2x at 64 MiB: one
- * thread does not get a big mesh L3's bandwidth; on Zen 2 (8 MiB L3)
- * memset led at 4 MiB (35.3 vs CLZERO 25.5). So half the LLC, never above
- * 32 MiB, the limit itself included.
+ * behind from 32 MiB; on Zen 2 (8 MiB L3) memset led at 4 MiB (35.3 vs
+ * CLZERO 25.5). On an Emerald Rapids guest (300 MiB L3 reported, shared
+ * with other guests) the crossover moved with the neighbours: memset led up
+ * to 32 MiB one day (22.8 vs AVX2 NT 19.4) and only up to 16 MiB the next
+ * (32 MiB: memset 7.1, NT 16.9; 16 MiB: memset 19.6, NT 17.7). A cap of
+ * 16 MiB costs at most 0.85 of the best on the first day's 24-32 MiB, where
+ * 32 MiB cost 0.41 on the second: so half the LLC, never above 16 MiB, the
+ * limit itself included.
  */
 static uint64_t cached_limit(uint64_t llc)
 {
@@ -220,15 +223,18 @@ const struct clear_kernel *clear_select(const struct cpu_id *cpu, uint64_t size,
 		return select_cached(cpu);
 	}
 	if (footprint <= cached_limit(llc)) {
-		snprintf(why, why_len, "%llu KiB is at most half the %llu KiB last-level cache%s",
-			 (unsigned long long)(footprint >> 10), (unsigned long long)(llc >> 10),
-			 cpu->llc_bytes ? "" : " (assumed)");
+		snprintf(why, why_len, "%llu KiB is within the cached limit, %llu KiB (half the "
+			 "%llu MiB LLC%s, at most %llu MiB)", (unsigned long long)(footprint >> 10),
+			 (unsigned long long)(cached_limit(llc) >> 10),
+			 (unsigned long long)(llc >> 20), cpu->llc_bytes ? "" : ", assumed",
+			 (unsigned long long)(CACHED_CAP >> 20));
 		return select_cached(cpu);
 	}
 	k = select_nontemporal(q, cpu->features);
 	if (k) {
-		snprintf(why, why_len, "%llu MiB exceeds the last-level cache%s%s",
-			 (unsigned long long)(footprint >> 20), q ? "; NT good on " : "",
+		snprintf(why, why_len, "%llu MiB is over the cached limit, %llu KiB%s%s",
+			 (unsigned long long)(footprint >> 20),
+			 (unsigned long long)(cached_limit(llc) >> 10), q ? "; NT good on " : "",
 			 q ? q->what : "");
 		return k;
 	}

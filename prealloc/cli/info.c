@@ -53,7 +53,7 @@ static json_object *clear_choice_json(struct prealloc_ctx *ctx, uint64_t size, u
 
 /*
  * Clear kernels usable here, the calibration in force, and what `auto`
- * picks for a large clear on a node's every CPU and for one below the LLC.
+ * picks for a large clear on a node's every CPU and for a cache-sized one.
  */
 static json_object *clear_json(struct prealloc_ctx *ctx)
 {
@@ -62,6 +62,7 @@ static json_object *clear_json(struct prealloc_ctx *ctx)
 	json_object *cal = json_object_new_object();
 	const char *list[16];
 	unsigned int threads = 1;
+	uint64_t small;
 	int nodes[PREALLOC_MAX_NODES], nr, n, r;
 	char path[4096] = "";
 
@@ -87,8 +88,10 @@ static json_object *clear_json(struct prealloc_ctx *ctx)
 	}
 	prealloc_cpu_info(ctx, &ci);
 	json_object_object_add(o, "large", clear_choice_json(ctx, UINT64_C(1) << 30, threads));
+	/* A cache-sized clear: a quarter of the LLC, at most 4 MiB (under every cached limit). */
+	small = (ci.llc_bytes ? ci.llc_bytes : UINT64_C(32) << 20) / 4;
 	json_object_object_add(o, "small",
-			       clear_choice_json(ctx, (ci.llc_bytes ? ci.llc_bytes : 32u << 20) / 4, 1));
+			       clear_choice_json(ctx, small < (4u << 20) ? small : 4u << 20, 1));
 	return o;
 }
 
