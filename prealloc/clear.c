@@ -92,11 +92,11 @@ static const struct clear_quirk clear_quirks[] = {
  * behind from 32 MiB; on Zen 2 (8 MiB L3) memset led at 4 MiB (35.3 vs
  * CLZERO 25.5). On an Emerald Rapids guest (300 MiB L3 reported, shared
  * with other guests) the crossover moved with the neighbours: memset led up
- * to 32 MiB one day (22.8 vs AVX2 NT 19.4) and only up to 16 MiB the next
- * (32 MiB: memset 7.1, NT 16.9; 16 MiB: memset 19.6, NT 17.7). A cap of
- * 16 MiB costs at most 0.85 of the best on the first day's 24-32 MiB, where
- * 32 MiB cost 0.41 on the second: so half the LLC, never above 16 MiB, the
- * limit itself included.
+ * to 32 MiB one morning (22.8 vs AVX2 NT 19.4) and only up to 16 MiB three
+ * hours later (32 MiB: memset 7.1, NT 16.9; 16 MiB: memset 19.6, NT 17.7).
+ * A cap of 16 MiB costs at most 0.85 of the best in the first run's 24-32
+ * MiB rows, where 32 MiB cost 0.41 in the second: so half the LLC, never
+ * above 16 MiB, the limit itself included.
  */
 static uint64_t cached_limit(uint64_t llc)
 {
