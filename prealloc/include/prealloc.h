@@ -455,13 +455,13 @@ int prealloc_parse_size(const char *s, uint64_t *ret_bytes);
 /* ---- clear kernels ------------------------------------------------------ */
 
 /*
- * Kernels: "avx512_nt", "avx2_nt", "clzero", "movnti" (non-temporal stores),
+ * Kernels: "avx2_nt", "avx512_nt", "clzero", "movnti" (non-temporal stores),
  * "rep_stosb", "c" (cached stores). Automatic selection ("auto" or NULL)
  * uses, in order: the ctx's calibration if it was measured on this CPU
  * model; cached stores where NT stores are known not to be faster; cached
  * stores (memset) when the footprint (bytes per worker x workers) is at
- * most half the last-level cache and at most 32 MiB; else the best NT
- * kernel this CPU has.
+ * most half the last-level cache and at most 16 MiB; else the best NT
+ * kernel this CPU has (AVX2 NT first; docs/kernels.md says why).
  */
 
 /* Kernels usable on this CPU, best first; returns the count (may exceed max). */
