@@ -26,13 +26,12 @@
 
 /*
  * Best first among the NT kernels; the cached ones come last. AVX2 NT leads
- * AVX-512 NT: both write whole lines through the write-combining buffers, and
- * on the one CPU where both were measured (Emerald Rapids guest, 2026-12)
- * the 256-bit stores were never behind by more than noise (1 GiB: 18.67 vs
- * 18.72 GB/s) and ahead by 15-35 % just above the cached limit (48-64 MiB:
- * 18.9 vs 12.4, 18.0 vs 15.0) and at two threads (1 GiB: 36.9 vs 31.4);
- * Zen 4 splits a 512-bit store in two. A calibration may still pick
- * avx512_nt. clzero is chosen automatically only where a quirk vouches for
+ * AVX-512 NT: both write whole lines through the write-combining buffers;
+ * on the one CPU where both were measured (an Emerald Rapids guest) the
+ * 256-bit stores were ahead by 15-35 % at 48-64 MiB and at two threads one
+ * morning (18.9 vs 12.4, 18.0 vs 15.0; 1 GiB x 2: 36.9 vs 31.4) and behind
+ * by 1-10 % three hours later: AVX2 first loses less either way. Zen 4
+ * splits a 512-bit store in two. A calibration may still pick avx512_nt. clzero is chosen automatically only where a quirk vouches for
  * it, and moves ahead of the vector kernels only where a quirk says it
  * beats them.
  */
