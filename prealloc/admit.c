@@ -373,12 +373,14 @@ void admit_forget(struct prealloc_ctx *ctx, struct store *s, uint64_t id)
 	store_save(ctx, s);
 }
 
-int admit_lock_load(struct prealloc_ctx *ctx, unsigned int timeout_ms, struct store *s,
-		    int *ret_fd, struct prealloc_admit_result *res)
+int admit_lock_load(struct prealloc_ctx *ctx, unsigned int timeout_ms, int cancel_fd,
+		    struct store *s, int *ret_fd, struct prealloc_admit_result *res)
 {
-	int r = store_open(ctx, timeout_ms, s, ret_fd);
+	int r = store_open_cancel(ctx, timeout_ms, cancel_fd, s, ret_fd);
 
 	if (r < 0)
-		res->reason = r == -ETIMEDOUT ? PREALLOC_ADMIT_LOCK : PREALLOC_ADMIT_ACCESS;
+		res->reason = r == -ETIMEDOUT	? PREALLOC_ADMIT_LOCK
+			      : r == -ECANCELED ? PREALLOC_ADMIT_CANCELED
+						: PREALLOC_ADMIT_ACCESS;
 	return r;
 }

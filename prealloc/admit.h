@@ -16,9 +16,12 @@ int admit_check_opts(struct prealloc_ctx *ctx, const struct prealloc_admit_opts 
 int admit_reason(int err, int reason);
 /* A refused admission's record goes too (under the lock). */
 void admit_forget(struct prealloc_ctx *ctx, struct store *s, uint64_t id);
-/* Takes the store's lock and loads it; res says why not. */
-int admit_lock_load(struct prealloc_ctx *ctx, unsigned int timeout_ms, struct store *s,
-		    int *ret_fd, struct prealloc_admit_result *res);
+/*
+ * Takes the store's lock and loads it; res says why not. cancel_fd (-1:
+ * none) ends the lock wait: -ECANCELED, reason CANCELED.
+ */
+int admit_lock_load(struct prealloc_ctx *ctx, unsigned int timeout_ms, int cancel_fd,
+		    struct store *s, int *ret_fd, struct prealloc_admit_result *res);
 /*
  * Under the lock, for record id (already in s): appends one share per node
  * and saves s. Hugetlb: checks pools and cgroups, grows short pools with

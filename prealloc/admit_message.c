@@ -40,9 +40,12 @@ static bool growth_message(const struct prealloc_admit_result *res, char *buf, s
 			 (unsigned long long)res->available);
 		return true;
 	case PREALLOC_ADMIT_CANCELED:
-		snprintf(buf, len,
-			 "interrupted while growing node %d's %s hugepage pool; the growth was given "
-			 "back", res->node, lbl);
+		if (res->node < 0)
+			snprintf(buf, len, "interrupted while waiting for the state lock; nothing "
+				 "was changed");
+		else
+			snprintf(buf, len, "interrupted while growing node %d's %s hugepage pool; "
+				 "the growth was given back", res->node, lbl);
 		return true;
 	default:
 		return false;

@@ -474,7 +474,7 @@ int store_save(const struct prealloc_ctx *ctx, const struct store *s)
 	 * lock, so hold its lock too while its files turn into the store.
 	 */
 	if (s->legacy)
-		r = statedir_lock_leaf(ctx, "pool.lock", 30000, &legacy_fd);
+		r = statedir_lock_leaf(ctx, "pool.lock", 30000, -1, &legacy_fd);
 	if (r == 0)
 		r = statedir_write(ctx, STORE_LEAF, text, len);
 	free(text);

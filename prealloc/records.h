@@ -96,6 +96,9 @@ void legacy_remove(const struct prealloc_ctx *ctx);
  * id under the lock (fn saves); -ENOENT when there is no such record.
  */
 int store_open(struct prealloc_ctx *ctx, unsigned int timeout_ms, struct store *s, int *ret_fd);
+/* store_open() whose lock wait cancel_fd ends (-ECANCELED; -1: none, as store_open). */
+int store_open_cancel(struct prealloc_ctx *ctx, unsigned int timeout_ms, int cancel_fd,
+		      struct store *s, int *ret_fd);
 void store_close(struct store *s, int fd);
 int store_update(struct prealloc_ctx *ctx, unsigned int timeout_ms, uint64_t id,
 		 int (*fn)(struct prealloc_ctx *ctx, struct store *s, size_t ri, void *arg),

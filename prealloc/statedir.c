@@ -4,6 +4,7 @@
  * whole-file atomic writes into it.
  */
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,13 +75,14 @@ int statedir_ensure(const struct prealloc_ctx *ctx)
 	return statedir_trusted(buf);
 }
 
-int statedir_lock(const struct prealloc_ctx *ctx, unsigned int timeout_ms, int *ret_fd)
+int statedir_lock(const struct prealloc_ctx *ctx, unsigned int timeout_ms, int cancel_fd,
+		  int *ret_fd)
 {
-	return statedir_lock_leaf(ctx, "lock", timeout_ms, ret_fd);
+	return statedir_lock_leaf(ctx, "lock", timeout_ms, cancel_fd, ret_fd);
 }
 
 int statedir_lock_leaf(const struct prealloc_ctx *ctx, const char *leaf, unsigned int timeout_ms,
-		       int *ret_fd)
+		       int cancel_fd, int *ret_fd)
 {
 	char path[PATH_MAX];
 	double deadline = now_seconds() + timeout_ms / 1000.0;
@@ -97,7 +99,7 @@ int statedir_lock_leaf(const struct prealloc_ctx *ctx, const char *leaf, unsigne
 		return -errno;
 	/* Poll rather than block: callers such as a libvirt hook must stay bounded. */
 	while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		struct timespec ts = { .tv_nsec = 5 * 1000 * 1000 };
+		struct pollfd pfd = { .fd = cancel_fd, .events = POLLIN };
 
 		if (errno != EWOULDBLOCK && errno != EINTR) {
 			r = -errno;
@@ -108,7 +110,11 @@ int statedir_lock_leaf(const struct prealloc_ctx *ctx, const char *leaf, unsigne
 			close(fd);
 			return -ETIMEDOUT;
 		}
-		nanosleep(&ts, NULL);
+		/* 5 ms between tries (poll skips a negative fd); cancel ends the wait. */
+		if (poll(&pfd, 1, 5) > 0 && (pfd.revents & (POLLIN | POLLHUP))) {
+			close(fd);
+			return -ECANCELED;
+		}
 	}
 	*ret_fd = fd;
 	return 0;

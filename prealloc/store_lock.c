@@ -37,13 +37,14 @@ static int resolve_growing(struct prealloc_ctx *ctx, struct store *s)
 	return changed;
 }
 
-int store_open(struct prealloc_ctx *ctx, unsigned int timeout_ms, struct store *s, int *ret_fd)
+int store_open_cancel(struct prealloc_ctx *ctx, unsigned int timeout_ms, int cancel_fd,
+		      struct store *s, int *ret_fd)
 {
 	int r;
 
 	*ret_fd = -1;
 	memset(s, 0, sizeof(*s));
-	r = statedir_lock(ctx, timeout_ms, ret_fd);
+	r = statedir_lock(ctx, timeout_ms, cancel_fd, ret_fd);
 	if (r < 0)
 		return r;
 	r = store_load(ctx, s);
@@ -54,6 +55,11 @@ int store_open(struct prealloc_ctx *ctx, unsigned int timeout_ms, struct store *
 		*ret_fd = -1;
 	}
 	return r;
+}
+
+int store_open(struct prealloc_ctx *ctx, unsigned int timeout_ms, struct store *s, int *ret_fd)
+{
+	return store_open_cancel(ctx, timeout_ms, -1, s, ret_fd);
 }
 
 void store_close(struct store *s, int fd)

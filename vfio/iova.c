@@ -5,6 +5,7 @@
  * window 0xfee00000-0xfeefffff splits anything that crosses 4 GiB, as QEMU
  * splits guest RAM below and above 4G). Pure code.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "vfio.h"
@@ -123,4 +124,35 @@ int iova_exclude(const struct prealloc_iova_range *ranges, unsigned int nr_range
 		}
 	}
 	return (int)n;
+}
+
+/*
+ * Where the region may go: the IOMMU's usable ranges less what this handle
+ * has mapped already (so two regions placed from the same IOVA land side by
+ * side). Mappings made behind the handle's back are the kernel's to refuse.
+ */
+int iova_free_ranges(const struct prealloc_vfio_info *info, const struct vfio_mapping *maps,
+		     struct prealloc_iova_range **ret)
+{
+	unsigned int nr_taken = 0, k = 0, max;
+	struct prealloc_vfio_segment *taken;
+	int n;
+
+	for (const struct vfio_mapping *m = maps; m; m = m->next)
+		nr_taken += m->nr_segments;
+	taken = calloc(nr_taken + 1, sizeof(*taken));
+	max = info->nr_ranges + nr_taken + 1;
+	*ret = calloc(max, sizeof(**ret));
+	if (!taken || !*ret) {
+		free(taken);
+		free(*ret);
+		*ret = NULL;
+		return -ENOMEM;
+	}
+	for (const struct vfio_mapping *m = maps; m; m = m->next)
+		for (unsigned int i = 0; i < m->nr_segments; i++)
+			taken[k++] = m->segments[i];
+	n = iova_exclude(info->ranges, info->nr_ranges, taken, nr_taken, *ret, max);
+	free(taken);
+	return n;
 }

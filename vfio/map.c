@@ -281,35 +281,6 @@ static int memlock_check(struct map_flow *f)
 			format_bytes(info->locked_limit, lim, sizeof(lim)));
 }
 
-/*
- * Where the region may go: the IOMMU's usable ranges less what this handle
- * has mapped already (so two regions placed from the same IOVA land side by
- * side). Mappings made behind the handle's back are the kernel's to refuse.
- */
-static int free_ranges(const struct prealloc_vfio *v, struct prealloc_iova_range **ret)
-{
-	unsigned int nr_taken = 0, k = 0, max;
-	struct prealloc_vfio_segment *taken;
-	int n;
-
-	for (const struct vfio_mapping *m = v->maps; m; m = m->next)
-		nr_taken += m->nr_segments;
-	taken = calloc(nr_taken + 1, sizeof(*taken));
-	max = v->info.nr_ranges + nr_taken + 1;
-	*ret = calloc(max, sizeof(**ret));
-	if (!taken || !*ret) {
-		free(taken);
-		free(*ret);
-		return -ENOMEM;
-	}
-	for (const struct vfio_mapping *m = v->maps; m; m = m->next)
-		for (unsigned int i = 0; i < m->nr_segments; i++)
-			taken[k++] = m->segments[i];
-	n = iova_exclude(v->info.ranges, v->info.nr_ranges, taken, nr_taken, *ret, max);
-	free(taken);
-	return n;
-}
-
 /* Where the region goes, and whether the container has mappings enough for it. */
 static int fit_check(struct map_flow *f, const struct prealloc_vfio_map_opts *o)
 {
@@ -320,7 +291,7 @@ static int fit_check(struct map_flow *f, const struct prealloc_vfio_map_opts *o)
 	uint64_t calls;
 	int n;
 
-	n = free_ranges(f->v, &ranges);
+	n = iova_free_ranges(&f->v->info, f->v->maps, &ranges);
 	if (n < 0) {
 		free(ranges);
 		return vfio_fail(&f->info, PREALLOC_VFIO_STEP_FIT, n, "cannot list the free IOVA: %s",

@@ -70,6 +70,13 @@ int iova_exclude(const struct prealloc_iova_range *ranges, unsigned int nr_range
 		 const struct prealloc_vfio_segment *taken, unsigned int nr_taken,
 		 struct prealloc_iova_range *ret, unsigned int max);
 
+/*
+ * The usable ranges of info less every segment of maps (a handle's own
+ * mappings), in *ret (to free, also on failure); the count or -errno.
+ */
+int iova_free_ranges(const struct prealloc_vfio_info *info, const struct vfio_mapping *maps,
+		     struct prealloc_iova_range **ret);
+
 /* map.c */
 /* Unmaps every segment of m (each at once: no mapping crosses a segment). */
 int vfio_unmap_segments(int container, const struct vfio_mapping *m);

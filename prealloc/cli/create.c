@@ -399,8 +399,9 @@ int cmd_create(int argc, char **argv)
 	}
 	r = prealloc_prepare_start(ctx, &po, &job, &info);
 	if (r == -ECANCELED && (sig = signal_pending(sfd))) {
-		/* Interrupted while a pool grew: the growth is given back, nothing else made. */
-		cli_error("interrupted by SIG%s; removed what this run created", sigabbrev_np(sig));
+		/* In the lock wait or while a pool grew: given back, nothing else made. */
+		cli_error("interrupted by SIG%s: %s", sigabbrev_np(sig),
+			  info.message[0] ? info.message : "removed what this run created");
 		ret = 128 + sig;
 		goto out;
 	}

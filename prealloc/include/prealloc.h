@@ -713,7 +713,7 @@ enum prealloc_admit_reason {
 	 * before any pool write.
 	 */
 	PREALLOC_ADMIT_CAPACITY,
-	PREALLOC_ADMIT_CANCELED, /* cancel_fd turned readable during growth: given back, -ECANCELED */
+	PREALLOC_ADMIT_CANCELED, /* cancel_fd turned readable waiting for the lock (node -1) or during growth (given back): -ECANCELED */
 };
 
 struct prealloc_admit_opts {
@@ -743,10 +743,11 @@ struct prealloc_admit_opts {
 	 * (the guest has mapped its pages).
 	 */
 	/*
-	 * With PREALLOC_ADMIT_CANCEL_FD: polled (never read) between growth
-	 * steps; once readable (e.g. a signalfd with SIGINT pending) the growth
-	 * made so far is given back and admission fails with -ECANCELED. The
-	 * store's lock is held during growth, as for every pool change.
+	 * With PREALLOC_ADMIT_CANCEL_FD: polled (never read) while waiting for
+	 * the store's lock and between growth steps; once readable (e.g. a
+	 * signalfd with SIGINT pending) the wait ends, or the growth made so far
+	 * is given back, and admission fails with -ECANCELED. The store's lock
+	 * is held during growth, as for every pool change.
 	 */
 	int cancel_fd;
 };
@@ -782,7 +783,7 @@ struct prealloc_admit_result {
  * Checks (and with RESERVE grows) every node of the request under the pool
  * lock and records an in-flight reservation. 4K requests are checked but
  * take no record. Errors: -ENOMEM short (pool, memory, node capacity,
- * growth), -ECANCELED cancel_fd turned readable during growth, -EDQUOT cgroup limit, -ETIMEDOUT lock, -EACCES/-EPERM pool not writable,
+ * growth), -ECANCELED cancel_fd turned readable waiting for the lock or during growth, -EDQUOT cgroup limit, -ETIMEDOUT lock, -EACCES/-EPERM pool not writable,
  * -ENODEV unknown node, -EBADMSG a corrupt record store; ret_result (may be NULL) says why.
  */
 int prealloc_admit(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *opts,
@@ -959,11 +960,12 @@ struct prealloc_prepare_opts {
 	/* Completion of the job into the caller's io_uring, as in prealloc_job_opts. */
 	const struct prealloc_completion *completion;
 	/*
-	 * With PREALLOC_PREPARE_CANCEL_FD: admission polls it between pool
-	 * growth steps (prealloc_admit_opts.cancel_fd); readable: the growth is
-	 * given back and prealloc_prepare_start fails with -ECANCELED at step
-	 * ADMISSION (admit.reason CANCELED). The fd is never read: a signalfd
-	 * keeps its signal for the caller.
+	 * With PREALLOC_PREPARE_CANCEL_FD: admission polls it while waiting for
+	 * the store's lock and between pool growth steps
+	 * (prealloc_admit_opts.cancel_fd); readable: the wait ends or the
+	 * growth is given back, and prealloc_prepare_start fails with
+	 * -ECANCELED at step ADMISSION (admit.reason CANCELED). The fd is never
+	 * read: a signalfd keeps its signal for the caller.
 	 */
 	int cancel_fd;
 };

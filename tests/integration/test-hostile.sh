@@ -10,7 +10,8 @@
 #  5. rm of a file a process still maps gives back no page until it is free;
 #  6. a state dir that fills up after the pool grew never leaves the store
 #     and the pool disagreeing: gc settles it;
-#  8. a file changed behind prealloc's back (its tag) is not taken for ours.
+#  8. a file changed behind prealloc's back (its tag) is not taken for ours;
+#  9. SIGINT ends a wait for the store's lock at once, with nothing made.
 # Everything it touches (pools, mounts, cgroups, files) is restored at exit.
 . "$(dirname "$0")/lib-admit.sh"
 
@@ -221,6 +222,31 @@ check "full state dir: once there is room, gc puts the pool back (nr $(hp nr 204
 	[ "$(hp nr 2048)" -eq "$base_nr" ]
 check "full state dir: no file, no record" \
 	[ -z "$(ls -A "$M")" -a "$(PREALLOC_STATE_DIR=$ST ledger_entries)" -eq 0 ]
+
+# ---- 9. SIGINT while waiting for the store's lock --------------------------
+# Another run holds the lock (up to 30 s by default): Ctrl-C must end the
+# wait at once, not after the timeout, with nothing made.
+flock "$PREALLOC_STATE_DIR/lock" sleep 60 &
+H=$!
+on_exit "kill $H"
+for ((i = 0; i < 500; i++)); do
+	flock -n "$PREALLOC_STATE_DIR/lock" true || break
+	sleep 0.01
+done
+"$PREALLOC" -q --page-size 4k --file "$SHM/waiting" 16M 2> "$TMP/err" &
+W=$!
+sleep 0.5
+t0=$(date +%s%N)
+kill -INT $W
+wait $W
+rc=$?
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+kill $H 2>/dev/null
+wait $H 2>/dev/null
+check "lock wait: SIGINT ends it with exit 130 (got $rc) in $ms ms, not the 30 s timeout" \
+	[ $rc -eq 130 -a $ms -lt 10000 ]
+check "lock wait: the message says so" grep -q "waiting for the state lock" "$TMP/err"
+check "lock wait: no file, no record" [ ! -e "$SHM/waiting" -a "$(records)" -eq 0 ]
 
 # ---- 8. a file changed behind prealloc's back ----------------------------
 "$PREALLOC" -q --page-size 4k --file "$SHM/tagged" 16M
