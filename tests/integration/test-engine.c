@@ -4,7 +4,8 @@
  * as a verdict (-EBADMSG with the exact first dirty offset at chunk and
  * region edges, -EXDEV for missing pages), huge_bytes on THP, chunk_size
  * validation, and the internal API flows use (engine.h): a serial op run
- * in order, passes, extra ranges, the flow's finish and completion sinks.
+ * in order, passes, extra ranges, the flow's finish and completion sinks;
+ * and cancel seen inside a chunk.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -305,6 +306,39 @@ static void test_flow(void)
 	prealloc_region_free(region);
 }
 
+/*
+ * Cancel is seen between a chunk's steps, not only between chunks: one
+ * worker on one 1 GiB chunk, cancelled once its first step is counted,
+ * stops long before the chunk's end.
+ */
+static void test_cancel_in_chunk(void)
+{
+	const uint64_t len = 1024 * MiB;
+	struct prealloc_region *region = region_make(PREALLOC_BACKING_ANON, len);
+	struct prealloc_job_opts jo = { .size = sizeof(jo), .op = PREALLOC_OP_POPULATE,
+					.threads = 1, .chunk_size = len };
+	struct prealloc_report rep = { .size = sizeof(rep) };
+	struct prealloc_job *job = NULL;
+	uint64_t done = 0, total = 0;
+	int r;
+
+	if (!region || prealloc_job_start(region, &jo, &job) < 0) {
+		tap_ok(0, "cancel in a chunk: job started");
+		prealloc_region_free(region);
+		return;
+	}
+	while (!done && !prealloc_job_done(job))
+		prealloc_job_progress(job, &done, &total);
+	prealloc_job_cancel(job);
+	r = prealloc_job_wait(job);
+	prealloc_job_report(job, &rep);
+	tap_ok(r == -ECANCELED && rep.bytes_done < len,
+	       "cancel in a chunk: one 1 GiB chunk stops at a step (%d, %llu MiB of %llu done)", r,
+	       (unsigned long long)(rep.bytes_done / MiB), (unsigned long long)(len / MiB));
+	prealloc_job_free(job);
+	prealloc_region_free(region);
+}
+
 int main(void)
 {
 	if (prealloc_ctx_new(&ctx) < 0) {
@@ -315,6 +349,7 @@ int main(void)
 	test_chunk_size();
 	test_huge_bytes();
 	test_flow();
+	test_cancel_in_chunk();
 	prealloc_ctx_free(ctx);
 	return tap_done();
 }
