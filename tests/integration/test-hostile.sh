@@ -9,7 +9,8 @@
 #     second link, or that another process maps or holds open;
 #  5. rm of a file a process still maps gives back no page until it is free;
 #  6. a state dir that fills up after the pool grew never leaves the store
-#     and the pool disagreeing: gc settles it;
+#     and the pool disagreeing: gc settles it; once the file exists, the
+#     failed run removes it itself;
 #  8. a file changed behind prealloc's back (its tag) is not taken for ours;
 #  9. SIGINT ends a wait for the store's lock at once, with nothing made.
 # Everything it touches (pools, mounts, cgroups, files) is restored at exit.
@@ -222,6 +223,31 @@ check "full state dir: once there is room, gc puts the pool back (nr $(hp nr 204
 	[ "$(hp nr 2048)" -eq "$base_nr" ]
 check "full state dir: no file, no record" \
 	[ -z "$(ls -A "$M")" -a "$(PREALLOC_STATE_DIR=$ST ledger_entries)" -eq 0 ]
+
+# The same once the file exists: the run's own rollback must remove its
+# hidden file at once, even though it cannot save the store; only the
+# record (and so the pool) waits for gc.
+PREALLOC_STATE_DIR=$ST PREALLOC_TEST_PAUSE=after-create \
+	"$PREALLOC" -q --reserve --page-size 2M --file "$M/full" 64M 2> "$TMP/err" &
+F=$!
+on_exit "kill -9 $F"
+for ((i = 0; i < 500; i++)); do
+	[ "$(awk '{print $3}' /proc/$F/stat 2>/dev/null)" = T ] && break
+	sleep 0.01
+done
+check "full state dir, file made: the run stopped with its hidden file there ($(ls -A "$M"))" \
+	[ -n "$(ls -A "$M")" ]
+dd if=/dev/zero of="$ST/filler" bs=4k 2>/dev/null
+kill -CONT $F
+wait $F
+rc=$?
+check "full state dir, file made: the run fails with exit 4 (got $rc)" [ $rc -eq 4 ]
+check "full state dir, file made: no file left, not even before gc ($(ls -A "$M"))" \
+	[ -z "$(ls -A "$M")" ]
+rm -f "$ST/filler"
+PREALLOC_STATE_DIR=$ST "$PREALLOC" pool --gc > /dev/null 2>&1
+check "full state dir, file made: gc puts the pool back (nr $(hp nr 2048), base $base_nr)" \
+	[ "$(hp nr 2048)" -eq "$base_nr" -a "$(PREALLOC_STATE_DIR=$ST ledger_entries)" -eq 0 ]
 
 # ---- 9. SIGINT while waiting for the store's lock --------------------------
 # Another run holds the lock (up to 30 s by default): Ctrl-C must end the
