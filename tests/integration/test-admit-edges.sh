@@ -28,16 +28,6 @@ set_free() {
 	echo $(($(hp nr 2048) - $(hp free 2048) + $1)) > "$nr0"
 	[ "$(hp free 2048)" -eq "$1" ]
 }
-proc_state() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1; }
-wait_stopped() {
-	local i
-	for ((i = 0; i < 1000; i++)); do
-		[ "$(proc_state "$1")" = T ] && return 0
-		kill -0 "$1" 2>/dev/null || return 1
-		sleep 0.01
-	done
-	return 1
-}
 
 # ---- 1. a third party's unfaulted hugetlbfs mapping ----------------------
 if [ "$nodes" -le 1 ]; then

@@ -44,18 +44,6 @@ start_run() {	# start_run [PAUSE_POINT]
 	on_exit "kill -9 $PID"
 }
 
-proc_state() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1; }
-
-wait_stopped() {	# wait_stopped PID: true once it is stopped (T), false if it exits first
-	local i
-	for ((i = 0; i < 1000; i++)); do
-		[ "$(proc_state "$1")" = T ] && return 0
-		kill -0 "$1" 2>/dev/null || return 1
-		sleep 0.01
-	done
-	return 1
-}
-
 kill_run() { kill -9 "$PID" 2>/dev/null; wait "$PID" 2>/dev/null; }
 
 hidden_files() { ls -A "$MNT" | grep -c '^\.prealloc-'; }

@@ -71,10 +71,7 @@ mount -o remount,size=$((avail * 2))k "$SHM"
 PREALLOC_TEST_PAUSE=after-admission "$PREALLOC" -q --page-size 4k --file "$SHM/a" ${half}M &
 A=$!
 on_exit "kill -9 $A"
-for ((i = 0; i < 500; i++)); do
-	[ "$(awk '{print $3}' /proc/$A/stat 2>/dev/null)" = T ] && break
-	sleep 0.01
-done
+wait_stopped $A
 "$PREALLOC" -q --page-size 4k --file "$SHM/b" ${half}M 2> "$TMP/err"
 rc=$?
 check "4k: a second run of 60% of free memory while the first is admitted is refused (exit $rc)" \
@@ -206,10 +203,7 @@ PREALLOC_STATE_DIR=$ST PREALLOC_TEST_PAUSE=after-pool-write \
 	"$PREALLOC" -q --reserve --page-size 2M --file "$M/full" 64M 2> "$TMP/err" &
 F=$!
 on_exit "kill -9 $F"
-for ((i = 0; i < 500; i++)); do
-	[ "$(awk '{print $3}' /proc/$F/stat 2>/dev/null)" = T ] && break
-	sleep 0.01
-done
+wait_stopped $F
 check "full state dir: the run stopped after its pool write (nr $(hp nr 2048))" \
 	[ "$(hp nr 2048)" -gt "$base_nr" ]
 dd if=/dev/zero of="$ST/filler" bs=4k 2>/dev/null
@@ -231,10 +225,7 @@ PREALLOC_STATE_DIR=$ST PREALLOC_TEST_PAUSE=after-create \
 	"$PREALLOC" -q --reserve --page-size 2M --file "$M/full" 64M 2> "$TMP/err" &
 F=$!
 on_exit "kill -9 $F"
-for ((i = 0; i < 500; i++)); do
-	[ "$(awk '{print $3}' /proc/$F/stat 2>/dev/null)" = T ] && break
-	sleep 0.01
-done
+wait_stopped $F
 check "full state dir, file made: the run stopped with its hidden file there ($(ls -A "$M"))" \
 	[ -n "$(ls -A "$M")" ]
 dd if=/dev/zero of="$ST/filler" bs=4k 2>/dev/null
