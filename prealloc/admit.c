@@ -142,8 +142,8 @@ static int grow_node(struct prealloc_ctx *ctx, const struct prealloc_admit_opts 
 		return r;
 	}
 	test_pause("before-pool-write");
-	r = hugetlb_grow(ctx, p->node, o->page_size, short_by, deadline,
-			 (o->flags & PREALLOC_ADMIT_CANCEL_FD) ? o->cancel_fd : -1, &g);
+	r = hugetlb_grow(ctx, p->node, o->page_size, short_by, deadline, admit_cancel_fd(o),
+			 &g);
 	test_pause("after-pool-write");
 	p = line_of(s, id, k);
 	p->added = g.added;
@@ -373,10 +373,10 @@ void admit_forget(struct prealloc_ctx *ctx, struct store *s, uint64_t id)
 	store_save(ctx, s);
 }
 
-int admit_lock_load(struct prealloc_ctx *ctx, unsigned int timeout_ms, int cancel_fd,
+int admit_lock_load(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *o,
 		    struct store *s, int *ret_fd, struct prealloc_admit_result *res)
 {
-	int r = store_open_cancel(ctx, timeout_ms, cancel_fd, s, ret_fd);
+	int r = store_open_cancel(ctx, o->lock_timeout_ms, admit_cancel_fd(o), s, ret_fd);
 
 	if (r < 0)
 		res->reason = r == -ETIMEDOUT	? PREALLOC_ADMIT_LOCK

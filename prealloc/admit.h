@@ -16,11 +16,16 @@ int admit_check_opts(struct prealloc_ctx *ctx, const struct prealloc_admit_opts 
 int admit_reason(int err, int reason);
 /* A refused admission's record goes too (under the lock). */
 void admit_forget(struct prealloc_ctx *ctx, struct store *s, uint64_t id);
+/* o's cancel fd where its flag says there is one, else -1. */
+static inline int admit_cancel_fd(const struct prealloc_admit_opts *o)
+{
+	return (o->flags & PREALLOC_ADMIT_CANCEL_FD) ? o->cancel_fd : -1;
+}
 /*
- * Takes the store's lock and loads it; res says why not. cancel_fd (-1:
- * none) ends the lock wait: -ECANCELED, reason CANCELED.
+ * Takes the store's lock (waiting up to o's lock timeout) and loads it; res
+ * says why not. o's cancel fd ends the wait: -ECANCELED, reason CANCELED.
  */
-int admit_lock_load(struct prealloc_ctx *ctx, unsigned int timeout_ms, int cancel_fd,
+int admit_lock_load(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *o,
 		    struct store *s, int *ret_fd, struct prealloc_admit_result *res);
 /*
  * Under the lock, for record id (already in s): appends one share per node

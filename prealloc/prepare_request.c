@@ -330,9 +330,7 @@ int prepare_admit(struct prepare_req *q)
 	r = fs_room(q, need, &res);
 	if (r < 0)
 		goto out;
-	r = admit_lock_load(q->ctx, q->o.lock_timeout_ms,
-			    (q->o.flags & PREALLOC_PREPARE_CANCEL_FD) ? q->o.cancel_fd : -1, &s, &fd,
-			    &res);
+	r = admit_lock_load(q->ctx, &ao, &s, &fd, &res);
 	if (r < 0)
 		goto out;
 	r = record_new(q, &s, &st);

@@ -203,8 +203,7 @@ static int admit_record(struct prealloc_ctx *ctx, const struct prealloc_admit_op
 	struct record *rec;
 	int fd = -1, r;
 
-	r = admit_lock_load(ctx, o->lock_timeout_ms,
-			    (o->flags & PREALLOC_ADMIT_CANCEL_FD) ? o->cancel_fd : -1, &s, &fd, res);
+	r = admit_lock_load(ctx, o, &s, &fd, res);
 	if (r < 0)
 		return r;
 	rec = store_add(&s, resv->id);
