@@ -224,22 +224,22 @@ step "initramfs $(($(stat -c %s "$initrd") / 1024)) KiB, kernel $kver"
 
 # ---- boot ------------------------------------------------------------------
 machine=(-accel tcg,thread=multi -cpu max -machine q35 -smp 2,sockets=2,cores=1,threads=1)
-case "$variant" in
-two-node)
-	machine+=(-m 1536M
-		-object memory-backend-ram,id=m0,size=768M
-		-object memory-backend-ram,id=m1,size=768M
+# two_nodes MIB: two nodes of MIB MiB each, one CPU each.
+two_nodes() {
+	machine+=(-m $(($1 * 2))M
+		-object memory-backend-ram,id=m0,size=$1M
+		-object memory-backend-ram,id=m1,size=$1M
 		-numa node,nodeid=0,cpus=0,memdev=m0
 		-numa node,nodeid=1,cpus=1,memdev=m1)
+}
+case "$variant" in
+two-node)
+	two_nodes 768
 	;;
 qemu-vfio)
 	# Node 0 holds the prepared file and the fresh one (2 x 512M of 2M
 	# pages) beside the kernel and the 60 MB image.
-	machine+=(-m 3072M
-		-object memory-backend-ram,id=m0,size=1536M
-		-object memory-backend-ram,id=m1,size=1536M
-		-numa node,nodeid=0,cpus=0,memdev=m0
-		-numa node,nodeid=1,cpus=1,memdev=m1)
+	two_nodes 1536
 	;;
 memory-only)
 	# Node 2: memory, no CPU; nearer to node 1 (15) than to node 0 (30).
