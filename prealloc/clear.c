@@ -6,8 +6,8 @@
  * size, threads and calibration, so that tests can replay any CPU.
  *
  * Rules, in order: a calibration measured on this CPU model decides; a CPU
- * whose NT stores are not faster gets cached stores; a footprint under half
- * the last-level cache (at most 16 MiB) gets cached stores (they win there
+ * whose NT stores are not faster gets cached stores; a footprint up to half
+ * the last-level cache (at most 12 MiB) gets cached stores (they win there
  * and leave the zeroes hot); anything larger gets the best NT kernel the
  * CPU has.
  */
@@ -30,10 +30,13 @@
  * on the one CPU where both were measured (an Emerald Rapids guest) the
  * 256-bit stores were ahead by 15-35 % at 48-64 MiB and at two threads one
  * morning (18.9 vs 12.4, 18.0 vs 15.0; 1 GiB x 2: 36.9 vs 31.4) and behind
- * by 1-10 % three hours later: AVX2 first loses less either way. Zen 4
- * splits a 512-bit store in two. A calibration may still pick avx512_nt. clzero is chosen automatically only where a quirk vouches for
- * it, and moves ahead of the vector kernels only where a quirk says it
- * beats them.
+ * by 1-10 % three hours later: AVX2 first loses less either way (both runs
+ * timed kernels back to back, which skewed whichever came after memset; on
+ * a Sapphire Rapids guest, each kernel timed from the same state, the two
+ * were level: 0.93-1.00 of each other by repetition). Zen 4 splits a
+ * 512-bit store in two. A calibration may still pick avx512_nt. clzero is
+ * chosen automatically only where a quirk vouches for it, and moves ahead
+ * of the vector kernels only where a quirk says it beats them.
  */
 const struct clear_kernel clear_kernels[] = {
 	{ .name = "avx2_nt", .fn = VEC(clear_avx2_nt), .requires = PREALLOC_CPU_AVX2,
@@ -83,19 +86,20 @@ static const struct clear_quirk clear_quirks[] = {
 
 /* Assumed when the LLC size is unknown: a typical server LLC slice. */
 #define LLC_DEFAULT (UINT64_C(32) << 20)
-#define CACHED_CAP (UINT64_C(16) << 20)
+#define CACHED_CAP (UINT64_C(12) << 20)
 
 /*
- * Up to this footprint cached stores win. Measured: on Zen 4 (32 MiB L3)
- * memset still led at 16 MiB (LLC/2: 68.8 vs AVX2 NT 65.6 GB/s) and fell
- * behind from 32 MiB; on Zen 2 (8 MiB L3) memset led at 4 MiB (35.3 vs
- * CLZERO 25.5). On an Emerald Rapids guest (300 MiB L3 reported, shared
- * with other guests) the crossover moved with the neighbours: memset led up
- * to 32 MiB one morning (22.8 vs AVX2 NT 19.4) and only up to 16 MiB three
- * hours later (32 MiB: memset 7.1, NT 16.9; 16 MiB: memset 19.6, NT 17.7).
- * A cap of 16 MiB costs at most 0.85 of the best in the first run's 24-32
- * MiB rows, where 32 MiB cost 0.41 in the second: so half the LLC, never
- * above 16 MiB, the limit itself included.
+ * Up to this footprint cached stores win, on memory that was just written
+ * (the state `prealloc bench` measures each kernel from since 2026-12-01;
+ * before, kernels timed back to back inherited each other's cache state).
+ * Measured that way on a Sapphire Rapids guest (105 MiB L3): memset led up
+ * to 8-12 MiB (12 MiB: 13.4-14.7 vs NT 9.6-9.8 GB/s in two runs of three)
+ * and trailed from 16 MiB (7.3-8.6 vs 10.4-11.4). Measured back to back,
+ * which favoured memset: on Zen 4 (32 MiB L3) memset led at 16 MiB by 5 %
+ * (68.8 vs AVX2 NT 65.6) and trailed from 32 MiB; on Zen 2 (8 MiB L3) it
+ * led at 4 MiB (35.3 vs CLZERO 25.5); on an Emerald Rapids guest the
+ * crossover lay between 16 and 32 MiB. So half the LLC, never above
+ * 12 MiB, the limit itself included.
  */
 static uint64_t cached_limit(uint64_t llc)
 {
@@ -143,7 +147,9 @@ bool clear_calibration_matches(const struct clear_calibration *cal, const struct
 /*
  * The cached kernel is glibc's memset on every CPU measured so far: Zen 4
  * (8 MiB: 73.5-75.6 vs REP STOSB 68.4-69.4 GB/s), Emerald Rapids (4-32 MiB,
- * one thread: 19.7-20.7 vs 11.9-19.3), Zen 2 without ERMS (4 MiB: 35.3).
+ * one thread: 19.7-20.7 vs 11.9-19.3), Zen 2 without ERMS (4 MiB: 35.3);
+ * and a Sapphire Rapids guest timed from the same state for every kernel
+ * (4-12 MiB: memset 9.1-15.7, REP STOSB 9.1-15.1, level or ahead).
  */
 static const struct clear_kernel *select_cached(const struct cpu_id *cpu)
 {

@@ -248,4 +248,12 @@ int huge_scan(uint8_t *addr, uint64_t len, huge_fn fn, void *arg);
 /* Offset of the first non-zero byte, or len when all zero. */
 uint64_t zero_check(const uint8_t *addr, uint64_t len);
 
+/*
+ * The paired ratio of kernel chosen among nk kernels' samples s (rep each,
+ * GB/s, sample i of every kernel from the same repetition): the lowest, over
+ * the kernels, of the median of s[chosen][i] / s[k][i]. Pure.
+ */
+double calibrate_paired_ratio(const double (*s)[PREALLOC_CALIBRATE_REPEAT_MAX], unsigned int nk,
+			      unsigned int rep, unsigned int chosen);
+
 #endif

@@ -198,8 +198,9 @@ static unsigned int best_of(const struct prealloc_calibrate_result *res, const d
 	return best;
 }
 
+/* ratio: the pick's paired ratio to the best (0: the pick was not measured). */
 static void print_row_values(const struct prealloc_calibrate_result *res, const double *gbps,
-			     const char *chosen)
+			     const char *chosen, double ratio)
 {
 	int ai = kernel_index(res, chosen);
 	unsigned int best = best_of(res, gbps);
@@ -207,8 +208,8 @@ static void print_row_values(const struct prealloc_calibrate_result *res, const 
 	for (unsigned int k = 0; k < res->nr_kernels; k++)
 		printf(" %9.2f%c", gbps[k], (int)k == ai ? '*' : ' ');
 	printf(" %-10s", label(res->kernels[best]));
-	if (ai >= 0)
-		printf(" %5.2f", gbps[ai] / gbps[best]);
+	if (ratio > 0)
+		printf(" %5.2f", ratio);
 	else
 		printf(" %5s", "-");
 	printf("\n");
@@ -229,34 +230,32 @@ static void print_human(const struct prealloc_calibrate_result *res,
 
 	printf("cpu: %s (%s family 0x%x model 0x%x), LLC %s\n", ci->model_name, ci->vendor,
 	       ci->family, ci->model, format_size(ci->llc_bytes, s, sizeof(s)));
-	printf("GB/s, median of %u; * = the kernel auto picks (built-in rules); c is glibc memset\n",
+	printf("GB/s, median of %u; * = the kernel auto picks (built-in rules); c is glibc memset;\n"
+	       "auto/best: median over the repetitions of auto against each kernel, the lowest\n",
 	       res->repeat);
 	printf("\nsingle thread, by size:\n");
 	print_header(res, "size");
 	for (unsigned int i = 0; i < res->nr_sizes; i++) {
 		printf("%-9s", format_size(res->sizes[i], s, sizeof(s)));
-		print_row_values(res, res->size_gbps[i], res->size_auto[i]);
+		print_row_values(res, res->size_gbps[i], res->size_auto[i], res->size_auto_ratio[i]);
 	}
 	printf("\n%s, by threads:\n", format_size(res->large_size, s, sizeof(s)));
 	print_header(res, "threads");
 	for (unsigned int i = 0; i < res->nr_threads; i++) {
 		printf("%-9u", res->threads[i]);
-		print_row_values(res, res->threads_gbps[i], res->threads_auto[i]);
+		print_row_values(res, res->threads_gbps[i], res->threads_auto[i],
+				 res->threads_auto_ratio[i]);
 	}
 }
 
-static json_object *ratio_json(const struct prealloc_calibrate_result *res, const double *gbps,
-			       const char *chosen)
+static json_object *ratio_json(double ratio)
 {
-	int ai = kernel_index(res, chosen);
-
-	return ai < 0 ? NULL
-		      : json_object_new_double(round(gbps[ai] / gbps[best_of(res, gbps)] * 1000) /
-					       1000);
+	return ratio > 0 ? json_object_new_double(round(ratio * 1000) / 1000) : NULL;
 }
 
+/* ratios: the paired ratios of the pick by the rules and under the calibration. */
 static json_object *row_json(const struct prealloc_calibrate_result *res, const double *gbps,
-			     const char *chosen, const char *calibrated)
+			     const char *chosen, const char *calibrated, const double ratios[2])
 {
 	json_object *o = json_object_new_object(), *r = json_object_new_object();
 
@@ -266,10 +265,10 @@ static json_object *row_json(const struct prealloc_calibrate_result *res, const 
 	json_object_object_add(o, "gb_per_s", r);
 	json_object_object_add(o, "best", json_object_new_string(res->kernels[best_of(res, gbps)]));
 	json_object_object_add(o, "auto", json_object_new_string(chosen));
-	json_object_object_add(o, "auto_to_best", ratio_json(res, gbps, chosen));
+	json_object_object_add(o, "auto_to_best", ratio_json(ratios[0]));
 	if (res->saved) {
 		json_object_object_add(o, "auto_calibrated", json_object_new_string(calibrated));
-		json_object_object_add(o, "auto_calibrated_to_best", ratio_json(res, gbps, calibrated));
+		json_object_object_add(o, "auto_calibrated_to_best", ratio_json(ratios[1]));
 	}
 	return o;
 }
@@ -311,8 +310,9 @@ static json_object *results_json(const struct prealloc_calibrate_result *res,
 		json_object_array_add(kernels, json_object_new_string(res->kernels[k]));
 	json_object_object_add(o, "kernels", kernels);
 	for (unsigned int i = 0; i < res->nr_sizes; i++) {
+		const double ratios[2] = { res->size_auto_ratio[i], res->size_calibrated_ratio[i] };
 		json_object *r = row_json(res, res->size_gbps[i], res->size_auto[i],
-					  res->size_calibrated[i]);
+					  res->size_calibrated[i], ratios);
 
 		json_object_object_add(r, "size", json_object_new_uint64(res->sizes[i]));
 		json_object_array_add(single, r);
@@ -320,8 +320,10 @@ static json_object *results_json(const struct prealloc_calibrate_result *res,
 	json_object_object_add(o, "single_thread", single);
 	json_object_object_add(o, "threads_size", json_object_new_uint64(res->large_size));
 	for (unsigned int i = 0; i < res->nr_threads; i++) {
+		const double ratios[2] = { res->threads_auto_ratio[i],
+					   res->threads_calibrated_ratio[i] };
 		json_object *r = row_json(res, res->threads_gbps[i], res->threads_auto[i],
-					  res->threads_calibrated[i]);
+					  res->threads_calibrated[i], ratios);
 
 		json_object_object_add(r, "threads", json_object_new_int((int)res->threads[i]));
 		json_object_array_add(threads, r);
@@ -349,22 +351,17 @@ static void print_saved(const struct prealloc_calibrate_result *res, const char 
 	}
 	printf("auto with it:");
 	for (unsigned int i = 0; i < res->nr_sizes; i++) {
-		int k = kernel_index(res, res->size_calibrated[i]);
-
 		printf(" %s %s", format_size(res->sizes[i], s, sizeof(s)), res->size_calibrated[i]);
-		if (k >= 0)
-			printf(" (%.2f)", res->size_gbps[i][k] /
-						  res->size_gbps[i][best_of(res, res->size_gbps[i])]);
+		if (res->size_calibrated_ratio[i] > 0)
+			printf(" (%.2f)", res->size_calibrated_ratio[i]);
 	}
 	for (unsigned int i = 0; i < res->nr_threads; i++) {
 		unsigned int t = res->threads[i];
-		int k = kernel_index(res, res->threads_calibrated[i]);
 
 		printf(" %ux%s %s", t, format_size((res->large_size + t - 1) / t, s, sizeof(s)),
 		       res->threads_calibrated[i]);
-		if (k >= 0)
-			printf(" (%.2f)", res->threads_gbps[i][k] /
-						  res->threads_gbps[i][best_of(res, res->threads_gbps[i])]);
+		if (res->threads_calibrated_ratio[i] > 0)
+			printf(" (%.2f)", res->threads_calibrated_ratio[i]);
 	}
 	printf("\n");
 }

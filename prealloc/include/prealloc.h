@@ -581,6 +581,18 @@ struct prealloc_calibrate_result {
 	char threads_calibrated[PREALLOC_CALIBRATE_THREADS][24];
 	struct prealloc_calibration calibration; /* built from the figures above */
 	int saved;		/* SAVE: 1 when stored */
+	/*
+	 * How close each pick comes to the best: the lowest, over the kernels,
+	 * of the median over the repetitions of the pick's speed divided by
+	 * that kernel's in the same repetition (1: none was faster; 0: the
+	 * pick was not among the kernels measured). Within a repetition the
+	 * kernels run back to back, so the machine's drift between
+	 * repetitions cancels, which a ratio of medians keeps.
+	 */
+	double size_auto_ratio[PREALLOC_CALIBRATE_SIZES];
+	double size_calibrated_ratio[PREALLOC_CALIBRATE_SIZES];
+	double threads_auto_ratio[PREALLOC_CALIBRATE_THREADS];
+	double threads_calibrated_ratio[PREALLOC_CALIBRATE_THREADS];
 };
 
 /*
