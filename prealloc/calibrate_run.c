@@ -361,6 +361,32 @@ static int plan_points(struct bench *b)
 	return res->buffer_bytes > cap ? -ENOMEM : 0;
 }
 
+/*
+ * How noisy the machine was: per point and kernel, the interquartile range
+ * of the samples over their median; the median of those.
+ */
+static void measure_spread(struct bench *b)
+{
+	struct prealloc_calibrate_result *res = b->res;
+	unsigned int rep = res->repeat, n = 0;
+	double spreads[(PREALLOC_CALIBRATE_SIZES + PREALLOC_CALIBRATE_THREADS) * NK];
+	double v[PREALLOC_CALIBRATE_REPEAT_MAX];
+
+	for (unsigned int p = 0; p < PREALLOC_CALIBRATE_SIZES + PREALLOC_CALIBRATE_THREADS; p++) {
+		if (p < PREALLOC_CALIBRATE_SIZES ? p >= res->nr_sizes
+						 : p - PREALLOC_CALIBRATE_SIZES >= res->nr_threads)
+			continue;
+		for (unsigned int k = 0; k < res->nr_kernels; k++) {
+			double mid;
+
+			memcpy(v, b->samples[p][k], rep * sizeof(v[0]));
+			mid = median(v, rep);
+			spreads[n++] = (v[rep * 3 / 4] - v[rep / 4]) / mid;
+		}
+	}
+	res->spread = n ? median(spreads, n) : 0;
+}
+
 /* Every point, single-threaded sizes first. */
 static int measure_all(struct bench *b)
 {
@@ -417,6 +443,7 @@ EXPORT int prealloc_calibrate(struct prealloc_ctx *ctx, const struct prealloc_ca
 	munmap(b->buf, res->buffer_bytes);
 	if (r < 0)
 		goto out;
+	measure_spread(b);
 	build_calibration(res);
 	mark_choices(b);
 	if (b->o.flags & PREALLOC_CALIBRATE_SAVE) {

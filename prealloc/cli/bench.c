@@ -233,6 +233,9 @@ static void print_human(const struct prealloc_calibrate_result *res,
 	printf("GB/s, median of %u; * = the kernel auto picks (built-in rules); c is glibc memset;\n"
 	       "auto/best: median over the repetitions of auto against each kernel, the lowest\n",
 	       res->repeat);
+	printf("noise: one kernel's samples spread by %.0f %% (interquartile range over median)%s\n",
+	       res->spread * 100,
+	       res->spread > 0.05 ? "; a busy machine: ratios within that are not differences" : "");
 	printf("\nsingle thread, by size:\n");
 	print_header(res, "size");
 	for (unsigned int i = 0; i < res->nr_sizes; i++) {
@@ -306,6 +309,7 @@ static json_object *results_json(const struct prealloc_calibrate_result *res,
 	json_object_object_add(cpu, "llc_bytes", json_object_new_uint64(ci->llc_bytes));
 	json_object_object_add(o, "cpu", cpu);
 	json_object_object_add(o, "repeat", json_object_new_int((int)res->repeat));
+	json_object_object_add(o, "spread", json_object_new_double(round(res->spread * 1000) / 1000));
 	for (unsigned int k = 0; k < res->nr_kernels; k++)
 		json_object_array_add(kernels, json_object_new_string(res->kernels[k]));
 	json_object_object_add(o, "kernels", kernels);

@@ -593,6 +593,13 @@ struct prealloc_calibrate_result {
 	double size_calibrated_ratio[PREALLOC_CALIBRATE_SIZES];
 	double threads_auto_ratio[PREALLOC_CALIBRATE_THREADS];
 	double threads_calibrated_ratio[PREALLOC_CALIBRATE_THREADS];
+	/*
+	 * How noisy the machine was while measuring: per point and kernel, the
+	 * interquartile range of the samples over their median; the median of
+	 * those (0.1: samples of one kernel spread by 10 %). Ratios closer to
+	 * 1 than this are within the noise.
+	 */
+	double spread;
 };
 
 /*

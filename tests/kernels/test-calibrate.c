@@ -79,6 +79,7 @@ static void check_shape(const struct prealloc_calibrate_opts *o,
 	       "every figure > 0 GB/s (%.2f %.2f / %.2f %.2f / %.2f %.2f)", res->size_gbps[0][0],
 	       res->size_gbps[0][1], res->size_gbps[1][0], res->size_gbps[1][1],
 	       res->threads_gbps[0][0], res->threads_gbps[0][1]);
+	tap_ok(res->spread == 0, "one repetition: no spread (%.3f)", res->spread);
 	tap_ok(calibration_sane(&res->calibration),
 	       "the calibration: %u classes, ascending, the last for any size, kernels usable here "
 	       "(first %s)", res->calibration.nr_classes, res->calibration.classes[0].kernel);
