@@ -4,8 +4,10 @@
  * by size and at a large size by thread count, through the job engine, and
  * build the calibration (calibrate.c stores it). The buffer is written once
  * before any timing (in a nested VM the host faults memory in on first
- * touch); kernels are interleaved within each repetition so drift hits all
- * alike; each figure is the median of the repetitions.
+ * touch); every timed pass starts from the same state, memory just written
+ * by ordinary stores; kernels are interleaved within each repetition so
+ * drift hits all alike; each figure is the median of the repetitions, and
+ * how close auto comes to the best is judged within each repetition.
  */
 #include <math.h>
 #include <stdio.h>
@@ -372,10 +374,10 @@ static void measure_spread(struct bench *b)
 	double spreads[(PREALLOC_CALIBRATE_SIZES + PREALLOC_CALIBRATE_THREADS) * NK];
 	double v[PREALLOC_CALIBRATE_REPEAT_MAX];
 
-	for (unsigned int p = 0; p < PREALLOC_CALIBRATE_SIZES + PREALLOC_CALIBRATE_THREADS; p++) {
-		if (p < PREALLOC_CALIBRATE_SIZES ? p >= res->nr_sizes
-						 : p - PREALLOC_CALIBRATE_SIZES >= res->nr_threads)
-			continue;
+	for (unsigned int i = 0; i < res->nr_sizes + res->nr_threads; i++) {
+		/* The sizes' points, then the thread counts' (see struct bench). */
+		unsigned int p = i < res->nr_sizes ? i : PREALLOC_CALIBRATE_SIZES + i - res->nr_sizes;
+
 		for (unsigned int k = 0; k < res->nr_kernels; k++) {
 			double mid;
 
