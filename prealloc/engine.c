@@ -79,12 +79,12 @@ static int work_chunk(struct prealloc_job *job, struct node_pool *pool, const st
 static void op_phase(struct prealloc_job *job, struct node_pool *pool)
 {
 	bool pinned = !(job->opts.flags & PREALLOC_JOB_NO_PIN);
-	size_t total = pool->nr_chunks * job->passes, i;
+	size_t total = pool->nr_chunks, i;
 
 	while (!atomic_load(&job->cancel) && (i = atomic_fetch_add(&pool->next, 1)) < total) {
 		note_cpu(pool, pinned);
 		if (work_chunk(job, pool, job->op, job->op_state,
-			       &pool->chunks[i % pool->nr_chunks]) < 0)
+			       &pool->chunks[i]) < 0)
 			break;
 	}
 }
@@ -385,14 +385,12 @@ static int job_setup(struct prealloc_job *job, struct prealloc_region *region,
 		if (spec->serial && !spec->serial->serial)
 			return -EINVAL;
 		job->serial = spec->serial;
-		job->passes = spec->passes;
 		if (spec->flow)
 			job->flow = *spec->flow;
 		if (spec->sink)
 			job->sinks[1] = *spec->sink;
 	}
-	job->passes = MAX(job->passes, 1u);
-	job->rounds = job->passes + (job->serial ? 1 : 0);
+	job->rounds = job->serial ? 2 : 1;
 	if (job->op->setup) {
 		r = job->op->setup(&args, &job->op_state);
 		if (r < 0)

@@ -134,11 +134,6 @@ struct job_spec {
 	const struct job_flow *flow;	/* NULL: none */
 	const struct job_range *extra;	/* extra ranges (e.g. swapped-out file pages), may be NULL */
 	size_t nr_extra;
-	/*
-	 * Each chunk is worked this many times (0 = once): calibration loops
-	 * over a small buffer. Progress and report bytes count every pass.
-	 */
-	unsigned int passes;
 	/* After the parallel op: a serial op (serial = true), NULL for none. */
 	const struct job_op *serial;
 	void *serial_arg;		/* given to the serial op's setup (job_op_args.arg) */

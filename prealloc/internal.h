@@ -146,7 +146,7 @@ struct node_pool {
 	uint64_t placed_bytes;		/* extents only */
 	struct job_chunk *chunks;
 	size_t nr_chunks;
-	atomic_size_t next;		/* op queue, over chunks x passes */
+	atomic_size_t next;		/* op queue, over the chunks */
 	atomic_size_t next_check;	/* check queue */
 	atomic_uint finished;		/* workers past the check phase */
 	atomic_uint_fast64_t bytes_done;
@@ -182,8 +182,7 @@ struct prealloc_job {
 	struct prealloc_job_opts opts;
 	const struct job_op *op, *serial;
 	void *op_state, *serial_state;
-	unsigned int rounds;		/* passes of the op, + 1 with a serial op */
-	unsigned int passes;
+	unsigned int rounds;		/* 1 for the op, + 1 with a serial op */
 	struct job_flow flow;		/* finish NULL: none */
 	struct job_sink sinks[3];	/* [0] the eventfd; [1] the spec's; [2] io_uring completion */
 	struct node_pool *pools;

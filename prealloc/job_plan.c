@@ -192,7 +192,7 @@ int pools_build(struct prealloc_job *job, const struct job_range *extra, size_t 
 		r = pools_cut(job, all, n, nr_placed, spread, nr_spread);
 	for (unsigned int p = 0; p < job->nr_pools && r == 0; p++) {
 		struct node_pool *pool = &job->pools[p];
-		size_t work = pool->nr_chunks * job->passes;
+		size_t work = pool->nr_chunks;
 
 		/* More workers than chunks would only wait at the barriers. */
 		pool->threads = (unsigned int)MIN((size_t)pool->threads, MAX(work, (size_t)1));

@@ -4,7 +4,7 @@
  * as a verdict (-EBADMSG with the exact first dirty offset at chunk and
  * region edges, -EXDEV for missing pages), huge_bytes on THP, chunk_size
  * validation, and the internal API flows use (engine.h): a serial op run
- * in order, passes, extra ranges, the flow's finish and completion sinks;
+ * in order, extra ranges, the flow's finish and completion sinks;
  * and cancel seen inside a chunk.
  */
 #include <errno.h>
@@ -269,7 +269,7 @@ static void test_flow(void)
 	const struct job_sink sink = { &test_sink_ops, &f };
 	const struct job_range extra = { -1, 0, 2 * CHUNK };
 	const struct job_spec spec = {
-		.flow = &flow, .extra = &extra, .nr_extra = 1, .passes = 2,
+		.flow = &flow, .extra = &extra, .nr_extra = 1,
 		.serial = &serial_op, .sink = &sink,
 	};
 	struct prealloc_job *job;
@@ -291,9 +291,9 @@ static void test_flow(void)
 		       f.job_res == -ENOTRECOVERABLE,
 	       "flow: the sink saw %d node completions for %d nodes and one job completion",
 	       atomic_load(&f.nodes), nodes);
-	/* Extents and the extra range, twice each, then once more serially. */
-	tap_ok(f.bytes_done == 3 * (LEN + 2 * CHUNK),
-	       "flow: passes 2 + serial over extents and extra range: %llu bytes",
+	/* Extents and the extra range, then once more serially. */
+	tap_ok(f.bytes_done == 2 * (LEN + 2 * CHUNK),
+	       "flow: the op + serial over extents and extra range: %llu bytes",
 	       (unsigned long long)f.bytes_done);
 	prealloc_job_free(job);
 	tap_ok(atomic_load(&f.destroyed) == 1 && atomic_load(&f.released) == 1,
