@@ -26,17 +26,18 @@
 
 /*
  * Best first among the NT kernels; the cached ones come last. AVX2 NT leads
- * AVX-512 NT: both write whole lines through the write-combining buffers;
- * on the one CPU where both were measured (an Emerald Rapids guest) the
- * 256-bit stores were ahead by 15-35 % at 48-64 MiB and at two threads one
- * morning (18.9 vs 12.4, 18.0 vs 15.0; 1 GiB x 2: 36.9 vs 31.4) and behind
- * by 1-10 % three hours later: AVX2 first loses less either way (both runs
- * timed kernels back to back, which skewed whichever came after memset; on
- * a Sapphire Rapids guest, each kernel timed from the same state, the two
- * were level: 0.93-1.00 of each other by repetition). Zen 4 splits a
- * 512-bit store in two. A calibration may still pick avx512_nt. clzero is
- * chosen automatically only where a quirk vouches for it, and moves ahead
- * of the vector kernels only where a quirk says it beats them.
+ * AVX-512 NT: both write whole lines through the write-combining buffers.
+ * On memory just written, AVX-512 NT is ahead below the LLC (a Sapphire
+ * Rapids guest, 24 MiB: by a median 3 %, in 11 runs of 11) and level from
+ * 32 MiB; at two threads on 1 GiB, where little is in any cache, AVX2 NT
+ * led on an Emerald Rapids guest by 17-20 % in both runs (36.9 vs 31.4,
+ * 28.8 vs 23.9 GB/s). AVX2 first costs a few percent at worst. (Those
+ * Emerald Rapids runs also had AVX2 NT 15-35 % ahead at 48-64 MiB, then
+ * 1-10 % behind: the bench then timed kernels back to back, and whichever
+ * came after memset paid for its dirty lines.) Zen 4 splits a 512-bit store
+ * in two. A calibration may still pick avx512_nt. clzero is chosen
+ * automatically only where a quirk vouches for it, and moves ahead of the
+ * vector kernels only where a quirk says it beats them.
  */
 const struct clear_kernel clear_kernels[] = {
 	{ .name = "avx2_nt", .fn = VEC(clear_avx2_nt), .requires = PREALLOC_CPU_AVX2,
