@@ -91,10 +91,12 @@ static double timed_pass(struct prealloc_region *region, const char *kernel, uin
  * that was just written (a guest's, a previous user's), so each timed pass
  * follows an untimed pass of ordinary stores by the same workers, and the
  * sample sums such passes until SAMPLE_BYTES are cleared. Every kernel
- * starts from the same state: timed back to back, the kernel that came
- * after memset paid alone for the dirty lines memset left (measured: AVX2
- * NT 6-9 % behind AVX-512 NT at 24-64 MiB in that slot, level without), and
- * memset run after REP STOSB found the cache warm for it.
+ * starts from the same state. Timed back to back, in a fixed cyclic order,
+ * each inherited the state the one before left: memset, after REP STOSB,
+ * found its buffer warm (16 MiB: 17-20 GB/s, 7-11 from the same state as
+ * the others), and AVX2 NT, after memset, met its dirty lines (2-9 %
+ * behind AVX-512 NT at 24-64 MiB; from the same state 3 % at 24 MiB and
+ * level from 32 MiB).
  */
 static double calibrate_sample(struct prealloc_region *region, const char *kernel,
 			       uint64_t size, unsigned int threads)
