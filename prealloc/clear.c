@@ -7,9 +7,10 @@
  *
  * Rules, in order: a calibration measured on this CPU model decides; a CPU
  * whose NT stores are not faster gets cached stores; a footprint up to half
- * the last-level cache (at most 12 MiB) gets cached stores (they win there
+ * the last-level cache (at most 32 MiB) gets cached stores (they win there
  * and leave the zeroes hot); anything larger gets the best NT kernel the
- * CPU has.
+ * CPU has: AVX-512 NT while the footprint fits in half the LLC, else in
+ * table order.
  */
 #include <stdio.h>
 #include <string.h>
@@ -26,18 +27,19 @@
 
 /*
  * Best first among the NT kernels; the cached ones come last. AVX2 NT leads
- * AVX-512 NT: both write whole lines through the write-combining buffers.
- * On memory just written, AVX-512 NT is ahead below the LLC (a Sapphire
- * Rapids guest, 24 MiB: by a median 3 %, in 11 runs of 11) and level from
- * 32 MiB; at two threads on 1 GiB, where little is in any cache, AVX2 NT
- * led on an Emerald Rapids guest by 17-20 % in both runs (36.9 vs 31.4,
- * 28.8 vs 23.9 GB/s). AVX2 first costs a few percent at worst. (Those
- * Emerald Rapids runs also had AVX2 NT 15-35 % ahead at 48-64 MiB, then
- * 1-10 % behind: the bench then timed kernels back to back, and whichever
- * came after memset paid for its dirty lines.) Zen 4 splits a 512-bit store
- * in two. A calibration may still pick avx512_nt. clzero is chosen
- * automatically only where a quirk vouches for it, and moves ahead of the
- * vector kernels only where a quirk says it beats them.
+ * AVX-512 NT in the table: above half the LLC, where little of what was
+ * just written is still cached, the two were level on a Xeon guest (64 MiB:
+ * AVX-512 ahead by a median 0.6 %, 25 of 40 quiet runs) and at two threads
+ * on 1 GiB AVX2 NT led on an Emerald Rapids guest by 17-20 % in both runs.
+ * Below half the LLC, clear_select() takes AVX-512 NT first: one store per
+ * line does better against lines still dirty in the cache (Xeon guest,
+ * 16-32 MiB: ahead by 5-14 % in 40 runs of 40; 48 MiB: 3 %, 37 of 40).
+ * (Emerald Rapids runs that had AVX-512 NT 15-35 % behind at 48-64 MiB,
+ * then 1-10 % ahead, timed kernels back to back: whichever came after
+ * memset paid for its dirty lines.) Zen 4 splits a 512-bit store in two. A
+ * calibration may pick either. clzero is chosen automatically only where a
+ * quirk vouches for it, and moves ahead of the vector kernels only where a
+ * quirk says it beats them.
  */
 const struct clear_kernel clear_kernels[] = {
 	{ .name = "avx2_nt", .fn = VEC(clear_avx2_nt), .requires = PREALLOC_CPU_AVX2,
@@ -87,20 +89,22 @@ static const struct clear_quirk clear_quirks[] = {
 
 /* Assumed when the LLC size is unknown: a typical server LLC slice. */
 #define LLC_DEFAULT (UINT64_C(32) << 20)
-#define CACHED_CAP (UINT64_C(12) << 20)
+#define CACHED_CAP (UINT64_C(32) << 20)
 
 /*
  * Up to this footprint cached stores win, on memory that was just written
- * (the state `prealloc bench` measures each kernel from since 2026-12-01;
- * before, kernels timed back to back inherited each other's cache state).
- * Measured that way on a Sapphire Rapids guest (105 MiB L3): memset led up
- * to 8-12 MiB (12 MiB: 13.4-14.7 vs NT 9.6-9.8 GB/s in two runs of three)
- * and trailed from 16 MiB (7.3-8.6 vs 10.4-11.4). Measured back to back,
- * which favoured memset: on Zen 4 (32 MiB L3) memset led at 16 MiB by 5 %
- * (68.8 vs AVX2 NT 65.6) and trailed from 32 MiB; on Zen 2 (8 MiB L3) it
- * led at 4 MiB (35.3 vs CLZERO 25.5); on an Emerald Rapids guest the
- * crossover lay between 16 and 32 MiB. So half the LLC, never above
- * 12 MiB, the limit itself included.
+ * (the state `prealloc bench` times every kernel from since 2026-12-01).
+ * On a Xeon guest with Sapphire Rapids' 105 MiB L3, in 40 runs with the
+ * samples spread by at most 12 %: memset led at 4-24 MiB in every run
+ * (1.65-2.44x the best NT kernel, medians), at 32 MiB in 28 of 40 (1.12x),
+ * never from 48 MiB (0.73x). When the host's other tenants used the L3
+ * (spread 20-60 %) memset fell to 4-8 GB/s from 16 MiB; the 32 MiB cap
+ * still gave the most cells within 0.95 of the best over all 75 runs
+ * (448 of 621 cells, against 408 at 16 MiB and 267 at 12). Measured back
+ * to back, which favoured memset: on Zen 4 (32 MiB L3) memset led at
+ * 16 MiB by 5 % and trailed from 32 MiB; on Zen 2 (8 MiB L3) it led at
+ * 4 MiB; on an Emerald Rapids guest up to 16-32 MiB. So half the LLC,
+ * never above 32 MiB, the limit itself included.
  */
 static uint64_t cached_limit(uint64_t llc)
 {
@@ -158,14 +162,22 @@ static const struct clear_kernel *select_cached(const struct cpu_id *cpu)
 	return clear_kernel_find("c");
 }
 
-/* The best usable NT kernel in table order, as the CPU's quirk reorders it. */
-static const struct clear_kernel *select_nontemporal(const struct clear_quirk *q, uint64_t features)
+/*
+ * The best usable NT kernel in table order, as the CPU's quirk reorders it;
+ * in_cache: the footprint fits in half the LLC, where much of what was just
+ * written is still in the cache, and AVX-512 NT (one store per line) leads.
+ */
+static const struct clear_kernel *select_nontemporal(const struct clear_quirk *q, uint64_t features,
+						     bool in_cache)
 {
 	unsigned int flags = q ? q->flags : 0;
 	const struct clear_kernel *clzero = clear_kernel_find("clzero");
+	const struct clear_kernel *avx512 = clear_kernel_find("avx512_nt");
 
 	if ((flags & QUIRK_CLZERO_FIRST) && clear_kernel_usable(clzero, features))
 		return clzero;
+	if (in_cache && clear_kernel_usable(avx512, features))
+		return avx512;
 	for (unsigned int i = 0; i < clear_kernels_count; i++) {
 		const struct clear_kernel *k = &clear_kernels[i];
 
@@ -236,12 +248,13 @@ const struct clear_kernel *clear_select(const struct cpu_id *cpu, uint64_t size,
 			 (unsigned long long)(CACHED_CAP >> 20));
 		return select_cached(cpu);
 	}
-	k = select_nontemporal(q, cpu->features);
+	k = select_nontemporal(q, cpu->features, footprint <= llc / 2);
 	if (k) {
-		snprintf(why, why_len, "%llu MiB is over the cached limit, %llu KiB%s%s",
+		snprintf(why, why_len, "%llu MiB is over the cached limit, %llu KiB%s%s%s",
 			 (unsigned long long)(footprint >> 20),
-			 (unsigned long long)(cached_limit(llc) >> 10), q ? "; NT good on " : "",
-			 q ? q->what : "");
+			 (unsigned long long)(cached_limit(llc) >> 10),
+			 footprint <= llc / 2 ? ", within half the LLC" : "",
+			 q ? "; NT good on " : "", q ? q->what : "");
 		return k;
 	}
 	snprintf(why, why_len, "no NT kernel built or usable");
