@@ -97,7 +97,8 @@ static const struct clear_quirk clear_quirks[] = {
  * On a Xeon guest with Sapphire Rapids' 105 MiB L3, in 40 runs with the
  * samples spread by at most 12 %: memset led at 4-24 MiB in every run
  * (1.65-2.44x the best NT kernel, medians), at 32 MiB in 28 of 40 (1.12x),
- * never from 48 MiB (0.73x). When the host's other tenants used the L3
+ * never from 48 MiB (0.73x); 32 MiB is its crossover (over 110 such runs
+ * memset came within 0.95 of the best there in 69, AVX-512 NT in 65). When the host's other tenants used the L3
  * (spread 20-60 %) memset fell to 4-8 GB/s from 16 MiB; the 32 MiB cap
  * still gave the most cells within 0.95 of the best over all 75 runs
  * (448 of 621 cells, against 408 at 16 MiB and 267 at 12). Measured back
