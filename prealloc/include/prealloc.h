@@ -460,8 +460,9 @@ int prealloc_parse_size(const char *s, uint64_t *ret_bytes);
  * uses, in order: the ctx's calibration if it was measured on this CPU
  * model; cached stores where NT stores are known not to be faster; cached
  * stores (memset) when the footprint (bytes per worker x workers) is at
- * most half the last-level cache and at most 16 MiB; else the best NT
- * kernel this CPU has (AVX2 NT first; docs/kernels.md says why).
+ * most half the last-level cache and at most 32 MiB; else the best NT
+ * kernel this CPU has: AVX-512 NT while the footprint fits in half the
+ * last-level cache, else AVX2 NT first (docs/kernels.md says why).
  */
 
 /* Kernels usable on this CPU, best first; returns the count (may exceed max). */
