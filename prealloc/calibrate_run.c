@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "engine.h"
 
 #define NK PREALLOC_CALIBRATE_KERNELS
 /* Each sample clears at least this much, in passes over small buffers. */
@@ -58,8 +59,10 @@ static int cmp_double(const void *a, const void *b)
 /*
  * One pass of kernel over region (size bytes) by threads workers, one chunk
  * each, as ONE job: its seconds run from the gate opening to the last
- * worker, so thread creation and the job's setup are not timed. Seconds,
- * <0 on error.
+ * worker, so thread creation and the job's setup are not timed. Workers
+ * are fixed: worker i runs on the node's i-th CPU and takes chunk i, so
+ * each chunk is cleared on the CPU that wrote it in the pass before.
+ * Seconds, <0 on error.
  */
 static double timed_pass(struct prealloc_region *region, const char *kernel, uint64_t size,
 			 unsigned int threads)
@@ -72,11 +75,12 @@ static double timed_pass(struct prealloc_region *region, const char *kernel, uin
 		.chunk_size = ALIGN_UP(size / threads, PREALLOC_PAGE_4K),
 		.clear_kernel = kernel,
 	};
+	const struct job_spec spec = { .fixed_workers = true };
 	struct prealloc_report rep = { .size = sizeof(rep) };
 	struct prealloc_job *job;
 	int r;
 
-	r = prealloc_job_start(region, &jo, &job);
+	r = job_start_spec(region, &jo, &spec, &job);
 	if (r < 0)
 		return -1;
 	r = prealloc_job_wait(job);

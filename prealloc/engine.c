@@ -76,12 +76,24 @@ static int work_chunk(struct prealloc_job *job, struct node_pool *pool, const st
 	return 0;
 }
 
-static void op_phase(struct prealloc_job *job, struct node_pool *pool)
+/* The worker's next chunk: its own next one when workers are fixed, else the queue's. */
+static size_t next_chunk(struct prealloc_job *job, const struct job_worker *w, size_t *fixed_next)
 {
-	bool pinned = !(job->opts.flags & PREALLOC_JOB_NO_PIN);
-	size_t total = pool->nr_chunks, i;
+	size_t i = *fixed_next;
 
-	while (!atomic_load(&job->cancel) && (i = atomic_fetch_add(&pool->next, 1)) < total) {
+	if (!job->fixed_workers)
+		return atomic_fetch_add(&w->pool->next, 1);
+	*fixed_next += w->pool->threads;
+	return i;
+}
+
+static void op_phase(struct prealloc_job *job, const struct job_worker *w)
+{
+	struct node_pool *pool = w->pool;
+	bool pinned = !(job->opts.flags & PREALLOC_JOB_NO_PIN);
+	size_t total = pool->nr_chunks, fixed_next = w->index, i;
+
+	while (!atomic_load(&job->cancel) && (i = next_chunk(job, w, &fixed_next)) < total) {
 		note_cpu(pool, pinned);
 		if (work_chunk(job, pool, job->op, job->op_state,
 			       &pool->chunks[i]) < 0)
@@ -225,7 +237,7 @@ static void *worker_main(void *arg)
 	if (job->gate_abandon)
 		return NULL;
 
-	op_phase(job, pool);
+	op_phase(job, w);
 	time_max(job, &pool->end, &job->t_op_end);
 
 	if (pthread_barrier_wait(&job->barrier) == PTHREAD_BARRIER_SERIAL_THREAD) {
@@ -295,10 +307,38 @@ void job_free(struct prealloc_job *job)
 	job_destroy(job);
 }
 
+/* The n-th CPU of set (wrapping; set not empty). */
+static int nth_cpu(const cpu_set_t *set, unsigned int n)
+{
+	unsigned int count = (unsigned int)CPU_COUNT(set), seen = 0;
+
+	n %= count;
+	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+		if (CPU_ISSET(cpu, set) && seen++ == n)
+			return cpu;
+	return 0;
+}
+
+/* Where worker t of pool runs: the node's CPUs, one of them when fixed, or anywhere allowed. */
+static void worker_affinity(const struct prealloc_job *job, const struct node_pool *pool,
+			    unsigned int t, pthread_attr_t *attr)
+{
+	const cpu_set_t *set = &job->region->ctx->allowed;
+	cpu_set_t one;
+
+	if (!(job->opts.flags & PREALLOC_JOB_NO_PIN) && pool->topo->nr_cpus)
+		set = &pool->topo->cpus;
+	if (job->fixed_workers && CPU_COUNT(set)) {
+		CPU_ZERO(&one);
+		CPU_SET(nth_cpu(set, t), &one);
+		set = &one;
+	}
+	pthread_attr_setaffinity_np(attr, sizeof(*set), set);
+}
+
 /* Creates every worker pinned to its node; returns how many exist in *ret_made. */
 static int workers_spawn(struct prealloc_job *job, unsigned int *ret_made)
 {
-	struct prealloc_ctx *ctx = job->region->ctx;
 	pthread_attr_t attr;
 	unsigned int w = 0;
 	int r = 0;
@@ -307,13 +347,11 @@ static int workers_spawn(struct prealloc_job *job, unsigned int *ret_made)
 	for (unsigned int p = 0; p < job->nr_pools && r == 0; p++) {
 		struct node_pool *pool = &job->pools[p];
 
-		if (!(job->opts.flags & PREALLOC_JOB_NO_PIN) && pool->topo->nr_cpus)
-			pthread_attr_setaffinity_np(&attr, sizeof(pool->topo->cpus), &pool->topo->cpus);
-		else
-			pthread_attr_setaffinity_np(&attr, sizeof(ctx->allowed), &ctx->allowed);
 		for (unsigned int t = 0; t < pool->threads; t++) {
+			worker_affinity(job, pool, t, &attr);
 			job->workers[w].job = job;
 			job->workers[w].pool = pool;
+			job->workers[w].index = t;
 			r = -pthread_create(&job->workers[w].tid, &attr, worker_main, &job->workers[w]);
 			if (r < 0)
 				break;	/* e.g. EAGAIN: a task limit (pids.max) was hit */
@@ -373,8 +411,8 @@ static int job_setup(struct prealloc_job *job, struct prealloc_region *region,
 	r = copy_sized_in(&job->opts, sizeof(job->opts), opts);
 	if (r < 0)
 		return r;
-	job->op = job_op_find(job->opts.op);
-	if (!job->op)
+	job->op = spec && spec->op ? spec->op : job_op_find(job->opts.op);
+	if (!job->op || job->op->serial)
 		return -EINVAL;
 	/* Not 0: whole pages, no larger than the region, so offsets cannot wrap. */
 	if (job->opts.chunk_size &&
@@ -385,6 +423,7 @@ static int job_setup(struct prealloc_job *job, struct prealloc_region *region,
 		if (spec->serial && !spec->serial->serial)
 			return -EINVAL;
 		job->serial = spec->serial;
+		job->fixed_workers = spec->fixed_workers;
 		if (spec->flow)
 			job->flow = *spec->flow;
 		if (spec->sink)

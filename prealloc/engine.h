@@ -138,6 +138,15 @@ struct job_spec {
 	const struct job_op *serial;
 	void *serial_arg;		/* given to the serial op's setup (job_op_args.arg) */
 	const struct job_sink *sink;	/* a second completion sink, NULL for none */
+	/* The parallel op, when a flow owns one outside ops.c's table; NULL: opts->op's. */
+	const struct job_op *op;
+	/*
+	 * Worker i of a node runs on the node's i-th CPU alone (wrapping) and
+	 * takes chunks i, i + threads, ... in order, instead of whichever is
+	 * next: the same CPU meets the same bytes in every such job over the
+	 * same region (the calibration's untimed and timed passes).
+	 */
+	bool fixed_workers;
 };
 
 /*

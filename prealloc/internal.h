@@ -165,6 +165,7 @@ struct job_flow;
 struct job_worker {
 	struct prealloc_job *job;
 	struct node_pool *pool;
+	unsigned int index;		/* within its pool */
 	pthread_t tid;
 };
 
@@ -183,6 +184,7 @@ struct prealloc_job {
 	const struct job_op *op, *serial;
 	void *op_state, *serial_state;
 	unsigned int rounds;		/* 1 for the op, + 1 with a serial op */
+	bool fixed_workers;		/* job_spec.fixed_workers */
 	struct job_flow flow;		/* finish NULL: none */
 	struct job_sink sinks[3];	/* [0] the eventfd; [1] the spec's; [2] io_uring completion */
 	struct node_pool *pools;

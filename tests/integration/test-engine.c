@@ -5,13 +5,16 @@
  * region edges, -EXDEV for missing pages), huge_bytes on THP, chunk_size
  * validation, and the internal API flows use (engine.h): a serial op run
  * in order, extra ranges, the flow's finish and completion sinks;
- * and cancel seen inside a chunk.
+ * cancel seen inside a chunk; and fixed workers, each chunk worked on the
+ * same CPU in every job (the calibration's passes rely on it).
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "engine.h"
@@ -339,6 +342,131 @@ static void test_cancel_in_chunk(void)
 	prealloc_region_free(region);
 }
 
+#define FIXED_CHUNKS 6
+
+/* Per chunk, the CPU each of its pieces ran on (-1: none yet, -2: more than one). */
+struct cpu_map {
+	uint8_t *base;
+	atomic_int cpu[FIXED_CHUNKS];
+};
+
+static struct cpu_map *cpu_map;
+
+static int cpu_piece(void *state, uint8_t *p, uint64_t len)
+{
+	size_t chunk = (size_t)(p - cpu_map->base) / CHUNK;
+	int cpu = sched_getcpu(), was = -1;
+
+	(void)state;
+	(void)len;
+	if (chunk >= FIXED_CHUNKS)
+		return -ERANGE;
+	/*
+	 * Chunk 0 takes longest: from a shared queue the other workers would
+	 * take its owner's later chunks meanwhile.
+	 */
+	usleep(chunk ? 2000 : 20000);
+	if (!atomic_compare_exchange_strong(&cpu_map->cpu[chunk], &was, cpu) && was != cpu)
+		atomic_store(&cpu_map->cpu[chunk], -2);
+	return 0;
+}
+
+static int cpu_method(const void *state)
+{
+	(void)state;
+	return PREALLOC_METHOD_NONE;
+}
+
+static const struct job_op cpu_op = {
+	.name = "cpu", .op = -1, .piece = cpu_piece, .method = cpu_method,
+};
+
+/* One job's chunk -> CPU map; false if a chunk was seen on two CPUs or not at all. */
+static bool fixed_run(struct prealloc_region *region, bool fixed, unsigned int threads,
+		      int *ret_cpus)
+{
+	struct prealloc_job_opts jo = { .size = sizeof(jo), .op = PREALLOC_OP_VERIFY,
+					.flags = PREALLOC_JOB_NO_PLACEMENT, .threads = threads,
+					.chunk_size = CHUNK };
+	const struct job_spec spec = { .op = &cpu_op, .fixed_workers = fixed };
+	struct cpu_map map = { .base = region->addr };
+	struct prealloc_job *job;
+	bool ok = true;
+
+	for (unsigned int i = 0; i < FIXED_CHUNKS; i++)
+		atomic_init(&map.cpu[i], -1);
+	cpu_map = &map;
+	if (job_start_spec(region, &jo, &spec, &job) < 0)
+		return false;
+	ok = prealloc_job_wait(job) == 0;
+	prealloc_job_free(job);
+	for (unsigned int i = 0; i < FIXED_CHUNKS; i++) {
+		ret_cpus[i] = atomic_load(&map.cpu[i]);
+		ok = ok && ret_cpus[i] >= 0;
+	}
+	return ok;
+}
+
+/* The n-th CPU of the node's allowed set, wrapping. */
+static int node_cpu(const struct topo_node *t, unsigned int n)
+{
+	unsigned int seen = 0;
+
+	n %= t->nr_cpus;
+	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+		if (CPU_ISSET(cpu, &t->cpus) && seen++ == n)
+			return cpu;
+	return -1;
+}
+
+/*
+ * Fixed workers: worker i runs on the node's i-th CPU alone and takes
+ * chunks i, i + threads, ...: chunk c is worked on CPU (c % threads) of
+ * the node in each of 20 jobs, with 2 workers and with 3 (the third
+ * wraps to the first CPU). Needs two CPUs on the node to tell anything.
+ */
+static void test_fixed_workers(void)
+{
+	struct prealloc_region *region = region_make(PREALLOC_BACKING_ANON, FIXED_CHUNKS * CHUNK);
+	const struct topo_node *t;
+	int cpus[FIXED_CHUNKS], node = 0;
+
+	if (!region) {
+		tap_ok(0, "fixed workers: region");
+		return;
+	}
+	t = prealloc_default_nodes(ctx, &node, 1) < 1 ? NULL : topo_node(ctx, node);
+	if (!t || t->nr_cpus < 2) {
+		tap_skip("fixed workers: node %d has fewer than 2 allowed CPUs", node);
+		prealloc_region_free(region);
+		return;
+	}
+	for (unsigned int threads = 2; threads <= 3; threads++) {
+		unsigned int runs = 20, good = 0;
+		int bad_chunk = -1, bad_cpu = 0;
+
+		for (unsigned int i = 0; i < runs; i++) {
+			bool ok = fixed_run(region, true, threads, cpus);
+
+			for (unsigned int c = 0; c < FIXED_CHUNKS && ok; c++) {
+				ok = cpus[c] == node_cpu(t, c % threads);
+				if (!ok) {
+					bad_chunk = (int)c;
+					bad_cpu = cpus[c];
+				}
+			}
+			good += ok;
+		}
+		tap_ok(good == runs,
+		       "fixed workers, %u threads: chunk c on the node's CPU (c %% %u) in %u of %u jobs%s",
+		       threads, threads, good, runs, bad_chunk < 0 ? "" : " (a chunk moved)");
+		if (bad_chunk >= 0)
+			printf("#   chunk %d ran on CPU %d, want %d\n", bad_chunk, bad_cpu,
+			       node_cpu(t, (unsigned int)bad_chunk % threads));
+	}
+	prealloc_region_free(region);
+}
+
 int main(void)
 {
 	if (prealloc_ctx_new(&ctx) < 0) {
@@ -350,6 +478,7 @@ int main(void)
 	test_huge_bytes();
 	test_flow();
 	test_cancel_in_chunk();
+	test_fixed_workers();
 	prealloc_ctx_free(ctx);
 	return tap_done();
 }
