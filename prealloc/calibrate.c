@@ -339,8 +339,8 @@ bool ctx_calibration(struct prealloc_ctx *ctx, struct clear_calibration *ret)
 	return have;
 }
 
-const struct clear_kernel *clear_select_region(const struct prealloc_region *region,
-					       unsigned int threads, char *why, size_t why_len)
+struct clear_choice clear_select_region(const struct prealloc_region *region, unsigned int threads,
+					char *why, size_t why_len)
 {
 	struct prealloc_ctx *ctx = region->ctx;
 	struct clear_calibration cal;
@@ -392,14 +392,13 @@ EXPORT int prealloc_clear_choose(struct prealloc_ctx *ctx, uint64_t size, unsign
 				 const char **ret_name, char *ret_why, size_t why_len)
 {
 	struct clear_calibration cal;
-	const struct clear_kernel *k;
 	bool have_cal;
 
 	if (!ctx || !ret_name || (why_len && !ret_why))
 		return -EINVAL;
 	have_cal = ctx_calibration(ctx, &cal);
-	k = clear_select(&ctx->cpu, size, threads, have_cal ? &cal : NULL, ret_why, why_len);
-	*ret_name = k->name;
+	*ret_name = clear_select(&ctx->cpu, size, threads, have_cal ? &cal : NULL, ret_why,
+				 why_len).name;
 	return 0;
 }
 

@@ -29,6 +29,8 @@ struct bench {
 	struct prealloc_calibrate_result *res;
 	uint8_t *buf;
 	int node;		/* the workers' node: the first of the default nodes */
+	const char *drain;	/* the NT kernel that drains the buffer before each pass; NULL: none */
+	unsigned int writes;	/* untimed passes of ordinary stores before each timed one */
 	/* Every sample, GB/s: the sizes' points first, then the thread counts'. */
 	double samples[PREALLOC_CALIBRATE_SIZES + PREALLOC_CALIBRATE_THREADS][NK]
 		      [PREALLOC_CALIBRATE_REPEAT_MAX];
@@ -93,17 +95,20 @@ static double timed_pass(struct prealloc_region *region, const char *kernel, uin
 /*
  * One sample, GB/s (<0 on error): the memory a clear meets in use is memory
  * that was just written (a guest's, a previous user's), so each timed pass
- * follows an untimed pass of ordinary stores by the same workers, and the
- * sample sums such passes until SAMPLE_BYTES are cleared. Every kernel
- * starts from the same state. Timed back to back, in a fixed cyclic order,
- * each inherited the state the one before left: memset, after REP STOSB,
- * found its buffer warm (16 MiB: 17-20 GB/s, 7-11 from the same state as
- * the others), and AVX2 NT, after memset, met its dirty lines (2-9 %
- * behind AVX-512 NT at 24-64 MiB; from the same state 3 % at 24 MiB and
- * level from 32 MiB).
+ * follows untimed passes by the same workers: one of NT stores (drain,
+ * when an NT kernel is built: it takes the buffer out of the caches
+ * whatever the sample before left there), then b->writes of ordinary
+ * stores (1: written once since it left the caches; 2: written again,
+ * which an Intel L3 keeps as reused while it drops what was written once). The
+ * sample sums such passes until SAMPLE_BYTES are cleared. Without the
+ * drain each kernel inherited the cache state the previous sample left: on
+ * the Xeon guest memset at 16 MiB ran at 28 GB/s after REP STOSB and 20
+ * after MOVNTI, and whichever NT kernel came right after memset lost 25-60 %
+ * at 16-48 MiB (AVX2 NT 9.8 vs AVX-512 NT 13.4 at 16 MiB, and the reverse,
+ * 10.4 vs 14.0, with the order swapped).
  */
-static double calibrate_sample(struct prealloc_region *region, const char *kernel,
-			       uint64_t size, unsigned int threads)
+static double calibrate_sample(const struct bench *b, struct prealloc_region *region,
+			       const char *kernel, uint64_t size, unsigned int threads)
 {
 	unsigned int rounds = (unsigned int)MAX(UINT64_C(1), SAMPLE_BYTES / size);
 	double seconds = 0;
@@ -111,8 +116,11 @@ static double calibrate_sample(struct prealloc_region *region, const char *kerne
 	for (unsigned int i = 0; i < rounds; i++) {
 		double t;
 
-		if (timed_pass(region, "c", size, threads) < 0)
+		if (b->drain && timed_pass(region, b->drain, size, threads) < 0)
 			return -1;
+		for (unsigned int w = 0; w < b->writes; w++)
+			if (timed_pass(region, "c", size, threads) < 0)
+				return -1;
 		t = timed_pass(region, kernel, size, threads);
 		if (t < 0)
 			return -1;
@@ -140,6 +148,31 @@ double calibrate_paired_ratio(const double (*s)[PREALLOC_CALIBRATE_REPEAT_MAX], 
 	return worst;
 }
 
+/* order[] gets 0..n-1 shuffled, the same for the same seed (Fisher-Yates, an LCG). */
+static void shuffle(unsigned int *order, unsigned int n, unsigned int seed)
+{
+	uint32_t x = seed * 2654435761u + 1;
+
+	for (unsigned int k = 0; k < n; k++)
+		order[k] = k;
+	for (unsigned int k = n; k > 1; k--) {
+		unsigned int j, t;
+
+		x = x * 1664525u + 1013904223u;
+		j = (x >> 16) % k;
+		t = order[k - 1];
+		order[k - 1] = order[j];
+		order[j] = t;
+	}
+}
+
+/* What auto picks by the built-in rules for size bytes over threads workers. */
+static struct clear_choice rules_choice(const struct bench *b, uint64_t size, unsigned int threads)
+{
+	return clear_select(&b->ctx->cpu, ALIGN_UP(size / threads, PREALLOC_PAGE_4K), threads, NULL,
+			    NULL, 0);
+}
+
 /*
  * Medians of repeat samples per kernel at size with threads workers, into
  * gbps; the samples stay in s (per kernel, in the order of the repetitions).
@@ -159,16 +192,30 @@ static int measure(struct bench *b, uint64_t size, unsigned int threads,
 	unsigned int nk = b->res->nr_kernels, rep = b->res->repeat;
 	double sorted[PREALLOC_CALIBRATE_REPEAT_MAX];
 	struct prealloc_region *region;
+	const char *name[NK];
 	int r;
 
+	/* The last column is auto: what the built-in rules run for this point. */
+	for (unsigned int k = 0; k + 1 < nk; k++)
+		name[k] = b->res->kernels[k];
+	name[nk - 1] = rules_choice(b, ro.length, threads).name;
 	r = prealloc_region_new(b->ctx, &ro, &region);
 	if (r < 0)
 		return r;
-	/* Repetition i runs kernel (k + i) % nk in slot k. */
-	for (unsigned int i = 0; i < rep; i++)
+	/*
+	 * Each repetition runs the kernels in its own order: a pass leaves the
+	 * cache's replacement state behind, which the drain does not undo
+	 * (on the Xeon guest AVX2 NT at 16 MiB ran at 10.7 GB/s after memset
+	 * and 12.9 after REP STOSB in a fixed order), so no kernel may always
+	 * follow the same one.
+	 */
+	for (unsigned int i = 0; i < rep; i++) {
+		unsigned int order[NK];
+
+		shuffle(order, nk, i);
 		for (unsigned int k = 0; k < nk; k++)
-			s[(k + i) % nk][i] = calibrate_sample(region, b->res->kernels[(k + i) % nk],
-							      ro.length, threads);
+			s[order[k]][i] = calibrate_sample(b, region, name[order[k]], ro.length, threads);
+	}
 	prealloc_region_free(region);
 	for (unsigned int k = 0; k < nk; k++) {
 		memcpy(sorted, s[k], rep * sizeof(sorted[0]));
@@ -200,12 +247,12 @@ static unsigned int most_even(const struct prealloc_calibrate_result *res)
 	unsigned int best = 0;
 	double best_score = -1;
 
-	for (unsigned int k = 0; k < res->nr_kernels; k++) {
+	for (unsigned int k = 0; k + 1 < res->nr_kernels; k++) {
 		double score = 1;
 
 		for (unsigned int t = 0; t < res->nr_threads; t++) {
 			const double *g = res->threads_gbps[t];
-			double top = g[best_of(res->nr_kernels, g)];
+			double top = g[best_of(res->nr_kernels - 1, g)];
 
 			if (top > 0)
 				score = MIN(score, g[k] / top);
@@ -227,7 +274,7 @@ static void build_calibration(struct prealloc_calibrate_result *res)
 {
 	struct prealloc_calibration_class all[PREALLOC_CALIBRATE_SIZES + 1];
 	struct prealloc_calibration *cal = &res->calibration;
-	unsigned int n = 0, nk = res->nr_kernels, top = res->nr_threads - 1, best;
+	unsigned int n = 0, nk = res->nr_kernels - 1, top = res->nr_threads - 1, best;
 
 	for (unsigned int i = 0; i < res->nr_sizes; i++) {
 		uint64_t next = i + 1 < res->nr_sizes ? res->sizes[i + 1] : res->large_size;
@@ -261,14 +308,35 @@ static void build_calibration(struct prealloc_calibrate_result *res)
 	cal->classes[cal->nr_classes - 1].max_bytes = UINT64_MAX;
 }
 
-/* chosen's paired ratio at one point (b->samples' index); 0 when it was not measured. */
-static double chosen_ratio(const struct bench *b, unsigned int point, const char *chosen)
+/*
+ * chosen's paired ratio at one point (b->samples' index): its own column,
+ * or auto's (the last) when chosen is what auto ran there; 0 when neither.
+ */
+static double chosen_ratio(const struct bench *b, unsigned int point, const char *chosen,
+			   const char *auto_ran)
 {
-	for (unsigned int k = 0; k < b->res->nr_kernels; k++)
+	unsigned int nk = b->res->nr_kernels;
+
+	for (unsigned int k = 0; k + 1 < nk; k++)
 		if (!strcmp(b->res->kernels[k], chosen))
-			return calibrate_paired_ratio(b->samples[point], b->res->nr_kernels,
-						      b->res->repeat, k);
+			return calibrate_paired_ratio(b->samples[point], nk, b->res->repeat, k);
+	if (!strcmp(chosen, auto_ran))
+		return calibrate_paired_ratio(b->samples[point], nk, b->res->repeat, nk - 1);
 	return 0;
+}
+
+/* One point's picks, by the rules and under cal, and how well each did. */
+static void mark_point(struct bench *b, unsigned int point, uint64_t size, unsigned int threads,
+		       const struct clear_calibration *cal, char *ret_auto, char *ret_cal,
+		       double *ret_auto_ratio, double *ret_cal_ratio)
+{
+	const char *ran = rules_choice(b, ALIGN_DOWN(size, PREALLOC_PAGE_4K), threads).name;
+	uint64_t per = ALIGN_UP(ALIGN_DOWN(size, PREALLOC_PAGE_4K) / threads, PREALLOC_PAGE_4K);
+
+	snprintf(ret_auto, 24, "%s", ran);
+	snprintf(ret_cal, 24, "%s", clear_select(&b->ctx->cpu, per, threads, cal, NULL, 0).name);
+	*ret_auto_ratio = chosen_ratio(b, point, ran, ran);
+	*ret_cal_ratio = chosen_ratio(b, point, ret_cal, ran);
 }
 
 /* What automatic selection picks at each point, by the rules and under cal, and how well. */
@@ -285,26 +353,13 @@ static void mark_choices(struct bench *b)
 		cal.classes[i].max_bytes = res->calibration.classes[i].max_bytes;
 		memcpy(cal.classes[i].kernel, res->calibration.classes[i].kernel, 24);
 	}
-	for (unsigned int i = 0; i < res->nr_sizes; i++) {
-		snprintf(res->size_auto[i], 24, "%s",
-			 clear_select(cpu, res->sizes[i], 1, NULL, NULL, 0)->name);
-		snprintf(res->size_calibrated[i], 24, "%s",
-			 clear_select(cpu, res->sizes[i], 1, &cal, NULL, 0)->name);
-		res->size_auto_ratio[i] = chosen_ratio(b, i, res->size_auto[i]);
-		res->size_calibrated_ratio[i] = chosen_ratio(b, i, res->size_calibrated[i]);
-	}
-	for (unsigned int i = 0; i < res->nr_threads; i++) {
-		unsigned int t = res->threads[i];
-		uint64_t per = (res->large_size + t - 1) / t;
-
-		snprintf(res->threads_auto[i], 24, "%s", clear_select(cpu, per, t, NULL, NULL, 0)->name);
-		snprintf(res->threads_calibrated[i], 24, "%s",
-			 clear_select(cpu, per, t, &cal, NULL, 0)->name);
-		res->threads_auto_ratio[i] =
-			chosen_ratio(b, PREALLOC_CALIBRATE_SIZES + i, res->threads_auto[i]);
-		res->threads_calibrated_ratio[i] =
-			chosen_ratio(b, PREALLOC_CALIBRATE_SIZES + i, res->threads_calibrated[i]);
-	}
+	for (unsigned int i = 0; i < res->nr_sizes; i++)
+		mark_point(b, i, res->sizes[i], 1, &cal, res->size_auto[i], res->size_calibrated[i],
+			   &res->size_auto_ratio[i], &res->size_calibrated_ratio[i]);
+	for (unsigned int i = 0; i < res->nr_threads; i++)
+		mark_point(b, PREALLOC_CALIBRATE_SIZES + i, res->large_size, res->threads[i], &cal,
+			   res->threads_auto[i], res->threads_calibrated[i], &res->threads_auto_ratio[i],
+			   &res->threads_calibrated_ratio[i]);
 }
 
 /* Kernels: the ones named (each known and usable here), else every usable one. */
@@ -313,8 +368,13 @@ static int resolve_kernels(struct bench *b)
 	struct prealloc_calibrate_result *res = b->res;
 
 	res->bad_kernel = -1;
+	for (unsigned int i = 0; i < clear_kernels_count && !b->drain; i++)
+		if (clear_kernels[i].nontemporal &&
+		    clear_kernel_usable(&clear_kernels[i], b->ctx->cpu.features))
+			b->drain = clear_kernels[i].name;
 	for (unsigned int i = 0; i < clear_kernels_count && !b->o.nr_kernels; i++)
-		if (clear_kernel_usable(&clear_kernels[i], b->ctx->cpu.features) && res->nr_kernels < NK)
+		if (clear_kernel_usable(&clear_kernels[i], b->ctx->cpu.features) &&
+		    res->nr_kernels + 1 < NK)
 			snprintf(res->kernels[res->nr_kernels++], 24, "%s", clear_kernels[i].name);
 	for (unsigned int i = 0; i < b->o.nr_kernels; i++) {
 		const struct clear_kernel *k = clear_kernel_find(b->o.kernels[i]);
@@ -327,7 +387,11 @@ static int resolve_kernels(struct bench *b)
 		snprintf(res->kernels[res->nr_kernels++], 24, "%s", k->name);
 	}
 	res->bad_kernel = -1;
-	return res->nr_kernels ? 0 : -EINVAL;
+	if (!res->nr_kernels)
+		return -EINVAL;
+	/* Auto, timed as it runs: the rules' kernel, or the probe between two. */
+	snprintf(res->kernels[res->nr_kernels++], 24, "auto");
+	return 0;
 }
 
 /* Sizes and thread counts, defaulted and sorted; the buffer they need, capped. */
@@ -337,12 +401,17 @@ static int plan_points(struct bench *b)
 	uint64_t llc = b->ctx->cpu.llc_bytes ? b->ctx->cpu.llc_bytes : UINT64_C(32) << 20;
 	uint64_t avail = (uint64_t)sysconf(_SC_AVPHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
 	uint64_t cap = avail / 2, top = MAX(MIN(8 * llc, cap), UINT64_C(1) << 20);
+	/*
+	 * Sizes start below the cached limit: a CPU that reports a large LLC
+	 * it shares (a guest's 480 MiB) would otherwise start at 120 MiB, and
+	 * a saved calibration would take NT for the small footprints too.
+	 */
+	uint64_t first = MAX(MIN(llc / 4, clear_cached_limit(llc) / 2), UINT64_C(1) << 20);
 	unsigned int cpus = (unsigned int)CPU_COUNT(&b->ctx->allowed);
 
 	res->nr_sizes = MIN(b->o.nr_sizes, (unsigned int)PREALLOC_CALIBRATE_SIZES);
 	memcpy(res->sizes, b->o.sizes, sizeof(res->sizes));
-	for (uint64_t s = MAX(llc / 4, UINT64_C(1) << 20); !b->o.nr_sizes && res->nr_sizes < 6 &&
-							   s <= top; s *= 2)
+	for (uint64_t s = first; !b->o.nr_sizes && res->nr_sizes < 6 && s <= top; s *= 2)
 		res->sizes[res->nr_sizes++] = s;
 	res->nr_threads = MIN(b->o.nr_threads, (unsigned int)PREALLOC_CALIBRATE_THREADS);
 	memcpy(res->threads, b->o.threads, sizeof(res->threads));
@@ -428,7 +497,10 @@ EXPORT int prealloc_calibrate(struct prealloc_ctx *ctx, const struct prealloc_ca
 	if (r < 0)
 		goto out;
 	res->repeat = b->o.repeat ? b->o.repeat : 5;
-	if (res->repeat > PREALLOC_CALIBRATE_REPEAT_MAX || b->o.nr_kernels > NK)
+	b->writes = b->o.writes ? b->o.writes : 1;
+	res->writes = b->writes;
+	if (res->repeat > PREALLOC_CALIBRATE_REPEAT_MAX || b->o.nr_kernels + 1 > NK ||
+	    b->writes > PREALLOC_CALIBRATE_WRITES_MAX)
 		r = -EINVAL;
 	else if (prealloc_default_nodes(ctx, &b->node, 1) < 1)
 		r = -ENODEV;

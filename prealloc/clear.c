@@ -6,11 +6,13 @@
  * size, threads and calibration, so that tests can replay any CPU.
  *
  * Rules, in order: a calibration measured on this CPU model decides; a CPU
- * whose NT stores are not faster gets cached stores; a footprint up to half
- * the last-level cache (at most 32 MiB) gets cached stores (they win there
- * and leave the zeroes hot); anything larger gets the best NT kernel the
- * CPU has: AVX-512 NT while the footprint fits in half the LLC, else in
- * table order.
+ * whose NT stores are not faster gets cached stores; a footprint up to the
+ * cached limit (half the LLC, at most 8 MiB) gets cached stores; one up to
+ * the probe limit (twice the LLC, at most 128 MiB) gets a probe: each piece
+ * is cleared by whichever of cached and NT stores is faster on it at that
+ * moment (clear_probe.c), because there the winner depends on whether the
+ * memory is still in the cache, which only the memory can tell; anything
+ * larger gets the best NT kernel the CPU has.
  */
 #include <stdio.h>
 #include <string.h>
@@ -26,20 +28,16 @@
 #endif
 
 /*
- * Best first among the NT kernels; the cached ones come last. AVX2 NT leads
- * AVX-512 NT in the table: above half the LLC, where little of what was
- * just written is still cached, the two were level on a Xeon guest (64 MiB:
- * AVX-512 ahead by a median 0.6 %, 25 of 40 quiet runs) and at two threads
- * on 1 GiB AVX2 NT led on an Emerald Rapids guest by 17-20 % in both runs.
- * Below half the LLC, clear_select() takes AVX-512 NT first: one store per
- * line does better against lines still dirty in the cache (Xeon guest,
- * 16-32 MiB: ahead by 5-14 % in 40 runs of 40; 48 MiB: 3 %, 37 of 40).
- * (Emerald Rapids runs that had AVX-512 NT 15-35 % behind at 48-64 MiB,
- * then 1-10 % ahead, timed kernels back to back: whichever came after
- * memset paid for its dirty lines.) Zen 4 splits a 512-bit store in two. A
- * calibration may pick either. clzero is chosen automatically only where a
- * quirk vouches for it, and moves ahead of the vector kernels only where a
- * quirk says it beats them.
+ * Best first among the NT kernels; the cached ones come last. AVX2 NT and
+ * AVX-512 NT were level on the Xeon guest (0xa7) once every kernel was
+ * timed from the same state (AVX2 NT 0-6 % ahead at 16-48 MiB, within 2 %
+ * from 64 MiB to 1 GiB, one and two threads), and at two threads on 1 GiB
+ * AVX2 NT led on an Emerald Rapids guest by 17-20 %. (Earlier tables had
+ * AVX-512 NT 5-14 % ahead at 16-32 MiB: there AVX2 NT, first in this table,
+ * was always timed right after memset and met its dirty lines.) Zen 4
+ * splits a 512-bit store in two. A calibration may pick either. clzero is
+ * chosen automatically only where a quirk vouches for it, and moves ahead
+ * of the vector kernels only where a quirk says it beats them.
  */
 const struct clear_kernel clear_kernels[] = {
 	{ .name = "avx2_nt", .fn = VEC(clear_avx2_nt), .requires = PREALLOC_CPU_AVX2,
@@ -89,27 +87,59 @@ static const struct clear_quirk clear_quirks[] = {
 
 /* Assumed when the LLC size is unknown: a typical server LLC slice. */
 #define LLC_DEFAULT (UINT64_C(32) << 20)
-#define CACHED_CAP (UINT64_C(32) << 20)
+#define CACHED_CAP (UINT64_C(8) << 20)
+#define PROBE_CAP (UINT64_C(128) << 20)
 
 /*
- * Up to this footprint cached stores win, on memory that was just written
- * (the state `prealloc bench` times every kernel from since 2026-12-01).
- * On a Xeon guest with Sapphire Rapids' 105 MiB L3, in 40 runs with the
- * samples spread by at most 12 %: memset led at 4-24 MiB in every run
- * (1.65-2.44x the best NT kernel, medians), at 32 MiB in 28 of 40 (1.12x),
- * never from 48 MiB (0.73x); 32 MiB is its crossover (over 110 such runs
- * memset came within 0.95 of the best there in 69, AVX-512 NT in 65). When the host's other tenants used the L3
- * (spread 20-60 %) memset fell to 4-8 GB/s from 16 MiB; the 32 MiB cap
- * still gave the most cells within 0.95 of the best over all 75 runs
- * (448 of 621 cells, against 408 at 16 MiB and 267 at 12). Measured back
- * to back, which favoured memset: on Zen 4 (32 MiB L3) memset led at
- * 16 MiB by 5 % and trailed from 32 MiB; on Zen 2 (8 MiB L3) it led at
- * 4 MiB; on an Emerald Rapids guest up to 16-32 MiB. So half the LLC,
- * never above 32 MiB, the limit itself included.
+ * Which stores win between the limits depends on where the memory is, not
+ * on its size alone. On the Xeon guest (0xa7, 2 MiB L2 per core, 105-480
+ * MiB of L3 reported and shared with other tenants), one thread, each
+ * kernel timed on the CPU that had just written the memory: written once
+ * since it left the caches, memset led NT by 1.3x at 8 MiB and trailed
+ * from 16 MiB (10.3 vs 12.1 GB/s; 9.5 vs 17.3 at 48 MiB), since that L3
+ * keeps few lines written only once; written twice, it led up to 48 MiB
+ * (28 vs 5.7 GB/s at 16 MiB, 15 vs 6.9 at 48: NT stores over dirty cached
+ * lines are slow) and trailed from 64-96 MiB. No size rule holds both: the
+ * best single limit loses 0.3-0.6x in one state or the other. Below half
+ * the LLC and 8 MiB cached stores won in both states on every CPU measured
+ * (Zen 4: memset 75 vs AVX2 NT 66 GB/s at 8 MiB; Zen 2 at 4 MiB; Emerald
+ * Rapids at 4-16 MiB); NT won in both from 96 MiB here and at 2-8x the LLC
+ * elsewhere.
  */
-static uint64_t cached_limit(uint64_t llc)
+uint64_t clear_cached_limit(uint64_t llc)
 {
-	return MIN(llc / 2, CACHED_CAP);
+	return MIN((llc ? llc : LLC_DEFAULT) / 2, CACHED_CAP);
+}
+
+uint64_t clear_probe_limit(uint64_t llc)
+{
+	return MAX(MIN((llc ? llc : LLC_DEFAULT) * 2, PROBE_CAP), clear_cached_limit(llc));
+}
+
+/* The names a probe's pair goes by: cached kernel, NT kernel. */
+static const struct {
+	const char *cached, *nt, *name;
+} probe_names[] = {
+	{ "c", "avx2_nt", "c/avx2_nt" },
+	{ "c", "avx512_nt", "c/avx512_nt" },
+	{ "c", "clzero", "c/clzero" },
+	{ "c", "movnti", "c/movnti" },
+};
+
+static struct clear_choice choice_one(const struct clear_kernel *k)
+{
+	return (struct clear_choice){ .kernel = k, .name = k->name };
+}
+
+static struct clear_choice choice_probe(const struct clear_kernel *cached,
+					const struct clear_kernel *nt)
+{
+	for (unsigned int i = 0; i < ARRAY_SIZE(probe_names); i++)
+		if (!strcmp(probe_names[i].cached, cached->name) &&
+		    !strcmp(probe_names[i].nt, nt->name))
+			return (struct clear_choice){ .kernel = cached, .nt = nt,
+						      .name = probe_names[i].name };
+	return choice_one(cached);
 }
 
 const struct clear_kernel *clear_kernel_find(const char *name)
@@ -125,6 +155,23 @@ const struct clear_kernel *clear_kernel_find(const char *name)
 bool clear_kernel_usable(const struct clear_kernel *k, uint64_t features)
 {
 	return k->fn && (k->requires & features) == k->requires;
+}
+
+int clear_choice_find(const char *name, uint64_t features, struct clear_choice *ret)
+{
+	const struct clear_kernel *k = clear_kernel_find(name), *nt = NULL;
+
+	for (unsigned int i = 0; !k && name && i < ARRAY_SIZE(probe_names); i++)
+		if (!strcmp(probe_names[i].name, name)) {
+			k = clear_kernel_find(probe_names[i].cached);
+			nt = clear_kernel_find(probe_names[i].nt);
+		}
+	if (!k)
+		return -ENOENT;
+	if (!clear_kernel_usable(k, features) || (nt && !clear_kernel_usable(nt, features)))
+		return -EOPNOTSUPP;
+	*ret = nt ? choice_probe(k, nt) : choice_one(k);
+	return 0;
 }
 
 static const struct clear_quirk *quirk_find(const struct cpu_id *cpu)
@@ -163,22 +210,14 @@ static const struct clear_kernel *select_cached(const struct cpu_id *cpu)
 	return clear_kernel_find("c");
 }
 
-/*
- * The best usable NT kernel in table order, as the CPU's quirk reorders it;
- * in_cache: the footprint fits in half the LLC, where much of what was just
- * written is still in the cache, and AVX-512 NT (one store per line) leads.
- */
-static const struct clear_kernel *select_nontemporal(const struct clear_quirk *q, uint64_t features,
-						     bool in_cache)
+/* The best usable NT kernel in table order, as the CPU's quirk reorders it. */
+static const struct clear_kernel *select_nontemporal(const struct clear_quirk *q, uint64_t features)
 {
 	unsigned int flags = q ? q->flags : 0;
 	const struct clear_kernel *clzero = clear_kernel_find("clzero");
-	const struct clear_kernel *avx512 = clear_kernel_find("avx512_nt");
 
 	if ((flags & QUIRK_CLZERO_FIRST) && clear_kernel_usable(clzero, features))
 		return clzero;
-	if (in_cache && clear_kernel_usable(avx512, features))
-		return avx512;
 	for (unsigned int i = 0; i < clear_kernels_count; i++) {
 		const struct clear_kernel *k = &clear_kernels[i];
 
@@ -216,14 +255,13 @@ static const struct clear_kernel *select_calibrated(const struct cpu_id *cpu, ui
 	return k;
 }
 
-const struct clear_kernel *clear_select(const struct cpu_id *cpu, uint64_t size,
-					unsigned int threads, const struct clear_calibration *cal,
-					char *why, size_t why_len)
+struct clear_choice clear_select(const struct cpu_id *cpu, uint64_t size, unsigned int threads,
+				 const struct clear_calibration *cal, char *why, size_t why_len)
 {
 	const struct clear_quirk *q = quirk_find(cpu);
-	const struct clear_kernel *k;
+	const struct clear_kernel *k, *nt;
 	uint64_t llc = cpu->llc_bytes ? cpu->llc_bytes : LLC_DEFAULT;
-	uint64_t footprint;
+	uint64_t footprint, cached, probe;
 	char dummy[1];
 
 	if (!why || !why_len) {
@@ -233,33 +271,38 @@ const struct clear_kernel *clear_select(const struct cpu_id *cpu, uint64_t size,
 	/* Workers sharing a cache compete for it: what counts is their sum. */
 	threads = MAX(threads, 1u);
 	footprint = size > UINT64_MAX / threads ? UINT64_MAX : size * threads;
+	cached = clear_cached_limit(cpu->llc_bytes);
+	probe = clear_probe_limit(cpu->llc_bytes);
 
 	k = select_calibrated(cpu, footprint, cal, why, why_len);
 	if (k)
-		return k;
+		return choice_one(k);
 	if (q && (q->flags & QUIRK_NT_SLOW)) {
 		snprintf(why, why_len, "NT stores not faster on %s", q->what);
-		return select_cached(cpu);
+		return choice_one(select_cached(cpu));
 	}
-	if (footprint <= cached_limit(llc)) {
+	nt = select_nontemporal(q, cpu->features);
+	if (!nt) {
+		snprintf(why, why_len, "no NT kernel built or usable");
+		return choice_one(select_cached(cpu));
+	}
+	if (footprint <= cached) {
 		snprintf(why, why_len, "%llu KiB is within the cached limit, %llu KiB (half the "
 			 "%llu MiB LLC%s, at most %llu MiB)", (unsigned long long)(footprint >> 10),
-			 (unsigned long long)(cached_limit(llc) >> 10),
-			 (unsigned long long)(llc >> 20), cpu->llc_bytes ? "" : ", assumed",
-			 (unsigned long long)(CACHED_CAP >> 20));
-		return select_cached(cpu);
+			 (unsigned long long)(cached >> 10), (unsigned long long)(llc >> 20),
+			 cpu->llc_bytes ? "" : ", assumed", (unsigned long long)(CACHED_CAP >> 20));
+		return choice_one(select_cached(cpu));
 	}
-	k = select_nontemporal(q, cpu->features, footprint <= llc / 2);
-	if (k) {
-		snprintf(why, why_len, "%llu MiB is over the cached limit, %llu KiB%s%s%s",
-			 (unsigned long long)(footprint >> 20),
-			 (unsigned long long)(cached_limit(llc) >> 10),
-			 footprint <= llc / 2 ? ", within half the LLC" : "",
-			 q ? "; NT good on " : "", q ? q->what : "");
-		return k;
+	if (footprint <= probe) {
+		snprintf(why, why_len, "%llu KiB is between the cached and probe limits, %llu and "
+			 "%llu KiB: each piece takes the faster on it", (unsigned long long)(footprint >> 10),
+			 (unsigned long long)(cached >> 10), (unsigned long long)(probe >> 10));
+		return choice_probe(select_cached(cpu), nt);
 	}
-	snprintf(why, why_len, "no NT kernel built or usable");
-	return select_cached(cpu);
+	snprintf(why, why_len, "%llu MiB is over the probe limit, %llu MiB%s%s",
+		 (unsigned long long)(footprint >> 20), (unsigned long long)(probe >> 20),
+		 q ? "; NT good on " : "", q ? q->what : "");
+	return choice_one(nt);
 }
 
 /* ---- public API ---------------------------------------------------------- */
@@ -290,14 +333,16 @@ EXPORT int prealloc_clear_range(void *addr, size_t len, const char *kernel)
 		return -EINVAL;
 	if (!kernel || !strcmp(kernel, "auto")) {
 		/* No ctx here, so no calibration: the built-in rules alone. */
-		k = clear_select(cpu, len, 1, NULL, NULL, 0);
-	} else {
-		k = clear_kernel_find(kernel);
-		if (!k)
-			return -ENOENT;
-		if (!clear_kernel_usable(k, cpu->features))
-			return -EOPNOTSUPP;
+		struct clear_choice c = clear_select(cpu, len, 1, NULL, NULL, 0);
+
+		clear_choice_run(&c, addr, len);
+		return 0;
 	}
+	k = clear_kernel_find(kernel);
+	if (!k)
+		return -ENOENT;
+	if (!clear_kernel_usable(k, cpu->features))
+		return -EOPNOTSUPP;
 	k->fn(addr, len);
 	return 0;
 }

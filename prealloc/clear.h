@@ -66,13 +66,55 @@ struct clear_calibration {
 bool clear_calibration_matches(const struct clear_calibration *cal, const struct cpu_id *cpu);
 
 /*
- * Picks the kernel for clearing size bytes per worker with threads workers
- * sharing a last-level cache, under an optional calibration (NULL: none).
- * A pure function of its inputs; why gets a short reason.
+ * What automatic selection gives a clear: one kernel, or a probe (nt set):
+ * each piece is cleared by whichever of kernel (cached stores) and nt is
+ * faster on it, measured on the piece itself (clear_probe.c).
  */
-const struct clear_kernel *clear_select(const struct cpu_id *cpu, uint64_t size,
-					unsigned int threads, const struct clear_calibration *cal,
-					char *why, size_t why_len);
+struct clear_choice {
+	const struct clear_kernel *kernel;	/* the kernel; with a probe, the cached one */
+	const struct clear_kernel *nt;		/* a probe's NT kernel; NULL: no probe */
+	const char *name;			/* "c", or a probe's "c/avx2_nt" */
+};
+
+/*
+ * The footprint (bytes per worker x workers sharing the cache) up to which
+ * cached stores win wherever the memory is: half the LLC (llc 0: unknown,
+ * 32 MiB assumed), at most 8 MiB. Up to the probe limit (twice the LLC,
+ * at most 128 MiB) a probe decides per piece; above it, NT stores.
+ */
+uint64_t clear_cached_limit(uint64_t llc);
+uint64_t clear_probe_limit(uint64_t llc);
+
+/*
+ * Picks for clearing size bytes per worker with threads workers sharing a
+ * last-level cache, under an optional calibration (NULL: none). A pure
+ * function of its inputs; why gets a short reason.
+ */
+struct clear_choice clear_select(const struct cpu_id *cpu, uint64_t size, unsigned int threads,
+				 const struct clear_calibration *cal, char *why, size_t why_len);
+
+/*
+ * The probe (clear_probe.c): one slice with each kernel at each of up to
+ * SPOTS places, one place per SPOT_BYTES of the piece (at least one);
+ * pieces under MIN get the cached kernel unprobed.
+ */
+#define CLEAR_PROBE_SLICE (UINT64_C(16) << 10)
+#define CLEAR_PROBE_SPOTS 4
+#define CLEAR_PROBE_SPOT_BYTES (UINT64_C(4) << 20)
+#define CLEAR_PROBE_MIN (UINT64_C(2) << 20)
+
+/*
+ * A choice by name: a kernel, or a probe's pair ("c/avx2_nt"). -ENOENT
+ * unknown, -EOPNOTSUPP not built or not usable with these features.
+ */
+int clear_choice_find(const char *name, uint64_t features, struct clear_choice *ret);
+
+/*
+ * Clears [dst, dst + len) as c says: with its kernel, or with a probe.
+ * Returns the bytes cleared by the cached kernel (all of them without a
+ * probe when c->kernel is cached, none when it is NT).
+ */
+uint64_t clear_choice_run(const struct clear_choice *c, void *dst, size_t len);
 
 /* ---- calibrate.c: the ctx's calibration, and the choices made under it ---- */
 /*
@@ -86,8 +128,8 @@ const struct clear_kernel *clear_select(const struct cpu_id *cpu, uint64_t size,
  * workers (threads, 0: the node's CPUs), under the region's ctx's
  * calibration. The node with the largest footprint decides.
  */
-const struct clear_kernel *clear_select_region(const struct prealloc_region *region,
-					       unsigned int threads, char *why, size_t why_len);
+struct clear_choice clear_select_region(const struct prealloc_region *region, unsigned int threads,
+					char *why, size_t why_len);
 
 /*
  * Copies ctx's calibration into ret; false when none applies. The first

@@ -79,23 +79,22 @@ int clear_open_checked(struct clear_flow *flow, const char *path)
 	return 0;
 }
 
-/* The kernel: the one named, or the one auto picks for this region (with why). */
+/* The kernel (or probe pair): the one named, or what auto picks for this region (with why). */
 int clear_check_kernel(struct clear_flow *flow)
 {
 	const char *name = flow->opts.kernel;
 	struct prealloc_clear_file_info *info = &flow->info;
+	int r;
 
 	if (name && strcmp(name, "auto")) {
-		flow->kernel = clear_kernel_find(name);
-		if (!flow->kernel)
-			return flow_fail(flow, PREALLOC_CLEAR_STEP_KERNEL, -ENOENT);
-		if (!clear_kernel_usable(flow->kernel, flow->ctx->cpu.features))
-			return flow_fail(flow, PREALLOC_CLEAR_STEP_KERNEL, -EOPNOTSUPP);
+		r = clear_choice_find(name, flow->ctx->cpu.features, &flow->choice);
+		if (r < 0)
+			return flow_fail(flow, PREALLOC_CLEAR_STEP_KERNEL, r);
 	} else if (flow->region) {
-		flow->kernel = clear_select_region(flow->region, flow->opts.threads,
+		flow->choice = clear_select_region(flow->region, flow->opts.threads,
 						   info->kernel_why, sizeof(info->kernel_why));
 	}
-	if (flow->kernel)
-		snprintf(info->kernel, sizeof(info->kernel), "%s", flow->kernel->name);
+	if (flow->choice.name)
+		snprintf(info->kernel, sizeof(info->kernel), "%s", flow->choice.name);
 	return 0;
 }

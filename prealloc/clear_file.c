@@ -315,7 +315,7 @@ static int clear_job_start(struct clear_flow *flow, struct prealloc_job **ret_jo
 		.op = PREALLOC_OP_CLEAR,
 		.flags = flow->opts.flags & PREALLOC_CLEAR_VERIFY ? PREALLOC_JOB_VERIFY : 0,
 		.threads = flow->opts.threads,
-		.clear_kernel = flow->kernel->name,
+		.clear_kernel = flow->choice.name,
 		.completion = flow->opts.completion,	/* read by the start only */
 	};
 	const struct job_flow jf = { .finish = clear_finish, .destroy = clear_destroy, .arg = flow };

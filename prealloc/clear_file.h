@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "internal.h"
+#include "clear.h"
 
 #define CLEAR_FLOW_MAGIC 0x636c7266u	/* "clrf": a job's flow arg is a clear_flow */
 
@@ -24,7 +25,7 @@ struct clear_flow {
 	void *map;			/* our own mapping (partial last page, disk), or NULL */
 	uint64_t map_len;
 	struct prealloc_region *region;
-	const struct clear_kernel *kernel;
+	struct clear_choice choice;	/* name NULL until chosen */
 	struct job_range *swapped;	/* swapped-out tmpfs pages: the job's extra ranges */
 	size_t nr_swapped;
 	int result;			/* set by the job's finish */

@@ -56,6 +56,7 @@ struct job_op {
 	int (*piece)(void *state, uint8_t *p, uint64_t len);
 	int (*method)(const void *state);		/* enum prealloc_method */
 	const char *(*kernel)(const void *state);	/* clear kernel name, may be NULL */
+	uint64_t (*cached_bytes)(const void *state);	/* bytes cleared with cached stores, may be NULL */
 	void (*teardown)(void *state);			/* may be NULL */
 };
 

@@ -99,31 +99,40 @@ static void populate_teardown(void *state)
 	free(st);
 }
 
-/* The clear state is the kernel itself: chosen once per job, here. */
+/* The clear state: what to run, chosen once per job, and what the probe chose. */
+struct clear_state {
+	struct clear_choice choice;
+	atomic_uint_fast64_t cached_bytes;	/* cleared with the cached kernel */
+};
+
 static int clear_setup(const struct job_op_args *args, void **ret_state)
 {
 	const char *name = args->opts->clear_kernel;
-	const struct clear_kernel *k;
-	char why[128];
+	struct clear_state *st;
+	struct clear_choice c;
+	char why[160];
+	int r;
 
 	if (!name || !strcmp(name, "auto")) {
-		k = clear_select_region(args->region, args->opts->threads, why, sizeof(why));
+		c = clear_select_region(args->region, args->opts->threads, why, sizeof(why));
 	} else {
-		k = clear_kernel_find(name);
-		if (!k)
-			return -ENOENT;
-		if (!clear_kernel_usable(k, cpu_get()->features))
-			return -EOPNOTSUPP;
+		r = clear_choice_find(name, cpu_get()->features, &c);
+		if (r < 0)
+			return r;
 	}
-	*ret_state = (void *)k;
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		return -ENOMEM;
+	st->choice = c;
+	*ret_state = st;
 	return 0;
 }
 
 static int clear_piece(void *state, uint8_t *p, uint64_t len)
 {
-	const struct clear_kernel *k = state;
+	struct clear_state *st = state;
 
-	k->fn(p, len);
+	atomic_fetch_add(&st->cached_bytes, clear_choice_run(&st->choice, p, len));
 	return 0;
 }
 
@@ -135,9 +144,16 @@ static int clear_method(const void *state)
 
 static const char *clear_name(const void *state)
 {
-	const struct clear_kernel *k = state;
+	const struct clear_state *st = state;
 
-	return k ? k->name : NULL;
+	return st ? st->choice.name : NULL;
+}
+
+static uint64_t clear_cached(const void *state)
+{
+	const struct clear_state *st = state;
+
+	return st ? atomic_load(&st->cached_bytes) : 0;
 }
 
 static int verify_piece(void *state, uint8_t *p, uint64_t len)
@@ -171,6 +187,8 @@ static const struct job_op job_ops[] = {
 		.piece = clear_piece,
 		.method = clear_method,
 		.kernel = clear_name,
+		.cached_bytes = clear_cached,
+		.teardown = free,
 	},
 	[PREALLOC_OP_VERIFY] = {
 		.name = "verify",

@@ -129,6 +129,8 @@ void job_fill_report(struct prealloc_job *job, struct prealloc_report *ret_repor
 	rep.method = job->op->method(job->op_state);
 	if (kernel)
 		snprintf(rep.clear_kernel, sizeof(rep.clear_kernel), "%s", kernel);
+	if (job->op->cached_bytes)
+		rep.clear_cached_bytes = job->op->cached_bytes(job->op_state);
 	rep.page_size = job->page_size;
 	rep.seconds = job->t_op_end > job->t_start ? job->t_op_end - job->t_start : 0;
 	rep.verify_seconds = job->t_check_end > job->t_check_start

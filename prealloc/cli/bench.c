@@ -15,7 +15,8 @@
 
 #include "cli.h"
 
-#define MAX_KERNELS PREALLOC_CALIBRATE_KERNELS
+/* One column of the library's stays for auto. */
+#define MAX_KERNELS (PREALLOC_CALIBRATE_KERNELS - 1)
 #define MAX_SIZES PREALLOC_CALIBRATE_SIZES
 #define MAX_THREADS_LIST PREALLOC_CALIBRATE_THREADS
 #define MAX_REPEAT PREALLOC_CALIBRATE_REPEAT_MAX
@@ -28,17 +29,21 @@ struct bench_args {
 static const char usage_text[] =
 	"Usage: prealloc bench [OPTIONS]\n"
 	"Measure every clear kernel this CPU can run (GB/s, median of --repeat runs),\n"
-	"single-threaded by size and at a large size by thread count, and mark the\n"
-	"kernel that automatic selection ('auto') picks.\n"
+	"single-threaded by size and at a large size by thread count, and what\n"
+	"automatic selection ('auto', by the built-in rules) runs at each point.\n"
 	"\n"
-	"  -s, --sizes LIST     sizes to measure single-threaded (default: LLC/4 to\n"
-	"                       8x LLC, doubling; at most 7)\n"
+	"  -s, --sizes LIST     sizes to measure single-threaded (default: from LLC/4\n"
+	"                       or half the cached limit if smaller, to 8x LLC,\n"
+	"                       doubling; at most 6; given: at most 7)\n"
 	"  -t, --threads LIST   thread counts at the large size (default: 1, 2, 4, ...\n"
 	"                       and every allowed CPU)\n"
 	"      --large SIZE     the size of the by-threads table (default: 1G, or the\n"
 	"                       largest of --sizes if larger)\n"
 	"  -k, --kernels LIST   kernels to measure (default: all usable here)\n"
 	"  -r, --repeat N       runs per figure (default: 5)\n"
+	"  -w, --writes N       times the memory is written (ordinary stores) after it\n"
+	"                       left the caches, before each timed clear: 1 (default),\n"
+	"                       written once; 2, written again (data in use) (1-4)\n"
 	"      --save           store the winner per size class for this CPU model;\n"
 	"                       'auto' uses it from then on\n"
 	"      --json           print one JSON document (docs/json.md)\n"
@@ -122,12 +127,13 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 		{ "large", required_argument, NULL, OPT_LARGE },
 		{ "kernels", required_argument, NULL, 'k' },
 		{ "repeat", required_argument, NULL, 'r' },
+		{ "writes", required_argument, NULL, 'w' },
 		{ "save", no_argument, NULL, OPT_SAVE },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
-	static const char short_opts[] = "s:t:k:r:h";
+	static const char short_opts[] = "s:t:k:r:w:h";
 	int c, r = 0;
 
 	optind = 1;
@@ -152,6 +158,13 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 		case 'r':
 			if (parse_u(optarg, MAX_REPEAT, &a->o.repeat) < 0) {
 				cli_error("--repeat: invalid count '%s' (1-%d)", optarg, MAX_REPEAT);
+				r = -EXIT_USAGE;
+			}
+			break;
+		case 'w':
+			if (parse_u(optarg, PREALLOC_CALIBRATE_WRITES_MAX, &a->o.writes) < 0) {
+				cli_error("--writes: invalid count '%s' (1-%d)", optarg,
+					  PREALLOC_CALIBRATE_WRITES_MAX);
 				r = -EXIT_USAGE;
 			}
 			break;
@@ -188,17 +201,21 @@ static int kernel_index(const struct prealloc_calibrate_result *res, const char 
 	return -1;
 }
 
+/* The fastest kernel; the last column is auto, not a kernel. */
 static unsigned int best_of(const struct prealloc_calibrate_result *res, const double *gbps)
 {
 	unsigned int best = 0;
 
-	for (unsigned int k = 1; k < res->nr_kernels; k++)
+	for (unsigned int k = 1; k + 1 < res->nr_kernels; k++)
 		if (gbps[k] > gbps[best])
 			best = k;
 	return best;
 }
 
-/* ratio: the pick's paired ratio to the best (0: the pick was not measured). */
+/*
+ * chosen: what auto ran (a kernel, marked *, or a probe's pair); ratio: its
+ * paired ratio to the best (0: not measured).
+ */
 static void print_row_values(const struct prealloc_calibrate_result *res, const double *gbps,
 			     const char *chosen, double ratio)
 {
@@ -207,7 +224,7 @@ static void print_row_values(const struct prealloc_calibrate_result *res, const 
 
 	for (unsigned int k = 0; k < res->nr_kernels; k++)
 		printf(" %9.2f%c", gbps[k], (int)k == ai ? '*' : ' ');
-	printf(" %-10s", label(res->kernels[best]));
+	printf(" %-10s %-13s", label(res->kernels[best]), ai >= 0 ? label(chosen) : chosen);
 	if (ratio > 0)
 		printf(" %5.2f", ratio);
 	else
@@ -220,7 +237,7 @@ static void print_header(const struct prealloc_calibrate_result *res, const char
 	printf("%-9s", first);
 	for (unsigned int k = 0; k < res->nr_kernels; k++)
 		printf(" %10s", label(res->kernels[k]));
-	printf(" %-10s %5s\n", "best", "auto/best");
+	printf(" %-10s %-13s %5s\n", "best", "auto ran", "auto/best");
 }
 
 static void print_human(const struct prealloc_calibrate_result *res,
@@ -230,9 +247,11 @@ static void print_human(const struct prealloc_calibrate_result *res,
 
 	printf("cpu: %s (%s family 0x%x model 0x%x), LLC %s\n", ci->model_name, ci->vendor,
 	       ci->family, ci->model, format_size(ci->llc_bytes, s, sizeof(s)));
-	printf("GB/s, median of %u; * = the kernel auto picks (built-in rules); c is glibc memset;\n"
-	       "auto/best: median over the repetitions of auto against each kernel, the lowest\n",
-	       res->repeat);
+	printf("GB/s, median of %u, each clear on memory written %u time%s since it left the\n"
+	       "caches; c is glibc memset; auto: the built-in rules as they run, a kernel (*)\n"
+	       "or a probe per piece between two (c/NT); auto/best: median over the\n"
+	       "repetitions of auto against each kernel, the lowest\n",
+	       res->repeat, res->writes, res->writes == 1 ? "" : "s");
 	printf("noise: one kernel's samples spread by %.0f %% (interquartile range over median)%s\n",
 	       res->spread * 100,
 	       res->spread > 0.05 ? "; a busy machine: ratios within that are not differences" : "");
@@ -310,6 +329,7 @@ static json_object *results_json(const struct prealloc_calibrate_result *res,
 	json_object_object_add(o, "cpu", cpu);
 	json_object_object_add(o, "repeat", json_object_new_int((int)res->repeat));
 	json_object_object_add(o, "spread", json_object_new_double(round(res->spread * 1000) / 1000));
+	json_object_object_add(o, "writes", json_object_new_int((int)res->writes));
 	for (unsigned int k = 0; k < res->nr_kernels; k++)
 		json_object_array_add(kernels, json_object_new_string(res->kernels[k]));
 	json_object_object_add(o, "kernels", kernels);

@@ -35,7 +35,8 @@ static const char usage_text[] =
 	"\n"
 	"  -t, --threads N      workers per node (default: every allowed CPU of the node)\n"
 	"  -m, --method NAME    clear kernel: auto (default) or one that 'prealloc info'\n"
-	"                       lists as usable (avx2_nt, clzero, movnti, rep_stosb, c, ...)\n"
+	"                       lists as usable (avx2_nt, clzero, movnti, rep_stosb, c, ...),\n"
+	"                       or c/NT (c/avx2_nt, ...): per piece, the faster of the two\n"
 	"      --verify         read every byte back and check it is zero\n"
 	"      --force          clear a file on another filesystem, or one that another\n"
 	"                       process has mapped (a running guest: it will see zeroes)\n"
@@ -113,6 +114,8 @@ static void kernel_list(struct prealloc_ctx *ctx, char *buf, size_t len)
 	off = (size_t)snprintf(buf, len, "auto");
 	for (int i = 0; i < n && i < 16 && off < len; i++)
 		off += (size_t)snprintf(buf + off, len - off, ", %s", names[i]);
+	if (off < len)
+		snprintf(buf + off, len - off, "; or c/NT, an NT kernel of these, to probe");
 }
 
 /* Exit code and message for a flow that stopped before clearing anything. */

@@ -86,8 +86,11 @@ static void print_json(FILE *f, struct prealloc_job *job, const struct prealloc_
 	json_object_object_add(o, "page_label", json_object_new_string(view->page_label));
 	json_object_object_add(o, "file", view->file ? json_object_new_string(view->file) : NULL);
 	json_object_object_add(o, "method", json_object_new_string(method_name(rep->method)));
-	if (rep->method == PREALLOC_METHOD_CLEAR)
+	if (rep->method == PREALLOC_METHOD_CLEAR) {
 		json_object_object_add(o, "clear_kernel", json_object_new_string(rep->clear_kernel));
+		json_object_object_add(o, "clear_cached_bytes",
+				       json_object_new_uint64(rep->clear_cached_bytes));
+	}
 	json_object_object_add(o, "threads", json_object_new_int((int)rep->threads));
 	json_object_object_add(o, "verify_seconds", json_double(rep->verify_seconds));
 	json_object_object_add(o, "verified", json_object_new_boolean(view->verified));
@@ -129,9 +132,13 @@ static void print_json(FILE *f, struct prealloc_job *job, const struct prealloc_
 static void print_human(FILE *f, struct prealloc_job *job, const struct prealloc_report *rep,
 			const struct run_view *view)
 {
-	char size[32], extra[64] = "";
+	char size[32], cached[32], extra[96] = "";
 
-	if (rep->method == PREALLOC_METHOD_CLEAR)
+	/* A probe's pair ("c/avx2_nt") says how the pieces went. */
+	if (rep->method == PREALLOC_METHOD_CLEAR && strchr(rep->clear_kernel, '/'))
+		snprintf(extra, sizeof(extra), " with %s, probed: %s by cached stores",
+			 rep->clear_kernel, format_size(rep->clear_cached_bytes, cached, sizeof(cached)));
+	else if (rep->method == PREALLOC_METHOD_CLEAR)
 		snprintf(extra, sizeof(extra), " with the %s kernel", rep->clear_kernel);
 	else if (rep->method != PREALLOC_METHOD_NONE)
 		snprintf(extra, sizeof(extra), " with %s", method_name(rep->method));

@@ -293,7 +293,7 @@ struct prealloc_report {
 	size_t size;		/* sizeof(struct prealloc_report) */
 	int op;
 	int method;		/* enum prealloc_method */
-	char clear_kernel[24];	/* CLEAR: kernel used */
+	char clear_kernel[24];	/* CLEAR: kernel used, or a probe's pair ("c/avx2_nt") */
 	uint64_t bytes;
 	uint64_t bytes_done;
 	uint64_t page_size;
@@ -313,6 +313,11 @@ struct prealloc_report {
 	 * never asked for. -EOPNOTSUPP: built without liburing, or no path allowed.
 	 */
 	int notify_error;
+	/*
+	 * CLEAR: bytes cleared with cached stores; the rest of bytes_done had
+	 * NT stores. With a probe's pair, how each piece went.
+	 */
+	uint64_t clear_cached_bytes;
 };
 
 /* ---- completion ----------------------------------------------------------
@@ -460,16 +465,20 @@ int prealloc_parse_size(const char *s, uint64_t *ret_bytes);
  * uses, in order: the ctx's calibration if it was measured on this CPU
  * model; cached stores where NT stores are known not to be faster; cached
  * stores (memset) when the footprint (bytes per worker x workers) is at
- * most half the last-level cache and at most 32 MiB; else the best NT
- * kernel this CPU has: AVX-512 NT while the footprint fits in half the
- * last-level cache, else AVX2 NT first (docs/kernels.md says why).
+ * most the cached limit (half the last-level cache, at most 8 MiB); a
+ * probe up to the probe limit (twice the LLC, at most 128 MiB): each piece
+ * is cleared by whichever of memset and the best NT kernel is faster on
+ * that memory at that moment, named "c/avx2_nt" and so on (such a name can
+ * also be given as a kernel); else the best NT kernel this CPU has
+ * (docs/kernels.md says why).
  */
 
 /* Kernels usable on this CPU, best first; returns the count (may exceed max). */
 int prealloc_clear_kernels(struct prealloc_ctx *ctx, const char **ret_names, unsigned int max);
 /*
- * The kernel automatic selection picks for size bytes per worker and threads
- * workers; ret_why (may be NULL when why_len is 0) gets a short reason.
+ * The kernel (or probe pair) automatic selection picks for size bytes per
+ * worker and threads workers; ret_why (may be NULL when why_len is 0) gets
+ * a short reason. *ret_name is a static string.
  */
 int prealloc_clear_choose(struct prealloc_ctx *ctx, uint64_t size, unsigned int threads,
 			  const char **ret_name, char *ret_why, size_t why_len);
@@ -532,7 +541,9 @@ int prealloc_calibration_unload(struct prealloc_ctx *ctx);
  * the job engine (a MAPPED region over one anonymous THP buffer, written
  * once before timing; a sample's time is the job's, from the gate opening
  * to the last worker, so creating threads is not timed; small sizes are
- * cleared repeatedly so each sample clears at least 128 MiB). Kernels are
+ * cleared repeatedly so each sample clears at least 64 MiB; every timed
+ * pass follows an untimed pass of ordinary stores over the same bytes on
+ * the same CPU, worker i on the node's i-th CPU). Kernels are
  * interleaved within each repetition; each figure is the median. The
  * calibration built from it takes, per measured size, the winner up to
  * the geometric middle with the next size, and for anything larger the
@@ -542,6 +553,7 @@ int prealloc_calibration_unload(struct prealloc_ctx *ctx);
 #define PREALLOC_CALIBRATE_THREADS 16
 #define PREALLOC_CALIBRATE_KERNELS 8
 #define PREALLOC_CALIBRATE_REPEAT_MAX 101
+#define PREALLOC_CALIBRATE_WRITES_MAX 4
 
 enum prealloc_calibrate_flags {
 	PREALLOC_CALIBRATE_SAVE = 1u << 0, /* save the calibration (path) and make it the ctx's */
@@ -550,15 +562,27 @@ enum prealloc_calibrate_flags {
 struct prealloc_calibrate_opts {
 	size_t size;		/* sizeof(struct prealloc_calibrate_opts) */
 	unsigned int flags;	/* enum prealloc_calibrate_flags */
-	unsigned int nr_sizes;	/* 0: LLC/4 doubling up to 8x LLC (at most 6, half the free memory) */
+	/*
+	 * 0: from LLC/4 or half the cached limit (the cached limit: half the
+	 * LLC, at most 8 MiB), whichever is smaller, doubling up to 8x LLC
+	 * (at most 6, half the free memory)
+	 */
+	unsigned int nr_sizes;
 	uint64_t sizes[PREALLOC_CALIBRATE_SIZES];	/* single-threaded, at least 4 KiB */
 	unsigned int nr_threads; /* 0: 1, 2, 4, ... and every allowed CPU */
 	unsigned int threads[PREALLOC_CALIBRATE_THREADS];
 	uint64_t large_size;	/* the by-threads size; 0: 1 GiB or the largest size */
-	unsigned int nr_kernels; /* 0: every kernel usable here */
+	unsigned int nr_kernels; /* 0: every kernel usable here; at most KERNELS - 1 */
 	const char *kernels[PREALLOC_CALIBRATE_KERNELS];
 	unsigned int repeat;	/* samples per figure; 0: 5 */
 	const char *path;	/* SAVE: NULL for the default file */
+	/*
+	 * The state every timed pass meets: the buffer drained from the caches
+	 * by NT stores, then written this many times by ordinary stores
+	 * (0: 1, written once; 2: written again, which CPUs keep in the cache
+	 * as reused data). At most PREALLOC_CALIBRATE_WRITES_MAX.
+	 */
+	unsigned int writes;
 };
 
 struct prealloc_calibrate_result {
@@ -567,12 +591,13 @@ struct prealloc_calibrate_result {
 	uint64_t buffer_bytes;	/* memory the measurement needs (-ENOMEM: more than ...) */
 	uint64_t buffer_limit;	/* ... half the memory available */
 	unsigned int repeat;
+	/* The kernels measured, then "auto": what the built-in rules run at each point. */
 	unsigned int nr_kernels;
 	char kernels[PREALLOC_CALIBRATE_KERNELS][24];
 	unsigned int nr_sizes;	/* ascending */
 	uint64_t sizes[PREALLOC_CALIBRATE_SIZES];
 	double size_gbps[PREALLOC_CALIBRATE_SIZES][PREALLOC_CALIBRATE_KERNELS];
-	char size_auto[PREALLOC_CALIBRATE_SIZES][24];	/* built-in rules' pick */
+	char size_auto[PREALLOC_CALIBRATE_SIZES][24];	/* built-in rules' pick (the auto column) */
 	char size_calibrated[PREALLOC_CALIBRATE_SIZES][24]; /* the pick under calibration */
 	unsigned int nr_threads; /* ascending */
 	unsigned int threads[PREALLOC_CALIBRATE_THREADS];
@@ -601,6 +626,7 @@ struct prealloc_calibrate_result {
 	 * 1 than this are within the noise.
 	 */
 	double spread;
+	unsigned int writes;	/* opts.writes as used */
 };
 
 /*

@@ -4,6 +4,8 @@
  * tiny sizes, one thread count at 1 MiB, one repeat. The result has the
  * shape asked for, every figure is a rate (> 0), the calibration built from
  * it names only kernels usable here and ends in the class for any size;
+ * auto is the last column, timed, with its paired ratio; --writes beyond
+ * its maximum and a kernel list with no room for auto are -EINVAL;
  * SAVE with a path writes a file that prealloc_calibration_load on a fresh
  * ctx reads back as the same classes. An unknown kernel is -ENOENT naming
  * its index. Skips (77) when fewer than two kernels are usable.
@@ -65,20 +67,23 @@ static bool same_classes(const struct prealloc_calibration *a, const struct prea
 static void check_shape(const struct prealloc_calibrate_opts *o,
 			const struct prealloc_calibrate_result *res)
 {
-	bool ok = res->nr_kernels == 2 && res->nr_sizes == 2 && res->nr_threads == 1 &&
+	bool ok = res->nr_kernels == 3 && res->nr_sizes == 2 && res->nr_threads == 1 &&
 		  res->repeat == 1 && res->threads[0] == 1 && res->large_size == (1u << 20) &&
-		  res->bad_kernel == -1;
+		  res->bad_kernel == -1 && !strcmp(res->kernels[2], "auto") && res->writes == 1;
 
 	for (unsigned int i = 0; ok && i < 2; i++)
 		ok = !strcmp(res->kernels[i], o->kernels[i]) && res->sizes[i] == o->sizes[i] &&
-		     res->size_auto[i][0] && res->size_calibrated[i][0];
-	tap_ok(ok, "the result's shape: 2 kernels (%s, %s), 2 sizes, 1 thread count at 1 MiB",
-	       res->kernels[0], res->kernels[1]);
-	tap_ok(all_rates(res->size_gbps[0], 2) && all_rates(res->size_gbps[1], 2) &&
-		       all_rates(res->threads_gbps[0], 2),
-	       "every figure > 0 GB/s (%.2f %.2f / %.2f %.2f / %.2f %.2f)", res->size_gbps[0][0],
-	       res->size_gbps[0][1], res->size_gbps[1][0], res->size_gbps[1][1],
-	       res->threads_gbps[0][0], res->threads_gbps[0][1]);
+		     res->size_auto[i][0] && res->size_calibrated[i][0] &&
+		     res->size_auto_ratio[i] > 0 && res->size_auto_ratio[i] <= 1;
+	tap_ok(ok, "the result's shape: 2 kernels (%s, %s) and auto, 2 sizes, 1 thread count at "
+		   "1 MiB, written once, auto measured (%.2f %.2f)",
+	       res->kernels[0], res->kernels[1], res->size_auto_ratio[0], res->size_auto_ratio[1]);
+	tap_ok(all_rates(res->size_gbps[0], 3) && all_rates(res->size_gbps[1], 3) &&
+		       all_rates(res->threads_gbps[0], 3),
+	       "every figure > 0 GB/s (%.2f %.2f %.2f / %.2f %.2f %.2f / %.2f %.2f %.2f)",
+	       res->size_gbps[0][0], res->size_gbps[0][1], res->size_gbps[0][2],
+	       res->size_gbps[1][0], res->size_gbps[1][1], res->size_gbps[1][2],
+	       res->threads_gbps[0][0], res->threads_gbps[0][1], res->threads_gbps[0][2]);
 	tap_ok(res->spread == 0, "one repetition: no spread (%.3f)", res->spread);
 	tap_ok(calibration_sane(&res->calibration),
 	       "the calibration: %u classes, ascending, the last for any size, kernels usable here "
@@ -118,6 +123,22 @@ int main(void)
 	r = prealloc_calibrate(ctx, &o, res);
 	tap_ok(r == 0 && !res->saved, "measured without SAVE (%d)", r);
 	check_shape(&o, res);
+	o.writes = PREALLOC_CALIBRATE_WRITES_MAX + 1;
+	r = prealloc_calibrate(ctx, &o, res);
+	tap_ok(r == -EINVAL, "writes over %d: -EINVAL (%d)", PREALLOC_CALIBRATE_WRITES_MAX, r);
+	o.writes = 2;
+	memset(res, 0, sizeof(*res));
+	res->size = sizeof(*res);
+	r = prealloc_calibrate(ctx, &o, res);
+	tap_ok(r == 0 && res->writes == 2, "writes 2: measured, said (%d, %u)", r, res->writes);
+	o.writes = 0;
+	o.nr_kernels = PREALLOC_CALIBRATE_KERNELS;
+	for (unsigned int i = 2; i < PREALLOC_CALIBRATE_KERNELS; i++)
+		o.kernels[i] = usable[0];
+	r = prealloc_calibrate(ctx, &o, res);
+	tap_ok(r == -EINVAL, "%d kernels leave no column for auto: -EINVAL (%d)",
+	       PREALLOC_CALIBRATE_KERNELS, r);
+	o.nr_kernels = 2;
 
 	if (!mkdtemp(dir)) {
 		tap_ok(0, "mkdtemp: %s", strerror(errno));

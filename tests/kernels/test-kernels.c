@@ -7,10 +7,14 @@
  * zero, every canary intact. The range is also placed flush against each
  * guard page, so a single byte written or read outside faults.
  * Kernels the CPU lacks (or the build left out) are reported as skipped.
+ * Then the probe (clear_choice_run with a cached and an NT kernel): the same
+ * byte checks at sizes around its spots, and its pick between two kernels
+ * whose speeds the test sets: the slower one clears only its own slices.
  */
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -174,6 +178,84 @@ static void test_clear_range(uint64_t features)
 		tap_skip("every kernel is usable here: no -EOPNOTSUPP case");
 }
 
+/* The probe under the byte checks: a kernel whose fn runs the pair. */
+static struct clear_choice probe_pair;
+
+static void clear_probe_pair(void *dst, size_t len)
+{
+	clear_choice_run(&probe_pair, dst, len);
+}
+
+/* Sizes that start every spot count, with odd tails. */
+static const size_t probe_sizes[] = {
+	(2u << 20) - 1, 2u << 20, (8u << 20) + 4097, (16u << 20) + 123, (24u << 20) + 4095,
+};
+
+static void test_probe_bytes(uint64_t features)
+{
+	const struct clear_kernel k = { .name = "probe c/NT", .fn = clear_probe_pair };
+
+	if (clear_choice_find("c/avx2_nt", features, &probe_pair) < 0 &&
+	    clear_choice_find("c/movnti", features, &probe_pair) < 0) {
+		tap_skip("probe: no NT kernel built or usable here");
+		return;
+	}
+	tap_ok(probe_pair.nt && probe_pair.nt->nontemporal && !probe_pair.kernel->nontemporal,
+	       "probe: %s is a cached and an NT kernel", probe_pair.name);
+	for (unsigned int s = 0; s < ARRAY_SIZE(probe_sizes); s++)
+		test_kernel_size(&k, probe_sizes[s]);
+}
+
+/* Kernels of set speeds: one memset, one memset after 200 us. */
+static void clear_fast(void *dst, size_t len)
+{
+	memset(dst, 0, len);
+}
+
+static void clear_slow(void *dst, size_t len)
+{
+	struct timespec ts = { 0, 200 * 1000 };
+
+	nanosleep(&ts, NULL);
+	memset(dst, 0, len);
+}
+
+static void test_probe_pick(void)
+{
+	const struct clear_kernel fast_cached = { "fast cached", clear_fast, 0, false };
+	const struct clear_kernel slow_cached = { "slow cached", clear_slow, 0, false };
+	const struct clear_kernel fast_nt = { "fast nt", clear_fast, 0, true };
+	const struct clear_kernel slow_nt = { "slow nt", clear_slow, 0, true };
+	const size_t len = 16u << 20, slices = CLEAR_PROBE_SPOTS * CLEAR_PROBE_SLICE;
+	struct clear_choice c = { .name = "test" };
+	uint8_t *buf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint64_t cached;
+
+	if (buf == MAP_FAILED) {
+		tap_ok(0, "probe pick: buffer");
+		return;
+	}
+	c.kernel = &slow_cached;
+	c.nt = &fast_nt;
+	cached = clear_choice_run(&c, buf, len);
+	tap_ok(cached == slices, "probe pick: NT faster: cached stores only on their %zu slices (%llu)",
+	       slices, (unsigned long long)cached);
+	c.kernel = &fast_cached;
+	c.nt = &slow_nt;
+	cached = clear_choice_run(&c, buf, len);
+	tap_ok(cached == len - slices, "probe pick: cached faster: all but NT's slices (%llu of %zu)",
+	       (unsigned long long)cached, len);
+	cached = clear_choice_run(&c, buf, CLEAR_PROBE_MIN - 4096);
+	tap_ok(cached == CLEAR_PROBE_MIN - 4096, "probe pick: a piece under %llu KiB is not probed",
+	       (unsigned long long)(CLEAR_PROBE_MIN >> 10));
+	c.kernel = &fast_nt;
+	c.nt = NULL;
+	tap_ok(clear_choice_run(&c, buf, len) == 0, "no probe, NT kernel: no cached bytes");
+	c.kernel = &fast_cached;
+	tap_ok(clear_choice_run(&c, buf, len) == len, "no probe, cached kernel: all cached");
+	munmap(buf, len);
+}
+
 int main(void)
 {
 	const struct cpu_id *cpu = cpu_get();
@@ -195,5 +277,7 @@ int main(void)
 			test_kernel_size(k, sizes[s]);
 	}
 	test_clear_range(cpu->features);
+	test_probe_bytes(cpu->features);
+	test_probe_pick();
 	return tap_done();
 }
