@@ -94,17 +94,17 @@ static const struct clear_quirk clear_quirks[] = {
  * Which stores win between the limits depends on where the memory is, not
  * on its size alone. On the Xeon guest (0xa7, 2 MiB L2 per core, 105-480
  * MiB of L3 reported and shared with other tenants), one thread, each
- * kernel timed on the CPU that had just written the memory: written once
- * since it left the caches, memset led NT by 1.3x at 8 MiB and trailed
- * from 16 MiB (10.3 vs 12.1 GB/s; 9.5 vs 17.3 at 48 MiB), since that L3
- * keeps few lines written only once; written twice, it led up to 48 MiB
- * (28 vs 5.7 GB/s at 16 MiB, 15 vs 6.9 at 48: NT stores over dirty cached
- * lines are slow) and trailed from 64-96 MiB. No size rule holds both: the
- * best single limit loses 0.3-0.6x in one state or the other. Below half
- * the LLC and 8 MiB cached stores won in both states on every CPU measured
- * (Zen 4: memset 75 vs AVX2 NT 66 GB/s at 8 MiB; Zen 2 at 4 MiB; Emerald
- * Rapids at 4-16 MiB); NT won in both from 96 MiB here and at 2-8x the LLC
- * elsewhere.
+ * kernel timed on the CPU that had just written the memory, medians of 15
+ * runs: written once since it left the caches, memset led NT by 1.5x at
+ * 8 MiB, tied at 16 (12.2 vs 13.0 GB/s) and trailed from 24 (10.5 vs 17.9
+ * at 48 MiB), since that L3 keeps few lines written only once; written
+ * twice, it led up to 48 MiB (28.2 vs 6.0 at 16 MiB, 14.6 vs 7.8 at 48:
+ * NT stores over dirty cached lines are slow) and tied at 64. No size
+ * rule holds both: the best single limit loses 0.25-0.6x in one state or
+ * the other. Up to half the LLC and 8 MiB cached stores won in both
+ * states on every CPU measured (Zen 4: memset 75 vs AVX2 NT 66 GB/s at
+ * 8 MiB; Zen 2 at 4 MiB; Emerald Rapids at 4-16 MiB); NT won in both from
+ * 96-128 MiB here and at 2-8x the LLC elsewhere.
  */
 uint64_t clear_cached_limit(uint64_t llc)
 {

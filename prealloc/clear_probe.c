@@ -9,17 +9,25 @@
  * with each kernel (which goes first alternates from place to place) and
  * timed, and the faster kernel clears the rest. The slices are part of the
  * clear: all the probe costs is what the slower kernel loses on its slices
- * (at most 4 x 16 KiB per 16 MiB piece; 1-2 % when the two differ 4x).
+ * (4 x 16 KiB per 16 MiB piece, 1-2 % of it when the two differ 4x; under
+ * 1 % where the probe stops after two places, below).
  *
  * A slice shows cached stores cheaper than they are where they miss: the
  * dirty lines they push out are written back later, on someone else's
  * time. So cached stores must be PROBE_HANDICAP times faster on the
- * slices to win. On the Xeon guest (0xa7), NT slices over cached ones:
- * 3.8x at 16 MiB and 1.7-2.5x at 48 MiB written twice (memset won those
- * clears 5x and 1.6x), 1.1-1.2x at 64 MiB written twice and 1.0-1.1x at
- * 48 MiB written once (NT won 1.8x and 1.7x), 1.2-2.2x at 12-16 MiB written
- * once (a tie either way).
+ * slices to win. On the Xeon guest (0xa7), NT slices over cached ones
+ * (medians over the pieces): 3.3-4.1x at 12-32 MiB written twice and 1.8x
+ * at 48 MiB (memset won those clears 2.4-5x and 1.6x); 1.4x at 64 MiB
+ * written twice, its crossover; 0.85-1.15x at 12-64 MiB written once (NT
+ * won from 24 MiB, tied below); 1.2x for two workers on 8 MiB each written
+ * once (memset won by 1.2x: the one case the handicap gets wrong). The
+ * decision takes the median over the places, so one slice an interrupt
+ * stretched cannot make it. Once NT slices run PROBE_DECISIVE times slower
+ * at two places the lines are plainly cached, and the probe stops: each
+ * further NT slice over dirty lines costs.
  */
+#include <stdbool.h>
+
 #include "internal.h"
 #include "clear.h"
 
@@ -27,7 +35,8 @@
 #define PROBE_SPOTS CLEAR_PROBE_SPOTS
 #define PROBE_SPOT_BYTES CLEAR_PROBE_SPOT_BYTES
 #define PROBE_MIN CLEAR_PROBE_MIN
-#define PROBE_HANDICAP 1.75
+#define PROBE_HANDICAP 1.4
+#define PROBE_DECISIVE 3.0
 
 /* Seconds kernel k takes over [p, p + len). */
 static double timed(const struct clear_kernel *k, uint8_t *p, size_t len)
@@ -42,33 +51,53 @@ static double timed(const struct clear_kernel *k, uint8_t *p, size_t len)
  * Probes, then clears what the slices left with the winner; returns the
  * bytes cleared by the cached kernel.
  */
+/* The median of n ratios (n <= PROBE_SPOTS): one disturbed slice cannot decide. */
+static double median_ratio(double *r, unsigned int n)
+{
+	for (unsigned int i = 1; i < n; i++)
+		for (unsigned int j = i; j > 0 && r[j] < r[j - 1]; j--) {
+			double t = r[j];
+
+			r[j] = r[j - 1];
+			r[j - 1] = t;
+		}
+	return n % 2 ? r[n / 2] : (r[n / 2 - 1] + r[n / 2]) / 2;
+}
+
 static uint64_t probe_run(const struct clear_choice *c, uint8_t *p, size_t len)
 {
 	unsigned int spots = (unsigned int)MIN(MAX(len / PROBE_SPOT_BYTES, UINT64_C(1)),
 					       (uint64_t)PROBE_SPOTS);
 	size_t stride = ALIGN_DOWN(len / spots, 64), done = 0;
 	const struct clear_kernel *first, *second, *winner;
-	double cached = 0, nt = 0, t1, t2;
+	double ratio[PROBE_SPOTS], t1, t2, lowest = 0;
+	unsigned int probed = 0;
 
-	for (unsigned int i = 0; i < spots; i++) {
-		uint8_t *q = p + stride * i;
+	/* Per place, NT's time over cached stores' (which goes first alternates). */
+	while (probed < spots) {
+		uint8_t *q = p + stride * probed;
+		bool nt_first = probed % 2;
 
-		first = i % 2 ? c->nt : c->kernel;
-		second = i % 2 ? c->kernel : c->nt;
+		first = nt_first ? c->nt : c->kernel;
+		second = nt_first ? c->kernel : c->nt;
 		t1 = timed(first, q, PROBE_SLICE);
 		t2 = timed(second, q + PROBE_SLICE, PROBE_SLICE);
-		cached += i % 2 ? t2 : t1;
-		nt += i % 2 ? t1 : t2;
+		ratio[probed] = nt_first ? t1 / MAX(t2, 1e-9) : t2 / MAX(t1, 1e-9);
+		lowest = probed ? MIN(lowest, ratio[probed]) : ratio[probed];
+		probed++;
+		/* Two places this plainly cached: more NT slices over dirty lines would only cost. */
+		if (probed >= 2 && lowest > PROBE_DECISIVE)
+			break;
 	}
-	winner = cached * PROBE_HANDICAP < nt ? c->kernel : c->nt;
+	winner = median_ratio(ratio, probed) > PROBE_HANDICAP ? c->kernel : c->nt;
 	for (unsigned int i = 0; i < spots; i++) {
-		size_t from = stride * i + 2 * PROBE_SLICE;
+		size_t from = stride * i + (i < probed ? 2 * PROBE_SLICE : 0);
 		size_t to = i + 1 < spots ? stride * (i + 1) : len;
 
 		winner->fn(p + from, to - from);
 		done += to - from;
 	}
-	return (winner == c->kernel ? done : 0) + spots * PROBE_SLICE;
+	return (winner == c->kernel ? done : 0) + probed * PROBE_SLICE;
 }
 
 uint64_t clear_choice_run(const struct clear_choice *c, void *dst, size_t len)
