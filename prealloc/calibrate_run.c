@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * prealloc_calibrate: measure every clear kernel asked for, single-threaded
- * by size and at a large size by thread count, through the job engine, and
- * build the calibration (calibrate.c stores it). The buffer is written once
+ * prealloc_calibrate: measure every clear kernel asked for, and auto as it
+ * runs, single-threaded by size and at a large size by thread count,
+ * through the job engine, and build the calibration (calibrate.c stores
+ * it; calibrate_figures.c holds the arithmetic). The buffer is written once
  * before any timing (in a nested VM the host faults memory in on first
- * touch); every timed pass starts from the same state, memory just written
- * by ordinary stores; kernels are interleaved within each repetition so
- * drift hits all alike; each figure is the median of the repetitions, and
- * how close auto comes to the best is judged within each repetition.
+ * touch); every timed pass starts from the same state: drained from the
+ * caches, then written by ordinary stores, on the CPU that clears it; the
+ * kernels run in a different order in each repetition; each figure is the
+ * median of the repetitions, and how close auto comes to the best is
+ * judged within each repetition.
  */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +31,6 @@ struct bench {
 	uint8_t *buf;
 	int node;		/* the workers' node: the first of the default nodes */
 	const char *drain;	/* the NT kernel that drains the buffer before each pass; NULL: none */
-	unsigned int writes;	/* untimed passes of ordinary stores before each timed one */
 	/* Every sample, GB/s: the sizes' points first, then the thread counts'. */
 	double samples[PREALLOC_CALIBRATE_SIZES + PREALLOC_CALIBRATE_THREADS][NK]
 		      [PREALLOC_CALIBRATE_REPEAT_MAX];
@@ -47,13 +47,6 @@ static int cmp_u64(const void *a, const void *b)
 static int cmp_uint(const void *a, const void *b)
 {
 	unsigned int x = *(const unsigned int *)a, y = *(const unsigned int *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
 
 	return x < y ? -1 : x > y;
 }
@@ -97,7 +90,7 @@ static double timed_pass(struct prealloc_region *region, const char *kernel, uin
  * that was just written (a guest's, a previous user's), so each timed pass
  * follows untimed passes by the same workers: one of NT stores (drain,
  * when an NT kernel is built: it takes the buffer out of the caches
- * whatever the sample before left there), then b->writes of ordinary
+ * whatever the sample before left there), then res->writes of ordinary
  * stores (1: written once since it left the caches; 2: written again,
  * which an Intel L3 keeps as reused while it drops what was written once). The
  * sample sums such passes until SAMPLE_BYTES are cleared. Without the
@@ -118,7 +111,7 @@ static double calibrate_sample(const struct bench *b, struct prealloc_region *re
 
 		if (b->drain && timed_pass(region, b->drain, size, threads) < 0)
 			return -1;
-		for (unsigned int w = 0; w < b->writes; w++)
+		for (unsigned int w = 0; w < b->res->writes; w++)
 			if (timed_pass(region, "c", size, threads) < 0)
 				return -1;
 		t = timed_pass(region, kernel, size, threads);
@@ -129,47 +122,14 @@ static double calibrate_sample(const struct bench *b, struct prealloc_region *re
 	return (double)size * rounds / seconds / 1e9;
 }
 
-static double median(double *v, unsigned int n)
+/*
+ * What auto picks for a point, size bytes (page aligned) over threads
+ * workers: by the built-in rules (cal NULL) or under cal.
+ */
+static struct clear_choice point_choice(const struct bench *b, uint64_t size, unsigned int threads,
+					const struct clear_calibration *cal)
 {
-	qsort(v, n, sizeof(v[0]), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-double calibrate_paired_ratio(const double (*s)[PREALLOC_CALIBRATE_REPEAT_MAX], unsigned int nk,
-			      unsigned int rep, unsigned int chosen)
-{
-	double worst = 1, r[PREALLOC_CALIBRATE_REPEAT_MAX];
-
-	for (unsigned int k = 0; k < nk; k++) {
-		for (unsigned int i = 0; i < rep; i++)
-			r[i] = s[chosen][i] / s[k][i];
-		worst = MIN(worst, median(r, rep));
-	}
-	return worst;
-}
-
-/* order[] gets 0..n-1 shuffled, the same for the same seed (Fisher-Yates, an LCG). */
-static void shuffle(unsigned int *order, unsigned int n, unsigned int seed)
-{
-	uint32_t x = seed * 2654435761u + 1;
-
-	for (unsigned int k = 0; k < n; k++)
-		order[k] = k;
-	for (unsigned int k = n; k > 1; k--) {
-		unsigned int j, t;
-
-		x = x * 1664525u + 1013904223u;
-		j = (x >> 16) % k;
-		t = order[k - 1];
-		order[k - 1] = order[j];
-		order[j] = t;
-	}
-}
-
-/* What auto picks by the built-in rules for size bytes over threads workers. */
-static struct clear_choice rules_choice(const struct bench *b, uint64_t size, unsigned int threads)
-{
-	return clear_select(&b->ctx->cpu, ALIGN_UP(size / threads, PREALLOC_PAGE_4K), threads, NULL,
+	return clear_select(&b->ctx->cpu, ALIGN_UP(size / threads, PREALLOC_PAGE_4K), threads, cal,
 			    NULL, 0);
 }
 
@@ -198,7 +158,7 @@ static int measure(struct bench *b, uint64_t size, unsigned int threads,
 	/* The last column is auto: what the built-in rules run for this point. */
 	for (unsigned int k = 0; k + 1 < nk; k++)
 		name[k] = b->res->kernels[k];
-	name[nk - 1] = rules_choice(b, ro.length, threads).name;
+	name[nk - 1] = point_choice(b, ro.length, threads, NULL).name;
 	r = prealloc_region_new(b->ctx, &ro, &region);
 	if (r < 0)
 		return r;
@@ -212,100 +172,18 @@ static int measure(struct bench *b, uint64_t size, unsigned int threads,
 	for (unsigned int i = 0; i < rep; i++) {
 		unsigned int order[NK];
 
-		shuffle(order, nk, i);
+		calibrate_order(order, nk, i);
 		for (unsigned int k = 0; k < nk; k++)
 			s[order[k]][i] = calibrate_sample(b, region, name[order[k]], ro.length, threads);
 	}
 	prealloc_region_free(region);
 	for (unsigned int k = 0; k < nk; k++) {
 		memcpy(sorted, s[k], rep * sizeof(sorted[0]));
-		gbps[k] = median(sorted, rep);
+		gbps[k] = calibrate_median(sorted, rep);
 		if (sorted[0] <= 0)
 			return -EIO;
 	}
 	return 0;
-}
-
-static unsigned int best_of(unsigned int nk, const double *gbps)
-{
-	unsigned int best = 0;
-
-	for (unsigned int k = 1; k < nk; k++)
-		if (gbps[k] > gbps[best])
-			best = k;
-	return best;
-}
-
-/*
- * The largest footprints come from one worker or many alike, so take the
- * kernel whose worst ratio to the best over the thread counts is highest:
- * one never far behind, rather than the 2% winner at full threads that
- * trails by 9% on one.
- */
-static unsigned int most_even(const struct prealloc_calibrate_result *res)
-{
-	unsigned int best = 0;
-	double best_score = -1;
-
-	for (unsigned int k = 0; k + 1 < res->nr_kernels; k++) {
-		double score = 1;
-
-		for (unsigned int t = 0; t < res->nr_threads; t++) {
-			const double *g = res->threads_gbps[t];
-			double top = g[best_of(res->nr_kernels - 1, g)];
-
-			if (top > 0)
-				score = MIN(score, g[k] / top);
-		}
-		if (score > best_score) {
-			best_score = score;
-			best = k;
-		}
-	}
-	return best;
-}
-
-/*
- * Classes: each measured size's winner covers footprints up to the
- * geometric middle with the next size; most_even() covers the rest.
- * Neighbours with one winner merge.
- */
-static void build_calibration(struct prealloc_calibrate_result *res)
-{
-	struct prealloc_calibration_class all[PREALLOC_CALIBRATE_SIZES + 1];
-	struct prealloc_calibration *cal = &res->calibration;
-	unsigned int n = 0, nk = res->nr_kernels - 1, top = res->nr_threads - 1, best;
-
-	for (unsigned int i = 0; i < res->nr_sizes; i++) {
-		uint64_t next = i + 1 < res->nr_sizes ? res->sizes[i + 1] : res->large_size;
-
-		best = best_of(nk, res->size_gbps[i]);
-		next = MAX(next, res->sizes[i]);
-		all[n].max_bytes = (uint64_t)sqrt((double)res->sizes[i] * (double)next);
-		all[n].gbps = res->size_gbps[i][best];
-		snprintf(all[n].kernel, sizeof(all[n].kernel), "%s", res->kernels[best]);
-		if (!n || all[n].max_bytes > all[n - 1].max_bytes)
-			n++;
-	}
-	best = most_even(res);
-	all[n].max_bytes = UINT64_MAX;
-	all[n].gbps = res->threads_gbps[top][best];
-	snprintf(all[n].kernel, sizeof(all[n].kernel), "%s", res->kernels[best]);
-	n++;
-	memset(cal, 0, sizeof(*cal));
-	cal->size = sizeof(*cal);
-	for (unsigned int i = 0; i < n; i++) {
-		struct prealloc_calibration_class *last =
-			cal->nr_classes ? &cal->classes[cal->nr_classes - 1] : NULL;
-
-		if (last && !strcmp(last->kernel, all[i].kernel)) {
-			last->max_bytes = all[i].max_bytes;
-			last->gbps = MAX(last->gbps, all[i].gbps);
-		} else if (cal->nr_classes < PREALLOC_CALIBRATION_CLASSES) {
-			cal->classes[cal->nr_classes++] = all[i];
-		}
-	}
-	cal->classes[cal->nr_classes - 1].max_bytes = UINT64_MAX;
 }
 
 /*
@@ -330,11 +208,11 @@ static void mark_point(struct bench *b, unsigned int point, uint64_t size, unsig
 		       const struct clear_calibration *cal, char *ret_auto, char *ret_cal,
 		       double *ret_auto_ratio, double *ret_cal_ratio)
 {
-	const char *ran = rules_choice(b, ALIGN_DOWN(size, PREALLOC_PAGE_4K), threads).name;
-	uint64_t per = ALIGN_UP(ALIGN_DOWN(size, PREALLOC_PAGE_4K) / threads, PREALLOC_PAGE_4K);
+	uint64_t len = ALIGN_DOWN(size, PREALLOC_PAGE_4K);	/* as measure() cut it */
+	const char *ran = point_choice(b, len, threads, NULL).name;
 
 	snprintf(ret_auto, 24, "%s", ran);
-	snprintf(ret_cal, 24, "%s", clear_select(&b->ctx->cpu, per, threads, cal, NULL, 0).name);
+	snprintf(ret_cal, 24, "%s", point_choice(b, len, threads, cal).name);
 	*ret_auto_ratio = chosen_ratio(b, point, ran, ran);
 	*ret_cal_ratio = chosen_ratio(b, point, ret_cal, ran);
 }
@@ -457,11 +335,11 @@ static void measure_spread(struct bench *b)
 			double mid;
 
 			memcpy(v, b->samples[p][k], rep * sizeof(v[0]));
-			mid = median(v, rep);
+			mid = calibrate_median(v, rep);
 			spreads[n++] = (v[rep * 3 / 4] - v[rep / 4]) / mid;
 		}
 	}
-	res->spread = n ? median(spreads, n) : 0;
+	res->spread = n ? calibrate_median(spreads, n) : 0;
 }
 
 /* Every point, single-threaded sizes first. */
@@ -497,10 +375,9 @@ EXPORT int prealloc_calibrate(struct prealloc_ctx *ctx, const struct prealloc_ca
 	if (r < 0)
 		goto out;
 	res->repeat = b->o.repeat ? b->o.repeat : 5;
-	b->writes = b->o.writes ? b->o.writes : 1;
-	res->writes = b->writes;
+	res->writes = b->o.writes ? b->o.writes : 1;
 	if (res->repeat > PREALLOC_CALIBRATE_REPEAT_MAX || b->o.nr_kernels + 1 > NK ||
-	    b->writes > PREALLOC_CALIBRATE_WRITES_MAX)
+	    res->writes > PREALLOC_CALIBRATE_WRITES_MAX)
 		r = -EINVAL;
 	else if (prealloc_default_nodes(ctx, &b->node, 1) < 1)
 		r = -ENODEV;
@@ -524,7 +401,7 @@ EXPORT int prealloc_calibrate(struct prealloc_ctx *ctx, const struct prealloc_ca
 	if (r < 0)
 		goto out;
 	measure_spread(b);
-	build_calibration(res);
+	calibrate_build(res);
 	mark_choices(b);
 	if (b->o.flags & PREALLOC_CALIBRATE_SAVE) {
 		r = prealloc_calibration_save(ctx, &res->calibration, b->o.path);

@@ -30,24 +30,25 @@
 /*
  * Best first among the NT kernels; the cached ones come last. AVX2 NT and
  * AVX-512 NT were level on the Xeon guest (0xa7) once every kernel was
- * timed from the same state (AVX2 NT 0-6 % ahead at 16-48 MiB, within 2 %
- * from 64 MiB to 1 GiB, one and two threads), and at two threads on 1 GiB
- * AVX2 NT led on an Emerald Rapids guest by 17-20 %. (Earlier tables had
- * AVX-512 NT 5-14 % ahead at 16-32 MiB: there AVX2 NT, first in this table,
- * was always timed right after memset and met its dirty lines.) Zen 4
- * splits a 512-bit store in two. A calibration may pick either. clzero is
- * chosen automatically only where a quirk vouches for it, and moves ahead
- * of the vector kernels only where a quirk says it beats them.
+ * timed from the same state (AVX2 over AVX-512, medians of 15 runs:
+ * 0.98-1.01 at 4-64 MiB, 0.98-1.02 at 1 GiB on one and two threads), and
+ * at two threads on 1 GiB AVX2 NT led on an Emerald Rapids guest by
+ * 17-20 %. (Earlier tables had AVX-512 NT 5-14 % ahead at 16-32 MiB: there
+ * AVX2 NT, first in this table, was always timed right after memset and
+ * met its dirty lines.) Zen 4 splits a 512-bit store in two. A calibration
+ * may pick either. clzero is chosen automatically only where a quirk
+ * vouches for it, and moves ahead of the vector kernels only where a quirk
+ * says it beats them.
  */
 const struct clear_kernel clear_kernels[] = {
 	{ .name = "avx2_nt", .fn = VEC(clear_avx2_nt), .requires = PREALLOC_CPU_AVX2,
-	  .nontemporal = true },
+	  .nontemporal = true, .probe = "c/avx2_nt" },
 	{ .name = "avx512_nt", .fn = VEC(clear_avx512_nt), .requires = PREALLOC_CPU_AVX512F,
-	  .nontemporal = true },
+	  .nontemporal = true, .probe = "c/avx512_nt" },
 	{ .name = "clzero", .fn = VEC(clear_clzero), .requires = PREALLOC_CPU_CLZERO,
-	  .nontemporal = true },
+	  .nontemporal = true, .probe = "c/clzero" },
 	{ .name = "movnti", .fn = VEC(clear_movnti), .requires = PREALLOC_CPU_SSE2,
-	  .nontemporal = true },
+	  .nontemporal = true, .probe = "c/movnti" },
 	{ .name = "rep_stosb", .fn = clear_rep_stosb },
 	{ .name = "c", .fn = clear_c },
 };
@@ -95,16 +96,16 @@ static const struct clear_quirk clear_quirks[] = {
  * on its size alone. On the Xeon guest (0xa7, 2 MiB L2 per core, 105-480
  * MiB of L3 reported and shared with other tenants), one thread, each
  * kernel timed on the CPU that had just written the memory, medians of 15
- * runs: written once since it left the caches, memset led NT by 1.5x at
- * 8 MiB, tied at 16 (12.2 vs 13.0 GB/s) and trailed from 24 (10.5 vs 17.9
- * at 48 MiB), since that L3 keeps few lines written only once; written
- * twice, it led up to 48 MiB (28.2 vs 6.0 at 16 MiB, 14.6 vs 7.8 at 48:
- * NT stores over dirty cached lines are slow) and tied at 64. No size
- * rule holds both: the best single limit loses 0.25-0.6x in one state or
- * the other. Up to half the LLC and 8 MiB cached stores won in both
- * states on every CPU measured (Zen 4: memset 75 vs AVX2 NT 66 GB/s at
- * 8 MiB; Zen 2 at 4 MiB; Emerald Rapids at 4-16 MiB); NT won in both from
- * 96-128 MiB here and at 2-8x the LLC elsewhere.
+ * runs (docs/kernels.md): written once since it left the caches, memset
+ * led NT by 1.3x at 8 MiB and trailed from 16 (11.5 vs 13.2 GB/s; 10.2 vs
+ * 17.8 at 48 MiB), since that L3 keeps few lines written only once;
+ * written twice, it led up to 48 MiB (27.6 vs 5.9 at 16 MiB, 12.6 vs 9.3
+ * at 48: NT stores over dirty cached lines are slow) and trailed at 64
+ * (10.2 vs 16.1). No size rule holds both: picking by size alone gets
+ * 0.54-0.69 of the best in one state or 0.18-0.38 in the other. Up to half
+ * the LLC and 8 MiB cached stores won in both states there, and on Zen 4,
+ * Zen 2 and Emerald Rapids as the earlier bench measured them; NT won in
+ * both states at 128 MiB there.
  */
 uint64_t clear_cached_limit(uint64_t llc)
 {
@@ -116,30 +117,15 @@ uint64_t clear_probe_limit(uint64_t llc)
 	return MAX(MIN((llc ? llc : LLC_DEFAULT) * 2, PROBE_CAP), clear_cached_limit(llc));
 }
 
-/* The names a probe's pair goes by: cached kernel, NT kernel. */
-static const struct {
-	const char *cached, *nt, *name;
-} probe_names[] = {
-	{ "c", "avx2_nt", "c/avx2_nt" },
-	{ "c", "avx512_nt", "c/avx512_nt" },
-	{ "c", "clzero", "c/clzero" },
-	{ "c", "movnti", "c/movnti" },
-};
-
 static struct clear_choice choice_one(const struct clear_kernel *k)
 {
 	return (struct clear_choice){ .kernel = k, .name = k->name };
 }
 
-static struct clear_choice choice_probe(const struct clear_kernel *cached,
-					const struct clear_kernel *nt)
+/* memset against nt, piece by piece; named after nt (its .probe). */
+static struct clear_choice choice_probe(const struct clear_kernel *nt)
 {
-	for (unsigned int i = 0; i < ARRAY_SIZE(probe_names); i++)
-		if (!strcmp(probe_names[i].cached, cached->name) &&
-		    !strcmp(probe_names[i].nt, nt->name))
-			return (struct clear_choice){ .kernel = cached, .nt = nt,
-						      .name = probe_names[i].name };
-	return choice_one(cached);
+	return (struct clear_choice){ .kernel = clear_kernel_find("c"), .nt = nt, .name = nt->probe };
 }
 
 const struct clear_kernel *clear_kernel_find(const char *name)
@@ -161,16 +147,14 @@ int clear_choice_find(const char *name, uint64_t features, struct clear_choice *
 {
 	const struct clear_kernel *k = clear_kernel_find(name), *nt = NULL;
 
-	for (unsigned int i = 0; !k && name && i < ARRAY_SIZE(probe_names); i++)
-		if (!strcmp(probe_names[i].name, name)) {
-			k = clear_kernel_find(probe_names[i].cached);
-			nt = clear_kernel_find(probe_names[i].nt);
-		}
-	if (!k)
+	for (unsigned int i = 0; !k && name && i < clear_kernels_count; i++)
+		if (clear_kernels[i].probe && !strcmp(clear_kernels[i].probe, name))
+			nt = &clear_kernels[i];
+	if (!k && !nt)
 		return -ENOENT;
-	if (!clear_kernel_usable(k, features) || (nt && !clear_kernel_usable(nt, features)))
+	if (!clear_kernel_usable(nt ? nt : k, features))
 		return -EOPNOTSUPP;
-	*ret = nt ? choice_probe(k, nt) : choice_one(k);
+	*ret = nt ? choice_probe(nt) : choice_one(k);
 	return 0;
 }
 
@@ -297,7 +281,7 @@ struct clear_choice clear_select(const struct cpu_id *cpu, uint64_t size, unsign
 		snprintf(why, why_len, "%llu KiB is between the cached and probe limits, %llu and "
 			 "%llu KiB: each piece takes the faster on it", (unsigned long long)(footprint >> 10),
 			 (unsigned long long)(cached >> 10), (unsigned long long)(probe >> 10));
-		return choice_probe(select_cached(cpu), nt);
+		return choice_probe(nt);
 	}
 	snprintf(why, why_len, "%llu MiB is over the probe limit, %llu MiB%s%s",
 		 (unsigned long long)(footprint >> 20), (unsigned long long)(probe >> 20),

@@ -20,6 +20,7 @@ struct clear_kernel {
 	clear_fn fn;		/* NULL: not built (-Dvector_kernels=false) */
 	uint64_t requires;	/* PREALLOC_CPU_* bits */
 	bool nontemporal;
+	const char *probe;	/* NT kernels: the name of the probe of memset against it */
 };
 
 /* The table, best first. */

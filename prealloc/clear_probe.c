@@ -5,20 +5,20 @@
  * size. Lines still in the cache, dirty: cached stores hit, NT stores must
  * take each line out first. Lines gone from it: cached stores read each
  * line before writing it, NT stores write it once. So the piece itself is
- * asked: at up to PROBE_SPOTS places spread over it, one slice is cleared
+ * asked: at up to CLEAR_PROBE_SPOTS places spread over it, one slice is cleared
  * with each kernel (which goes first alternates from place to place) and
  * timed, and the faster kernel clears the rest. The slices are part of the
  * clear: all the probe costs is what the slower kernel loses on its slices
- * (4 x 16 KiB per 16 MiB piece, 1-2 % of it when the two differ 4x; under
- * 1 % where the probe stops after two places, below).
+ * (at most 4 x 16 KiB per 16 MiB piece; 0.7-2 % measured where memset
+ * was 4.7x NT, docs/kernels.md).
  *
  * A slice shows cached stores cheaper than they are where they miss: the
  * dirty lines they push out are written back later, on someone else's
  * time. So cached stores must be PROBE_HANDICAP times faster on the
  * slices to win. On the Xeon guest (0xa7), NT slices over cached ones
- * (medians over the pieces): 3.3-4.1x at 12-32 MiB written twice and 1.8x
- * at 48 MiB (memset won those clears 2.4-5x and 1.6x); 1.4x at 64 MiB
- * written twice, its crossover; 0.85-1.15x at 12-64 MiB written once (NT
+ * (medians over the pieces): 2.6-4.1x at 12-32 MiB written twice and 1.8x
+ * at 48 MiB (memset won those clears 3.2-5x and 1.7x); 1.4x at 64 MiB
+ * written twice, its crossover; 0.83-1.15x at 12-64 MiB written once (NT
  * won from 24 MiB, tied below); 1.2x for two workers on 8 MiB each written
  * once (memset won by 1.2x: the one case the handicap gets wrong). The
  * decision takes the median over the places, so one slice an interrupt
@@ -31,10 +31,6 @@
 #include "internal.h"
 #include "clear.h"
 
-#define PROBE_SLICE CLEAR_PROBE_SLICE
-#define PROBE_SPOTS CLEAR_PROBE_SPOTS
-#define PROBE_SPOT_BYTES CLEAR_PROBE_SPOT_BYTES
-#define PROBE_MIN CLEAR_PROBE_MIN
 #define PROBE_HANDICAP 1.4
 #define PROBE_DECISIVE 3.0
 
@@ -47,11 +43,7 @@ static double timed(const struct clear_kernel *k, uint8_t *p, size_t len)
 	return now_seconds() - t;
 }
 
-/*
- * Probes, then clears what the slices left with the winner; returns the
- * bytes cleared by the cached kernel.
- */
-/* The median of n ratios (n <= PROBE_SPOTS): one disturbed slice cannot decide. */
+/* The median of n ratios (n <= CLEAR_PROBE_SPOTS): one disturbed slice cannot decide. */
 static double median_ratio(double *r, unsigned int n)
 {
 	for (unsigned int i = 1; i < n; i++)
@@ -64,13 +56,17 @@ static double median_ratio(double *r, unsigned int n)
 	return n % 2 ? r[n / 2] : (r[n / 2 - 1] + r[n / 2]) / 2;
 }
 
+/*
+ * Probes, then clears what the slices left with the winner; returns the
+ * bytes cleared by the cached kernel.
+ */
 static uint64_t probe_run(const struct clear_choice *c, uint8_t *p, size_t len)
 {
-	unsigned int spots = (unsigned int)MIN(MAX(len / PROBE_SPOT_BYTES, UINT64_C(1)),
-					       (uint64_t)PROBE_SPOTS);
+	unsigned int spots = (unsigned int)MIN(MAX(len / CLEAR_PROBE_SPOT_BYTES, UINT64_C(1)),
+					       (uint64_t)CLEAR_PROBE_SPOTS);
 	size_t stride = ALIGN_DOWN(len / spots, 64), done = 0;
 	const struct clear_kernel *first, *second, *winner;
-	double ratio[PROBE_SPOTS], t1, t2, lowest = 0;
+	double ratio[CLEAR_PROBE_SPOTS], t1, t2, lowest = 0;
 	unsigned int probed = 0;
 
 	/* Per place, NT's time over cached stores' (which goes first alternates). */
@@ -80,8 +76,8 @@ static uint64_t probe_run(const struct clear_choice *c, uint8_t *p, size_t len)
 
 		first = nt_first ? c->nt : c->kernel;
 		second = nt_first ? c->kernel : c->nt;
-		t1 = timed(first, q, PROBE_SLICE);
-		t2 = timed(second, q + PROBE_SLICE, PROBE_SLICE);
+		t1 = timed(first, q, CLEAR_PROBE_SLICE);
+		t2 = timed(second, q + CLEAR_PROBE_SLICE, CLEAR_PROBE_SLICE);
 		ratio[probed] = nt_first ? t1 / MAX(t2, 1e-9) : t2 / MAX(t1, 1e-9);
 		lowest = probed ? MIN(lowest, ratio[probed]) : ratio[probed];
 		probed++;
@@ -91,18 +87,18 @@ static uint64_t probe_run(const struct clear_choice *c, uint8_t *p, size_t len)
 	}
 	winner = median_ratio(ratio, probed) > PROBE_HANDICAP ? c->kernel : c->nt;
 	for (unsigned int i = 0; i < spots; i++) {
-		size_t from = stride * i + (i < probed ? 2 * PROBE_SLICE : 0);
+		size_t from = stride * i + (i < probed ? 2 * CLEAR_PROBE_SLICE : 0);
 		size_t to = i + 1 < spots ? stride * (i + 1) : len;
 
 		winner->fn(p + from, to - from);
 		done += to - from;
 	}
-	return (winner == c->kernel ? done : 0) + probed * PROBE_SLICE;
+	return (winner == c->kernel ? done : 0) + probed * CLEAR_PROBE_SLICE;
 }
 
 uint64_t clear_choice_run(const struct clear_choice *c, void *dst, size_t len)
 {
-	if (c->nt && len >= PROBE_MIN)
+	if (c->nt && len >= CLEAR_PROBE_MIN)
 		return probe_run(c, dst, len);
 	c->kernel->fn(dst, len);
 	return c->kernel->nontemporal ? 0 : len;

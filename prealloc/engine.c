@@ -307,35 +307,6 @@ void job_free(struct prealloc_job *job)
 	job_destroy(job);
 }
 
-/* The n-th CPU of set (wrapping; set not empty). */
-static int nth_cpu(const cpu_set_t *set, unsigned int n)
-{
-	unsigned int count = (unsigned int)CPU_COUNT(set), seen = 0;
-
-	n %= count;
-	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
-		if (CPU_ISSET(cpu, set) && seen++ == n)
-			return cpu;
-	return 0;
-}
-
-/* Where worker t of pool runs: the node's CPUs, one of them when fixed, or anywhere allowed. */
-static void worker_affinity(const struct prealloc_job *job, const struct node_pool *pool,
-			    unsigned int t, pthread_attr_t *attr)
-{
-	const cpu_set_t *set = &job->region->ctx->allowed;
-	cpu_set_t one;
-
-	if (!(job->opts.flags & PREALLOC_JOB_NO_PIN) && pool->topo->nr_cpus)
-		set = &pool->topo->cpus;
-	if (job->fixed_workers && CPU_COUNT(set)) {
-		CPU_ZERO(&one);
-		CPU_SET(nth_cpu(set, t), &one);
-		set = &one;
-	}
-	pthread_attr_setaffinity_np(attr, sizeof(*set), set);
-}
-
 /* Creates every worker pinned to its node; returns how many exist in *ret_made. */
 static int workers_spawn(struct prealloc_job *job, unsigned int *ret_made)
 {

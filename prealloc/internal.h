@@ -214,8 +214,14 @@ struct prealloc_job {
 /* Records the job's first error and cancels the rest. */
 void job_fail(struct prealloc_job *job, int err, int node, uint64_t offset);
 void job_free(struct prealloc_job *job);
-/* pools.c-ish (engine.c): one pool per node from the extents and extra ranges. */
+/* job_plan.c: one pool per node from the extents and extra ranges. */
 int pools_build(struct prealloc_job *job, const struct job_range *extra, size_t nr_extra);
+/*
+ * Where worker t of pool runs (set in attr): the node's CPUs, the one CPU
+ * t picks (wrapping) when the job's workers are fixed, or anywhere allowed.
+ */
+void worker_affinity(const struct prealloc_job *job, const struct node_pool *pool, unsigned int t,
+		     pthread_attr_t *attr);
 /* placement.c: the check phase. Once per job (one thread), then per chunk. */
 void check_scan_job(struct prealloc_job *job);
 void check_chunk(struct prealloc_job *job, struct node_pool *pool, const struct job_chunk *c);
@@ -249,6 +255,9 @@ int huge_scan(uint8_t *addr, uint64_t len, huge_fn fn, void *arg);
 /* Offset of the first non-zero byte, or len when all zero. */
 uint64_t zero_check(const uint8_t *addr, uint64_t len);
 
+/* calibrate_figures.c: what the calibration's figures say, pure. */
+/* The median of v[0..n) (n > 0); sorts v. */
+double calibrate_median(double *v, unsigned int n);
 /*
  * The paired ratio of kernel chosen among nk kernels' samples s (rep each,
  * GB/s, sample i of every kernel from the same repetition): the lowest, over
@@ -256,5 +265,13 @@ uint64_t zero_check(const uint8_t *addr, uint64_t len);
  */
 double calibrate_paired_ratio(const double (*s)[PREALLOC_CALIBRATE_REPEAT_MAX], unsigned int nk,
 			      unsigned int rep, unsigned int chosen);
+/* order[] gets 0..n-1 shuffled, the same for the same seed: one repetition's kernel order. */
+void calibrate_order(unsigned int *order, unsigned int n, unsigned int seed);
+/*
+ * res->calibration from res's medians: per measured size the fastest kernel
+ * (the last column, auto, is not one), and for anything larger the kernel
+ * never far behind over the thread counts.
+ */
+void calibrate_build(struct prealloc_calibrate_result *res);
 
 #endif

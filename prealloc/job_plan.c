@@ -4,6 +4,8 @@
  * extra ranges, cut into page-aligned chunks by plan_chunks, one pool (and
  * one queue) per node. Extra ranges of node -1 are dealt round-robin by
  * chunk over the pools. Only chunks from the extents count for placement.
+ * And where each worker runs: its node's CPUs, or one of them when the
+ * job's workers are fixed.
  */
 #include <stdlib.h>
 
@@ -202,4 +204,33 @@ out:
 	free(all);
 	free(spread);
 	return r;
+}
+
+/* The n-th CPU of set (wrapping; set not empty). */
+static int nth_cpu(const cpu_set_t *set, unsigned int n)
+{
+	unsigned int count = (unsigned int)CPU_COUNT(set), seen = 0;
+
+	n %= count;
+	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+		if (CPU_ISSET(cpu, set) && seen++ == n)
+			return cpu;
+	return 0;
+}
+
+/* Where worker t of pool runs: the node's CPUs, one of them when fixed, or anywhere allowed. */
+void worker_affinity(const struct prealloc_job *job, const struct node_pool *pool,
+			    unsigned int t, pthread_attr_t *attr)
+{
+	const cpu_set_t *set = &job->region->ctx->allowed;
+	cpu_set_t one;
+
+	if (!(job->opts.flags & PREALLOC_JOB_NO_PIN) && pool->topo->nr_cpus)
+		set = &pool->topo->cpus;
+	if (job->fixed_workers && CPU_COUNT(set)) {
+		CPU_ZERO(&one);
+		CPU_SET(nth_cpu(set, t), &one);
+		set = &one;
+	}
+	pthread_attr_setaffinity_np(attr, sizeof(*set), set);
 }

@@ -110,8 +110,17 @@ exercise() {
 			grep -q "with the $k kernel" "$TMP/human"
 		check "$what: --method $k leaves zeroes" all_bytes "$f" 0
 	done
+	# The report counts what cached stores cleared: all of it with memset, none with NT.
+	fill "$f" 90
+	"$PREALLOC" clear --method c --json "$f" > "$out" 2> "$TMP/err"
+	check "$what: --method c: every byte cleared by cached stores" [ "$(json_get "$out" \
+		"d['clear_cached_bytes'] == d['bytes_done'] > 0")" = True ]
 	# A probe's pair: each piece by the faster of the two, said with its cached bytes.
 	if [ -n "$NT" ]; then
+		fill "$f" 90
+		"$PREALLOC" clear --method "$NT" --json "$f" > "$out" 2> "$TMP/err"
+		check "$what: --method $NT: no byte cleared by cached stores" [ "$(json_get "$out" \
+			"d['clear_cached_bytes'], d['bytes_done'] > 0")" = "0 True" ]
 		fill "$f" 90
 		"$PREALLOC" clear --method "c/$NT" --json "$f" > "$out" 2> "$TMP/err"
 		check "$what: --method c/$NT exits 0" [ $? -eq 0 ]

@@ -223,10 +223,10 @@ static void clear_slow(void *dst, size_t len)
 
 static void test_probe_pick(void)
 {
-	const struct clear_kernel fast_cached = { "fast cached", clear_fast, 0, false };
-	const struct clear_kernel slow_cached = { "slow cached", clear_slow, 0, false };
-	const struct clear_kernel fast_nt = { "fast nt", clear_fast, 0, true };
-	const struct clear_kernel slow_nt = { "slow nt", clear_slow, 0, true };
+	const struct clear_kernel fast_cached = { .name = "fast cached", .fn = clear_fast };
+	const struct clear_kernel slow_cached = { .name = "slow cached", .fn = clear_slow };
+	const struct clear_kernel fast_nt = { .name = "fast nt", .fn = clear_fast, .nontemporal = true };
+	const struct clear_kernel slow_nt = { .name = "slow nt", .fn = clear_slow, .nontemporal = true };
 	const size_t len = 16u << 20, slices = CLEAR_PROBE_SPOTS * CLEAR_PROBE_SLICE;
 	struct clear_choice c = { .name = "test" };
 	uint8_t *buf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
