@@ -34,6 +34,7 @@ struct bench {
 	/* Every sample, GB/s: the sizes' points first, then the thread counts'. */
 	double samples[PREALLOC_CALIBRATE_SIZES + PREALLOC_CALIBRATE_THREADS][NK]
 		      [PREALLOC_CALIBRATE_REPEAT_MAX];
+	unsigned int reps[PREALLOC_CALIBRATE_SIZES + PREALLOC_CALIBRATE_THREADS]; /* per point */
 	struct prealloc_calibrate_result figures;
 };
 
@@ -60,7 +61,7 @@ static int cmp_uint(const void *a, const void *b)
  * Seconds, <0 on error.
  */
 static double timed_pass(struct prealloc_region *region, const char *kernel, uint64_t size,
-			 unsigned int threads)
+			 unsigned int threads, uint64_t *cached)
 {
 	struct prealloc_job_opts jo = {
 		.size = sizeof(jo),
@@ -82,6 +83,8 @@ static double timed_pass(struct prealloc_region *region, const char *kernel, uin
 	if (r == 0)
 		r = prealloc_job_report(job, &rep);
 	prealloc_job_free(job);
+	if (cached)
+		*cached += rep.clear_cached_bytes;
 	return r == 0 && rep.seconds > 0 ? rep.seconds : -1;
 }
 
@@ -98,10 +101,12 @@ static double timed_pass(struct prealloc_region *region, const char *kernel, uin
  * the Xeon guest memset at 16 MiB ran at 28 GB/s after REP STOSB and 20
  * after MOVNTI, and whichever NT kernel came right after memset lost 25-60 %
  * at 16-48 MiB (AVX2 NT 9.8 vs AVX-512 NT 13.4 at 16 MiB, and the reverse,
- * 10.4 vs 14.0, with the order swapped).
+ * 10.4 vs 14.0, with the order swapped). *cached counts the timed passes'
+ * bytes cleared by cached stores.
  */
 static double calibrate_sample(const struct bench *b, struct prealloc_region *region,
-			       const char *kernel, uint64_t size, unsigned int threads)
+			       const char *kernel, uint64_t size, unsigned int threads,
+			       uint64_t *cached)
 {
 	unsigned int rounds = (unsigned int)MAX(UINT64_C(1), SAMPLE_BYTES / size);
 	double seconds = 0;
@@ -109,12 +114,12 @@ static double calibrate_sample(const struct bench *b, struct prealloc_region *re
 	for (unsigned int i = 0; i < rounds; i++) {
 		double t;
 
-		if (b->drain && timed_pass(region, b->drain, size, threads) < 0)
+		if (b->drain && timed_pass(region, b->drain, size, threads, NULL) < 0)
 			return -1;
 		for (unsigned int w = 0; w < b->res->writes; w++)
-			if (timed_pass(region, "c", size, threads) < 0)
+			if (timed_pass(region, "c", size, threads, NULL) < 0)
 				return -1;
-		t = timed_pass(region, kernel, size, threads);
+		t = timed_pass(region, kernel, size, threads, cached);
 		if (t < 0)
 			return -1;
 		seconds += t;
@@ -133,12 +138,30 @@ static struct clear_choice point_choice(const struct bench *b, uint64_t size, un
 			    NULL, 0);
 }
 
+/* Per kernel, the median of its first rep samples in s, into gbps; -EIO if one failed. */
+static int medians(const struct bench *b, const double (*s)[PREALLOC_CALIBRATE_REPEAT_MAX],
+		   unsigned int rep, double *gbps)
+{
+	double sorted[PREALLOC_CALIBRATE_REPEAT_MAX];
+
+	for (unsigned int k = 0; k < b->res->nr_kernels; k++) {
+		memcpy(sorted, s[k], rep * sizeof(sorted[0]));
+		gbps[k] = calibrate_median(sorted, rep);
+		if (sorted[0] <= 0)
+			return -EIO;
+	}
+	return 0;
+}
+
 /*
- * Medians of repeat samples per kernel at size with threads workers, into
- * gbps; the samples stay in s (per kernel, in the order of the repetitions).
+ * Medians of the samples per kernel at size with threads workers, into
+ * gbps; the samples stay in s (per kernel, in the order of the
+ * repetitions), *ret_rep how many; *auto_cached: the share of auto's timed
+ * bytes its cached kernel cleared.
  */
 static int measure(struct bench *b, uint64_t size, unsigned int threads,
-		   double (*s)[PREALLOC_CALIBRATE_REPEAT_MAX], double *gbps)
+		   double (*s)[PREALLOC_CALIBRATE_REPEAT_MAX], double *gbps, double *auto_cached,
+		   unsigned int *ret_rep)
 {
 	struct prealloc_region_opts ro = {
 		.size = sizeof(ro),
@@ -149,8 +172,8 @@ static int measure(struct bench *b, uint64_t size, unsigned int threads,
 		.nr_nodes = 1,
 		.nodes = &b->node,
 	};
-	unsigned int nk = b->res->nr_kernels, rep = b->res->repeat;
-	double sorted[PREALLOC_CALIBRATE_REPEAT_MAX];
+	unsigned int nk = b->res->nr_kernels, rep = 0;
+	uint64_t cached = 0, rounds = MAX(UINT64_C(1), SAMPLE_BYTES / ro.length);
 	struct prealloc_region *region;
 	const char *name[NK];
 	int r;
@@ -169,52 +192,60 @@ static int measure(struct bench *b, uint64_t size, unsigned int threads,
 	 * and 12.9 after REP STOSB in a fixed order), so no kernel may always
 	 * follow the same one.
 	 */
-	for (unsigned int i = 0; i < rep; i++) {
+	do {
 		unsigned int order[NK];
+		bool failed = false;
 
-		calibrate_order(order, nk, i);
-		for (unsigned int k = 0; k < nk; k++)
-			s[order[k]][i] = calibrate_sample(b, region, name[order[k]], ro.length, threads);
-	}
+		calibrate_order(order, nk, rep);
+		for (unsigned int k = 0; k < nk; k++) {
+			s[order[k]][rep] = calibrate_sample(b, region, name[order[k]], ro.length,
+							    threads,
+							    order[k] == nk - 1 ? &cached : NULL);
+			failed |= s[order[k]][rep] < 0;
+		}
+		rep++;
+		if (failed)	/* medians() below says -EIO */
+			break;
+	} while (!calibrate_enough((const double (*)[PREALLOC_CALIBRATE_REPEAT_MAX])s, nk, rep,
+				   b->res->repeat, b->res->repeat_max));
 	prealloc_region_free(region);
-	for (unsigned int k = 0; k < nk; k++) {
-		memcpy(sorted, s[k], rep * sizeof(sorted[0]));
-		gbps[k] = calibrate_median(sorted, rep);
-		if (sorted[0] <= 0)
-			return -EIO;
-	}
-	return 0;
+	*ret_rep = rep;
+	*auto_cached = (double)cached / ((double)ro.length * (double)rounds * rep);
+	return medians(b, (const double (*)[PREALLOC_CALIBRATE_REPEAT_MAX])s, rep, gbps);
 }
 
 /*
- * chosen's paired ratio at one point (b->samples' index): its own column,
- * or auto's (the last) when chosen is what auto ran there; 0 when neither.
+ * chosen's paired ratio to the best at one point (b->samples' index, its
+ * medians gbps): auto's own column (the last) when chosen is what auto ran
+ * there, as timed; else chosen's column; 0 when neither.
  */
-static double chosen_ratio(const struct bench *b, unsigned int point, const char *chosen,
-			   const char *auto_ran)
+static double chosen_ratio(const struct bench *b, unsigned int point, const double *gbps,
+			   const char *chosen, const char *auto_ran)
 {
-	unsigned int nk = b->res->nr_kernels;
+	unsigned int nk = b->res->nr_kernels, best = calibrate_best(nk - 1, gbps);
 
+	if (!strcmp(chosen, auto_ran))
+		return calibrate_paired_ratio(b->samples[point], b->reps[point], nk - 1, best,
+					      NULL);
 	for (unsigned int k = 0; k + 1 < nk; k++)
 		if (!strcmp(b->res->kernels[k], chosen))
-			return calibrate_paired_ratio(b->samples[point], nk, b->res->repeat, k);
-	if (!strcmp(chosen, auto_ran))
-		return calibrate_paired_ratio(b->samples[point], nk, b->res->repeat, nk - 1);
+			return calibrate_paired_ratio(b->samples[point], b->reps[point], k, best,
+						      NULL);
 	return 0;
 }
 
 /* One point's picks, by the rules and under cal, and how well each did. */
 static void mark_point(struct bench *b, unsigned int point, uint64_t size, unsigned int threads,
-		       const struct clear_calibration *cal, char *ret_auto, char *ret_cal,
-		       double *ret_auto_ratio, double *ret_cal_ratio)
+		       const double *gbps, const struct clear_calibration *cal, char *ret_auto,
+		       char *ret_cal, double *ret_auto_ratio, double *ret_cal_ratio)
 {
 	uint64_t len = ALIGN_DOWN(size, PREALLOC_PAGE_4K);	/* as measure() cut it */
 	const char *ran = point_choice(b, len, threads, NULL).name;
 
 	snprintf(ret_auto, 24, "%s", ran);
 	snprintf(ret_cal, 24, "%s", point_choice(b, len, threads, cal).name);
-	*ret_auto_ratio = chosen_ratio(b, point, ran, ran);
-	*ret_cal_ratio = chosen_ratio(b, point, ret_cal, ran);
+	*ret_auto_ratio = chosen_ratio(b, point, gbps, ran, ran);
+	*ret_cal_ratio = chosen_ratio(b, point, gbps, ret_cal, ran);
 }
 
 /* What automatic selection picks at each point, by the rules and under cal, and how well. */
@@ -232,11 +263,13 @@ static void mark_choices(struct bench *b)
 		memcpy(cal.classes[i].kernel, res->calibration.classes[i].kernel, 24);
 	}
 	for (unsigned int i = 0; i < res->nr_sizes; i++)
-		mark_point(b, i, res->sizes[i], 1, &cal, res->size_auto[i], res->size_calibrated[i],
-			   &res->size_auto_ratio[i], &res->size_calibrated_ratio[i]);
+		mark_point(b, i, res->sizes[i], 1, res->size_gbps[i], &cal, res->size_auto[i],
+			   res->size_calibrated[i], &res->size_auto_ratio[i],
+			   &res->size_calibrated_ratio[i]);
 	for (unsigned int i = 0; i < res->nr_threads; i++)
-		mark_point(b, PREALLOC_CALIBRATE_SIZES + i, res->large_size, res->threads[i], &cal,
-			   res->threads_auto[i], res->threads_calibrated[i], &res->threads_auto_ratio[i],
+		mark_point(b, PREALLOC_CALIBRATE_SIZES + i, res->large_size, res->threads[i],
+			   res->threads_gbps[i], &cal, res->threads_auto[i],
+			   res->threads_calibrated[i], &res->threads_auto_ratio[i],
 			   &res->threads_calibrated_ratio[i]);
 }
 
@@ -323,13 +356,14 @@ static int plan_points(struct bench *b)
 static void measure_spread(struct bench *b)
 {
 	struct prealloc_calibrate_result *res = b->res;
-	unsigned int rep = res->repeat, n = 0;
+	unsigned int n = 0;
 	double spreads[(PREALLOC_CALIBRATE_SIZES + PREALLOC_CALIBRATE_THREADS) * NK];
 	double v[PREALLOC_CALIBRATE_REPEAT_MAX];
 
 	for (unsigned int i = 0; i < res->nr_sizes + res->nr_threads; i++) {
 		/* The sizes' points, then the thread counts' (see struct bench). */
 		unsigned int p = i < res->nr_sizes ? i : PREALLOC_CALIBRATE_SIZES + i - res->nr_sizes;
+		unsigned int rep = b->reps[p];
 
 		for (unsigned int k = 0; k < res->nr_kernels; k++) {
 			double mid;
@@ -349,10 +383,16 @@ static int measure_all(struct bench *b)
 	int r = 0;
 
 	for (unsigned int i = 0; i < res->nr_sizes && r == 0; i++)
-		r = measure(b, res->sizes[i], 1, b->samples[i], res->size_gbps[i]);
+		r = measure(b, res->sizes[i], 1, b->samples[i], res->size_gbps[i],
+			    &res->size_auto_cached[i], &b->reps[i]);
 	for (unsigned int i = 0; i < res->nr_threads && r == 0; i++)
 		r = measure(b, res->large_size, res->threads[i],
-			    b->samples[PREALLOC_CALIBRATE_SIZES + i], res->threads_gbps[i]);
+			    b->samples[PREALLOC_CALIBRATE_SIZES + i], res->threads_gbps[i],
+			    &res->threads_auto_cached[i], &b->reps[PREALLOC_CALIBRATE_SIZES + i]);
+	for (unsigned int i = 0; i < res->nr_sizes; i++)
+		res->size_repeat[i] = b->reps[i];
+	for (unsigned int i = 0; i < res->nr_threads; i++)
+		res->threads_repeat[i] = b->reps[PREALLOC_CALIBRATE_SIZES + i];
 	return r;
 }
 
@@ -374,7 +414,8 @@ EXPORT int prealloc_calibrate(struct prealloc_ctx *ctx, const struct prealloc_ca
 	r = copy_sized_in(&b->o, sizeof(b->o), opts);
 	if (r < 0)
 		goto out;
-	res->repeat = b->o.repeat ? b->o.repeat : 5;
+	res->repeat = b->o.repeat ? b->o.repeat : PREALLOC_CALIBRATE_REPEAT_AUTO_MIN;
+	res->repeat_max = b->o.repeat ? b->o.repeat : PREALLOC_CALIBRATE_REPEAT_AUTO_MAX;
 	res->writes = b->o.writes ? b->o.writes : 1;
 	if (res->repeat > PREALLOC_CALIBRATE_REPEAT_MAX || b->o.nr_kernels + 1 > NK ||
 	    res->writes > PREALLOC_CALIBRATE_WRITES_MAX)

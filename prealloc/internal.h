@@ -259,12 +259,23 @@ uint64_t zero_check(const uint8_t *addr, uint64_t len);
 /* The median of v[0..n) (n > 0); sorts v. */
 double calibrate_median(double *v, unsigned int n);
 /*
- * The paired ratio of kernel chosen among nk kernels' samples s (rep each,
- * GB/s, sample i of every kernel from the same repetition): the lowest, over
- * the kernels, of the median of s[chosen][i] / s[k][i]. Pure.
+ * The paired ratio of kernel chosen to kernel best in samples s (rep each,
+ * GB/s, sample i of every kernel from the same repetition): the median of
+ * s[chosen][i] / s[best][i]. *ret_error (may be NULL): that median's
+ * standard error relative to it, estimated from the ratios' interquartile
+ * range (1, unknown, with fewer than 4 repetitions). Pure.
  */
-double calibrate_paired_ratio(const double (*s)[PREALLOC_CALIBRATE_REPEAT_MAX], unsigned int nk,
-			      unsigned int rep, unsigned int chosen);
+double calibrate_paired_ratio(const double (*s)[PREALLOC_CALIBRATE_REPEAT_MAX], unsigned int rep,
+			      unsigned int chosen, unsigned int best, double *ret_error);
+/* The kernel with the highest figure among gbps[0..nk). */
+unsigned int calibrate_best(unsigned int nk, const double *gbps);
+/*
+ * Whether rep repetitions of nk columns (the last auto's) are enough: rep
+ * >= max; or rep >= min and auto's paired ratio to the best kernel (by the
+ * medians) known to PREALLOC_CALIBRATE_PRECISION. Pure.
+ */
+bool calibrate_enough(const double (*s)[PREALLOC_CALIBRATE_REPEAT_MAX], unsigned int nk,
+		      unsigned int rep, unsigned int min, unsigned int max);
 /* order[] gets 0..n-1 shuffled, the same for the same seed: one repetition's kernel order. */
 void calibrate_order(unsigned int *order, unsigned int n, unsigned int seed);
 /*

@@ -28,7 +28,7 @@ struct bench_args {
 
 static const char usage_text[] =
 	"Usage: prealloc bench [OPTIONS]\n"
-	"Measure every clear kernel this CPU can run (GB/s, median of --repeat runs),\n"
+	"Measure every clear kernel this CPU can run (GB/s, the median of the runs),\n"
 	"single-threaded by size and at a large size by thread count, and what\n"
 	"automatic selection ('auto', by the built-in rules) runs at each point.\n"
 	"\n"
@@ -40,7 +40,8 @@ static const char usage_text[] =
 	"      --large SIZE     the size of the by-threads table (default: 1G, or the\n"
 	"                       largest of --sizes if larger)\n"
 	"  -k, --kernels LIST   kernels to measure (default: all usable here)\n"
-	"  -r, --repeat N       runs per figure (default: 5)\n"
+	"  -r, --repeat N       runs per point (default: 7 or more, up to 31, until\n"
+	"                       auto's ratio to the best is known to 1 %)\n"
 	"  -w, --writes N       times the memory is written (ordinary stores) after it\n"
 	"                       left the caches, before each timed clear: 1 (default),\n"
 	"                       written once; 2, written again (data in use) (1-4)\n"
@@ -213,23 +214,29 @@ static unsigned int best_of(const struct prealloc_calibrate_result *res, const d
 }
 
 /*
- * chosen: what auto ran (a kernel, marked *, or a probe's pair); ratio: its
- * paired ratio to the best (0: not measured).
+ * chosen: what auto ran (a kernel, marked *, or a probe's pair, with the
+ * share its cached kernel cleared); ratio: its paired ratio to the best (0:
+ * not measured).
  */
 static void print_row_values(const struct prealloc_calibrate_result *res, const double *gbps,
-			     const char *chosen, double ratio)
+			     const char *chosen, double cached, double ratio, unsigned int rep)
 {
 	int ai = kernel_index(res, chosen);
 	unsigned int best = best_of(res, gbps);
+	char ran[40];
 
 	for (unsigned int k = 0; k < res->nr_kernels; k++)
 		printf(" %9.2f%c", gbps[k], (int)k == ai ? '*' : ' ');
-	printf(" %-10s %-13s", label(res->kernels[best]), ai >= 0 ? label(chosen) : chosen);
-	if (ratio > 0)
-		printf(" %5.2f", ratio);
+	if (ai >= 0)
+		snprintf(ran, sizeof(ran), "%s", label(chosen));
 	else
-		printf(" %5s", "-");
-	printf("\n");
+		snprintf(ran, sizeof(ran), "%s %.0f%%", chosen, cached * 100);
+	printf(" %-10s %-15s", label(res->kernels[best]), ran);
+	if (ratio > 0)
+		printf(" %9.2f", ratio);
+	else
+		printf(" %9s", "-");
+	printf(" %4u\n", rep);
 }
 
 static void print_header(const struct prealloc_calibrate_result *res, const char *first)
@@ -237,7 +244,7 @@ static void print_header(const struct prealloc_calibrate_result *res, const char
 	printf("%-9s", first);
 	for (unsigned int k = 0; k < res->nr_kernels; k++)
 		printf(" %10s", label(res->kernels[k]));
-	printf(" %-10s %-13s %5s\n", "best", "auto ran", "auto/best");
+	printf(" %-10s %-15s %9s %4s\n", "best", "auto ran", "auto/best", "runs");
 }
 
 static void print_human(const struct prealloc_calibrate_result *res,
@@ -247,11 +254,17 @@ static void print_human(const struct prealloc_calibrate_result *res,
 
 	printf("cpu: %s (%s family 0x%x model 0x%x), LLC %s\n", ci->model_name, ci->vendor,
 	       ci->family, ci->model, format_size(ci->llc_bytes, s, sizeof(s)));
-	printf("GB/s, median of %u, each clear on memory written %u time%s since it left the\n"
-	       "caches; c is glibc memset; auto: the built-in rules as they run, a kernel (*)\n"
-	       "or a probe per piece between two (c/NT); auto/best: median over the\n"
-	       "repetitions of auto against each kernel, the lowest\n",
-	       res->repeat, res->writes, res->writes == 1 ? "" : "s");
+	printf("GB/s, median of the runs, each clear on memory written %u time%s since it\n"
+	       "left the caches; c is glibc memset; auto: the built-in rules as they run, a\n"
+	       "kernel (*) or a probe per piece between two (c/NT, with the share cleared by\n"
+	       "c); auto/best: median over the runs of auto against the best kernel (the\n"
+	       "highest median) in the same run\n",
+	       res->writes, res->writes == 1 ? "" : "s");
+	if (res->repeat == res->repeat_max)
+		printf("runs: %u per point (--repeat)\n", res->repeat);
+	else
+		printf("runs: %u-%u per point, until auto/best is known to %.0f %%\n", res->repeat,
+		       res->repeat_max, PREALLOC_CALIBRATE_PRECISION * 100);
 	printf("noise: one kernel's samples spread by %.0f %% (interquartile range over median)%s\n",
 	       res->spread * 100,
 	       res->spread > 0.05 ? "; a busy machine: ratios within that are not differences" : "");
@@ -259,14 +272,16 @@ static void print_human(const struct prealloc_calibrate_result *res,
 	print_header(res, "size");
 	for (unsigned int i = 0; i < res->nr_sizes; i++) {
 		printf("%-9s", format_size(res->sizes[i], s, sizeof(s)));
-		print_row_values(res, res->size_gbps[i], res->size_auto[i], res->size_auto_ratio[i]);
+		print_row_values(res, res->size_gbps[i], res->size_auto[i], res->size_auto_cached[i],
+				 res->size_auto_ratio[i], res->size_repeat[i]);
 	}
 	printf("\n%s, by threads:\n", format_size(res->large_size, s, sizeof(s)));
 	print_header(res, "threads");
 	for (unsigned int i = 0; i < res->nr_threads; i++) {
 		printf("%-9u", res->threads[i]);
 		print_row_values(res, res->threads_gbps[i], res->threads_auto[i],
-				 res->threads_auto_ratio[i]);
+				 res->threads_auto_cached[i], res->threads_auto_ratio[i],
+				 res->threads_repeat[i]);
 	}
 }
 
@@ -277,7 +292,8 @@ static json_object *ratio_json(double ratio)
 
 /* ratios: the paired ratios of the pick by the rules and under the calibration. */
 static json_object *row_json(const struct prealloc_calibrate_result *res, const double *gbps,
-			     const char *chosen, const char *calibrated, const double ratios[2])
+			     const char *chosen, double cached, const char *calibrated,
+			     const double ratios[2], unsigned int rep)
 {
 	json_object *o = json_object_new_object(), *r = json_object_new_object();
 
@@ -288,6 +304,9 @@ static json_object *row_json(const struct prealloc_calibrate_result *res, const 
 	json_object_object_add(o, "best", json_object_new_string(res->kernels[best_of(res, gbps)]));
 	json_object_object_add(o, "auto", json_object_new_string(chosen));
 	json_object_object_add(o, "auto_to_best", ratio_json(ratios[0]));
+	json_object_object_add(o, "auto_cached_share",
+			       json_object_new_double(round(cached * 1000) / 1000));
+	json_object_object_add(o, "repeat", json_object_new_int((int)rep));
 	if (res->saved) {
 		json_object_object_add(o, "auto_calibrated", json_object_new_string(calibrated));
 		json_object_object_add(o, "auto_calibrated_to_best", ratio_json(ratios[1]));
@@ -328,6 +347,7 @@ static json_object *results_json(const struct prealloc_calibrate_result *res,
 	json_object_object_add(cpu, "llc_bytes", json_object_new_uint64(ci->llc_bytes));
 	json_object_object_add(o, "cpu", cpu);
 	json_object_object_add(o, "repeat", json_object_new_int((int)res->repeat));
+	json_object_object_add(o, "repeat_max", json_object_new_int((int)res->repeat_max));
 	json_object_object_add(o, "spread", json_object_new_double(round(res->spread * 1000) / 1000));
 	json_object_object_add(o, "writes", json_object_new_int((int)res->writes));
 	for (unsigned int k = 0; k < res->nr_kernels; k++)
@@ -336,7 +356,8 @@ static json_object *results_json(const struct prealloc_calibrate_result *res,
 	for (unsigned int i = 0; i < res->nr_sizes; i++) {
 		const double ratios[2] = { res->size_auto_ratio[i], res->size_calibrated_ratio[i] };
 		json_object *r = row_json(res, res->size_gbps[i], res->size_auto[i],
-					  res->size_calibrated[i], ratios);
+					  res->size_auto_cached[i], res->size_calibrated[i], ratios,
+					  res->size_repeat[i]);
 
 		json_object_object_add(r, "size", json_object_new_uint64(res->sizes[i]));
 		json_object_array_add(single, r);
@@ -347,7 +368,8 @@ static json_object *results_json(const struct prealloc_calibrate_result *res,
 		const double ratios[2] = { res->threads_auto_ratio[i],
 					   res->threads_calibrated_ratio[i] };
 		json_object *r = row_json(res, res->threads_gbps[i], res->threads_auto[i],
-					  res->threads_calibrated[i], ratios);
+					  res->threads_auto_cached[i], res->threads_calibrated[i],
+					  ratios, res->threads_repeat[i]);
 
 		json_object_object_add(r, "threads", json_object_new_int((int)res->threads[i]));
 		json_object_array_add(threads, r);

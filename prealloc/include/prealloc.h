@@ -553,6 +553,14 @@ int prealloc_calibration_unload(struct prealloc_ctx *ctx);
 #define PREALLOC_CALIBRATE_THREADS 16
 #define PREALLOC_CALIBRATE_KERNELS 8
 #define PREALLOC_CALIBRATE_REPEAT_MAX 101
+/*
+ * repeat 0: each point takes at least MIN repetitions, then more until
+ * auto's paired ratio to the best kernel is known to PRECISION (its
+ * median's standard error, estimated from the ratios' spread), at most MAX.
+ */
+#define PREALLOC_CALIBRATE_REPEAT_AUTO_MIN 7
+#define PREALLOC_CALIBRATE_REPEAT_AUTO_MAX 31
+#define PREALLOC_CALIBRATE_PRECISION 0.01
 #define PREALLOC_CALIBRATE_WRITES_MAX 4
 
 enum prealloc_calibrate_flags {
@@ -574,7 +582,7 @@ struct prealloc_calibrate_opts {
 	uint64_t large_size;	/* the by-threads size; 0: 1 GiB or the largest size */
 	unsigned int nr_kernels; /* 0: every kernel usable here; at most KERNELS - 1 */
 	const char *kernels[PREALLOC_CALIBRATE_KERNELS];
-	unsigned int repeat;	/* samples per figure; 0: 5 */
+	unsigned int repeat;	/* samples per figure; 0: as each point needs (REPEAT_AUTO_*) */
 	const char *path;	/* SAVE: NULL for the default file */
 	/*
 	 * The state every timed pass meets: the buffer drained from the caches
@@ -590,7 +598,8 @@ struct prealloc_calibrate_result {
 	int bad_kernel;		/* -ENOENT/-EOPNOTSUPP: index into opts.kernels, else -1 */
 	uint64_t buffer_bytes;	/* memory the measurement needs (-ENOMEM: more than ...) */
 	uint64_t buffer_limit;	/* ... half the memory available */
-	unsigned int repeat;
+	unsigned int repeat;	/* opts.repeat, or REPEAT_AUTO_MIN: the fewest a point took */
+	unsigned int repeat_max; /* opts.repeat, or REPEAT_AUTO_MAX */
 	/* The kernels measured, then "auto": what the built-in rules run at each point. */
 	unsigned int nr_kernels;
 	char kernels[PREALLOC_CALIBRATE_KERNELS][24];
@@ -608,12 +617,13 @@ struct prealloc_calibrate_result {
 	struct prealloc_calibration calibration; /* built from the figures above */
 	int saved;		/* SAVE: 1 when stored */
 	/*
-	 * How close each pick comes to the best: the lowest, over the kernels,
-	 * of the median over the repetitions of the pick's speed divided by
-	 * that kernel's in the same repetition (1: none was faster; 0: the
-	 * pick was not among the kernels measured). Within a repetition the
-	 * kernels run back to back, so the machine's drift between
-	 * repetitions cancels, which a ratio of medians keeps.
+	 * How close each pick comes to the best kernel (the highest median):
+	 * the median over the repetitions of the pick's speed divided by the
+	 * best's in the same repetition (above 1: the pick beat it, as a
+	 * probe mixing two kernels can; 0: the pick was not among the kernels
+	 * measured). Within a repetition the kernels run back to back, so the
+	 * machine's drift between repetitions cancels, which a ratio of
+	 * medians keeps.
 	 */
 	double size_auto_ratio[PREALLOC_CALIBRATE_SIZES];
 	double size_calibrated_ratio[PREALLOC_CALIBRATE_SIZES];
@@ -627,6 +637,16 @@ struct prealloc_calibrate_result {
 	 */
 	double spread;
 	unsigned int writes;	/* opts.writes as used */
+	/*
+	 * The share of auto's timed bytes cleared by cached stores (1: all by
+	 * memset or another cached kernel, 0: all by NT stores): where auto
+	 * is a probe, how its pieces went.
+	 */
+	double size_auto_cached[PREALLOC_CALIBRATE_SIZES];
+	double threads_auto_cached[PREALLOC_CALIBRATE_THREADS];
+	/* The repetitions each point took (repeat to repeat_max). */
+	unsigned int size_repeat[PREALLOC_CALIBRATE_SIZES];
+	unsigned int threads_repeat[PREALLOC_CALIBRATE_THREADS];
 };
 
 /*

@@ -4,7 +4,8 @@
  * tiny sizes, one thread count at 1 MiB, one repeat. The result has the
  * shape asked for, every figure is a rate (> 0), the calibration built from
  * it names only kernels usable here and ends in the class for any size;
- * auto is the last column, timed, with its paired ratio; --writes beyond
+ * auto is the last column, timed, with its paired ratio and its share of
+ * cached stores; repeat 0 takes 7 to 31 repetitions a point; --writes beyond
  * its maximum and a kernel list with no room for auto are -EINVAL;
  * SAVE with a path writes a file that prealloc_calibration_load on a fresh
  * ctx reads back as the same classes. An unknown kernel is -ENOENT naming
@@ -68,13 +69,15 @@ static void check_shape(const struct prealloc_calibrate_opts *o,
 			const struct prealloc_calibrate_result *res)
 {
 	bool ok = res->nr_kernels == 3 && res->nr_sizes == 2 && res->nr_threads == 1 &&
-		  res->repeat == 1 && res->threads[0] == 1 && res->large_size == (1u << 20) &&
+		  res->repeat == 1 && res->repeat_max == 1 && res->threads_repeat[0] == 1 &&
+		  res->threads[0] == 1 && res->large_size == (1u << 20) &&
 		  res->bad_kernel == -1 && !strcmp(res->kernels[2], "auto") && res->writes == 1;
 
 	for (unsigned int i = 0; ok && i < 2; i++)
 		ok = !strcmp(res->kernels[i], o->kernels[i]) && res->sizes[i] == o->sizes[i] &&
 		     res->size_auto[i][0] && res->size_calibrated[i][0] &&
-		     res->size_auto_ratio[i] > 0 && res->size_auto_ratio[i] <= 1;
+		     res->size_auto_ratio[i] > 0 && isfinite(res->size_auto_ratio[i]) &&
+		     res->size_repeat[i] == 1;
 	tap_ok(ok, "the result's shape: 2 kernels (%s, %s) and auto, 2 sizes, 1 thread count at "
 		   "1 MiB, written once, auto measured (%.2f %.2f)",
 	       res->kernels[0], res->kernels[1], res->size_auto_ratio[0], res->size_auto_ratio[1]);
@@ -85,6 +88,19 @@ static void check_shape(const struct prealloc_calibrate_opts *o,
 	       res->size_gbps[1][0], res->size_gbps[1][1], res->size_gbps[1][2],
 	       res->threads_gbps[0][0], res->threads_gbps[0][1], res->threads_gbps[0][2]);
 	tap_ok(res->spread == 0, "one repetition: no spread (%.3f)", res->spread);
+	/* One repetition: auto/best is auto's figure over the best kernel's, exactly. */
+	for (unsigned int i = 0; i < 2; i++) {
+		const double *g = res->size_gbps[i];
+		double want = g[2] / (g[0] > g[1] ? g[0] : g[1]);
+
+		tap_ok(fabs(res->size_auto_ratio[i] - want) < 1e-9,
+		       "auto/best at %u KiB: auto over the best of the two, %.4f (%.4f)",
+		       (unsigned int)(res->sizes[i] >> 10), want, res->size_auto_ratio[i]);
+	}
+	/* Below the cached limit auto is one cached kernel: all its bytes by cached stores. */
+	tap_ok(res->size_auto_cached[0] == 1 && res->size_auto_cached[1] == 1,
+	       "auto at 16 and 64 KiB (%s): every byte by cached stores (%.3f %.3f)",
+	       res->size_auto[0], res->size_auto_cached[0], res->size_auto_cached[1]);
 	tap_ok(calibration_sane(&res->calibration),
 	       "the calibration: %u classes, ascending, the last for any size, kernels usable here "
 	       "(first %s)", res->calibration.nr_classes, res->calibration.classes[0].kernel);
@@ -139,6 +155,29 @@ int main(void)
 	tap_ok(r == -EINVAL, "%d kernels leave no column for auto: -EINVAL (%d)",
 	       PREALLOC_CALIBRATE_KERNELS, r);
 	o.nr_kernels = 2;
+
+	/* repeat 0: each point from 7 repetitions on, until auto/best is known, at most 31. */
+	{
+		struct prealloc_calibrate_opts a = o;
+
+		/* One kernel and 8 MiB: a sample's 64 MiB in 8 jobs, not 64 (2-3 s in all). */
+		a.repeat = 0;
+		a.nr_sizes = 1;
+		a.sizes[0] = 8u << 20;
+		a.large_size = 8u << 20;
+		a.nr_kernels = 1;
+		memset(res, 0, sizeof(*res));
+		res->size = sizeof(*res);
+		r = prealloc_calibrate(ctx, &a, res);
+		tap_ok(r == 0 && res->repeat == PREALLOC_CALIBRATE_REPEAT_AUTO_MIN &&
+			       res->repeat_max == PREALLOC_CALIBRATE_REPEAT_AUTO_MAX &&
+			       res->size_repeat[0] >= res->repeat &&
+			       res->size_repeat[0] <= res->repeat_max &&
+			       res->threads_repeat[0] >= res->repeat &&
+			       res->threads_repeat[0] <= res->repeat_max,
+		       "repeat 0: %u and %u repetitions, within %u-%u (%d)", res->size_repeat[0],
+		       res->threads_repeat[0], res->repeat, res->repeat_max, r);
+	}
 
 	if (!mkdtemp(dir)) {
 		tap_ok(0, "mkdtemp: %s", strerror(errno));

@@ -471,37 +471,80 @@ out:
 }
 
 /*
- * The bench's auto/best: per repetition, the pick against each kernel, the
- * median of those, the lowest over the kernels.
+ * The bench's auto/best: per repetition, the pick over the best kernel (the
+ * highest median), the median of those; and how well that median is known.
  */
 static void test_paired_ratio(void)
 {
 	static double s[3][PREALLOC_CALIBRATE_REPEAT_MAX];
 	/* The machine's speed drifts 4x between repetitions; kernel 1 is always 0.9 of 0. */
 	const double speed[5] = { 10, 40, 20, 12, 30 };
-	double r;
+	const double gbps[3] = { 20, 18, 20.5 };
+	double r, e;
 
 	for (unsigned int i = 0; i < 5; i++) {
 		s[0][i] = speed[i];
 		s[1][i] = speed[i] * 0.9;
 		s[2][i] = speed[i] * 0.8;
 	}
-	r = calibrate_paired_ratio(s, 3, 5, 1);
+	r = calibrate_paired_ratio(s, 5, 1, 0, &e);
 	tap_ok(fabs(r - 0.9) < 1e-9, "a kernel 0.9 of the best in every repetition: 0.9 (%.3f)", r);
-	r = calibrate_paired_ratio(s, 3, 5, 0);
-	tap_ok(r == 1, "the fastest in every repetition: 1 (%.3f)", r);
-	r = calibrate_paired_ratio(s, 3, 5, 2);
-	tap_ok(fabs(r - 0.8) < 1e-9, "the lowest over the kernels: 0.8 (%.3f)", r);
+	tap_ok(e < 1e-9, "... known exactly: the drift cancels (error %.4f)", e);
+	r = calibrate_paired_ratio(s, 5, 0, 0, NULL);
+	tap_ok(r == 1, "the best against itself: 1 (%.3f)", r);
 	/* One repetition where kernel 1 met a slow moment: the median ignores it. */
 	s[1][2] = 1;
-	r = calibrate_paired_ratio(s, 3, 5, 1);
+	r = calibrate_paired_ratio(s, 5, 1, 0, NULL);
 	tap_ok(fabs(r - 0.9) < 1e-9, "one slow repetition does not move it (%.3f)", r);
-	/* Kernel 1 ahead in three of five: its median ratio to kernel 0 is above 1, so 1. */
+	/* Ahead in three of five: above 1, not cut to 1 (a probe's mix can beat both kernels). */
 	s[1][0] = 11, s[1][1] = 44, s[1][2] = 22;
-	r = calibrate_paired_ratio(s, 3, 5, 1);
-	tap_ok(r == 1, "ahead in most repetitions: 1 (%.3f)", r);
-	r = calibrate_paired_ratio(s, 3, 5, 0);
-	tap_ok(r < 1 && r > 0.9, "... and kernel 0 just behind it (%.3f)", r);
+	r = calibrate_paired_ratio(s, 5, 1, 0, NULL);
+	tap_ok(fabs(r - 1.1) < 1e-9, "ahead in most repetitions: 1.1 (%.3f)", r);
+	/*
+	 * Only the best counts: kernel 2, ahead of kernel 1 by 1.3x in three
+	 * repetitions (a twin of kernel 0 with noise of its own), does not
+	 * lower its ratio to kernel 0.
+	 */
+	for (unsigned int i = 0; i < 5; i++)
+		s[1][i] = speed[i] * 0.97, s[2][i] = speed[i] * (i % 2 ? 0.8 : 1.26);
+	r = calibrate_paired_ratio(s, 5, 1, 0, NULL);
+	tap_ok(fabs(r - 0.97) < 1e-9, "against the best only, not its noisy twin: 0.97 (%.3f)", r);
+	/* The error: ratios 0.8-1.2, interquartile 0.2, over sqrt(5), times 1.2533/1.349. */
+	for (unsigned int i = 0; i < 5; i++)
+		s[1][i] = speed[i] * (0.8 + 0.1 * ((i * 3) % 5));
+	r = calibrate_paired_ratio(s, 5, 1, 0, &e);
+	tap_ok(fabs(r - 1) < 1e-9 && fabs(e - 1.2533 * 0.2 / 1.349 / sqrt(5.0)) < 1e-6,
+	       "the error from the interquartile range: %.4f (ratio %.3f)", e, r);
+	calibrate_paired_ratio(s, 3, 1, 0, &e);
+	tap_ok(e == 1, "under four repetitions: unknown, 1 (%.3f)", e);
+	tap_ok(calibrate_best(3, gbps) == 2 && calibrate_best(2, gbps) == 0,
+	       "the best: the highest median among the kernels counted");
+}
+
+/* When the bench stops repeating a point: at the minimum if auto/best is known, else at the cap. */
+static void test_enough(void)
+{
+	static double s[3][PREALLOC_CALIBRATE_REPEAT_MAX];
+
+	/* Auto (the last column) 0.95 of kernel 0 every time, however the machine drifts. */
+	for (unsigned int i = 0; i < 40; i++) {
+		s[0][i] = 10 + i % 7;
+		s[1][i] = 5;
+		s[2][i] = s[0][i] * 0.95;
+	}
+	tap_ok(!calibrate_enough(s, 3, 6, 7, 31) && calibrate_enough(s, 3, 7, 7, 31),
+	       "a steady ratio: enough at the minimum, not before");
+	/* Auto 0.8 or 1.2 of the best in turn: its median stays unknown to 1 %. */
+	for (unsigned int i = 0; i < 40; i++)
+		s[2][i] = s[0][i] * (i % 2 ? 0.8 : 1.2);
+	tap_ok(!calibrate_enough(s, 3, 7, 7, 31) && !calibrate_enough(s, 3, 30, 7, 31) &&
+		       calibrate_enough(s, 3, 31, 7, 31),
+	       "a ratio spread by 20 %%: on to the cap");
+	tap_ok(calibrate_enough(s, 3, 3, 3, 3), "--repeat: as many as asked, however spread");
+	/* The best by the medians is kernel 1: against it auto is steady (against kernel 0, 10-16x). */
+	for (unsigned int i = 0; i < 40; i++)
+		s[0][i] = 1, s[1][i] = 10 + i % 7, s[2][i] = s[1][i] * 0.97;
+	tap_ok(calibrate_enough(s, 3, 7, 7, 31), "the ratio is taken to the best kernel");
 }
 
 int main(void)
@@ -515,5 +558,6 @@ int main(void)
 	test_calibration_files();
 	test_ctx_calibration();
 	test_paired_ratio();
+	test_enough();
 	return tap_done();
 }
