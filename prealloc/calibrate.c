@@ -75,13 +75,15 @@ int calibration_default_path(char *buf, size_t len)
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
-/* Classes ascend by max_bytes and name kernels this library knows. */
+/* Classes ascend by max_bytes and name kernels (or probes' pairs) this library knows. */
 static int calibration_check(const struct clear_calibration *cal)
 {
+	struct clear_choice c;
+
 	if (!cal->nr_classes || cal->nr_classes > CLEAR_CAL_CLASSES)
 		return -EINVAL;
 	for (unsigned int i = 0; i < cal->nr_classes; i++) {
-		if (!clear_kernel_find(cal->classes[i].kernel))
+		if (clear_choice_find(cal->classes[i].kernel, UINT64_MAX, &c) == -ENOENT)
 			return -EINVAL;
 		if (i && cal->classes[i].max_bytes <= cal->classes[i - 1].max_bytes)
 			return -EINVAL;
@@ -149,7 +151,8 @@ int calibration_format(const struct clear_calibration *cal, char *buf, size_t le
 	int n;
 
 	n = snprintf(buf, len,
-		     "# prealloc calibration: fastest clear kernel per size class (prealloc bench --save)\n"
+		     "# prealloc calibration: fastest clear kernel, or probe, per size class\n"
+		     "# (prealloc bench --save)\n"
 		     "version %u\nvendor %s\nfamily %u\nmodel %u\nmodel_name %s\n",
 		     CAL_VERSION, cal->vendor, cal->family, cal->model, cal->model_name);
 	if (n < 0 || (size_t)n >= len)

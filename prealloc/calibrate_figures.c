@@ -130,6 +130,31 @@ static unsigned int most_even(const struct prealloc_calibrate_result *res)
 }
 
 /*
+ * Where auto ran a probe (between the cached and probe limits) and came
+ * within PAIR_KEEP of the best kernel, the class keeps the probe: the best
+ * kernel there won in the one cache state the bench made, and in the other
+ * it can be 0.18-0.69 of the best (docs/kernels.md), while the probe cost
+ * 0.7-2 % where one kernel plainly won.
+ */
+#define PAIR_KEEP 0.95
+
+/* The winner at size i: the best kernel, or the probe auto ran there. */
+static void size_winner(const struct prealloc_calibrate_result *res, unsigned int i,
+			struct prealloc_calibration_class *ret)
+{
+	unsigned int nk = res->nr_kernels - 1, best = calibrate_best(nk, res->size_gbps[i]);
+	double top = res->size_gbps[i][best], mine = res->size_gbps[i][nk];
+
+	if (strchr(res->size_auto[i], '/') && mine >= PAIR_KEEP * top) {
+		ret->gbps = mine;
+		snprintf(ret->kernel, sizeof(ret->kernel), "%s", res->size_auto[i]);
+	} else {
+		ret->gbps = top;
+		snprintf(ret->kernel, sizeof(ret->kernel), "%s", res->kernels[best]);
+	}
+}
+
+/*
  * Classes: each measured size's winner covers footprints up to the
  * geometric middle with the next size; most_even() covers the rest.
  * Neighbours with one winner merge.
@@ -138,16 +163,14 @@ void calibrate_build(struct prealloc_calibrate_result *res)
 {
 	struct prealloc_calibration_class all[PREALLOC_CALIBRATE_SIZES + 1];
 	struct prealloc_calibration *cal = &res->calibration;
-	unsigned int n = 0, nk = res->nr_kernels - 1, top = res->nr_threads - 1, best;
+	unsigned int n = 0, top = res->nr_threads - 1, best;
 
 	for (unsigned int i = 0; i < res->nr_sizes; i++) {
 		uint64_t next = i + 1 < res->nr_sizes ? res->sizes[i + 1] : res->large_size;
 
-		best = calibrate_best(nk, res->size_gbps[i]);
 		next = MAX(next, res->sizes[i]);
 		all[n].max_bytes = (uint64_t)sqrt((double)res->sizes[i] * (double)next);
-		all[n].gbps = res->size_gbps[i][best];
-		snprintf(all[n].kernel, sizeof(all[n].kernel), "%s", res->kernels[best]);
+		size_winner(res, i, &all[n]);
 		if (!n || all[n].max_bytes > all[n - 1].max_bytes)
 			n++;
 	}

@@ -156,12 +156,12 @@ static int medians(const struct bench *b, const double (*s)[PREALLOC_CALIBRATE_R
 /*
  * Medians of the samples per kernel at size with threads workers, into
  * gbps; the samples stay in s (per kernel, in the order of the
- * repetitions), *ret_rep how many; *auto_cached: the share of auto's timed
- * bytes its cached kernel cleared.
+ * repetitions), *ret_rep how many; ret_auto (24 bytes): what auto ran;
+ * *auto_cached: the share of auto's timed bytes its cached kernel cleared.
  */
 static int measure(struct bench *b, uint64_t size, unsigned int threads,
-		   double (*s)[PREALLOC_CALIBRATE_REPEAT_MAX], double *gbps, double *auto_cached,
-		   unsigned int *ret_rep)
+		   double (*s)[PREALLOC_CALIBRATE_REPEAT_MAX], double *gbps, char *ret_auto,
+		   double *auto_cached, unsigned int *ret_rep)
 {
 	struct prealloc_region_opts ro = {
 		.size = sizeof(ro),
@@ -182,6 +182,7 @@ static int measure(struct bench *b, uint64_t size, unsigned int threads,
 	for (unsigned int k = 0; k + 1 < nk; k++)
 		name[k] = b->res->kernels[k];
 	name[nk - 1] = point_choice(b, ro.length, threads, NULL).name;
+	snprintf(ret_auto, 24, "%s", name[nk - 1]);
 	r = prealloc_region_new(b->ctx, &ro, &region);
 	if (r < 0)
 		return r;
@@ -234,21 +235,19 @@ static double chosen_ratio(const struct bench *b, unsigned int point, const doub
 	return 0;
 }
 
-/* One point's picks, by the rules and under cal, and how well each did. */
+/* One point's pick under cal (ran: by the rules), and how well each did. */
 static void mark_point(struct bench *b, unsigned int point, uint64_t size, unsigned int threads,
-		       const double *gbps, const struct clear_calibration *cal, char *ret_auto,
+		       const double *gbps, const struct clear_calibration *cal, const char *ran,
 		       char *ret_cal, double *ret_auto_ratio, double *ret_cal_ratio)
 {
 	uint64_t len = ALIGN_DOWN(size, PREALLOC_PAGE_4K);	/* as measure() cut it */
-	const char *ran = point_choice(b, len, threads, NULL).name;
 
-	snprintf(ret_auto, 24, "%s", ran);
 	snprintf(ret_cal, 24, "%s", point_choice(b, len, threads, cal).name);
 	*ret_auto_ratio = chosen_ratio(b, point, gbps, ran, ran);
 	*ret_cal_ratio = chosen_ratio(b, point, gbps, ret_cal, ran);
 }
 
-/* What automatic selection picks at each point, by the rules and under cal, and how well. */
+/* What automatic selection picks at each point under cal, and how well it and the rules did. */
 static void mark_choices(struct bench *b)
 {
 	struct prealloc_calibrate_result *res = b->res;
@@ -383,12 +382,13 @@ static int measure_all(struct bench *b)
 	int r = 0;
 
 	for (unsigned int i = 0; i < res->nr_sizes && r == 0; i++)
-		r = measure(b, res->sizes[i], 1, b->samples[i], res->size_gbps[i],
+		r = measure(b, res->sizes[i], 1, b->samples[i], res->size_gbps[i], res->size_auto[i],
 			    &res->size_auto_cached[i], &b->reps[i]);
 	for (unsigned int i = 0; i < res->nr_threads && r == 0; i++)
 		r = measure(b, res->large_size, res->threads[i],
 			    b->samples[PREALLOC_CALIBRATE_SIZES + i], res->threads_gbps[i],
-			    &res->threads_auto_cached[i], &b->reps[PREALLOC_CALIBRATE_SIZES + i]);
+			    res->threads_auto[i], &res->threads_auto_cached[i],
+			    &b->reps[PREALLOC_CALIBRATE_SIZES + i]);
 	for (unsigned int i = 0; i < res->nr_sizes; i++)
 		res->size_repeat[i] = b->reps[i];
 	for (unsigned int i = 0; i < res->nr_threads; i++)

@@ -214,38 +214,42 @@ static const struct clear_kernel *select_nontemporal(const struct clear_quirk *q
 	return NULL;
 }
 
-/* The calibrated winner for footprint, if cal applies and the kernel is usable. */
-static const struct clear_kernel *select_calibrated(const struct cpu_id *cpu, uint64_t footprint,
-						    const struct clear_calibration *cal,
-						    char *why, size_t why_len)
+/*
+ * The calibrated winner for footprint into *ret, if cal applies and the
+ * kernel, or a probe's pair, is usable here.
+ */
+static bool select_calibrated(const struct cpu_id *cpu, uint64_t footprint,
+			      const struct clear_calibration *cal, struct clear_choice *ret,
+			      char *why, size_t why_len)
 {
-	const struct clear_kernel *k;
+	const char *what;
 	unsigned int i;
 
 	if (!cal || !cal->nr_classes || cal->nr_classes > CLEAR_CAL_CLASSES ||
 	    !clear_calibration_matches(cal, cpu))
-		return NULL;
+		return false;
 	for (i = 0; i + 1 < cal->nr_classes; i++)
 		if (footprint <= cal->classes[i].max_bytes)
 			break;
-	k = clear_kernel_find(cal->classes[i].kernel);
-	if (!k || !clear_kernel_usable(k, cpu->features))
-		return NULL;
+	if (clear_choice_find(cal->classes[i].kernel, cpu->features, ret) < 0)
+		return false;
+	what = ret->nt ? "each piece takes the faster" : "fastest here";
 	if (i + 1 == cal->nr_classes)
-		snprintf(why, why_len, "calibrated: fastest here for the largest sizes");
+		snprintf(why, why_len, "calibrated: %s for the largest sizes", what);
 	else
-		snprintf(why, why_len, "calibrated: fastest here up to %llu KiB",
+		snprintf(why, why_len, "calibrated: %s up to %llu KiB", what,
 			 (unsigned long long)(cal->classes[i].max_bytes >> 10));
-	return k;
+	return true;
 }
 
 struct clear_choice clear_select(const struct cpu_id *cpu, uint64_t size, unsigned int threads,
 				 const struct clear_calibration *cal, char *why, size_t why_len)
 {
 	const struct clear_quirk *q = quirk_find(cpu);
-	const struct clear_kernel *k, *nt;
+	const struct clear_kernel *nt;
 	uint64_t llc = cpu->llc_bytes ? cpu->llc_bytes : LLC_DEFAULT;
 	uint64_t footprint, cached, probe;
+	struct clear_choice c;
 	char dummy[1];
 
 	if (!why || !why_len) {
@@ -258,9 +262,8 @@ struct clear_choice clear_select(const struct cpu_id *cpu, uint64_t size, unsign
 	cached = clear_cached_limit(cpu->llc_bytes);
 	probe = clear_probe_limit(cpu->llc_bytes);
 
-	k = select_calibrated(cpu, footprint, cal, why, why_len);
-	if (k)
-		return choice_one(k);
+	if (select_calibrated(cpu, footprint, cal, &c, why, why_len))
+		return c;
 	if (q && (q->flags & QUIRK_NT_SLOW)) {
 		snprintf(why, why_len, "NT stores not faster on %s", q->what);
 		return choice_one(select_cached(cpu));

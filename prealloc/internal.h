@@ -280,8 +280,9 @@ bool calibrate_enough(const double (*s)[PREALLOC_CALIBRATE_REPEAT_MAX], unsigned
 void calibrate_order(unsigned int *order, unsigned int n, unsigned int seed);
 /*
  * res->calibration from res's medians: per measured size the fastest kernel
- * (the last column, auto, is not one), and for anything larger the kernel
- * never far behind over the thread counts.
+ * (the last column, auto, is not one), or the probe auto ran there
+ * (res->size_auto) where it came within 0.95 of it; for anything larger
+ * the kernel never far behind over the thread counts.
  */
 void calibrate_build(struct prealloc_calibrate_result *res);
 

@@ -503,7 +503,7 @@ int prealloc_clear_range(void *addr, size_t len, const char *kernel);
 
 struct prealloc_calibration_class {
 	uint64_t max_bytes;
-	char kernel[24];
+	char kernel[24];	/* a kernel, or a probe's pair ("c/avx2_nt") */
 	double gbps;		/* measured, informational */
 };
 
@@ -546,8 +546,10 @@ int prealloc_calibration_unload(struct prealloc_ctx *ctx);
  * the same CPU, worker i on the node's i-th CPU). Kernels are
  * interleaved within each repetition; each figure is the median. The
  * calibration built from it takes, per measured size, the winner up to
- * the geometric middle with the next size, and for anything larger the
- * kernel whose worst ratio to the best over the thread counts is highest.
+ * the geometric middle with the next size (the probe's pair where auto
+ * ran one and came within 0.95 of the fastest kernel), and for anything
+ * larger the kernel whose worst ratio to the best over the thread counts
+ * is highest.
  */
 #define PREALLOC_CALIBRATE_SIZES 7
 #define PREALLOC_CALIBRATE_THREADS 16

@@ -285,6 +285,69 @@ static void test_calibration_select(void)
 	other.nr_classes = 0;
 	k = pick(&zen4, 1 * GiB, 1, &other, why, sizeof(why));
 	tap_ok(!strcmp(k, expected("avx2_nt", &zen4)), "empty calibration ignored: %s", k);
+
+	/* A probe's pair as a class: each piece within its bound takes the faster. */
+	other = calibration_for(&zen4);
+	snprintf(other.classes[0].kernel, sizeof(other.classes[0].kernel), "c/avx2_nt");
+	{
+		struct clear_choice c = clear_select(&zen4, 1 * MiB, 1, &other, why, sizeof(why));
+
+		tap_ok(c.nt && c.kernel && !strcmp(c.name, "c/avx2_nt") &&
+			       !strcmp(c.nt->name, "avx2_nt") && strstr(why, "calibrated"),
+		       "a calibrated probe: c against avx2_nt per piece (%s: %s)", c.name, why);
+	}
+	other = calibration_for(&sapphire_noavx);
+	snprintf(other.classes[0].kernel, sizeof(other.classes[0].kernel), "c/avx2_nt");
+	k = pick(&sapphire_noavx, 1 * MiB, 1, &other, why, sizeof(why));
+	tap_ok(strcmp(k, "c/avx2_nt") && !strstr(why, "calibrated"),
+	       "a calibrated probe whose NT kernel cannot run here falls back to the rules: %s (%s)",
+	       k, why);
+}
+
+/*
+ * The classes --save builds: per size the best kernel, or the probe auto ran
+ * there where it came within 0.95 of it; above, the kernel never far behind.
+ */
+static void test_build(void)
+{
+	static struct prealloc_calibrate_result res;
+	static const double g[3][3] = {
+		{ 15, 8, 15 },		/* 4 MiB: memset, which auto ran */
+		{ 10, 13, 12.5 },	/* 16 MiB: the probe, 0.96 of NT */
+		{ 10, 16, 14 },		/* 32 MiB: the probe, 0.875 of NT: NT */
+	};
+	const struct prealloc_calibration *cal = &res.calibration;
+
+	res.nr_kernels = 3;
+	snprintf(res.kernels[0], 24, "c");
+	snprintf(res.kernels[1], 24, "avx2_nt");
+	snprintf(res.kernels[2], 24, "auto");
+	res.nr_sizes = 3;
+	for (unsigned int i = 0; i < 3; i++) {
+		res.sizes[i] = (UINT64_C(4) << 20) << (i ? i + 1 : 0);
+		memcpy(res.size_gbps[i], g[i], sizeof(g[i]));
+		snprintf(res.size_auto[i], 24, "%s", i ? "c/avx2_nt" : "c");
+	}
+	res.nr_threads = 1;
+	res.threads[0] = 1;
+	res.large_size = 1 * GiB;
+	res.threads_gbps[0][0] = 10, res.threads_gbps[0][1] = 20, res.threads_gbps[0][2] = 20;
+	snprintf(res.threads_auto[0], 24, "avx2_nt");
+	calibrate_build(&res);
+	tap_ok(cal->nr_classes == 3 && !strcmp(cal->classes[0].kernel, "c") &&
+		       cal->classes[0].max_bytes == 8 * MiB &&
+		       !strcmp(cal->classes[1].kernel, "c/avx2_nt") &&
+		       cal->classes[1].gbps == 12.5 && !strcmp(cal->classes[2].kernel, "avx2_nt") &&
+		       cal->classes[2].max_bytes == UINT64_MAX,
+	       "classes: c to 8 MiB, the probe where it was within 0.95, NT above (%u: %s %s %s)",
+	       cal->nr_classes, cal->classes[0].kernel, cal->classes[1].kernel,
+	       cal->classes[2].kernel);
+	/* The probe at 0.94 of the best: the best kernel is stored. */
+	res.size_gbps[1][2] = 12.2;
+	calibrate_build(&res);
+	tap_ok(cal->nr_classes == 2 && !strcmp(cal->classes[1].kernel, "avx2_nt"),
+	       "a probe under 0.95 of the best gives way to it (%u classes, %s)", cal->nr_classes,
+	       cal->classes[cal->nr_classes - 1].kernel);
 }
 
 static void test_calibration_format(void)
@@ -311,12 +374,16 @@ static void test_calibration_format(void)
 		{ "version 1\nclass 1 c 1.0\n", "no vendor" },
 		{ "version 1\nvendor X\n", "no classes" },
 		{ "version 1\nvendor X\nclass 1 warp_drive 1.0\n", "unknown kernel" },
+		{ "version 1\nvendor X\nclass 1 c/warp_drive 1.0\n", "unknown probe" },
 		{ "version 1\nvendor X\nclass 9 c 1.0\nclass 9 rep_stosb 2.0\n", "classes not ascending" },
 	};
 	for (unsigned int i = 0; i < ARRAY_SIZE(bad); i++)
 		tap_ok(calibration_parse(bad[i].text, &back) == -EINVAL, "parse rejects %s", bad[i].what);
 	r = calibration_parse("# note\nversion 1\nvendor X\nfuture_key 7\n\nclass 5 c 1.5\n", &back);
 	tap_ok(r == 0 && back.nr_classes == 1, "parse ignores comments and unknown keys (%d)", r);
+	r = calibration_parse("version 1\nvendor X\nclass 5 c/avx2_nt 1.5\n", &back);
+	tap_ok(r == 0 && !strcmp(back.classes[0].kernel, "c/avx2_nt"),
+	       "parse takes a probe's pair as a class (%d)", r);
 }
 
 /* The public entry points, against files in a private directory. */
@@ -559,5 +626,6 @@ int main(void)
 	test_ctx_calibration();
 	test_paired_ratio();
 	test_enough();
+	test_build();
 	return tap_done();
 }
