@@ -291,10 +291,18 @@ static void test_calibration_select(void)
 	snprintf(other.classes[0].kernel, sizeof(other.classes[0].kernel), "c/avx2_nt");
 	{
 		struct clear_choice c = clear_select(&zen4, 1 * MiB, 1, &other, why, sizeof(why));
+		const char *want = expected("c/avx2_nt", &zen4);
 
-		tap_ok(c.nt && c.kernel && !strcmp(c.name, "c/avx2_nt") &&
-			       !strcmp(c.nt->name, "avx2_nt") && strstr(why, "calibrated"),
-		       "a calibrated probe: c against avx2_nt per piece (%s: %s)", c.name, why);
+		/* Without AVX2 NT built (novec), the class cannot run: the rules' memset. */
+		if (!strcmp(want, "c"))
+			tap_ok(!strcmp(c.name, "c") && !c.nt && !strstr(why, "calibrated"),
+			       "a calibrated probe, AVX2 NT not built: the rules (%s: %s)", c.name,
+			       why);
+		else
+			tap_ok(c.nt && c.kernel && !strcmp(c.name, "c/avx2_nt") &&
+				       !strcmp(c.nt->name, "avx2_nt") && strstr(why, "calibrated"),
+			       "a calibrated probe: c against avx2_nt per piece (%s: %s)", c.name,
+			       why);
 	}
 	other = calibration_for(&sapphire_noavx);
 	snprintf(other.classes[0].kernel, sizeof(other.classes[0].kernel), "c/avx2_nt");
