@@ -159,12 +159,18 @@ fi
 # ---- clear ------------------------------------------------------------------
 # No calibration file: auto stands on its built-in rules.
 export PREALLOC_CALIBRATION=$work/calibration
+# Below the LLC each point repeats until auto/best is known to 1 % (7-31
+# runs: a pass there takes microseconds and samples spread most); above it,
+# where one pass of 2 GiB takes a tenth of a second and samples spread 2 %,
+# --reps runs.
 for where in below above; do
 	total=$([ $where = below ] && echo "$below" || echo "$above")
+	rep=()
+	[ $where = above ] && rep=(--repeat "$reps")
 	log "clear: prealloc bench, $total in all ($where the LLC), threads $threads"
-	"$cli" bench --sizes "$total" --threads "$threads" --large "$total" --repeat "$reps" \
+	"$cli" bench --sizes "$total" --threads "$threads" --large "$total" "${rep[@]}" \
 		> "$work/clear-$where.txt" 2>&1 || log "prealloc bench ($where) failed"
-	"$cli" bench --sizes "$total" --threads "$threads" --large "$total" --repeat "$reps" --json \
+	"$cli" bench --sizes "$total" --threads "$threads" --large "$total" "${rep[@]}" --json \
 		> "$work/clear-$where.json" 2>/dev/null || echo null > "$work/clear-$where.json"
 done
 took=$(( $(date +%s) - t0 ))
@@ -177,7 +183,7 @@ machine="$cpus CPUs, ${mem_gib} GiB, $(grep -m1 'model name' /proc/cpuinfo | cut
 	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); took $took s (measuring, without the build)"
 	echo "- machine: $machine"
 	echo "- threads: $threads${capped:+ (asked also $capped: more than the $cpus CPUs present, skipped)}"
-	echo "- populate: $size per region, $reps repetitions (QEMU $qemu_reps); clear: $below and $above in all, $reps repetitions, no calibration file"
+	echo "- populate: $size per region, $reps repetitions (QEMU $qemu_reps); clear: $below in all (7-31 repetitions a point) and $above ($reps repetitions), no calibration file"
 	echo
 	cat "$work/populate.md"
 	echo
