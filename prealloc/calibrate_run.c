@@ -138,21 +138,6 @@ static struct clear_choice point_choice(const struct bench *b, uint64_t size, un
 			    NULL, 0);
 }
 
-/* Per kernel, the median of its first rep samples in s, into gbps; -EIO if one failed. */
-static int medians(const struct bench *b, const double (*s)[PREALLOC_CALIBRATE_REPEAT_MAX],
-		   unsigned int rep, double *gbps)
-{
-	double sorted[PREALLOC_CALIBRATE_REPEAT_MAX];
-
-	for (unsigned int k = 0; k < b->res->nr_kernels; k++) {
-		memcpy(sorted, s[k], rep * sizeof(sorted[0]));
-		gbps[k] = calibrate_median(sorted, rep);
-		if (sorted[0] <= 0)
-			return -EIO;
-	}
-	return 0;
-}
-
 /*
  * Medians of the samples per kernel at size with threads workers, into
  * gbps; the samples stay in s (per kernel, in the order of the
@@ -205,14 +190,14 @@ static int measure(struct bench *b, uint64_t size, unsigned int threads,
 			failed |= s[order[k]][rep] < 0;
 		}
 		rep++;
-		if (failed)	/* medians() below says -EIO */
+		if (failed)	/* calibrate_medians() below says -EIO */
 			break;
 	} while (!calibrate_enough((const double (*)[PREALLOC_CALIBRATE_REPEAT_MAX])s, nk, rep,
 				   b->res->repeat, b->res->repeat_max));
 	prealloc_region_free(region);
 	*ret_rep = rep;
 	*auto_cached = (double)cached / ((double)ro.length * (double)rounds * rep);
-	return medians(b, (const double (*)[PREALLOC_CALIBRATE_REPEAT_MAX])s, rep, gbps);
+	return calibrate_medians((const double (*)[PREALLOC_CALIBRATE_REPEAT_MAX])s, nk, rep, gbps);
 }
 
 /*

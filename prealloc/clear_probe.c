@@ -43,19 +43,6 @@ static double timed(const struct clear_kernel *k, uint8_t *p, size_t len)
 	return now_seconds() - t;
 }
 
-/* The median of n ratios (n <= CLEAR_PROBE_SPOTS): one disturbed slice cannot decide. */
-static double median_ratio(double *r, unsigned int n)
-{
-	for (unsigned int i = 1; i < n; i++)
-		for (unsigned int j = i; j > 0 && r[j] < r[j - 1]; j--) {
-			double t = r[j];
-
-			r[j] = r[j - 1];
-			r[j - 1] = t;
-		}
-	return n % 2 ? r[n / 2] : (r[n / 2 - 1] + r[n / 2]) / 2;
-}
-
 /*
  * Probes, then clears what the slices left with the winner; returns the
  * bytes cleared by the cached kernel.
@@ -85,7 +72,8 @@ static uint64_t probe_run(const struct clear_choice *c, uint8_t *p, size_t len)
 		if (probed >= 2 && lowest > PROBE_DECISIVE)
 			break;
 	}
-	winner = median_ratio(ratio, probed) > PROBE_HANDICAP ? c->kernel : c->nt;
+	/* The median over the places: one slice an interrupt stretched cannot decide. */
+	winner = calibrate_median(ratio, probed) > PROBE_HANDICAP ? c->kernel : c->nt;
 	for (unsigned int i = 0; i < spots; i++) {
 		size_t from = stride * i + (i < probed ? 2 * CLEAR_PROBE_SLICE : 0);
 		size_t to = i + 1 < spots ? stride * (i + 1) : len;

@@ -255,9 +255,12 @@ int huge_scan(uint8_t *addr, uint64_t len, huge_fn fn, void *arg);
 /* Offset of the first non-zero byte, or len when all zero. */
 uint64_t zero_check(const uint8_t *addr, uint64_t len);
 
-/* calibrate_figures.c: what the calibration's figures say, pure. */
+/* calibrate_figures.c: what the calibration's figures say, pure (the probe takes its median). */
 /* The median of v[0..n) (n > 0); sorts v. */
 double calibrate_median(double *v, unsigned int n);
+/* Per kernel k < nk, the median of s[k][0..rep) into gbps; -EIO if a sample failed (<= 0). */
+int calibrate_medians(const double (*s)[PREALLOC_CALIBRATE_REPEAT_MAX], unsigned int nk,
+		      unsigned int rep, double *gbps);
 /*
  * The paired ratio of kernel chosen to kernel best in samples s (rep each,
  * GB/s, sample i of every kernel from the same repetition): the median of
