@@ -196,6 +196,14 @@ out:
 	return rc;
 }
 
+/* --help: to stdout, exit 0; a usage error: to stderr, exit 2. */
+static int usage(FILE *f, int rc)
+{
+	fprintf(f, "usage: prealloc-domain [-c URI] NAME [--json | --reserve [--for SECONDS] |"
+		" --release]\n       prealloc-domain [-c URI] --gc\n");
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -220,10 +228,10 @@ int main(int argc, char **argv)
 		else if (c == 'j')
 			json = true;
 		else
-			goto usage;
+			return usage(c == 'h' ? stdout : stderr, c == 'h' ? 0 : 2);
 	}
 	if ((what == 'g') != (optind == argc) || optind + 1 < argc || !for_s)
-		goto usage;
+		return usage(stderr, 2);
 	quiet = json;
 	conn = virConnectOpen(uri);
 	if (!conn) {
@@ -233,8 +241,4 @@ int main(int argc, char **argv)
 	rc = what == 'g' ? gc(conn) : act(conn, argv[optind], what, json, for_s);
 	virConnectClose(conn);
 	return rc;
-usage:
-	fprintf(stderr, "usage: prealloc-domain [-c URI] NAME [--json | --reserve [--for SECONDS] |"
-		" --release]\n       prealloc-domain [-c URI] --gc\n");
-	return 2;
 }

@@ -4,8 +4,15 @@
 # Starts virtlogd and libvirtd itself when none runs, and stops only those;
 # installs the hook, a private 2M hugetlbfs for libvirt and a libvirt.conf
 # pointing at a private record store, and puts every file back after.
+# Everything runs as installed (lib-installed.sh: `meson install` laid over
+# the prefix in a private mount namespace, a clean environment): the CLI
+# and prealloc-domain from the prefix, the hook from the copy `prealloc hook
+# install` puts under /etc, run by a libvirtd started with `env -i`, so no
+# LD_LIBRARY_PATH of the test runner's can reach it through libvirt.
 set -u
+. "$(dirname "$0")/../integration/lib-installed.sh"
 . "$(dirname "$0")/../integration/lib.sh"
+on_exit installed_cleanup
 HOOK=${HOOK:?} PREALLOC_DOMAIN=${PREALLOC_DOMAIN:?}
 V="virsh -q -c qemu:///system"
 HOOKDST=/etc/libvirt/hooks/qemu.d/prealloc
@@ -41,7 +48,6 @@ backup "$CONF"
 backup "$QCONF"
 mkdir -p /etc/libvirt/hooks/qemu.d /etc/prealloc
 rm -f "$HOOKDST"	# installed below, by `prealloc hook install`, once libvirtd runs
-export PREALLOC_LIBVIRT_HOOK=$HOOK
 # 1G pages: a private 1G hugetlbfs for libvirt where node 0 can allocate one
 # now (tried and read back; lib.sh restores every pool at exit), else the
 # 1G case is skipped with the cause.
@@ -72,12 +78,14 @@ fi
 printf 'memory_backing_dir = "%s"\n' "$MB" >> "$QCONF"
 
 pidof libvirtd > /dev/null && bail "a libvirtd this test did not start runs (pid $(pidof libvirtd)); stop it first"
+# The daemons get only what a service manager would give them.
+daemon_env=(env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8)
 if ! pidof virtlogd > /dev/null; then
-	virtlogd -d || bail "virtlogd did not start"
+	"${daemon_env[@]}" virtlogd -d || bail "virtlogd did not start"
 	on_exit "kill $(pidof virtlogd)"
 fi
 start_libvirtd() {
-	libvirtd -d || bail "libvirtd did not start"
+	"${daemon_env[@]}" libvirtd -d || bail "libvirtd did not start"
 	for _ in $(seq 50); do $V list > /dev/null 2>&1 && return 0; sleep 0.1; done
 	bail "libvirtd did not answer"
 }
