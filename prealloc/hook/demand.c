@@ -1,8 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * From a parsed domain to what it asks of the host: one backend per piece
- * of guest RAM QEMU gets (pc.ram, ram-node<N>, dimm<N>), each with its page
- * size and host nodes, and the hugepages per host node and size.
+ * of guest RAM QEMU gets from hugepages or memory_backing_dir (pc.ram,
+ * ram-node<N>, dimm<N>, virtiomem<N>), each with its page size, host nodes
+ * and access, and the hugepages per host node and size. The rules are
+ * libvirt 9's, as its QEMU command line shows them (tests/libvirt/test-demand.c
+ * quotes it): a backend is on hugepages (a hugetlbfs mount, or memfd) when
+ * its page size is above 4K, else a file in memory_backing_dir when
+ * <source type='file'/> or any access mode applies to it, else anonymous
+ * memory (or memfd).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -53,7 +59,7 @@ const char *page_label(uint64_t ps, char *buf, size_t len)
 }
 
 /*
- * The page size for guest cell (-1: no cells): the <page> whose nodeset
+ * The hugepage size for guest cell (-1: no cells): the <page> whose nodeset
  * names it, else the one without a nodeset, else (only pages for other
  * cells) 4K as libvirt does; <hugepages/> alone is the host's default.
  */
@@ -63,11 +69,8 @@ static uint64_t cell_page(const struct domain *d, const struct host_view *h, int
 	uint64_t fallback = 0;
 	bool any = false;
 
-	if (!d->hugepages) {
-		if (d->source == SOURCE_FILE && h->backing_page)
-			return h->backing_page;
+	if (!d->hugepages)
 		return PAGE_4K;
-	}
 	if (!d->nr_pages)
 		return h->default_page;
 	for (unsigned int i = 0; i < d->nr_pages; i++) {
@@ -115,25 +118,67 @@ static void spread(struct dom_backend *be)
 		be->node_bytes[i] = (each + (i < extra)) * ps;
 }
 
+/* What a backend is built from: the part of the XML libvirt reads for it. */
+struct backend_src {
+	const char *alias;
+	uint64_t bytes;
+	int cell;			/* guest cell, -1: none */
+	uint64_t page_size;		/* <source><pagesize>; 0: the cell's */
+	int access;			/* the device's own; ACCESS_DEFAULT: none */
+	bool discarded;			/* virtio-mem: QEMU empties its file at start */
+	struct dom_binding bind;
+};
+
+static const struct dom_cell *find_cell(const struct domain *d, int cell)
+{
+	for (unsigned int i = 0; i < d->nr_cells; i++)
+		if (d->cells[i].id == cell)
+			return &d->cells[i];
+	return NULL;
+}
+
+/* libvirt's precedence: the device's access, else its cell's memAccess, else <access>. */
+static int access_of(const struct domain *d, const struct backend_src *src)
+{
+	const struct dom_cell *c = find_cell(d, src->cell);
+
+	if (src->access != ACCESS_DEFAULT)
+		return src->access;
+	if (c && c->access != ACCESS_DEFAULT)
+		return c->access;
+	return d->access;
+}
+
 static int add_backend(const struct domain *d, const struct host_view *h, struct dom_demand *dd,
-		       const char *alias, uint64_t bytes, int cell, const struct dom_binding *b,
-		       char *why, size_t len)
+		       const struct backend_src *src, char *why, size_t len)
 {
 	struct dom_backend *be = &dd->backends[dd->nr_backends];
+	int access = access_of(d, src);
+	bool huge, in_dir;
 	char pl[16];
 	int r;
 
 	memset(be, 0, sizeof(*be));
-	snprintf(be->alias, sizeof(be->alias), "%s", alias);
-	be->bytes = bytes;
-	be->page_size = cell_page(d, h, cell);
-	be->file = !d->hugepages && d->source == SOURCE_FILE;
+	snprintf(be->alias, sizeof(be->alias), "%s", src->alias);
+	be->bytes = src->bytes;
+	be->page_size = src->page_size ? src->page_size : cell_page(d, h, src->cell);
 	if (!be->page_size)
-		return why_fail(why, len, "%s: the host has no default hugepage size", alias);
-	if (bytes % be->page_size)
-		return why_fail(why, len, "%s: %llu bytes is not a multiple of its %s pages", alias,
-				(unsigned long long)bytes, page_label(be->page_size, pl, sizeof(pl)));
-	r = binding_nodes(b, h, be, why, len);
+		return why_fail(why, len, "%s: the host has no default hugepage size", src->alias);
+	/* Hugepages (a hugetlbfs mount, or memfd) win; any access mode means a file. */
+	huge = be->page_size > PAGE_4K;
+	in_dir = !huge && d->source != SOURCE_MEMFD &&
+		 (d->source == SOURCE_FILE || access != ACCESS_DEFAULT);
+	if (in_dir && h->backing_page)
+		be->page_size = h->backing_page;
+	be->file = in_dir && !src->discarded;
+	/* QEMU's default when libvirt says nothing: share=on for memfd only. */
+	be->shared = access == ACCESS_SHARED ||
+		     (access == ACCESS_DEFAULT && d->source == SOURCE_MEMFD);
+	if (src->bytes % be->page_size)
+		return why_fail(why, len, "%s: %llu bytes is not a multiple of its %s pages",
+				src->alias, (unsigned long long)src->bytes,
+				page_label(be->page_size, pl, sizeof(pl)));
+	r = binding_nodes(&src->bind, h, be, why, len);
 	if (r < 0)
 		return r;
 	spread(be);
@@ -157,31 +202,73 @@ static int add_need(struct dom_demand *dd, int node, uint64_t ps, uint64_t bytes
 
 static const struct dom_binding *cell_binding(const struct domain *d, int cell)
 {
-	for (unsigned int i = 0; i < d->nr_cells; i++)
-		if (d->cells[i].id == cell)
-			return &d->cells[i].bind;
-	return &d->bind;
+	const struct dom_cell *c = find_cell(d, cell);
+
+	return c ? &c->bind : &d->bind;
+}
+
+/* A memory device's host nodes: its <source><nodemask> in its cell's mode, else its cell's. */
+static struct dom_binding memdev_binding(const struct domain *d, const struct dom_dimm *m)
+{
+	struct dom_binding b = *cell_binding(d, m->cell);
+
+	if (m->source_nodes) {
+		b.mode = b.mode == MODE_NONE ? MODE_STRICT : b.mode;
+		b.automatic = false;
+		b.nodes = m->source_nodes;
+	}
+	return b;
 }
 
 static int add_ram(const struct domain *d, const struct host_view *h, struct dom_demand *dd,
 		   char *why, size_t len)
 {
+	struct backend_src src = { .alias = "pc.ram", .cell = -1, .bind = d->bind };
 	uint64_t dimms = 0;
 	char alias[64];
 	int r = 0;
 
+	/* <memory> includes every memory device's <size>, whatever backs it. */
 	for (unsigned int i = 0; i < d->nr_dimms; i++)
 		dimms += d->dimms[i].bytes;
 	if (!d->nr_cells) {
 		if (d->memory <= dimms)
 			return why_fail(why, len, "<memory> %llu bytes leaves nothing besides the "
 					"memory devices", (unsigned long long)d->memory);
-		return add_backend(d, h, dd, "pc.ram", d->memory - dimms, -1, &d->bind, why, len);
+		src.bytes = d->memory - dimms;
+		return add_backend(d, h, dd, &src, why, len);
 	}
 	for (unsigned int i = 0; r == 0 && i < d->nr_cells; i++) {
 		snprintf(alias, sizeof(alias), "ram-node%d", d->cells[i].id);
-		r = add_backend(d, h, dd, alias, d->cells[i].bytes, d->cells[i].id,
-				&d->cells[i].bind, why, len);
+		src = (struct backend_src){ .alias = alias, .bytes = d->cells[i].bytes,
+					    .cell = d->cells[i].id, .bind = d->cells[i].bind };
+		r = add_backend(d, h, dd, &src, why, len);
+	}
+	return r;
+}
+
+/*
+ * The memory devices libvirt backs like guest RAM: dimm and virtio-mem
+ * (of which the guest plugs <requested> at start). nvdimm and virtio-pmem
+ * map the admin's <source><path>, sgx-epc the host's EPC: never hugepages
+ * or memory_backing_dir, nothing to count.
+ */
+static int add_memdevs(const struct domain *d, const struct host_view *h, struct dom_demand *dd,
+		       char *why, size_t len)
+{
+	int r = 0;
+
+	for (unsigned int i = 0; r == 0 && i < d->nr_dimms; i++) {
+		const struct dom_dimm *m = &d->dimms[i];
+		bool vmem = m->model == MEM_VIRTIO_MEM;
+		struct backend_src src = {
+			.alias = m->alias, .bytes = vmem ? m->requested : m->bytes,
+			.cell = m->cell, .page_size = m->page_size, .access = m->access,
+			.discarded = vmem, .bind = memdev_binding(d, m),
+		};
+
+		if (m->model == MEM_DIMM || vmem)
+			r = add_backend(d, h, dd, &src, why, len);
 	}
 	return r;
 }
@@ -195,12 +282,8 @@ int domain_demand(const struct domain *d, const struct host_view *h, struct dom_
 	if (!h->nr_nodes)
 		return why_fail(why, len, "the host has no node with memory");
 	r = add_ram(d, h, dd, why, len);
-	for (unsigned int i = 0; r == 0 && i < d->nr_dimms; i++) {
-		const struct dom_dimm *m = &d->dimms[i];
-
-		r = add_backend(d, h, dd, m->alias, m->bytes, m->cell, cell_binding(d, m->cell),
-				why, len);
-	}
+	if (r == 0)
+		r = add_memdevs(d, h, dd, why, len);
 	for (unsigned int i = 0; r == 0 && i < dd->nr_backends; i++) {
 		const struct dom_backend *be = &dd->backends[i];
 

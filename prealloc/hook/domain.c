@@ -151,6 +151,21 @@ static int mode_parse(const char *s)
 	return -1;
 }
 
+/* An access mode at expr relative to node (absent: ACCESS_DEFAULT); 0 or -EINVAL. */
+static int access_parse(struct px *p, xmlNodePtr node, const char *expr, const char *what,
+			int *ret)
+{
+	char v[32];
+
+	*ret = ACCESS_DEFAULT;
+	if (!xstr(p, node, expr, v, sizeof(v)))
+		return 0;
+	if (strcmp(v, "shared") && strcmp(v, "private"))
+		return bad(p, "%s: access '%s' is neither shared nor private", what, v);
+	*ret = !strcmp(v, "shared") ? ACCESS_SHARED : ACCESS_PRIVATE;
+	return 0;
+}
+
 /* A binding from an element with mode/nodeset/placement attributes. */
 static int binding_parse(struct px *p, xmlNodePtr n, const char *what, struct dom_binding *b)
 {
@@ -196,6 +211,8 @@ static int parse_numa(struct px *p, struct domain *d)
 			r = xsize(p, n, "@memory", "@unit", &d->cells[i].bytes);
 		if (r == 0 && !d->cells[i].bytes)
 			r = bad(p, "cell %d: no memory", d->cells[i].id);
+		if (r == 0)
+			r = access_parse(p, n, "@memAccess", "cell memAccess", &d->cells[i].access);
 		d->cells[i].bind = d->bind;
 	}
 	xmlXPathFreeObject(o);
@@ -243,27 +260,73 @@ static int parse_pages(struct px *p, struct domain *d)
 	return r;
 }
 
+/* libvirt 9's models, and the alias prefix it gives each (dimm and nvdimm share slots). */
+#define MEM_ALIAS_COUNTERS 4	/* dimm and nvdimm, virtio-pmem, virtio-mem, sgx-epc */
+static const struct {
+	const char *model, *prefix;
+	int counter;
+} mem_models[] = {
+	[MEM_DIMM] = { "dimm", "dimm", 0 },
+	[MEM_NVDIMM] = { "nvdimm", "nvdimm", 0 },
+	[MEM_VIRTIO_PMEM] = { "virtio-pmem", "virtiopmem", 1 },
+	[MEM_VIRTIO_MEM] = { "virtio-mem", "virtiomem", 2 },
+	[MEM_SGX_EPC] = { "sgx-epc", "epc", 3 },
+};
+
+/* One <devices><memory>: its model, sizes, <source>, access, target cell and alias. */
+static int parse_memdev(struct px *p, xmlNodePtr n, unsigned int i,
+			unsigned int counters[MEM_ALIAS_COUNTERS], struct dom_dimm *m)
+{
+	char model[32] = "", buf[256];
+	unsigned int k;
+	int r;
+
+	xstr(p, n, "@model", model, sizeof(model));
+	for (k = 0; k < sizeof(mem_models) / sizeof(mem_models[0]); k++)
+		if (!strcmp(model, mem_models[k].model))
+			break;
+	if (k == sizeof(mem_models) / sizeof(mem_models[0]))
+		return bad(p, "memory device %u: unknown model '%s'", i, model);
+	m->model = (int)k;
+	r = xsize(p, n, "target/size", "target/size/@unit", &m->bytes);
+	if (r == 0 && !m->bytes)
+		r = bad(p, "memory device %u: no target size", i);
+	if (r == 0 && m->model == MEM_VIRTIO_MEM)
+		r = xsize(p, n, "target/requested", "target/requested/@unit", &m->requested);
+	if (r == 0)
+		r = xsize(p, n, "source/pagesize", "source/pagesize/@unit", &m->page_size);
+	if (r == 0 && m->page_size & (m->page_size - 1))
+		r = bad(p, "memory device %u: page size %llu is not a power of two", i,
+			(unsigned long long)m->page_size);
+	if (r == 0 && xstr(p, n, "source/nodemask", buf, sizeof(buf)) &&
+	    (nodeset_parse(buf, &m->source_nodes) < 0 || !m->source_nodes))
+		r = bad(p, "memory device %u: bad nodemask '%s' (nodes 0-%d)", i, buf,
+			DOM_MAX_NODES - 1);
+	if (r == 0)
+		r = access_parse(p, n, "@access", "memory device access", &m->access);
+	if (r < 0)
+		return r;
+	m->cell = xstr(p, n, "target/node", buf, sizeof(buf)) ? atoi(buf) : -1;
+	/* The live XML names it; else libvirt's: dimm/nvdimm by slot, the rest by count. */
+	k = counters[mem_models[m->model].counter]++;
+	if (xstr(p, n, "address[@type='dimm']/@slot", buf, sizeof(buf)))
+		k = (unsigned int)strtoul(buf, NULL, 0);
+	if (!xstr(p, n, "alias/@name", m->alias, sizeof(m->alias)))
+		snprintf(m->alias, sizeof(m->alias), "%s%u", mem_models[m->model].prefix, k);
+	return 0;
+}
+
 static int parse_dimms(struct px *p, struct domain *d)
 {
-	xmlXPathObjectPtr o = xnodes(p, "/domain/devices/memory[@model='dimm' or @model='nvdimm' "
-				     "or @model='virtio-mem']");
+	xmlXPathObjectPtr o = xnodes(p, "/domain/devices/memory");
+	unsigned int counters[MEM_ALIAS_COUNTERS] = { 0 };
 	int r = 0;
 
 	d->nr_dimms = nr_of(o);
 	if (d->nr_dimms > DOM_MAX_DIMMS)
 		r = bad(p, "%u memory devices: at most %d", d->nr_dimms, DOM_MAX_DIMMS);
-	for (unsigned int i = 0; r == 0 && i < d->nr_dimms; i++) {
-		xmlNodePtr n = o->nodesetval->nodeTab[i];
-		struct dom_dimm *m = &d->dimms[i];
-		char node[16];
-
-		r = xsize(p, n, "target/size", "target/size/@unit", &m->bytes);
-		m->cell = xstr(p, n, "target/node", node, sizeof(node)) ? atoi(node) : -1;
-		if (!xstr(p, n, "alias/@name", m->alias, sizeof(m->alias)))
-			snprintf(m->alias, sizeof(m->alias), "dimm%u", i);
-		if (r == 0 && !m->bytes)
-			r = bad(p, "memory device %u: no target size", i);
-	}
+	for (unsigned int i = 0; r == 0 && i < d->nr_dimms; i++)
+		r = parse_memdev(p, o->nodesetval->nodeTab[i], i, counters, &d->dimms[i]);
 	xmlXPathFreeObject(o);
 	return r;
 }
@@ -289,8 +352,10 @@ static int parse_misc(struct px *p, struct domain *d)
 	if (xstr(p, NULL, "/domain/memoryBacking/source/@type", buf, sizeof(buf)))
 		d->source = !strcmp(buf, "file") ? SOURCE_FILE
 			    : !strcmp(buf, "memfd") ? SOURCE_MEMFD : SOURCE_ANON;
-	if (xstr(p, NULL, "/domain/memoryBacking/access/@mode", buf, sizeof(buf)))
-		d->shared = !strcmp(buf, "shared");
+	r = access_parse(p, NULL, "/domain/memoryBacking/access/@mode", "<access>", &d->access);
+	if (r < 0)
+		return r;
+	d->shared = d->access == ACCESS_SHARED;
 	if (xstr(p, NULL, "/domain/seclabel[@model='dac']/label", buf, sizeof(buf)) ||
 	    xstr(p, NULL, "/domain/seclabel[@model='dac']/imagelabel", buf, sizeof(buf))) {
 		if (sscanf(buf, "+%u:+%u", &d->uid, &d->gid) != 2)

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A libvirt domain as the hook needs it: its memory, NUMA cells and their
- * binding to host nodes, hugepages, backing, DIMMs, DAC label and the
- * per-domain prealloc settings; and the demand that follows from it per
- * host node and page size. Pure code over the XML text: unit-tested and
- * fuzzed without libvirt.
+ * binding to host nodes, hugepages, backing and access, memory devices, DAC
+ * label and the per-domain prealloc settings; and the demand that follows
+ * from it per host node and page size. Pure code over the XML text:
+ * unit-tested and fuzzed without libvirt.
  */
 #ifndef PREALLOC_HOOK_DOMAIN_H
 #define PREALLOC_HOOK_DOMAIN_H
@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #define DOM_MAX_CELLS 64
-#define DOM_MAX_DIMMS 32
+#define DOM_MAX_DIMMS 32	/* memory devices, every model */
 #define DOM_MAX_PAGES 8
 #define DOM_MAX_NODES 64	/* host nodes a binding may name */
 #define DOM_NAMESPACE "urn:x-prealloc:libvirt:1"
@@ -22,6 +22,10 @@
 enum dom_mode { MODE_NONE = 0, MODE_STRICT, MODE_PREFERRED, MODE_INTERLEAVE, MODE_RESTRICTIVE };
 enum dom_source { SOURCE_ANON = 0, SOURCE_FILE, SOURCE_MEMFD };
 enum dom_tristate { TRI_UNSET = 0, TRI_YES, TRI_NO };
+/* <access mode>, <cell memAccess>, <memory access>: DEFAULT defers to the next level. */
+enum dom_access { ACCESS_DEFAULT = 0, ACCESS_SHARED, ACCESS_PRIVATE };
+/* <devices><memory model>: the models libvirt 9 knows. */
+enum dom_mem_model { MEM_DIMM = 0, MEM_NVDIMM, MEM_VIRTIO_PMEM, MEM_VIRTIO_MEM, MEM_SGX_EPC };
 
 /* Host nodes memory may use: a bitmap of up to DOM_MAX_NODES. */
 struct dom_binding {
@@ -33,13 +37,20 @@ struct dom_binding {
 struct dom_cell {
 	int id;
 	uint64_t bytes;
+	int access;			/* enum dom_access: memAccess */
 	struct dom_binding bind;	/* memnode, else numatune memory, else unbound */
 };
 
+/* A <devices><memory> device of any model; demand.c decides which count. */
 struct dom_dimm {
-	uint64_t bytes;
+	int model;		/* enum dom_mem_model */
+	uint64_t bytes;		/* <target><size>: what <memory> includes */
+	uint64_t requested;	/* virtio-mem <target><requested>: plugged at start */
+	uint64_t page_size;	/* <source><pagesize>; 0: its cell's */
+	uint64_t source_nodes;	/* <source><nodemask>, host nodes; 0: its cell's */
+	int access;		/* enum dom_access: the access attribute */
 	int cell;		/* target node (guest cell), -1 none */
-	char alias[64];		/* from the XML, else dimm<N> */
+	char alias[64];		/* from the XML, else libvirt's: dimm<slot>, virtiomem<N> */
 };
 
 /* <hugepages><page size nodeset/>: nodeset names guest cells. */
@@ -60,7 +71,8 @@ struct domain {
 	unsigned int nr_pages;
 	struct dom_page pages[DOM_MAX_PAGES];
 	int source;		/* enum dom_source */
-	bool shared;		/* <access mode='shared'/> */
+	int access;		/* enum dom_access: <memoryBacking><access> */
+	bool shared;		/* <access mode='shared'/>: the domain's level only */
 	unsigned int nr_dimms;
 	struct dom_dimm dimms[DOM_MAX_DIMMS];
 	bool has_dac;
@@ -83,12 +95,22 @@ struct host_view {
 	uint64_t backing_page;		/* page size of memory_backing_dir's fs; 0: not memory */
 };
 
-/* One guest RAM backend QEMU gets, with where its pages go. */
+/*
+ * One guest RAM backend QEMU gets from hugepages or memory_backing_dir (or
+ * 4K anonymous memory), with where its pages go. Memory devices libvirt
+ * backs otherwise (nvdimm, virtio-pmem: the admin's path; sgx-epc: the EPC)
+ * have none.
+ */
 struct dom_backend {
-	char alias[64];		/* pc.ram, ram-node<N>, dimm<N> */
-	uint64_t bytes;
+	char alias[64];		/* pc.ram, ram-node<N>, dimm<N>, virtiomem<N> */
+	uint64_t bytes;		/* what QEMU populates; virtio-mem: its <requested> */
 	uint64_t page_size;	/* 0: 4K pages, nothing to size */
-	bool file;		/* a file under memory_backing_dir QEMU opens by name */
+	bool file;		/* a file under memory_backing_dir QEMU opens by name and
+				 * maps whole: one to pre-fault (never virtio-mem's,
+				 * which QEMU discards at start) */
+	bool shared;		/* QEMU maps it share=on: the device's access, else
+				 * its cell's memAccess, else the domain's <access>,
+				 * else QEMU's default (on for memfd only) */
 	unsigned int nr_nodes;
 	int nodes[DOM_MAX_NODES];
 	uint64_t node_bytes[DOM_MAX_NODES];

@@ -227,14 +227,19 @@ int run_claim(struct hook_run *run)
 	unsigned int nr = 0;
 	int r = 0;
 
-	for (unsigned int i = 0; i < run->demand.nr_backends; i++)
-		if (run->prefault && run->demand.backends[i].file && !run->dom.shared) {
+	for (unsigned int i = 0; i < run->demand.nr_backends; i++) {
+		const struct dom_backend *be = &run->demand.backends[i];
+
+		/* Access as QEMU maps each backend: a cell's memAccess overrides the domain's. */
+		if (run->prefault && be->file && !be->shared) {
 			snprintf(run->msg, sizeof(run->msg), "domain %s: prefault needs "
-				 "<access mode='shared'/>: QEMU maps a private (share=off) file "
+				 "<access mode='shared'/>: %s is private (its cell's memAccess or "
+				 "the domain's access), and QEMU maps a private (share=off) file "
 				 "with a second copy of every page and fails with ENOMEM",
-				 run->dom.name);
+				 run->dom.name, be->alias);
 			return -EINVAL;
 		}
+	}
 	drop_prefaulted(run);
 	for (unsigned int i = 0; i < run->demand.nr_needs; i++) {
 		unsigned int k;
