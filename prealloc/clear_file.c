@@ -213,6 +213,18 @@ static void note_nonzero(struct clear_flow *flow, uint64_t offset)
 	flow->info.nonzero_offset = MIN(flow->info.nonzero_offset, offset);
 }
 
+/*
+ * Whether the file is now shorter than the checks found it: its owner
+ * truncated it during the clear. Then the pages past its new end are gone
+ * (a worker meeting one got SIGBUS: -EFAULT) and nothing may write there.
+ */
+static bool flow_shrank(const struct clear_flow *flow)
+{
+	struct stat st;
+
+	return fstat(flow->fd, &st) == 0 && (uint64_t)st.st_size < flow->info.length;
+}
+
 /* The partial last page, with write(2): no mapping covers it whole. */
 static int clear_tail(struct clear_flow *flow)
 {
@@ -222,6 +234,9 @@ static int clear_tail(struct clear_flow *flow)
 
 	if (!tail)
 		return 0;
+	/* A file cut inside or before its tail: a write there would make it long again. */
+	if (flow_shrank(flow))
+		return flow_fail(flow, PREALLOC_CLEAR_STEP_TAIL, -ENXIO);
 	if (pwrite(flow->fd, zeroes, tail, (off_t)at) != (ssize_t)tail)
 		return flow_fail(flow, PREALLOC_CLEAR_STEP_TAIL, errno ? -errno : -EIO);
 	if (!(flow->opts.flags & PREALLOC_CLEAR_VERIFY))
@@ -255,7 +270,10 @@ static int clear_rest(struct clear_flow *flow)
 /*
  * On the job's last worker, before its completion is posted. The engine's
  * zero check covered the resident and the swapped-out pages (-EBADMSG is
- * its verdict): that joins the tail's; any other failure stops here.
+ * its verdict): that joins the tail's; any other failure stops here. A
+ * SIGBUS under a worker, clearing or reading back, failed the job with
+ * -EFAULT: in a file that shrank meanwhile that is -ENXIO (its pages past
+ * the new end no longer exist, as lseek says of offsets past the end).
  */
 static int clear_finish(struct prealloc_job *job, int status, void *arg)
 {
@@ -265,6 +283,8 @@ static int clear_finish(struct prealloc_job *job, int status, void *arg)
 	job_fill_report(job, &rep);
 	if (rep.nonzero_offset != UINT64_MAX)
 		note_nonzero(flow, rep.nonzero_offset);
+	if (status == -EFAULT && flow_shrank(flow))
+		status = -ENXIO;
 	if (status < 0 && status != -EBADMSG)
 		flow->result = flow_fail(flow, PREALLOC_CLEAR_STEP_CLEAR, status);
 	else
@@ -328,6 +348,8 @@ static int clear_job_start(struct clear_flow *flow, struct prealloc_job **ret_jo
 
 	if (ret_info)
 		copy_sized_out(ret_info, &flow->info, sizeof(flow->info));
+	/* Tests stop here: the file mapped and its pages found, no worker started. */
+	test_pause("clear-mapped");
 	r = job_start_spec(flow->region, &jo, &spec, ret_job);
 	return r < 0 ? flow_fail(flow, PREALLOC_CLEAR_STEP_START, r) : 0;
 }

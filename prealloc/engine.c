@@ -245,6 +245,8 @@ static void *worker_main(void *arg)
 			serial_phase(job);
 			time_max(job, &job->t_op_end, NULL);
 		}
+		/* Tests stop here: the op done, the check phase (read-back) not begun. */
+		test_pause("before-check");
 		job->t_check_start = now_seconds();
 		if (!atomic_load(&job->cancel))
 			check_scan_job(job);

@@ -23,6 +23,37 @@ struct prealloc_job;
  */
 #define JOB_STEP (UINT64_C(16) << 20)
 
+/* ---- the SIGBUS guard (populate.c) ------------------------------------------ */
+
+/*
+ * A store or load into a file's pages past its end (its owner truncated it),
+ * into a hugetlb page the pool could not supply, or into poisoned memory
+ * raises SIGBUS, which kills the process by default. Workers run what may
+ * meet one through sigbus_guarded(): the touch fallback, a clear and the
+ * zero check over a file or a caller's mapping.
+ *
+ * The handler is process-wide and an embedding VMM may have its own (memory
+ * errors): an op installs it at setup only for a job that needs it, once,
+ * and removes it at teardown. Installs nest (a count); the last remove puts
+ * back the handler found at the first install, unless another was set
+ * meanwhile, which stays. A SIGBUS that is not a guarded call's goes to the
+ * handler found at install (SIG_DFL: the process dies as it would have).
+ */
+int sigbus_guard_install(void);
+void sigbus_guard_remove(void);
+/*
+ * Runs fn(arg), which touches [addr, addr + len) only, on this thread. A
+ * SIGBUS the kernel raises for an address in that range ends fn there: the
+ * call returns -EHWPOISON for a memory error (BUS_MCEERR_AR), else -EFAULT
+ * (the page is gone or could not be had: what MADV_POPULATE_WRITE says),
+ * with *ret_fault (may be NULL) the faulting byte's offset from addr; else
+ * fn's result. Calls nest: an inner call restores the outer's target, and
+ * a fault in the outer's range alone returns from the outer. Without the
+ * handler installed (by any job) it is fn(arg) and a SIGBUS kills.
+ */
+int sigbus_guarded(const void *addr, uint64_t len, int (*fn)(void *arg), void *arg,
+		   uint64_t *ret_fault);
+
 /* ---- ops (ops.c) ---------------------------------------------------------- */
 
 /* What an op's setup may look at. */

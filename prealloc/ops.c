@@ -2,8 +2,10 @@
 /*
  * Ops: what a worker does to one piece of a chunk, one table entry per
  * public op. Populate faults pages in (MADV_POPULATE_WRITE, or one store per
- * page under a SIGBUS guard where the kernel lacks it), clear runs a store
- * kernel, verify does nothing (the engine's check phase reads back).
+ * page under the SIGBUS guard where the kernel lacks it), clear runs a store
+ * kernel, verify does nothing (the engine's check phase reads back). Each
+ * op's setup also installs the SIGBUS guard (populate.c) for a job whose
+ * memory can fault under it; its teardown removes it.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -14,30 +16,62 @@
 #include "clear.h"
 #include "engine.h"
 
-struct populate_state {
-	uint64_t touch_step;	/* bytes between touches */
-	atomic_int touch;	/* fell back to (or forced) touching */
+/* A job's hold on the SIGBUS guard: taken at most once, dropped at teardown. */
+struct op_guard {
 	pthread_mutex_t lock;
-	bool guard;		/* SIGBUS guard installed, under lock */
+	bool on;		/* installed, under lock */
 };
 
-/*
- * The SIGBUS guard for the touch fallback is process-wide, and an embedding
- * VMM may have its own SIGBUS handler (memory errors): install it only when
- * a job really touches, once per job, before any worker touches.
- */
-static int populate_guard(struct populate_state *st)
+static int guard_take(struct op_guard *g)
 {
 	int r = 0;
 
-	pthread_mutex_lock(&st->lock);
-	if (!st->guard) {
-		r = touch_guard_install();
-		st->guard = r == 0;
+	pthread_mutex_lock(&g->lock);
+	if (!g->on) {
+		r = sigbus_guard_install();
+		g->on = r == 0;
 	}
-	pthread_mutex_unlock(&st->lock);
+	pthread_mutex_unlock(&g->lock);
 	return r;
 }
+
+static void guard_init(struct op_guard *g)
+{
+	pthread_mutex_init(&g->lock, NULL);
+	g->on = false;
+}
+
+/* At the job's end (or a failed setup): the guard goes if this job took it. */
+static void guard_fini(struct op_guard *g)
+{
+	if (g->on)
+		sigbus_guard_remove();
+	pthread_mutex_destroy(&g->lock);
+}
+
+/*
+ * Whether a job's memory can SIGBUS under its workers though it is all
+ * there: a file's pages (FILE, MEMFD, and a caller's mapping, which may be
+ * one) vanish when its owner truncates it. Clear stores into them (writes),
+ * and the check phase of VERIFY reads them all back; anonymous memory only
+ * faults so when poisoned, and pays nothing for that.
+ */
+static bool guard_needed(const struct job_op_args *args, bool writes)
+{
+	bool reads = (args->opts->flags & PREALLOC_JOB_VERIFY) ||
+		     args->opts->op == PREALLOC_OP_VERIFY;
+
+	if (args->region->backing == PREALLOC_BACKING_ANON ||
+	    args->region->backing == PREALLOC_BACKING_ANON_THP)
+		return false;
+	return writes || reads;
+}
+
+struct populate_state {
+	uint64_t touch_step;	/* bytes between touches */
+	atomic_int touch;	/* fell back to (or forced) touching */
+	struct op_guard guard;	/* touching, or reading a file back */
+};
 
 static int populate_setup(const struct job_op_args *args, void **ret_state)
 {
@@ -46,16 +80,17 @@ static int populate_setup(const struct job_op_args *args, void **ret_state)
 
 	if (!st)
 		return -ENOMEM;
-	pthread_mutex_init(&st->lock, NULL);
+	guard_init(&st->guard);
 	/* A THP region may fall back to 4K pages, so touch each 4K. */
 	st->touch_step = args->region->backing == PREALLOC_BACKING_ANON_THP
 				 ? PREALLOC_PAGE_4K
 				 : args->region->page_size;
-	if (args->opts->flags & PREALLOC_JOB_TOUCH) {
-		st->touch = 1;
-		r = populate_guard(st);
+	st->touch = !!(args->opts->flags & PREALLOC_JOB_TOUCH);
+	/* MADV_POPULATE_WRITE reports a SIGBUS fault itself: only touching needs the guard. */
+	if (st->touch || guard_needed(args, false)) {
+		r = guard_take(&st->guard);
 		if (r < 0) {
-			pthread_mutex_destroy(&st->lock);
+			guard_fini(&st->guard);
 			free(st);
 			return r;
 		}
@@ -74,8 +109,8 @@ static int populate_piece(void *state, uint8_t *p, uint64_t len)
 	r = populate_chunk(p, len, st->touch_step, false);
 	if (r != -EINVAL)
 		return r;
-	/* No MADV_POPULATE_WRITE here (before 5.14): touch instead. */
-	r = populate_guard(st);
+	/* No MADV_POPULATE_WRITE here (before 5.14): touch instead, guarded. */
+	r = guard_take(&st->guard);
 	if (r < 0)
 		return r;
 	atomic_store(&st->touch, 1);
@@ -93,9 +128,7 @@ static void populate_teardown(void *state)
 {
 	struct populate_state *st = state;
 
-	if (st->guard)
-		touch_guard_remove();
-	pthread_mutex_destroy(&st->lock);
+	guard_fini(&st->guard);
 	free(st);
 }
 
@@ -103,6 +136,7 @@ static void populate_teardown(void *state)
 struct clear_state {
 	struct clear_choice choice;
 	atomic_uint_fast64_t cached_bytes;	/* cleared with the cached kernel */
+	struct op_guard guard;
 };
 
 static int clear_setup(const struct job_op_args *args, void **ret_state)
@@ -124,16 +158,39 @@ static int clear_setup(const struct job_op_args *args, void **ret_state)
 	if (!st)
 		return -ENOMEM;
 	st->choice = c;
+	guard_init(&st->guard);
+	if (guard_needed(args, true)) {
+		r = guard_take(&st->guard);
+		if (r < 0) {
+			guard_fini(&st->guard);
+			free(st);
+			return r;
+		}
+	}
 	*ret_state = st;
 	return 0;
 }
 
+struct clear_call {
+	struct clear_state *st;
+	uint8_t *p;
+	uint64_t len;
+};
+
+static int clear_run(void *arg)
+{
+	struct clear_call *c = arg;
+
+	atomic_fetch_add(&c->st->cached_bytes, clear_choice_run(&c->st->choice, c->p, c->len));
+	return 0;
+}
+
+/* A SIGBUS under the stores (the file shrank) fails the job at this piece. */
 static int clear_piece(void *state, uint8_t *p, uint64_t len)
 {
-	struct clear_state *st = state;
+	struct clear_call c = { state, p, len };
 
-	atomic_fetch_add(&st->cached_bytes, clear_choice_run(&st->choice, p, len));
-	return 0;
+	return sigbus_guarded(p, len, clear_run, &c, NULL);
 }
 
 static int clear_method(const void *state)
@@ -154,6 +211,45 @@ static uint64_t clear_cached(const void *state)
 	const struct clear_state *st = state;
 
 	return st ? atomic_load(&st->cached_bytes) : 0;
+}
+
+static void clear_teardown(void *state)
+{
+	struct clear_state *st = state;
+
+	guard_fini(&st->guard);
+	free(st);
+}
+
+/*
+ * Verify (and none, which may still VERIFY) work nothing in parallel; their
+ * state is the guard for the check phase's read-back, NULL when not needed.
+ */
+static int guard_setup(const struct job_op_args *args, void **ret_state)
+{
+	struct op_guard *g;
+	int r;
+
+	if (!guard_needed(args, false))
+		return 0;
+	g = malloc(sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	guard_init(g);
+	r = guard_take(g);
+	if (r < 0) {
+		guard_fini(g);
+		free(g);
+		return r;
+	}
+	*ret_state = g;
+	return 0;
+}
+
+static void guard_teardown(void *state)
+{
+	guard_fini(state);
+	free(state);
 }
 
 static int verify_piece(void *state, uint8_t *p, uint64_t len)
@@ -188,20 +284,24 @@ static const struct job_op job_ops[] = {
 		.method = clear_method,
 		.kernel = clear_name,
 		.cached_bytes = clear_cached,
-		.teardown = free,
+		.teardown = clear_teardown,
 	},
 	[PREALLOC_OP_VERIFY] = {
 		.name = "verify",
 		.op = PREALLOC_OP_VERIFY,
+		.setup = guard_setup,
 		.piece = verify_piece,
 		.method = verify_method,
+		.teardown = guard_teardown,
 	},
 	/* Nothing in parallel: a job that only runs its serial op (a DMA map). */
 	[PREALLOC_OP_NONE] = {
 		.name = "none",
 		.op = PREALLOC_OP_NONE,
+		.setup = guard_setup,
 		.piece = verify_piece,
 		.method = verify_method,
+		.teardown = guard_teardown,
 	},
 };
 

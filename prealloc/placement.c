@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "engine.h"
 
 #define QUERY_BATCH 1024
 
@@ -365,17 +366,33 @@ void check_scan_job(struct prealloc_job *job)
 	huge_scan_job(job);
 }
 
+struct zero_call {
+	const uint8_t *p;
+	uint64_t len, nz;
+};
+
+static int zero_run(void *arg)
+{
+	struct zero_call *z = arg;
+
+	z->nz = zero_check(z->p, z->len);
+	return 0;
+}
+
 void check_chunk(struct prealloc_job *job, struct node_pool *pool, const struct job_chunk *c)
 {
 	uint8_t *p = job->addr + c->offset;
 	bool zeroes = (job->opts.flags & PREALLOC_JOB_VERIFY) || job->opts.op == PREALLOC_OP_VERIFY;
+	struct zero_call z = { p, c->length, c->length };
+	uint64_t fault = 0;
+	int r;
 
 	if (c->placed && !(job->opts.flags & PREALLOC_JOB_NO_PLACEMENT) &&
 	    !job->placement_scanned) {
 		uint64_t on = 0, off = 0, missing = 0;
-		int r = placement_query(p, c->length, placement_step(job), pool->node, &on, &off,
-					&missing);
 
+		r = placement_query(p, c->length, placement_step(job), pool->node, &on, &off,
+				    &missing);
 		if (r < 0) {
 			job_fail(job, r, pool->node, c->offset);
 			return;
@@ -384,15 +401,19 @@ void check_chunk(struct prealloc_job *job, struct node_pool *pool, const struct 
 		atomic_fetch_add(&pool->off, off);
 		atomic_fetch_add(&pool->missing, missing);
 	}
-	if (zeroes) {
-		uint64_t nz = zero_check(p, c->length);
+	if (!zeroes)
+		return;
+	/* A SIGBUS reading back (the file shrank) fails the job at the page that faulted. */
+	r = sigbus_guarded(p, c->length, zero_run, &z, &fault);
+	if (r < 0) {
+		job_fail(job, r, pool->node, c->offset + ALIGN_DOWN(fault, job->page_size));
+		return;
+	}
+	if (z.nz < c->length) {
+		uint64_t want = c->offset + z.nz + 1, cur = atomic_load(&pool->nonzero);
 
-		if (nz < c->length) {
-			uint64_t want = c->offset + nz + 1, cur = atomic_load(&pool->nonzero);
-
-			while ((cur == 0 || want < cur) &&
-			       !atomic_compare_exchange_weak(&pool->nonzero, &cur, want))
-				;
-		}
+		while ((cur == 0 || want < cur) &&
+		       !atomic_compare_exchange_weak(&pool->nonzero, &cur, want))
+			;
 	}
 }

@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -191,6 +192,24 @@ static void warn_forced(const struct clear_args *a, const struct prealloc_clear_
 			 info->unreadable, a->file);
 }
 
+/*
+ * The file shrank while it was cleared (-ENXIO: the library's fstat saw it).
+ * Its size now is read again here, by path, only for the message.
+ */
+static void say_shrank(const struct clear_args *a, const struct prealloc_clear_file_info *info)
+{
+	struct stat st;
+
+	if (stat(a->file, &st) == 0 && (uint64_t)st.st_size < info->length)
+		cli_error("%s shrank from %llu to %llu bytes while it was cleared (another process "
+			  "truncated it); run 'prealloc clear' again to clear what is left",
+			  a->file, (unsigned long long)info->length, (unsigned long long)st.st_size);
+	else
+		cli_error("%s shrank below its %llu bytes while it was cleared (another process "
+			  "truncated it); run 'prealloc clear' again to clear what is left",
+			  a->file, (unsigned long long)info->length);
+}
+
 /* Exit code and message for a flow that failed after the workers started. */
 static int run_failed(const struct clear_args *a, const struct prealloc_clear_file_info *info,
 		      const struct prealloc_report *rep, int r)
@@ -202,10 +221,17 @@ static int run_failed(const struct clear_args *a, const struct prealloc_clear_fi
 		cli_error("verification failed: %s is not zero after clearing", a->file);
 		return EXIT_VERIFY;
 	}
+	if (r == -ENXIO && (info->error_step == PREALLOC_CLEAR_STEP_CLEAR ||
+			    info->error_step == PREALLOC_CLEAR_STEP_TAIL)) {
+		say_shrank(a, info);
+		return EXIT_FAILURE_RUN;
+	}
 	switch (info->error_step) {
 	case PREALLOC_CLEAR_STEP_CLEAR:
+		/* -EFAULT: a SIGBUS the library caught (a page gone, or not to be had). */
 		cli_error("clearing %s failed on node %d at offset %s: %s", a->file, rep->error_node,
-			  format_size(rep->error_offset, off, sizeof(off)), strerror(-r));
+			  format_size(rep->error_offset, off, sizeof(off)),
+			  r == -EFAULT ? "the page faulted (SIGBUS)" : strerror(-r));
 		break;
 	case PREALLOC_CLEAR_STEP_SWAPPED:
 		cli_error("cannot clear the swapped-out pages of %s: %s", a->file, strerror(-r));

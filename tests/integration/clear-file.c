@@ -8,7 +8,12 @@
  * at their steps. Pages pushed out to swap (a memory cgroup reclaimed;
  * skipped without swap) are cleared by the job's workers. A clear with VERIFY while a child
  * keeps writing a non-zero byte through its mapping fails with -EBADMSG at
- * the verify step. Skips (77) without /dev/shm.
+ * the verify step. A file its owner truncates while the clear is stopped
+ * (PREALLOC_TEST_PAUSE, in a child) before the workers start, or before
+ * VERIFY reads back, fails with -ENXIO and no SIGBUS; so does its partial
+ * last page cut away. Jobs over a caller's mapping of a truncated file fail
+ * with -EFAULT, and the caller's own SIGBUS handler neither runs nor goes.
+ * Skips (1..0 # SKIP) without /dev/shm.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -276,6 +281,127 @@ static void swapped_cleared(struct prealloc_ctx *ctx)
 	       (unsigned long long)info.swapped_bytes, (unsigned long long)rep.bytes_done, r);
 }
 
+/*
+ * The file (len bytes) is truncated to cut bytes while a child's clear
+ * stops itself at point (SIGSTOP stops a whole process, so not this one):
+ * the child lives, the flow fails with -ENXIO at step, the file stays cut.
+ */
+static void shrunk(uint64_t len, uint64_t cut, const char *point, unsigned int flags, int step,
+		   const char *what)
+{
+	struct {
+		int r, step;
+	} res = { 1, -1 };
+	int pipefd[2], st = 0;
+	struct stat sb;
+	pid_t child;
+
+	make_file(len, 0xab);
+	if (pipe(pipefd) < 0) {
+		tap_ok(0, "%s: pipe", what);
+		return;
+	}
+	child = fork();
+	if (child == 0) {
+		struct prealloc_clear_file_info info = { .size = sizeof(info) };
+		struct prealloc_ctx *cctx;
+
+		close(pipefd[0]);
+		setenv("PREALLOC_TEST_PAUSE", point, 1);
+		res.r = prealloc_ctx_new(&cctx);
+		if (res.r == 0)
+			res.r = clear(cctx, flags, &info, NULL);
+		res.step = info.error_step;
+		_exit(write(pipefd[1], &res, sizeof(res)) != sizeof(res));
+	}
+	close(pipefd[1]);
+	if (child < 0 || waitpid(child, &st, WUNTRACED) != child || !WIFSTOPPED(st)) {
+		tap_ok(0, "%s: the clear stopped at %s (wait status %#x)", what, point, st);
+		close(pipefd[0]);
+		return;
+	}
+	if (truncate(path, (off_t)cut) < 0)
+		tap_ok(0, "%s: truncate: %s", what, strerror(errno));
+	kill(child, SIGCONT);
+	if (read(pipefd[0], &res, sizeof(res)) != sizeof(res))
+		res.r = 1;
+	close(pipefd[0]);
+	waitpid(child, &st, 0);
+	tap_ok(WIFEXITED(st) && WEXITSTATUS(st) == 0 && res.r == -ENXIO && res.step == step &&
+		       stat(path, &sb) == 0 && (uint64_t)sb.st_size == cut,
+	       "%s: -ENXIO at step %d, no SIGBUS, the file stays at %llu bytes (%d at step %d, "
+	       "child %s %d)", what, step, (unsigned long long)cut, res.r, res.step,
+	       WIFSIGNALED(st) ? "killed by signal" : "exit",
+	       WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+}
+
+/* The caller's own handler: reached, it would return into the same fault for ever. */
+static void vmm_sigbus(int sig)
+{
+	static const char msg[] = "not ok - the caller's SIGBUS handler ran: "
+				  "a job let a SIGBUS through\n";
+
+	(void)sig;
+	unlink(path);
+	if (write(STDOUT_FILENO, msg, sizeof(msg) - 1) < 0)
+		_exit(2);
+	_exit(1);
+}
+
+/*
+ * Jobs over a caller's mapping (a VMM's guest memory) of a file whose
+ * owner cut it in half after the region was made: a clear and a verify
+ * fail with -EFAULT (the verify at the first page gone) instead of killing
+ * the caller, whose own SIGBUS handler is not called and is back after.
+ */
+static void mapped_shrunk(struct prealloc_ctx *ctx)
+{
+	static const int ops[] = { PREALLOC_OP_CLEAR, PREALLOC_OP_VERIFY };
+	struct sigaction mine = { .sa_handler = vmm_sigbus }, cur;
+	struct prealloc_region_opts ro = { .size = sizeof(ro), .backing = PREALLOC_BACKING_MAPPED,
+					   .flags = PREALLOC_REGION_NO_BIND, .length = LEN };
+	struct prealloc_region *region = NULL;
+	int fd, r;
+
+	make_file(LEN, 0xab);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	ro.addr = fd < 0 ? MAP_FAILED : mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (ro.addr == MAP_FAILED || prealloc_region_new(ctx, &ro, &region) < 0 ||
+	    ftruncate(fd, LEN / 2) < 0) {
+		tap_ok(0, "a caller's mapping of the file, cut in half");
+		goto out;
+	}
+	sigaction(SIGBUS, &mine, NULL);
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		struct prealloc_job_opts jo = { .size = sizeof(jo), .op = ops[i], .threads = 1,
+						.flags = PREALLOC_JOB_NO_PLACEMENT };
+		struct prealloc_report rep = { .size = sizeof(rep) };
+		struct prealloc_job *job;
+
+		r = prealloc_job_start(region, &jo, &job);
+		if (r == 0) {
+			r = prealloc_job_wait(job);
+			prealloc_job_report(job, &rep);
+			prealloc_job_free(job);
+		}
+		tap_ok(r == -EFAULT && rep.error_offset >= LEN / 2 && rep.error_offset < LEN &&
+			       (ops[i] != PREALLOC_OP_VERIFY || rep.error_offset == LEN / 2),
+		       "a %s job over a caller's mapping of a file cut to %llu bytes: -EFAULT "
+		       "at offset %llu (%d)", ops[i] == PREALLOC_OP_CLEAR ? "clear" : "verify",
+		       (unsigned long long)(LEN / 2), (unsigned long long)rep.error_offset, r);
+	}
+	sigaction(SIGBUS, NULL, &cur);
+	tap_ok(!(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == vmm_sigbus,
+	       "the caller's SIGBUS handler was not called, and is back after the jobs");
+	signal(SIGBUS, SIG_DFL);
+out:
+	prealloc_region_free(region);
+	if (ro.addr && ro.addr != MAP_FAILED)
+		munmap(ro.addr, LEN);
+	if (fd >= 0)
+		close(fd);
+}
+
 int main(void)
 {
 	struct prealloc_clear_file_info info;
@@ -284,9 +410,9 @@ int main(void)
 	pid_t child;
 	int r;
 
+	setvbuf(stdout, NULL, _IOLBF, 0);	/* each line out before a fork or an _exit */
 	if (access("/dev/shm", W_OK) < 0) {
-		printf("1..0 # SKIP /dev/shm is not writable\n");
-		return 77;
+		return tap_skip_all("/dev/shm is not writable");
 	}
 	snprintf(path, sizeof(path), "/dev/shm/prealloc-clear-file.%d", (int)getpid());
 	snprintf(link_path, sizeof(link_path), "%s.link", path);
@@ -348,6 +474,13 @@ int main(void)
 	tap_ok(r == 0, "the same file again once the child is gone (%d)", r);
 	swapped_cleared(ctx);
 	verify_fails(ctx);
+	shrunk(LEN, LEN / 2, "clear-mapped", 0, PREALLOC_CLEAR_STEP_CLEAR,
+	       "cut in half before the workers start");
+	shrunk(LEN, LEN / 2, "before-check", PREALLOC_CLEAR_VERIFY, PREALLOC_CLEAR_STEP_CLEAR,
+	       "cut in half before VERIFY reads back");
+	shrunk(LEN + 100, LEN, "clear-mapped", 0, PREALLOC_CLEAR_STEP_TAIL,
+	       "its partial last page cut away");
+	mapped_shrunk(ctx);
 	make_file(LEN, 0xab);
 	info = (struct prealloc_clear_file_info){ .size = sizeof(info) };
 	{

@@ -5,7 +5,9 @@
 # every kernel by --method) and read back as zero by a second process. Clear
 # refuses a file another process maps (naming it), a symbolic link and a file
 # on a disk filesystem, and then the pattern is still there; an unknown
-# kernel is a usage error.
+# kernel is a usage error. A file truncated while clear is stopped at a
+# PREALLOC_TEST_PAUSE point (tmpfs and hugetlbfs) fails with exit 1 and one
+# line saying how it shrank, never with SIGBUS (135), and keeps its new size.
 set -u
 . "$(dirname "$0")/lib.sh"
 need_root
@@ -73,6 +75,47 @@ unhold() {
 	kill "$HOLDER"; wait "$HOLDER" 2>/dev/null
 	HOLDER=
 	rm -f "$TMP/held"
+}
+
+# stopped PID: true once PID has stopped itself (state T), false if it exits first.
+stopped() {
+	local i
+	for ((i = 0; i < 1000; i++)); do
+		[ "$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)" = T ] && return 0
+		kill -0 "$1" 2>/dev/null || return 1
+		sleep 0.01
+	done
+	return 1
+}
+
+# shrink LABEL FILE SIZE POINT [OPTION...]: the file's owner truncates it to SIZE
+# while clear is stopped at PREALLOC_TEST_PAUSE=POINT (clear-mapped: mapped, no
+# worker yet; before-check: cleared, not yet read back). The clear fails (exit 1,
+# never a SIGBUS: 135) with one line naming the file and both sizes, and the
+# file stays, truncated.
+shrink() {
+	local what=$1 f=$2 to=$3 point=$4 from pid rc
+	shift 4
+	from=$(stat -c %s "$f")
+	PREALLOC_TEST_PAUSE=$point "$PREALLOC" clear "$@" "$f" > "$TMP/out" 2> "$TMP/err" &
+	pid=$!
+	if ! stopped $pid; then
+		wait $pid
+		fail "$what: clear never stopped at $point (rc $?: $(head -1 "$TMP/err"))"
+		return
+	fi
+	truncate -s "$to" "$f"
+	kill -CONT $pid
+	wait $pid
+	rc=$?
+	check "$what: exit 1, not killed by SIGBUS (rc $rc)" [ $rc -eq 1 ]
+	check "$what: one line on stderr ($(head -c 300 "$TMP/err"))" \
+		[ "$(wc -l < "$TMP/err")" -eq 1 ]
+	check "$what: it names the file and says it shrank from $from to $to bytes" \
+		grep -q "^prealloc: error: $f shrank from $from to $to bytes while it was cleared" \
+		"$TMP/err"
+	check "$what: the file is still there, $to bytes" \
+		[ "$(stat -c %s "$f" 2>/dev/null)" = "$to" ]
 }
 
 KERNELS=$("$PREALLOC" info --json | python3 -c \
@@ -199,6 +242,18 @@ fill "$TMPFS/guest" 171
 check "tmpfs: file ending in a partial page clears (rc $?)" [ $? -eq 0 ]
 check "tmpfs: ... and reads zero to the last byte" all_bytes "$TMPFS/guest" 0
 
+# The file's owner truncates it during the clear: while the pages are cleared,
+# while they are read back (--verify), and before its partial last page is written.
+truncate -s 16M "$TMPFS/shrink" && fill "$TMPFS/shrink" 171
+shrink "tmpfs: truncated before the workers start" "$TMPFS/shrink" $((8 << 20)) clear-mapped
+fill "$TMPFS/shrink" 171
+shrink "tmpfs: truncated before --verify reads back" "$TMPFS/shrink" $((4 << 20)) before-check \
+	--verify
+# Cut to its whole pages: no SIGBUS, but writing its last 100 bytes would make it long again.
+truncate -s $((16 * 1048576 + 100)) "$TMPFS/shrink" && fill "$TMPFS/shrink" 171
+shrink "tmpfs: partial last page truncated away" "$TMPFS/shrink" $((16 << 20)) clear-mapped
+rm -f "$TMPFS/shrink"
+
 # hugetlbfs, 2M pages.
 if mount_hugetlbfs 2M && reserve_2m 32; then
 	"$PREALLOC" --node 0 --page-size 2M --file "$MNT/guest" -q 64M
@@ -207,6 +262,14 @@ if mount_hugetlbfs 2M && reserve_2m 32; then
 	exercise "$MNT/guest" hugetlbfs 32
 	check "hugetlbfs: clearing took no hugepage from the pool" [ "$(hp_free)" -eq "$free_before" ]
 	"$PREALLOC" rm "$MNT/guest"
+	# Truncated while clear is stopped (its pages go back to the pool at once).
+	if reserve_2m 4 && "$PREALLOC" --node 0 --page-size 2M --file "$MNT/shrink" -q 8M; then
+		shrink "hugetlbfs: truncated before the workers start" "$MNT/shrink" $((4 << 20)) \
+			clear-mapped
+	else
+		fail "hugetlbfs: cannot make an 8M file to truncate"
+	fi
+	rm -f "$MNT/shrink"
 else
 	fail "hugetlbfs: cannot mount hugetlbfs or reserve 32 2M pages"
 fi
