@@ -74,11 +74,11 @@ static int open_file(struct prealloc_region *r, const struct prealloc_region_opt
 	struct stat st;
 	int fd;
 
-	fd = open(o->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	fd = openat(r->dir_fd, o->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd >= 0) {
 		r->created_file = true;
 	} else if (errno == EEXIST && (o->flags & PREALLOC_REGION_REUSE)) {
-		fd = open(o->path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+		fd = openat(r->dir_fd, o->path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0)
 			return -errno;
 	} else {
@@ -318,8 +318,8 @@ EXPORT int prealloc_default_nodes(struct prealloc_ctx *ctx, int *ret_nodes, unsi
 	return (int)nr;
 }
 
-EXPORT int prealloc_region_new(struct prealloc_ctx *ctx, const struct prealloc_region_opts *opts,
-			       struct prealloc_region **ret_region)
+int region_new_at(struct prealloc_ctx *ctx, const struct prealloc_region_opts *opts, int dir_fd,
+		  struct prealloc_region **ret_region)
 {
 	struct prealloc_region_opts o;
 	struct prealloc_region *r;
@@ -351,6 +351,11 @@ EXPORT int prealloc_region_new(struct prealloc_ctx *ctx, const struct prealloc_r
 	r->backing = o.backing;
 	r->length = o.length;
 	r->fd = -1;
+	r->dir_fd = dir_fd == AT_FDCWD ? AT_FDCWD : fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
+	if (r->dir_fd == -1) {
+		ret = -errno;
+		goto fail;
+	}
 
 	ret = map_backing(r, &o);
 	if (ret < 0)
@@ -400,6 +405,12 @@ fail:
 	return ret;
 }
 
+EXPORT int prealloc_region_new(struct prealloc_ctx *ctx, const struct prealloc_region_opts *opts,
+			       struct prealloc_region **ret_region)
+{
+	return region_new_at(ctx, opts, AT_FDCWD, ret_region);
+}
+
 /*
  * Freeing a region a job still works on would unmap memory under its
  * workers: wait for them instead (the library never aborts its caller),
@@ -426,12 +437,15 @@ static void region_release(struct prealloc_region *r, bool unlink_file)
 		struct stat mine, there;
 
 		/* Only the file we created: not one put at its path since. */
-		if (fstat(r->fd, &mine) == 0 && lstat(r->path, &there) == 0 &&
+		if (fstat(r->fd, &mine) == 0 &&
+		    fstatat(r->dir_fd, r->path, &there, AT_SYMLINK_NOFOLLOW) == 0 &&
 		    mine.st_dev == there.st_dev && mine.st_ino == there.st_ino)
-			unlink(r->path);
+			unlinkat(r->dir_fd, r->path, 0);
 	}
 	if (r->fd >= 0)
 		close(r->fd);
+	if (r->dir_fd >= 0)
+		close(r->dir_fd);
 	free(r->path);
 	free(r->extents);
 	pthread_cond_destroy(&r->jobs_done);

@@ -72,7 +72,8 @@ struct prealloc_region {
 	int fd;
 	bool owns_mapping;
 	bool created_file;
-	char *path;
+	char *path;		/* FILE: relative to dir_fd */
+	int dir_fd;		/* FILE: AT_FDCWD, or region_new_at's directory (our dup) */
 	unsigned int nr_extents;
 	struct prealloc_extent *extents;
 	/* Jobs still working on it (until their finish): free waits for them. */
@@ -80,6 +81,14 @@ struct prealloc_region {
 	pthread_cond_t jobs_done;
 	unsigned int jobs;
 };
+
+/*
+ * prealloc_region_new with a FILE's path taken relative to dir_fd (kept,
+ * duplicated, for discard's unlink): the file is made in a directory the
+ * caller opened, whatever its path names meanwhile.
+ */
+int region_new_at(struct prealloc_ctx *ctx, const struct prealloc_region_opts *opts, int dir_fd,
+		  struct prealloc_region **ret_region);
 
 /* log.c-ish helpers (util.c) */
 void ctx_log(struct prealloc_ctx *ctx, int level, const char *fmt, ...)
@@ -228,8 +237,6 @@ void check_chunk(struct prealloc_job *job, struct node_pool *pool, const struct 
 
 /* populate.c */
 int populate_chunk(uint8_t *addr, uint64_t len, uint64_t page_size, bool touch);
-int touch_guard_install(void);
-void touch_guard_remove(void);
 
 /* placement.c */
 /* Counts pages of [addr, addr+len) on node, elsewhere and missing. */

@@ -5,6 +5,7 @@
  * automatic choice takes 2M when a 2M hugetlbfs is mounted and every node
  * has the free pages (or RESERVE may grow them), else 4k, and says why.
  */
+#include <fcntl.h>
 #include <libgen.h>
 #include <linux/magic.h>
 #include <stdarg.h>
@@ -196,14 +197,50 @@ static int reuse_trusted(struct prepare_req *q, const struct stat *st)
 	return pid < 0 ? (int)pid : 0;
 }
 
+/*
+ * Opens q->dir (the caller's own descriptor with DIR_FD) and reads its
+ * filesystem: everything from here on is relative to that descriptor.
+ */
+static int open_dir(struct prepare_req *q)
+{
+	struct statfs sfs;
+	int r;
+
+	if (q->o.flags & PREALLOC_PREPARE_DIR_FD)
+		q->dir_fd = fcntl(q->o.dir_fd, F_DUPFD_CLOEXEC, 0);
+	else
+		q->dir_fd = open(q->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (q->dir_fd < 0 || fstatfs(q->dir_fd, &sfs) < 0) {
+		r = -errno;
+		prepare_fail(q, PREALLOC_STEP_LOCATION, "cannot use directory %s: %s", q->dir,
+			     strerror(-r));
+		return r;
+	}
+	q->fs_magic = (unsigned long)sfs.f_type;
+	q->fs_page = (uint64_t)sfs.f_bsize;
+	return 0;
+}
+
 /* The file was named: what is there now, and which page size its directory gives. */
 static int locate_named(struct prepare_req *q)
 {
 	char buf[PATH_MAX];
-	struct statfs sfs;
 	struct stat st;
+	int r;
 
-	if (lstat(q->path, &st) == 0) {
+	snprintf(buf, sizeof(buf), "%s", q->path);
+	snprintf(q->dir, sizeof(q->dir), "%s", dirname(buf));
+	if ((q->o.flags & PREALLOC_PREPARE_DIR_FD) &&
+	    (q->path[0] != '/' || (q->o.flags & PREALLOC_PREPARE_REUSE))) {
+		prepare_fail(q, PREALLOC_STEP_REQUEST, "a directory descriptor needs an absolute "
+			     "path and no reuse (%s)", q->path);
+		return -EINVAL;
+	}
+	r = open_dir(q);
+	if (r < 0)
+		return r;
+	snprintf(buf, sizeof(buf), "%s", q->path);
+	if (fstatat(q->dir_fd, basename(buf), &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		if (S_ISLNK(st.st_mode)) {
 			prepare_fail(q, PREALLOC_STEP_LOCATION,
 				     "%s is a symbolic link; give the real path", q->path);
@@ -227,17 +264,6 @@ static int locate_named(struct prepare_req *q)
 		}
 		q->exists = true;
 	}
-	snprintf(buf, sizeof(buf), "%s", q->path);
-	snprintf(q->dir, sizeof(q->dir), "%s", dirname(buf));
-	if (statfs(q->dir, &sfs) < 0) {
-		int r = -errno;
-
-		prepare_fail(q, PREALLOC_STEP_LOCATION, "cannot use directory %s: %s", q->dir,
-			     strerror(-r));
-		return r;
-	}
-	q->fs_magic = (unsigned long)sfs.f_type;
-	q->fs_page = (uint64_t)sfs.f_bsize;
 	return 0;
 }
 
@@ -325,20 +351,14 @@ int prepare_locate(struct prepare_req *q)
 		if (r == 0)
 			r = page_from_fs(q);
 	} else if (q->o.dir) {
-		struct statfs sfs;
-
 		snprintf(q->dir, sizeof(q->dir), "%s", q->o.dir);
-		if (statfs(q->dir, &sfs) < 0) {
-			r = -errno;
-			prepare_fail(q, PREALLOC_STEP_LOCATION, "cannot use directory %s: %s",
-				     q->dir, strerror(-r));
-			return r;
-		}
-		q->fs_magic = (unsigned long)sfs.f_type;
-		q->fs_page = (uint64_t)sfs.f_bsize;
-		r = page_from_fs(q);
+		r = open_dir(q);
+		if (r == 0)
+			r = page_from_fs(q);
 	} else {
 		r = locate_dir(q);
+		if (r == 0)
+			r = open_dir(q);
 	}
 	if (r == 0 && q->page == PREALLOC_PAGE_THP)
 		r = thp_usable(q, q->dir);

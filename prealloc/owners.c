@@ -4,9 +4,11 @@
  * start time it had; a named holder: its check), where a record's file is
  * now, and how many promised pages a live run has still to fault.
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <signal.h>
 #include <unistd.h>
@@ -88,12 +90,40 @@ bool owner_alive(const struct prealloc_ctx *ctx, const struct rec_owner *o)
 	}
 }
 
-bool record_is_file(const struct record *r, const struct stat *st)
+int file_statx(int dirfd, const char *path, int flags, struct statx *ret)
 {
-	if (!S_ISREG(st->st_mode) || (uint64_t)st->st_dev != r->dev || (uint64_t)st->st_ino != r->ino)
+	if (statx(dirfd, path, flags | AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS | STATX_BTIME,
+		  ret) < 0)
+		return -errno;
+	return 0;
+}
+
+static uint64_t statx_dev(const struct statx *stx)
+{
+	return (uint64_t)makedev(stx->stx_dev_major, stx->stx_dev_minor);
+}
+
+void record_set_identity(struct record *r, const struct statx *stx)
+{
+	bool born = stx->stx_mask & STATX_BTIME;
+
+	r->dev = statx_dev(stx);
+	r->ino = stx->stx_ino;
+	r->tag_sec = born ? stx->stx_btime.tv_sec : 0;
+	r->tag_nsec = born ? (long)stx->stx_btime.tv_nsec : 0;
+}
+
+bool record_is_file(const struct record *r, const struct statx *stx)
+{
+	if (!S_ISREG(stx->stx_mode) || statx_dev(stx) != r->dev || stx->stx_ino != r->ino)
 		return false;
-	return !(r->tag_sec || r->tag_nsec) ||
-	       (st->st_mtim.tv_sec == r->tag_sec && st->st_mtim.tv_nsec == r->tag_nsec);
+	if (!r->tag_sec && !r->tag_nsec)
+		return true;
+	if ((stx->stx_mask & STATX_BTIME) && stx->stx_btime.tv_sec == r->tag_sec &&
+	    (long)stx->stx_btime.tv_nsec == r->tag_nsec)
+		return true;
+	/* A store written before birth times were kept: the mtime it had set. */
+	return stx->stx_mtime.tv_sec == r->tag_sec && (long)stx->stx_mtime.tv_nsec == r->tag_nsec;
 }
 
 bool holder_claim_pending(const struct prealloc_ctx *ctx, const struct record *r)
@@ -114,27 +144,46 @@ bool holder_claim_pending(const struct prealloc_ctx *ctx, const struct record *r
 
 static bool same_file(const char *path, const struct record *r)
 {
-	struct stat st;
+	struct statx stx;
 
-	return path[0] && lstat(path, &st) == 0 && record_is_file(r, &st);
+	return path[0] && file_statx(AT_FDCWD, path, 0, &stx) == 0 && record_is_file(r, &stx);
 }
 
-int record_file_where(const struct record *r)
+/* A regular file at path, whoever it is. */
+static bool regular_at(const char *path)
 {
 	struct stat st;
+
+	return path[0] && lstat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+unsigned int record_file_names(const struct record *r)
+{
+	unsigned int names = 0;
 
 	if (!r->has_file)
 		return 0;
 	if (r->ino) {
-		if (same_file(r->path, r))
-			return 1;
-		return same_file(r->tmp, r) ? 2 : 0;
+		names |= same_file(r->path, r) ? RECORD_AT_PATH : 0;
+		names |= same_file(r->tmp, r) ? RECORD_AT_TMP : 0;
+		return names;
 	}
-	/* Not yet known by identity: the hidden name is unique to this record. */
+	/*
+	 * Not yet known by identity (a run killed before it recorded dev and
+	 * ino): the hidden name, whose random id the record holds and which
+	 * lives in the creator's private staging directory, is the identity.
+	 */
 	if (r->tmp[0])
-		return lstat(r->tmp, &st) == 0 && S_ISREG(st.st_mode) ? 2 : 0;
+		return regular_at(r->tmp) ? RECORD_AT_TMP : 0;
 	/* A caller's own file named at admission, before it existed: by path alone. */
-	return lstat(r->path, &st) == 0 && S_ISREG(st.st_mode) ? 1 : 0;
+	return regular_at(r->path) ? RECORD_AT_PATH : 0;
+}
+
+int record_file_where(const struct record *r)
+{
+	unsigned int names = record_file_names(r);
+
+	return names & RECORD_AT_PATH ? 1 : names & RECORD_AT_TMP ? 2 : 0;
 }
 
 uint64_t record_outstanding(const struct prealloc_ctx *ctx, const struct record *r,

@@ -43,27 +43,7 @@ static int set_ready(struct prealloc_ctx *ctx, struct store *s, size_t ri, void 
 
 	record_commit(r, &q->holder);
 	snprintf(r->path, sizeof(r->path), "%s", q->final);
-	r->tag_sec = q->tag.tv_sec;
-	r->tag_nsec = q->tag.tv_nsec;
 	return store_save(ctx, s);
-}
-
-/*
- * A file prealloc created carries a tag in its mtime (random nanoseconds),
- * so that a new file that reuses its inode number after it was deleted by
- * hand is never taken for it (hugetlbfs has no xattrs, no birth time).
- */
-static int tag_file(struct prepare_req *q)
-{
-	struct timespec times[2] = { { .tv_nsec = UTIME_OMIT } };
-	uint32_t rnd = (uint32_t)q->id;
-
-	clock_gettime(CLOCK_REALTIME, &times[1]);
-	times[1].tv_nsec = (long)(rnd % 999999999u) + 1;
-	if (futimens(prealloc_region_fd(q->region), times) < 0)
-		return -errno;
-	q->tag = times[1];
-	return 0;
 }
 
 /* What QEMU needs to map the file where it was prepared; one host-nodes= per range. */
@@ -83,28 +63,76 @@ static void qemu_option(struct prepare_req *q)
 		snprintf(buf + off, len - off, ",policy=bind");
 }
 
-static int prepare_commit(struct prepare_req *q)
+static const char *final_name(const struct prepare_req *q)
 {
-	int r;
+	return strrchr(q->final, '/') + 1;
+}
 
-	test_pause("before-commit");
-	if (q->info.created && (r = tag_file(q)) < 0) {
-		prepare_fail(q, PREALLOC_STEP_COMMIT, "cannot set the mtime of %s: %s", q->tmp,
-			     strerror(-r));
+/* The final name, if it is still our file: never one put there by someone else. */
+static void unlink_final(struct prepare_req *q)
+{
+	struct stat mine, there;
+
+	if (fstat(prealloc_region_fd(q->region), &mine) == 0 &&
+	    fstatat(q->dir_fd, final_name(q), &there, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    mine.st_dev == there.st_dev && mine.st_ino == there.st_ino)
+		unlinkat(q->dir_fd, final_name(q), 0);
+}
+
+/*
+ * The staged file, ready, takes its place: its owner (CHOWN), then a link
+ * at the final name, checked to be ours, then its staging name goes. Until
+ * now it sat where only we could reach it: nobody could swap it or write
+ * to it before it was ready.
+ */
+static int place_file(struct prepare_req *q)
+{
+	int fd = prealloc_region_fd(q->region), r;
+	struct stat mine, there;
+
+	if ((q->o.flags & PREALLOC_PREPARE_CHOWN) && fchown(fd, q->o.uid, q->o.gid) < 0) {
+		r = -errno;
+		prepare_fail(q, PREALLOC_STEP_COMMIT, "cannot give %s to %u:%u: %s", q->final,
+			     q->o.uid, q->o.gid, strerror(-r));
 		return r;
 	}
-	if (q->info.created && renameat2(AT_FDCWD, q->tmp, AT_FDCWD, q->final, RENAME_NOREPLACE) < 0) {
+	if (linkat(q->stage_fd, q->stage_name, q->dir_fd, final_name(q), 0) < 0) {
 		r = -errno;
 		prepare_fail(q, PREALLOC_STEP_COMMIT, "cannot give %s its name: %s%s", q->final,
 			     strerror(-r), r == -EEXIST ? " (a file appeared there meanwhile)" : "");
 		return r;
 	}
+	if (fstat(fd, &mine) < 0 ||
+	    fstatat(q->dir_fd, final_name(q), &there, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    mine.st_dev != there.st_dev || mine.st_ino != there.st_ino) {
+		prepare_fail(q, PREALLOC_STEP_COMMIT, "%s was replaced as soon as it was linked",
+			     q->final);
+		return -ESTALE;
+	}
+	if (unlinkat(q->stage_fd, q->stage_name, 0) < 0) {
+		r = -errno;
+		unlink_final(q);
+		prepare_fail(q, PREALLOC_STEP_COMMIT, "cannot remove the staged %s: %s", q->tmp,
+			     strerror(-r));
+		return r;
+	}
+	return 0;
+}
+
+static int prepare_commit(struct prepare_req *q)
+{
+	int r;
+
+	test_pause("before-commit");
+	if (q->info.created && (r = place_file(q)) < 0)
+		return r;
 	r = record_update(q, set_ready);
 	if (r < 0) {
 		prepare_fail(q, PREALLOC_STEP_COMMIT, "cannot record %s as ready in %s: %s",
 			     q->final, prealloc_ctx_state_dir(q->ctx), strerror(-r));
+		/* Its only name goes: the pages go with the region. */
 		if (q->info.created)
-			renameat2(AT_FDCWD, q->final, AT_FDCWD, q->tmp, RENAME_NOREPLACE);
+			unlink_final(q);
 		return r;
 	}
 	q->recorded = false;	/* the record is the file's now, not this run's to settle */
@@ -170,12 +198,21 @@ static int prepare_finish(struct prealloc_job *job, int status, void *arg)
 	return status;
 }
 
+static void prepare_req_free(struct prepare_req *q)
+{
+	if (q->dir_fd >= 0)
+		close(q->dir_fd);
+	if (q->stage_fd >= 0)
+		close(q->stage_fd);
+	free(q);
+}
+
 static void prepare_destroy(void *arg)
 {
 	struct prepare_req *q = arg;
 
 	prepare_rollback(q);	/* only what is left: nothing after a commit */
-	free(q);
+	prepare_req_free(q);
 }
 
 /* ---- before the workers ------------------------------------------------- */
@@ -183,16 +220,17 @@ static void prepare_destroy(void *arg)
 static int set_identity(struct prealloc_ctx *ctx, struct store *s, size_t ri, void *arg)
 {
 	struct prepare_req *q = arg;
-	struct stat st;
+	struct statx stx;
+	int r;
 
-	if (fstat(prealloc_region_fd(q->region), &st) < 0)
-		return -errno;
-	s->r[ri].dev = (uint64_t)st.st_dev;
-	s->r[ri].ino = (uint64_t)st.st_ino;
+	r = file_statx(prealloc_region_fd(q->region), "", AT_EMPTY_PATH, &stx);
+	if (r < 0)
+		return r;
+	record_set_identity(&s->r[ri], &stx);
 	return store_save(ctx, s);
 }
 
-/* The file under its hidden name (or the reused one), bound to its nodes. */
+/* The file in the staging directory (or the reused one), bound to its nodes. */
 static int prepare_create(struct prepare_req *q)
 {
 	struct prealloc_region_opts ro = {
@@ -201,14 +239,14 @@ static int prepare_create(struct prepare_req *q)
 		.flags = (q->exists ? PREALLOC_REGION_REUSE : 0) |
 			 (q->page == PREALLOC_PAGE_THP ? PREALLOC_REGION_THP : 0),
 		.length = q->length,
-		.path = q->exists ? q->final : q->tmp,
+		.path = q->exists ? q->final : q->stage_name,
 		.nr_nodes = q->nr_nodes,
 		.nodes = q->nodes,
 		.node_bytes = q->node_bytes,
 	};
 	int fd, r;
 
-	r = prealloc_region_new(q->ctx, &ro, &q->region);
+	r = region_new_at(q->ctx, &ro, q->exists ? AT_FDCWD : q->stage_fd, &q->region);
 	if (r < 0) {
 		prepare_fail(q, PREALLOC_STEP_CREATE, r == -EEXIST && q->exists
 				     ? "%s exists with a different size; --reuse needs the exact size"
@@ -217,12 +255,11 @@ static int prepare_create(struct prepare_req *q)
 		return r;
 	}
 	fd = prealloc_region_fd(q->region);
-	if (q->info.created &&
-	    (fchmod(fd, q->o.mode ? q->o.mode & 07777 : 0600) < 0 ||
-	     ((q->o.flags & PREALLOC_PREPARE_CHOWN) && fchown(fd, q->o.uid, q->o.gid) < 0))) {
+	/* Its owner comes at commit (place_file): until then it is ours alone. */
+	if (q->info.created && fchmod(fd, q->o.mode ? q->o.mode & 07777 : 0600) < 0) {
 		r = -errno;
-		prepare_fail(q, PREALLOC_STEP_CREATE, "cannot set the owner or mode of %s: %s",
-			     q->final, strerror(-r));
+		prepare_fail(q, PREALLOC_STEP_CREATE, "cannot set the mode of %s: %s", q->final,
+			     strerror(-r));
 		return r;
 	}
 	if (q->info.created) {
@@ -270,6 +307,7 @@ EXPORT int prealloc_prepare_start(struct prealloc_ctx *ctx, const struct preallo
 		return -ENOMEM;
 	q->magic = PREPARE_MAGIC;
 	q->ctx = ctx;
+	q->dir_fd = q->stage_fd = -1;
 	q->info.size = sizeof(q->info);
 	r = copy_sized_in(&q->o, sizeof(q->o), opts);
 	if (r == 0)
@@ -291,7 +329,7 @@ EXPORT int prealloc_prepare_start(struct prealloc_ctx *ctx, const struct preallo
 	}
 	if (r < 0) {
 		prepare_rollback(q);
-		free(q);
+		prepare_req_free(q);
 	}
 	return r;
 }

@@ -23,18 +23,20 @@ struct prepare_req {
 	bool sized;		/* node_bytes given by the caller, not split */
 	const char *path;	/* o.path or NULL */
 	char dir[PATH_MAX];
+	int dir_fd;		/* the final directory, opened once located */
+	int stage_fd;		/* the staging directory (staging.c) */
+	char stage_name[24];	/* the file's name in it: the record id in hex */
 	unsigned long fs_magic;
 	uint64_t fs_page;	/* hugetlbfs: its page size */
 	uint64_t page;		/* resolved: 4K, 2M, 1G or PREALLOC_PAGE_THP */
 	bool exists;		/* REUSE: the file was there */
 	/* What the run made, for commit and rollback. */
 	char final[PATH_MAX];
-	char tmp[PATH_MAX];
+	char tmp[PATH_MAX];	/* the staged file: the staging dir's path and stage_name */
 	uint64_t id;
 	bool recorded;
 	struct prealloc_region *region;
 	struct rec_owner holder;
-	struct timespec tag;	/* the mtime given to a created file at commit */
 };
 
 /* Fills info.step and info.message. */

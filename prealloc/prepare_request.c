@@ -4,6 +4,7 @@
  * the file's place and name, and admission with the record it leaves.
  * Nothing is created before the record exists.
  */
+#include <fcntl.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 
 #include "admit.h"
 #include "prepare.h"
+#include "staging.h"
 #include "statedir.h"
 
 void node_ranges(const int *nodes, unsigned int nr, char *buf, size_t len)
@@ -145,7 +147,33 @@ void size_token(uint64_t bytes, char *buf, size_t len)
 		snprintf(buf, len, "%llu%c", (unsigned long long)bytes, suffix[s]);
 }
 
-/* The final path (absolute) and the hidden name the file is populated under. */
+/*
+ * The staging directory on the final directory's mount, and the staged
+ * file's name in it: the record's id, unique to the record, which gc
+ * trusts as the file's identity until dev and ino are recorded.
+ */
+static int request_stage(struct prepare_req *q, const char *real)
+{
+	char why[256], dir[PATH_MAX];
+
+	q->stage_fd = staging_open(q->ctx, q->dir_fd, real[0] ? real : "/", dir, sizeof(dir), why,
+				   sizeof(why));
+	if (q->stage_fd < 0) {
+		prepare_fail(q, PREALLOC_STEP_LOCATION, "cannot use the staging directory %s: %s%s",
+			     dir, why, q->stage_fd == -EPERM ? " (remove it; prealloc makes its "
+			     "own, mode 0700)" : "");
+		return q->stage_fd;
+	}
+	snprintf(q->stage_name, sizeof(q->stage_name), "%016llx", (unsigned long long)q->id);
+	if ((size_t)snprintf(q->tmp, sizeof(q->tmp), "%s/%s", dir, q->stage_name) >=
+	    sizeof(q->tmp)) {
+		prepare_fail(q, PREALLOC_STEP_LOCATION, "the path %s is too long", dir);
+		return -ENAMETOOLONG;
+	}
+	return 0;
+}
+
+/* The final path (absolute), and where the file is staged until it is ready. */
 static int request_names(struct prepare_req *q)
 {
 	static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
@@ -153,7 +181,10 @@ static int request_names(struct prepare_req *q)
 	struct stat st;
 	int n = 0;
 
-	if (!realpath(q->dir, real)) {
+	if (q->o.flags & PREALLOC_PREPARE_DIR_FD) {
+		/* Named by the caller relative to its own descriptor: nothing to resolve. */
+		snprintf(real, sizeof(real), "%s", q->dir);
+	} else if (!realpath(q->dir, real)) {
 		int r = -errno;
 
 		prepare_fail(q, PREALLOC_STEP_LOCATION, "cannot use directory %s: %s", q->dir,
@@ -181,17 +212,15 @@ static int request_names(struct prepare_req *q)
 		suffix[sizeof(raw)] = '\0';
 		n = snprintf(q->final, sizeof(q->final), "%s/prealloc-node%s-%s-%s", real, ranges, sz,
 			     suffix);
-		if (lstat(q->final, &st) < 0)
+		if (fstatat(q->dir_fd, strrchr(q->final, '/') + 1, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			break;
 	}
-	if (n < 0 || (size_t)n >= sizeof(q->final) ||
-	    (size_t)snprintf(q->tmp, sizeof(q->tmp), "%s/.prealloc-%016llx", real,
-			     (unsigned long long)q->id) >= sizeof(q->tmp)) {
+	if (n < 0 || (size_t)n >= sizeof(q->final)) {
 		prepare_fail(q, PREALLOC_STEP_LOCATION, "the path under %s is too long", q->dir);
 		return -ENAMETOOLONG;
 	}
 	snprintf(q->info.path, sizeof(q->info.path), "%s", q->final);
-	return 0;
+	return q->exists ? 0 : request_stage(q, real);
 }
 
 int prepare_request(struct prepare_req *q)
@@ -280,7 +309,7 @@ static int fs_room(struct prepare_req *q, const uint64_t *need, struct prealloc_
 	uint64_t total = 0, room;
 	struct statfs sfs;
 
-	if ((q->o.flags & PREALLOC_PREPARE_NO_CHECK) || statfs(q->dir, &sfs) < 0 || !sfs.f_blocks)
+	if ((q->o.flags & PREALLOC_PREPARE_NO_CHECK) || fstatfs(q->dir_fd, &sfs) < 0 || !sfs.f_blocks)
 		return 0;
 	for (unsigned int i = 0; i < q->nr_nodes; i++)
 		total += need[i];

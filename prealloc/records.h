@@ -49,10 +49,13 @@ struct record {
 	bool created;		/* made by prealloc, so it may be removed; else adopted */
 	uint64_t dev, ino;	/* 0 until the file exists; kept once it is unlinked */
 	/*
-	 * The mtime prealloc gave a file it created when it became ready (the
-	 * nanoseconds random): with dev and ino, it tells our file from a new
-	 * one that reuses the inode number after ours was deleted by hand.
-	 * 0: none set (preparing, adopted, or converted from 0.1).
+	 * The file's birth time, where its filesystem keeps one (tmpfs; not
+	 * hugetlbfs): with dev and ino, it tells our file from a new one that
+	 * reuses the inode number after ours was deleted by hand, and nothing
+	 * a VMM does to its memory changes it (holes punched, fallocate,
+	 * writes, chmod, utimes). Stores written before it kept an mtime that
+	 * prealloc had set here instead, which such changes moved.
+	 * 0: none (no birth time, adopted, or converted from 0.1).
 	 */
 	int64_t tag_sec;
 	long tag_nsec;
@@ -127,8 +130,25 @@ bool holder_claim_pending(const struct prealloc_ctx *ctx, const struct record *r
  * name (tmp), 0 gone; identity by dev/ino (and the tag) once recorded.
  */
 int record_file_where(const struct record *r);
-/* The file at path is the record's: dev, ino and (when set) the tag match. */
-bool record_is_file(const struct record *r, const struct stat *st);
+/*
+ * Every name the record's file has now: RECORD_AT_PATH, RECORD_AT_TMP
+ * (both for a run killed between linking its file into place and removing
+ * the hidden name). A file never known by identity is known by its hidden
+ * name, which is unique to the record.
+ */
+#define RECORD_AT_PATH 1u
+#define RECORD_AT_TMP 2u
+unsigned int record_file_names(const struct record *r);
+/*
+ * A file's identity: statx of path in dirfd (AT_FDCWD; "" with AT_EMPTY_PATH
+ * in flags for dirfd itself), never following a final link, with the
+ * birth time where the filesystem has one.
+ */
+int file_statx(int dirfd, const char *path, int flags, struct statx *ret);
+/* The file is the record's: a regular file, dev, ino and (when set) the tag match. */
+bool record_is_file(const struct record *r, const struct statx *stx);
+/* Names the record's file: dev, ino and its birth time as the tag. */
+void record_set_identity(struct record *r, const struct statx *stx);
 /* Pages pool p of a live PREPARING record has still to fault (0 otherwise). */
 uint64_t record_outstanding(const struct prealloc_ctx *ctx, const struct record *r,
 			    const struct rec_pool *p);

@@ -70,7 +70,7 @@ static int absolute_path(const char *path, char *buf, size_t len)
  * put at the path since is not ours), else by path (a run that died before
  * its file took the name). -ENOENT: none, or an adopted file.
  */
-static long find_file_record(const struct store *s, const char *abs, const struct stat *st,
+static long find_file_record(const struct store *s, const char *abs, const struct statx *stx,
 			     bool exists)
 {
 	for (size_t i = 0; i < s->nr; i++) {
@@ -78,8 +78,8 @@ static long find_file_record(const struct store *s, const char *abs, const struc
 
 		if (!r->has_file || strcmp(r->path, abs))
 			continue;
-		/* By identity and tag: a file put at the path since, even on our inode number, is not ours. */
-		if (exists && !record_is_file(r, st))
+		/* By identity: a file put at the path since, even on our inode number, is not ours. */
+		if (exists && !record_is_file(r, stx))
 			continue;
 		return r->created ? (long)i : -ENOENT;
 	}
@@ -89,9 +89,9 @@ static long find_file_record(const struct store *s, const char *abs, const struc
 static int release_locked(struct prealloc_ctx *ctx, struct store *s, const char *abs,
 			  struct prealloc_release_info *info)
 {
-	struct stat st;
-	bool exists = lstat(abs, &st) == 0, removed = false;
-	long i = find_file_record(s, abs, &st, exists);
+	struct statx stx;
+	bool exists = file_statx(AT_FDCWD, abs, 0, &stx) == 0, removed = false;
+	long i = find_file_record(s, abs, &stx, exists);
 	struct record *r;
 
 	if (i < 0)
@@ -102,7 +102,7 @@ static int release_locked(struct prealloc_ctx *ctx, struct store *s, const char 
 		return -EBUSY;
 	}
 	/* Ours, but changed since: the user should look before it goes. */
-	if (exists && r->state == PREALLOC_RECORD_READY && (uint64_t)st.st_size != r->size)
+	if (exists && r->state == PREALLOC_RECORD_READY && stx.stx_size != r->size)
 		return -ESTALE;
 	r = NULL;
 	int lock = exists ? pin_lock(ctx, abs, info) : 0;

@@ -72,14 +72,15 @@ int record_return_growth(struct prealloc_ctx *ctx, struct store *s, size_t ri, u
 /*
  * Unlinks path, if it is still the record's file, through a descriptor of
  * its directory: the directory cannot be swapped under us between the
- * check and the unlink.
+ * check and the unlink. by_name: the file was never known by identity; its
+ * name (the record's hidden name) is.
  */
-static int unlink_record_file(const struct record *r, const char *path)
+static int unlink_record_file(const struct record *r, const char *path, bool by_name)
 {
 	char dir[PATH_MAX];
 	const char *base = strrchr(path, '/');
-	struct stat st;
-	int dfd, ret = 0;
+	struct statx stx;
+	int dfd, ret;
 
 	if (!base || (size_t)(base - path) >= sizeof(dir))
 		return -EINVAL;
@@ -87,40 +88,48 @@ static int unlink_record_file(const struct record *r, const char *path)
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dfd < 0)
 		return errno == ENOENT ? 0 : -errno;
-	if (fstatat(dfd, base + 1, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		ret = errno == ENOENT ? 0 : -errno;
-	else if (record_is_file(r, &st) && unlinkat(dfd, base + 1, 0) < 0)
-		ret = errno == ENOENT ? 0 : -errno;
+	ret = file_statx(dfd, base + 1, 0, &stx);
+	if (ret == 0 && (by_name ? S_ISREG(stx.stx_mode) : record_is_file(r, &stx)) &&
+	    unlinkat(dfd, base + 1, 0) < 0)
+		ret = -errno;
 	close(dfd);
-	return ret;
+	return ret == -ENOENT ? 0 : ret;
 }
 
 /*
- * Removes the record's file if prealloc made it; the state says so first.
- * *ret_in_use: a process still maps or holds it, so its pages do not go
- * back to the pool with the unlink.
+ * Removes the record's file if prealloc made it, by every name it has
+ * (its path, its hidden name); the state says so first. *ret_in_use: a
+ * process still maps or holds it, so its pages do not go back to the pool
+ * with the unlink.
  */
 static int settle_file(struct prealloc_ctx *ctx, struct store *s, size_t ri, bool remove_ready,
 		       bool *ret_removed, bool *ret_in_use)
 {
 	struct record *r = &s->r[ri];
-	unsigned int unreadable;
-	int where, ret;
+	unsigned int unreadable, names;
+	int ret;
 
 	if (!r->has_file || !r->created)
 		return 0;	/* adopted (--reuse): its data stays */
 	if (r->state == PREALLOC_RECORD_READY && !remove_ready)
 		return 0;
-	where = record_file_where(r);
-	if (where) {
-		*ret_in_use = file_holder(ctx, r->dev, r->ino, 0, &unreadable) != 0;
+	names = record_file_names(r);
+	if (names) {
+		*ret_in_use = r->ino && file_holder(ctx, r->dev, r->ino, 0, &unreadable) != 0;
 		r->state = PREALLOC_RECORD_RELEASING;
 		ret = store_save(ctx, s);
 		if (ret < 0)
 			return ret;
-		ret = unlink_record_file(r, where == 1 ? r->path : r->tmp);
-		if (ret < 0)
-			return ret;
+		if (names & RECORD_AT_PATH) {
+			ret = unlink_record_file(r, r->path, false);
+			if (ret < 0)
+				return ret;
+		}
+		if (names & RECORD_AT_TMP) {
+			ret = unlink_record_file(r, r->tmp, !r->ino);
+			if (ret < 0)
+				return ret;
+		}
 		*ret_removed = true;
 	}
 	/* Gone from its path: a new file there is not ours. dev/ino stay for the holder check. */

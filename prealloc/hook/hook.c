@@ -119,7 +119,7 @@ static int stage(struct hook_run *run, const char *op, const char *sub, char *xm
 		alarm(run->set.deadline_s + 5);
 		r = run_claim(run);
 	} else if (start) {
-		/* run_prefault bounds itself; this is the backstop. */
+		/* run_prefault sets a deadline that grows with the guest, and its own alarm. */
 		alarm(0);
 		r = run_prefault(run);
 	} else {

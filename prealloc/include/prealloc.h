@@ -64,9 +64,14 @@ typedef void (*prealloc_log_fn)(void *userdata, int level, const char *msg);
  *    prealloc_job_free;
  *  - the log callback may be called from any thread that calls into the
  *    library with this ctx, never from a worker, never with a lock held;
- *  - the touch fallback (PREALLOC_JOB_TOUCH, or kernels before 5.14 without
- *    MADV_POPULATE_WRITE) installs a process-wide SIGBUS handler for the
- *    job's lifetime, passing foreign SIGBUS to the previous handler.
+ *  - a job whose memory can raise SIGBUS under its workers installs a
+ *    process-wide SIGBUS handler for its lifetime, passing any SIGBUS not
+ *    its workers' to the previous handler: the touch fallback
+ *    (PREALLOC_JOB_TOUCH, or kernels before 5.14 without
+ *    MADV_POPULATE_WRITE), and a clear or a VERIFY read-back over a file, a
+ *    memfd or the caller's mapping (its owner may truncate it under the
+ *    job). Such a SIGBUS fails the job with -EFAULT (-EHWPOISON for a
+ *    memory error) at that piece.
  */
 
 /*
@@ -680,9 +685,10 @@ enum prealloc_clear_file_step {
 	PREALLOC_CLEAR_STEP_OPEN,	/* open failed; -ESTALE: another file took its place */
 	PREALLOC_CLEAR_STEP_MAP,	/* mapping: -ENOMEM (hugetlbfs: holes cannot be backed), -ESTALE */
 	PREALLOC_CLEAR_STEP_START,	/* the workers could not start */
-	PREALLOC_CLEAR_STEP_CLEAR,	/* a worker failed (the job's report says where), -ECANCELED */
+	PREALLOC_CLEAR_STEP_CLEAR,	/* a worker failed (the job's report says where), -ECANCELED;
+					 * -ENXIO: the file shrank under the clear (truncated) */
 	PREALLOC_CLEAR_STEP_SWAPPED,	/* clearing swapped-out tmpfs pages */
-	PREALLOC_CLEAR_STEP_TAIL,	/* writing the partial last page */
+	PREALLOC_CLEAR_STEP_TAIL,	/* writing the partial last page; -ENXIO: it was cut away */
 	PREALLOC_CLEAR_STEP_SYNC,	/* msync/fsync of a file not in memory */
 	PREALLOC_CLEAR_STEP_VERIFY,	/* -EBADMSG: not zero at nonzero_offset */
 };
@@ -998,6 +1004,7 @@ enum prealloc_prepare_flags {
 	 */
 	PREALLOC_PREPARE_FORCE = 1u << 6,
 	PREALLOC_PREPARE_CANCEL_FD = 1u << 7, /* cancel_fd is set */
+	PREALLOC_PREPARE_DIR_FD = 1u << 8,   /* dir_fd is path's directory (not with REUSE) */
 };
 
 struct prealloc_prepare_opts {
@@ -1012,8 +1019,10 @@ struct prealloc_prepare_opts {
 	/*
 	 * The file. NULL: a new name "prealloc-node<N>-<size>-<random>" in dir,
 	 * or (dir NULL) in the hugetlbfs mount of the page size or /dev/shm.
-	 * The file is populated under a hidden name beside it and appears at
-	 * path only once it is ready (REUSE: in place).
+	 * The file is made and populated in the caller's private staging
+	 * directory on the same mount (<mount root>/.prealloc, mode 0700;
+	 * .prealloc-<uid> for a user other than root), given the CHOWN owner
+	 * and linked at path only once it is ready (REUSE: in place).
 	 */
 	const char *path;
 	const char *dir;
@@ -1036,6 +1045,15 @@ struct prealloc_prepare_opts {
 	 * read: a signalfd keeps its signal for the caller.
 	 */
 	int cancel_fd;
+	/*
+	 * With PREALLOC_PREPARE_DIR_FD: the directory of path (absolute), as
+	 * the caller opened it, e.g. without following a link at any step
+	 * another user controls. The file is linked there, relative to this
+	 * descriptor, whatever path's directories name meanwhile; path stays
+	 * the name that is reported and recorded. Not with REUSE. The
+	 * descriptor is duplicated: the caller may close it on return.
+	 */
+	int dir_fd;
 };
 
 /* The step of a flow that failed. */

@@ -24,22 +24,11 @@ ledger_entries() {
 	echo "${n:-0}"
 }
 
-# Blocks of a file being prepared: under its hidden name until it is ready.
+# Blocks of a file being prepared: in the mount's staging directory until it is ready.
 prepared_blocks() {	# prepared_blocks FILE
 	local f=$1 b
 	b=$(stat -c %b "$f" 2>/dev/null) && { echo "$b"; return; }
-	b=$(stat -c %b "$(dirname "$f")"/.prealloc-* 2>/dev/null | head -1)
+	b=$(stat -c %b "$(dirname "$f")"/.prealloc/* 2>/dev/null | head -1)
 	echo "${b:-0}"
 }
 
-proc_state() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1; }
-
-wait_stopped() {	# wait_stopped PID: true once it is stopped (T), false if it exits first
-	local i
-	for ((i = 0; i < 1000; i++)); do
-		[ "$(proc_state "$1")" = T ] && return 0
-		kill -0 "$1" 2>/dev/null || return 1
-		sleep 0.01
-	done
-	return 1
-}

@@ -160,6 +160,30 @@ reserve_2m() {
 	[ "$(cat /proc/sys/vm/nr_hugepages)" -ge $((cur + want)) ]
 }
 
+# leftovers DIR...: what each DIR holds (names relative to it), but for an
+# empty staging directory of prealloc's (.prealloc, .prealloc-<uid>): it
+# stays on a mount once made, while a file staged in it is listed.
+leftovers() {
+	local d
+	for d in "$@"; do
+		find "$d" -mindepth 1 \! \( -type d \( -name .prealloc -o -name '.prealloc-*' \) \
+			-empty \) -printf '%P ' 2> /dev/null
+	done
+}
+
+# A process stopped by PREALLOC_TEST_PAUSE (it raises SIGSTOP at its point).
+proc_state() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1; }
+
+wait_stopped() {	# wait_stopped PID: true once it is stopped (T), false if it exits first
+	local i
+	for ((i = 0; i < 1000; i++)); do
+		[ "$(proc_state "$1")" = T ] && return 0
+		kill -0 "$1" 2>/dev/null || return 1
+		sleep 0.01
+	done
+	return 1
+}
+
 hp_free() { awk '/^HugePages_Free/ {print $2}' /proc/meminfo; }
 hp_total() { awk '/^HugePages_Total/ {print $2}' /proc/meminfo; }
 

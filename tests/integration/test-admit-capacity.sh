@@ -23,7 +23,7 @@ check "64T: refused within 1 s ($secs s)" awk "BEGIN { exit !($secs < 1) }"
 check "64T: the message names node, pages, estimate and margin" \
 	grep -q "node 0 cannot supply 33554432 2M hugepages (64 TiB): it has an estimated .* and .* must stay free for the host" "$TMP/err"
 check "64T: nr_hugepages untouched ($base_nr -> $(hp nr 2048))" [ "$(hp nr 2048)" -eq "$base_nr" ]
-check "64T: no file" [ -z "$(ls -A "$M")" ]
+check "64T: no file" [ -z "$(leftovers "$M")" ]
 check "64T: no record" [ "$(ledger_entries)" -eq 0 ]
 
 # --- SIGINT between growth steps ------------------------------------------
@@ -71,6 +71,6 @@ check "SIGINT during growth: exit 130 (got $rc)" [ $rc -eq 130 ]
 check "SIGINT during growth: message says so" grep -q "interrupted by SIGINT" "$TMP/err"
 check "SIGINT during growth: pool at baseline (total $(hp nr 2048), was $base_nr)" \
 	[ "$(hp nr 2048)" -eq "$base_nr" ]
-check "SIGINT during growth: no file" [ -z "$(ls -A "$M")" ]
+check "SIGINT during growth: no file" [ -z "$(leftovers "$M")" ]
 check "SIGINT during growth: no record" [ "$(ledger_entries)" -eq 0 ]
 finish

@@ -46,7 +46,7 @@ interrupt() {	# interrupt SIGNAL EXPECTED_EXIT
 	check "$sig: exit $want (got $rc)" [ $rc -eq "$want" ]
 	check "$sig: exited within $BOUND s" awk "BEGIN { exit !($t1 - $t0 < $BOUND) }"
 	check "$sig: message says so" grep -q "interrupted by $sig" "$TMP/err"
-	check "$sig: no file left" [ -z "$(ls -A "$M")" ]
+	check "$sig: no file left" [ -z "$(leftovers "$M")" ]
 	check "$sig: pool at baseline (total $(hp nr 2048), free $(hp free 2048))" \
 		[ "$(hp nr 2048)" -eq "$base_nr" -a "$(hp free 2048)" -eq "$base_free" ]
 	check "$sig: ledger empty" [ "$(ledger_entries)" -eq 0 ]

@@ -6,7 +6,9 @@
 # (or `prealloc rm FILE`) must leave node 0's 2M pool as it was, no file in
 # the mount (final or hidden) and no record; unless the record had turned
 # READY, when the file stays through gc and `rm` returns everything. `rm`
-# of a file whose run is alive (stopped) is refused, naming the pid.
+# of a file whose run is alive (stopped) is refused, naming the pid. A run
+# killed while it waits for the lock to record its new file's identity
+# leaves a file known only by its staged name: gc and rm remove it.
 . "$(dirname "$0")/lib-admit.sh"
 
 private_hugetlbfs 2M
@@ -46,14 +48,15 @@ start_run() {	# start_run [PAUSE_POINT]
 
 kill_run() { kill -9 "$PID" 2>/dev/null; wait "$PID" 2>/dev/null; }
 
-hidden_files() { ls -A "$MNT" | grep -c '^\.prealloc-'; }
-hidden_blocks() { stat -c %b "$MNT"/.prealloc-* 2>/dev/null | head -1; }
+# The run's file while it is staged (the mount's private .prealloc directory).
+hidden_files() { ls -A "$MNT/.prealloc" 2> /dev/null | grep -c .; }
+hidden_blocks() { stat -c %b "$MNT"/.prealloc/* 2>/dev/null | head -1; }
 ready_records() { grep -c '^rec [0-9a-f]* ready ' "$PREALLOC_STATE_DIR/store" 2>/dev/null || true; }
 
 # expect_clean LABEL: pool as at the start, the mount empty, no record.
 expect_clean() {
 	local nr free files recs
-	nr=$(hp nr 2048) free=$(hp free 2048) files=$(ls -A "$MNT" | tr '\n' ' ') recs=$(ledger_entries)
+	nr=$(hp nr 2048) free=$(hp free 2048) files=$(leftovers "$MNT") recs=$(ledger_entries)
 	check "$1: pool back at $base_nr/$base_free (now $nr/$free)" \
 		[ "$nr" -eq "$base_nr" -a "$free" -eq "$base_free" ]
 	check "$1: no file in the mount (${files:-none})" [ -z "$files" ]
@@ -135,7 +138,7 @@ for point in before-pool-write after-pool-write after-admission after-create bef
 			[ "$(hp nr 2048)" -ge $((base_nr + need - base_free)) ] ;;
 	after-admission)
 		check "$point: PREPARING record, no file yet" \
-			[ "$(ledger_entries)" -eq 1 -a -z "$(ls -A "$MNT")" ]
+			[ "$(ledger_entries)" -eq 1 -a -z "$(leftovers "$MNT")" ]
 		rm_refused "$point" ;;
 	after-create)
 		check "$point: only the hidden file exists" [ "$(hidden_files)" -eq 1 -a ! -e "$K" ]
@@ -179,6 +182,37 @@ populate_kill populate
 settle_gc populate
 populate_kill rm/populate
 settle_rm rm/populate
+
+# ---- (d) killed while it waits for the lock to record its file's identity ---
+# The file exists (staged, its hugepages reserved by its mapping) but the
+# record knows it only by the staged name: gc and rm must remove it by that
+# name, never drop the record and leave the file (and HugePages_Rsvd) behind.
+rsvd() { awk '/^HugePages_Rsvd/ {print $2}' /proc/meminfo; }
+for how in gc rm; do
+	rsvd0=$(rsvd)
+	start_run after-admission
+	wait_stopped $PID || fail "identity/$how: the run never stopped after admission"
+	( flock 8 && exec sleep 60 ) 8> "$PREALLOC_STATE_DIR/lock" &
+	L=$!
+	on_exit "kill $L"
+	for ((i = 0; i < 500; i++)); do
+		flock -n "$PREALLOC_STATE_DIR/lock" true || break
+		sleep 0.01
+	done
+	kill -CONT $PID
+	for ((i = 0; i < 500; i++)); do
+		[ "$(hidden_files)" -eq 1 ] && break
+		sleep 0.01
+	done
+	sleep 0.2	# past the creation, into the wait for the lock
+	check "identity/$how: the staged file exists, its identity (dev ino) not recorded yet" \
+		[ "$(hidden_files)" -eq 1 -a \
+		  "$(awk '$1 == "rec" && $6 == 0 && $7 == 0' "$PREALLOC_STATE_DIR/store" | wc -l)" -eq 1 ]
+	kill_run
+	kill $L; wait $L 2> /dev/null
+	if [ $how = gc ]; then settle_gc "identity/gc"; else settle_rm "identity/rm"; fi
+	check "identity/$how: HugePages_Rsvd back at $rsvd0 (now $(rsvd))" [ "$(rsvd)" -eq "$rsvd0" ]
+done
 
 # ---- (c) 24 kills spread over a run --------------------------------------
 landed_ready=0

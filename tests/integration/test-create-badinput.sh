@@ -19,7 +19,7 @@ chmod 600 "$TMP/shm/existing"	# ours alone: --reuse then meets the size check
 ln -s "$TMP/shm/existing" "$TMP/shm/link"
 
 snapshot() {
-	{ ls -A "$MNT" "$TMP/shm" /dev/shm; echo "free $(hp_free) total $(hp_total)"; } 2>/dev/null
+	{ leftovers "$MNT" "$TMP/shm" /dev/shm; echo "free $(hp_free) total $(hp_total)"; } 2>/dev/null
 }
 
 # case EXIT REGEX ARGS...

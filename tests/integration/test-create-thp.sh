@@ -33,6 +33,6 @@ else
 	rc=$?
 	check "huge=never: refused with exit 4 (got $rc)" [ $rc -eq 4 ]
 	check "huge=never: the message names the mount option" grep -q "huge=never" "$TMP/err"
-	check "huge=never: nothing made" [ -z "$(ls -A "$TMP/never")" ]
+	check "huge=never: nothing made" [ -z "$(leftovers "$TMP/never")" ]
 fi
 finish

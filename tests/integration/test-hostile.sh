@@ -11,7 +11,9 @@
 #  6. a state dir that fills up after the pool grew never leaves the store
 #     and the pool disagreeing: gc settles it; once the file exists, the
 #     failed run removes it itself;
-#  8. a file changed behind prealloc's back (its tag) is not taken for ours;
+#  8. what a VMM does to its memory (holes, fallocate, writes, chmod and
+#     touch by the guest's uid) never makes prealloc disown a file, and
+#     another file put at its path is never taken for it;
 #  9. SIGINT ends a wait for the store's lock at once, with nothing made.
 # Everything it touches (pools, mounts, cgroups, files) is restored at exit.
 . "$(dirname "$0")/lib-admit.sh"
@@ -22,6 +24,11 @@ SHM=$TMP/shm
 mkdir -p "$SHM"
 mount -t tmpfs -o size=1G none "$SHM" || bail "cannot mount a tmpfs on $SHM"
 track_mount "$SHM"
+# No free 2M page to start with (lib.sh restores the pool at exit): each
+# --reserve below must grow the pool, whatever another run left in it.
+nr0=$NODE_SYSFS/node0/hugepages/hugepages-2048kB/nr_hugepages
+[ -e "$nr0" ] || nr0=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
+echo $(($(hp nr 2048) - $(hp free 2048))) > "$nr0"
 base_nr=$(hp nr 2048)
 base_free=$(hp free 2048)
 records() { ledger_entries; }
@@ -80,7 +87,7 @@ check "4k: the refusal counts the other run's promise" grep -q "free" "$TMP/err"
 kill -9 $A; wait $A 2>/dev/null
 "$PREALLOC" pool --gc > /dev/null 2>&1
 check "4k: gc settles the stopped run (no file, no record)" \
-	[ -z "$(ls -A "$SHM")" -a "$(records)" -eq 0 ]
+	[ -z "$(leftovers "$SHM")" -a "$(records)" -eq 0 ]
 mount -o remount,size=1G "$SHM"
 
 # hugetlb v1: mount the controller where no hierarchy has it yet.
@@ -216,7 +223,7 @@ PREALLOC_STATE_DIR=$ST "$PREALLOC" pool --gc > /dev/null 2>&1
 check "full state dir: once there is room, gc puts the pool back (nr $(hp nr 2048), base $base_nr)" \
 	[ "$(hp nr 2048)" -eq "$base_nr" ]
 check "full state dir: no file, no record" \
-	[ -z "$(ls -A "$M")" -a "$(PREALLOC_STATE_DIR=$ST ledger_entries)" -eq 0 ]
+	[ -z "$(leftovers "$M")" -a "$(PREALLOC_STATE_DIR=$ST ledger_entries)" -eq 0 ]
 
 # The same once the file exists: the run's own rollback must remove its
 # hidden file at once, even though it cannot save the store; only the
@@ -226,15 +233,15 @@ PREALLOC_STATE_DIR=$ST PREALLOC_TEST_PAUSE=after-create \
 F=$!
 on_exit "kill -9 $F"
 wait_stopped $F
-check "full state dir, file made: the run stopped with its hidden file there ($(ls -A "$M"))" \
-	[ -n "$(ls -A "$M")" ]
+check "full state dir, file made: the run stopped with its staged file there ($(leftovers "$M"))" \
+	[ -n "$(leftovers "$M")" ]
 dd if=/dev/zero of="$ST/filler" bs=4k 2>/dev/null
 kill -CONT $F
 wait $F
 rc=$?
 check "full state dir, file made: the run fails with exit 4 (got $rc)" [ $rc -eq 4 ]
-check "full state dir, file made: no file left, not even before gc ($(ls -A "$M"))" \
-	[ -z "$(ls -A "$M")" ]
+check "full state dir, file made: no file left, not even before gc ($(leftovers "$M"))" \
+	[ -z "$(leftovers "$M")" ]
 rm -f "$ST/filler"
 PREALLOC_STATE_DIR=$ST "$PREALLOC" pool --gc > /dev/null 2>&1
 check "full state dir, file made: gc puts the pool back (nr $(hp nr 2048), base $base_nr)" \
@@ -243,7 +250,9 @@ check "full state dir, file made: gc puts the pool back (nr $(hp nr 2048), base 
 # ---- 9. SIGINT while waiting for the store's lock --------------------------
 # Another run holds the lock (up to 30 s by default): Ctrl-C must end the
 # wait at once, not after the timeout, with nothing made.
-flock "$PREALLOC_STATE_DIR/lock" sleep 60 &
+# The holder is the process with the lock's descriptor (flock(1) would leave
+# its child sleep holding it after a kill): killed, the lock is free again.
+( flock 8 && exec sleep 60 ) 8> "$PREALLOC_STATE_DIR/lock" &
 H=$!
 on_exit "kill $H"
 for ((i = 0; i < 500; i++)); do
@@ -265,13 +274,49 @@ check "lock wait: SIGINT ends it with exit 130 (got $rc) in $ms ms, not the 30 s
 check "lock wait: the message says so" grep -q "waiting for the state lock" "$TMP/err"
 check "lock wait: no file, no record" [ ! -e "$SHM/waiting" -a "$(records)" -eq 0 ]
 
-# ---- 8. a file changed behind prealloc's back ----------------------------
-"$PREALLOC" -q --page-size 4k --file "$SHM/tagged" 16M
-touch -m -d '2001-01-01' "$SHM/tagged"
-"$PREALLOC" rm "$SHM/tagged" 2> "$TMP/err"
+# ---- 8. what a VMM does to its memory, and a file put in ours' place ------
+# QEMU punches holes (balloon, discard) and fallocates in guest memory, the
+# guest's uid may chmod or touch it: prealloc must still know the file as
+# its own (gc keeps its record, rm removes it and gives its growth back).
+vmm_uses() {	# vmm_uses FILE PAGE_BYTES
+	local f=$1 pg=$2
+	fallocate --punch-hole -o 0 -l "$pg" "$f" &&
+	fallocate -o "$pg" -l "$pg" "$f" &&
+	python3 -c "import mmap, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR); m = mmap.mmap(fd, int(sys.argv[2])); m[0:4] = b'AAAA'" "$f" "$pg" &&
+	chown 65534:65534 "$f" &&
+	setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 -c \
+		'import os; os.fchmod(3, 0o640); os.utime(3, (978307200, 978307200))' 3< "$f"
+}
+for fs in tmpfs hugetlbfs; do
+	if [ $fs = tmpfs ]; then
+		f=$SHM/used pg=4096
+		"$PREALLOC" -q --page-size 4k --file "$f" 16M 2> "$TMP/err"
+	else
+		f=$M/used pg=$((2 << 20))
+		"$PREALLOC" -q --reserve --page-size 2M --file "$f" 16M 2> "$TMP/err"
+	fi
+	check "$fs: made (exit $?: $(cat "$TMP/err"))" [ -e "$f" ]
+	vmm_uses "$f" "$pg" > "$TMP/vmm.err" 2>&1
+	check "$fs: holes punched, fallocate, writes, chown, chmod and touch by the guest's uid" \
+		[ $? -eq 0 ] || sed 's/^/# /' "$TMP/vmm.err"
+	"$PREALLOC" pool --gc > /dev/null 2>&1
+	check "$fs: gc still knows the file as ours (1 record, $(records))" \
+		[ "$(records)" -eq 1 -a -e "$f" ]
+	"$PREALLOC" rm "$f" 2> "$TMP/err"
+	rc=$?
+	check "$fs: rm removes it (exit $rc: $(cat "$TMP/err"))" [ $rc -eq 0 -a ! -e "$f" ]
+	check "$fs: no record, the 2M pool back at $base_nr (now $(hp nr 2048))" \
+		[ "$(records)" -eq 0 -a "$(hp nr 2048)" -eq "$base_nr" ]
+done
+"$PREALLOC" -q --page-size 4k --file "$SHM/replaced" 16M
+mv "$SHM/replaced" "$SHM/moved"
+printf 'precious' > "$SHM/replaced"
+"$PREALLOC" rm "$SHM/replaced" 2> "$TMP/err"
 rc=$?
-check "tag: rm of a file whose tag changed is refused (exit $rc)" [ $rc -eq 4 -a -e "$SHM/tagged" ]
-rm -f "$SHM/tagged"
+check "replaced: rm of another file put at our path is refused (exit $rc)" \
+	[ $rc -eq 4 ] && [ "$(cat "$SHM/replaced")" = precious ]
+rm -f "$SHM/replaced" "$SHM/moved"
 "$PREALLOC" pool --gc > /dev/null 2>&1
-check "tag: gc settles its record once the file is gone" [ "$(records)" -eq 0 ]
+check "replaced: gc settles its record once the file is gone" [ "$(records)" -eq 0 ]
 finish

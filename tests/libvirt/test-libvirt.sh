@@ -84,8 +84,10 @@ if ! pidof virtlogd > /dev/null; then
 	"${daemon_env[@]}" virtlogd -d || bail "virtlogd did not start"
 	on_exit "kill $(pidof virtlogd)"
 fi
+# start_libvirtd [LANG]: libvirt cuts the per-domain directory's name at 20
+# characters under a UTF-8 locale, at 20 bytes under C.
 start_libvirtd() {
-	"${daemon_env[@]}" libvirtd -d || bail "libvirtd did not start"
+	"${daemon_env[@]}" LANG="${1:-C.UTF-8}" libvirtd -d || bail "libvirtd did not start"
 	for _ in $(seq 50); do $V list > /dev/null 2>&1 && return 0; sleep 0.1; done
 	bail "libvirtd did not answer"
 }
@@ -97,7 +99,9 @@ on_exit 'kill $(cat /run/libvirtd.pid)'
 # runs none until a SIGHUP, so the starts below prove `hook install`'s SIGHUP.
 # 00-* runs before our hook, zz-* after it. Each logs `probe op sub time nr free [blocks blocksize size
 # owner mode]` (node 0's 2M pool; the guest's pc.ram under $MB) and, at
-# start begin, kills libvirtd -9 for a domain named in $TMP/kill-at.
+# start begin, kills libvirtd -9 for a domain named in $TMP/kill-at, and
+# (00- only, as a guest's uid could) puts a symbolic link to $TMP/swap-to in
+# place of the per-domain memory directory of a domain named in $TMP/swap-at.
 PROBE_LOG=$TMP/probe.log
 for p in 00-prealloc-test-probe zz-prealloc-test-probe; do
 	cat > "/etc/libvirt/hooks/qemu.d/$p" <<EOP
@@ -110,6 +114,13 @@ echo "$p \$1 \$2 \$3 \$(date +%s.%N) \$(cat \$h/nr_hugepages) \$(cat \$h/free_hu
 if [ $p = zz-prealloc-test-probe ] && [ "\$2 \$3" = "start begin" ] &&
    [ "\$(cat $TMP/kill-at 2> /dev/null)" = "\$1" ]; then
 	kill -9 \$(cat /run/libvirtd.pid)
+fi
+if [ $p = 00-prealloc-test-probe ] && [ "\$2 \$3" = "start begin" ] &&
+   [ "\$(cat $TMP/swap-at 2> /dev/null)" = "\$1" ]; then
+	q=\$(dirname "\$(cat $TMP/swap-to)")/libvirt/qemu
+	d=\$(ls -d \$q/*-\$1)
+	mv "\$d" "\$d.moved" && ln -s "\$(cat $TMP/swap-to)" "\$d"
+	ls -la \$q > $TMP/swap.log 2>&1
 fi
 exit 0
 EOP
@@ -264,6 +275,48 @@ check "virsh shows the hook's refusal" grep -q "prefault needs <access mode='sha
 	echo "# $out"
 check "nothing leaked after it" [ "$(pool)" -eq "$p0" -a "$(holders)" -eq 0 ]
 
+# Case: the staged file cannot be swapped before it takes its place. The
+# hook is run by hand at start begin and stopped once it has made the file
+# (PREALLOC_TEST_PAUSE=after-create); the guest's uid then tries what it
+# could when the file sat in its directory before commit: move the hidden
+# file away and put its own (AAAA...) under the same name. The file QEMU
+# would open must be prealloc's, zero, and the guest's only once linked.
+QUID=$(id -u libvirt-qemu) QGID=$(id -g libvirt-qemu)
+DD=$MB/libvirt/qemu/77-pswap
+mkdir -p "$DD" && chown "$QUID:$QGID" "$DD" && chmod 750 "$DD"
+$V dumpxml pf | perl -0pe "s/<domain /<domain id='77' /; s|<name>pf</name>|<name>pswap</name>|;
+	s|<uuid>[^<]*</uuid>|<uuid>77777777-7777-7777-7777-777777777777</uuid>|;
+	s|</devices>|</devices><seclabel type='dynamic' model='dac' relabel='yes'><label>+$QUID:+$QGID</label></seclabel>|;
+	s|<memory unit='KiB'>[0-9]*</memory>|<memory unit='KiB'>65536</memory>|;
+	s|<currentMemory unit='KiB'>[0-9]*</currentMemory>|<currentMemory unit='KiB'>65536</currentMemory>|" \
+	> "$TMP/pswap.xml"
+PREALLOC_TEST_PAUSE=after-create "$HOOK" pswap start begin - < "$TMP/pswap.xml" 2> "$TMP/pswap.err" &
+HP=$!
+on_exit "kill -9 $HP"
+wait_stopped $HP || bail "the hook run by hand never stopped after creating the file ($(cat "$TMP/pswap.err"))"
+check "staged: nothing in the guest's directory before commit ($(ls -A "$DD"))" [ -z "$(ls -A "$DD")" ]
+as_guest() { setpriv --reuid="$QUID" --regid="$QGID" --clear-groups "$@"; }
+check "staged: the staging directory is closed to the guest's uid" \
+	sh -c '! "$@" > /dev/null 2>&1' sh as_guest ls "$MB/.prealloc"
+as_guest sh -c \
+	'cd "$1" && for f in .prealloc* pc.ram.*; do [ -e "$f" ] || continue
+		mv "$f" "stolen.$f" && head -c 4096 /dev/zero | tr "\\0" A > "$f"; done' sh "$DD"
+kill -CONT $HP
+wait $HP
+rc=$?
+check "staged: the hook exits 0 ($rc: $(cat "$TMP/pswap.err"))" [ $rc -eq 0 ]
+check "staged: pc.ram is the guest's, mode 600" \
+	[ "$(stat -c '%u:%g %a' "$DD/pc.ram" 2>&1)" = "$QUID:$QGID 600" ]
+check "staged: pc.ram starts with zeroes, not the guest uid's bytes" \
+	[ "$(head -c 4 "$DD/pc.ram" 2> /dev/null | od -An -tx1 | tr -d ' ')" = 00000000 ]
+check "staged: pc.ram is the inode the store names" \
+	awk -v ino="$(stat -c %i "$DD/pc.ram")" '$1 == "rec" && $7 == ino { f = 1 } END { exit !f }' \
+	"$STATE/store"
+"$HOOK" pswap release end - < "$TMP/pswap.xml"
+check "staged: release end removes it, nothing leaked (pool $(pool), $(holders) holders)" \
+	[ ! -e "$DD/pc.ram" -a "$(pool)" -eq "$p0" -a "$(holders)" -eq 0 ]
+rm -rf "$DD"
+
 # Case: libvirtd killed during two starts: pa after our prepare hook claimed
 # its pages (the hook run by hand), pk at start begin after our hook
 # pre-faulted its file (the zz- probe kills libvirtd). Neither QEMU ran.
@@ -331,6 +384,65 @@ check "stopping gives the reservation back" [ "$(pool)" -eq "$p0" -a "$(holders)
 "$PREALLOC_DOMAIN" pa --reserve --for 60 > /dev/null
 "$PREALLOC_DOMAIN" pa --release > /dev/null
 check "--release gives it back" [ "$(pool)" -eq "$p0" -a "$(holders)" -eq 0 ]
+
+# Case: names libvirt cuts. The per-domain directory is <id>-<name cut at
+# 20>: at 20 characters when libvirtd runs under a UTF-8 locale, at 20 bytes
+# under C; a hook runs with LC_ALL=C whatever the daemon's locale. Multibyte
+# names at and around the limit, both ways. (Under C, libvirt itself cannot
+# start a name whose 20th byte is inside a character: its QMP rejects the
+# cut name; so that one runs under C.UTF-8 only.)
+starts_with_names() {	# starts_with_names LOCALE MiB NAME...
+	local what=$1 mib=$2 n out rc blocks
+	shift 2
+	for n in "$@"; do
+		define "$n" "$mib" "$PF" "$SHARED"
+		out=$($V start "$n" 2>&1)
+		rc=$?
+		blocks=$(find "$MBD/libvirt/qemu" -path "*/[0-9]*-*/pc.ram" -printf '%b\n' 2> /dev/null | head -1)
+		check "$what: '$n' ($(printf %s "$n" | wc -c) bytes) starts, pre-faulted ($((${blocks:-0} * 512 >> 20)) MiB)" \
+			[ $rc -eq 0 ] && [ "$((${blocks:-0} * 512))" -eq $((mib << 20)) ] || echo "# $out"
+		$V destroy "$n" > /dev/null 2>&1
+		$V undefine "$n" > /dev/null 2>&1
+	done
+	check "$what: nothing leaked (pool $(pool), $(holders) holders)" \
+		[ "$(pool)" -eq "$p0" -a "$(holders)" -eq 0 ] || "$PREALLOC" pool 2>&1 | sed 's/^/# /'
+}
+MBD=$MB
+starts_with_names "libvirtd under C.UTF-8" 64 "größe-datenbank-prod" "größe-datenbank-pro" \
+	"größe-datenbank-prod1" "aäääääääääää"
+
+# Then libvirtd under LANG=C with memory_backing_dir on a tmpfs (4K pages):
+# the same names, and a link put at the per-domain directory. hugetlbfs
+# cannot hold a symbolic link at all; tmpfs can, and /dev/shm or /run are
+# tmpfs. The guest's uid can write in libvirt's memory directories: between
+# libvirt making the per-domain directory and our hook, it puts a link there
+# to a directory of its choice on the same tmpfs. The hook must not follow
+# it: the start is refused and nothing is made where the link points.
+MBT=$(mktemp -d /tmp/prealloc-backing-tmpfs.XXXXXX) && track_dir "$MBT"
+mount -t tmpfs -o size=256M none "$MBT" || bail "cannot mount a tmpfs on $MBT"
+track_mount "$MBT"
+chmod 755 "$MBT"
+kill "$(cat /run/libvirtd.pid)"
+for _ in $(seq 50); do pidof libvirtd > /dev/null || break; sleep 0.1; done
+rm -f /run/libvirtd.pid
+sed -i "s|^memory_backing_dir = .*|memory_backing_dir = \"$MBT\"|" "$QCONF"
+start_libvirtd C
+MBD=$MBT
+starts_with_names "libvirtd under C" 16 "größe-datenbank-prod" "größe-datenbank-pro" \
+	"größe-datenbank-prod1"
+define psym 16 "$PF" "$SHARED"
+mkdir -p "$MBT/elsewhere"
+echo "$MBT/elsewhere" > "$TMP/swap-to"
+echo psym > "$TMP/swap-at"
+out=$($V start psym 2>&1)
+rc=$?
+rm -f "$TMP/swap-at"
+check "a link at the per-domain directory: the start is refused" [ $rc -ne 0 ] || echo "# $out"
+check "... the hook saying it would not follow it" grep -q "symbolic link" <<< "$out" ||
+	{ echo "# $out"; sed 's/^/# /' "$TMP/swap.log"; }
+check "... and nothing made where it pointed ($(ls -A "$MBT/elsewhere"))" \
+	[ -z "$(ls -A "$MBT/elsewhere")" ]
+check "... nothing left behind ($(holders) holders)" [ "$(holders)" -eq 0 ]
 
 # Case: hook uninstall: the hook goes, the settings stay, libvirtd rescans.
 out=$("$PREALLOC" hook uninstall 2>&1)

@@ -226,7 +226,7 @@ pinned_and_bound() {
 			workers=$((workers + 1))
 			[ "$l" = "$want" ] || bad="$bad ${t##*/}:$l"
 		done
-		policy=$(grep "$file\|\.prealloc-" /proc/$pid/numa_maps | head -1)
+		policy=$(grep "$file\|/\.prealloc/" /proc/$pid/numa_maps | head -1)
 		kill -CONT $pid
 	fi
 	wait $pid
