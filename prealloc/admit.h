@@ -43,15 +43,16 @@ int admit_locked(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *o, 
  * pages before they go back). ret_left: growth still owed.
  */
 int record_return_growth(struct prealloc_ctx *ctx, struct store *s, size_t ri, unsigned int k,
-			 uint64_t *ret_returned);
+			 uint64_t *ret_returned, uint64_t *ret_vanished);
 /*
  * Settles record ri whose owner is gone or which is being released: the
  * file goes if prealloc created it and (unless ready) it never became
  * ready, then the growth is given back. The record leaves the store, or
- * stays ORPHAN with the growth still in use. Saves s.
+ * stays ORPHAN with the growth still in use. Saves s. Adds to info's
+ * returned, in_use (growth still owed) and vanished; sets removed.
  */
 int record_settle(struct prealloc_ctx *ctx, struct store *s, size_t ri, bool remove_ready,
-		  uint64_t *ret_returned, uint64_t *ret_left, bool *ret_removed);
+		  struct prealloc_release_info *info);
 /* capacity.c: what node could still give a hugepage pool, in bytes. */
 struct node_capacity {
 	uint64_t mem_total, mem_free;

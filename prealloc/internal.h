@@ -61,7 +61,13 @@ struct prealloc_ctx {
 	char hugetlbfs_2m[256];
 	char hugetlbfs_1g[256];
 	struct cpu_id cpu;
+	/* prealloc_record's copy of the store (pool.c), under its lock. */
+	pthread_mutex_t records_lock;
+	struct record_list *records;
 };
+
+/* pool.c: drops prealloc_record's copy of the store. */
+void record_list_free(struct prealloc_ctx *ctx);
 
 struct prealloc_region {
 	struct prealloc_ctx *ctx;

@@ -4,9 +4,12 @@
  * per-line ledger view, and garbage collection of records whose owner is
  * gone.
  */
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "admit.h"
 #include "hugetlb.h"
@@ -101,24 +104,84 @@ EXPORT int prealloc_ledger_entry(struct prealloc_ctx *ctx, unsigned int index,
 	return r;
 }
 
+/*
+ * prealloc_record's copy of the store, kept while the store file is the
+ * one it was read from (every save renames a new file into place): a
+ * caller listing n records reads and parses the store once, not n times.
+ */
+struct record_list {
+	struct store s;
+	struct statx id;	/* of the store file it was read from */
+};
+
+void record_list_free(struct prealloc_ctx *ctx)
+{
+	if (!ctx->records)
+		return;
+	store_free(&ctx->records->s);
+	free(ctx->records);
+	ctx->records = NULL;
+}
+
+static bool same_version(const struct statx *a, const struct statx *b)
+{
+	return a->stx_ino == b->stx_ino && a->stx_dev_major == b->stx_dev_major &&
+	       a->stx_dev_minor == b->stx_dev_minor && a->stx_size == b->stx_size &&
+	       a->stx_mtime.tv_sec == b->stx_mtime.tv_sec &&
+	       a->stx_mtime.tv_nsec == b->stx_mtime.tv_nsec;
+}
+
+/* The store as it is now, into ctx->records (under its lock); a store of 0.1's files is not kept. */
+static int record_list_load(struct prealloc_ctx *ctx)
+{
+	struct statx before, after;
+	char path[PATH_MAX];
+	bool known;
+	int r;
+
+	r = statedir_check(ctx);
+	if (r < 0 && r != -ENOENT)
+		return r;
+	r = statedir_path(ctx, path, sizeof(path), STORE_LEAF);
+	if (r < 0)
+		return r;
+	known = file_statx(AT_FDCWD, path, 0, &before) == 0;
+	if (known && ctx->records && same_version(&before, &ctx->records->id))
+		return 0;
+	record_list_free(ctx);
+	ctx->records = calloc(1, sizeof(*ctx->records));
+	if (!ctx->records)
+		return -ENOMEM;
+	r = store_load(ctx, &ctx->records->s);
+	if (r < 0) {
+		free(ctx->records);
+		ctx->records = NULL;
+		return r;
+	}
+	/* Kept for the next call only if what was read is the file stat'ed before it. */
+	if (known && file_statx(AT_FDCWD, path, 0, &after) == 0 && same_version(&before, &after))
+		ctx->records->id = before;
+	return 0;
+}
+
 EXPORT int prealloc_record(struct prealloc_ctx *ctx, unsigned int index,
 			   struct prealloc_record_info *ret_info)
 {
 	struct prealloc_record_info out = { .size = sizeof(out) };
 	const struct record *rec;
-	struct store s;
 	int r;
 
 	if (!ctx || !ret_info || ret_info->size < sizeof(size_t))
 		return -EINVAL;
-	r = store_load(ctx, &s);
-	if (r < 0)
+	pthread_mutex_lock(&ctx->records_lock);
+	r = record_list_load(ctx);
+	if (r == 0 && index >= ctx->records->s.nr)
+		r = -ENOENT;
+	if (r < 0) {
+		pthread_mutex_unlock(&ctx->records_lock);
 		return r;
-	if (index >= s.nr) {
-		store_free(&s);
-		return -ENOENT;
 	}
-	rec = &s.r[index];
+	rec = &ctx->records->s.r[index];
 	out.id = rec->id;
 	out.state = rec->state;
 	out.owner = rec->owner.kind;
@@ -135,7 +198,7 @@ EXPORT int prealloc_record(struct prealloc_ctx *ctx, unsigned int index,
 		out.outstanding += record_outstanding(ctx, rec, &rec->pools[k]);
 	}
 	snprintf(out.path, sizeof(out.path), "%s", rec->path);
-	store_free(&s);
+	pthread_mutex_unlock(&ctx->records_lock);
 	copy_sized_out(ret_info, &out, sizeof(out));
 	return 0;
 }
@@ -169,12 +232,14 @@ static bool gc_wants(struct prealloc_ctx *ctx, const struct record *r, bool *ret
 struct removal {
 	char what[PATH_MAX + 32];
 	bool died;		/* a run that died before its file was ready */
+	uint64_t vanished;	/* growth no longer in the pool, settled */
 };
 
 /*
- * Settles every record pick() selects; counts what went back. A record
- * that cannot be settled (say, its pool is gone) does not stop the others:
- * the first error is returned.
+ * Settles every record pick() selects; counts what went back and the
+ * records that left the store (one that stays, ORPHAN with pages in use, is
+ * not settled). A record that cannot be settled (say, its pool is gone)
+ * does not stop the others: the first error is returned.
  */
 static int settle_matching(struct prealloc_ctx *ctx, unsigned int timeout_ms,
 			   bool (*pick)(struct prealloc_ctx *ctx, const struct record *r,
@@ -202,28 +267,40 @@ static int settle_matching(struct prealloc_ctx *ctx, unsigned int timeout_ms,
 		ids[nr++] = s.r[i].id;
 	for (size_t k = 0; k < nr; k++) {
 		long i = store_find(&s, ids[k]);
-		bool remove_ready, removed = false;
+		struct prealloc_release_info one = { .size = sizeof(one) };
+		bool remove_ready;
 		struct removal rm;
 
 		if (i < 0 || !pick(ctx, &s.r[i], arg, &remove_ready))
 			continue;
-		(*ret_matched)++;
 		snprintf(rm.what, sizeof(rm.what), "%s", owner_label(&s.r[i]));
 		rm.died = s.r[i].state == PREALLOC_RECORD_PREPARING;
-		r = record_settle(ctx, &s, (size_t)i, remove_ready, &info->returned, &info->in_use,
-				  &removed);
+		r = record_settle(ctx, &s, (size_t)i, remove_ready, &one);
 		if (r < 0 && !first)
 			first = r;
-		info->removed |= removed;
-		if (r == 0 && removed)
+		info->removed |= one.removed;
+		info->returned += one.returned;
+		info->in_use += one.in_use;
+		info->vanished += one.vanished;
+		if (store_find(&s, ids[k]) < 0)
+			(*ret_matched)++;
+		rm.vanished = one.vanished;
+		if (r == 0 && (one.removed || one.vanished))
 			gone[nr_gone++] = rm;
 	}
 out:
 	store_close(&s, fd);
 	/* The log callback may call back into the library: never with the lock held. */
-	for (size_t k = 0; k < nr_gone; k++)
-		ctx_log(ctx, PREALLOC_LOG_INFO, "removed %s: %s", gone[k].what,
-			gone[k].died ? "its run died before it was ready" : "released");
+	for (size_t k = 0; k < nr_gone; k++) {
+		if (gone[k].vanished)
+			ctx_log(ctx, PREALLOC_LOG_WARNING,
+				"%s: %llu hugepages it had added were no longer in the pool (taken "
+				"back by hand): settled", gone[k].what,
+				(unsigned long long)gone[k].vanished);
+		else
+			ctx_log(ctx, PREALLOC_LOG_INFO, "removed %s: %s", gone[k].what,
+				gone[k].died ? "its run died before it was ready" : "released");
+	}
 	free(gone);
 	free(ids);
 	return first;

@@ -145,11 +145,10 @@ static int prepare_commit(struct prepare_req *q)
 
 static int rollback_fn(struct prealloc_ctx *ctx, struct store *s, size_t ri, void *arg)
 {
-	uint64_t returned = 0, left = 0;
-	bool removed;
+	struct prealloc_release_info info = { .size = sizeof(info) };
 
 	(void)arg;
-	return record_settle(ctx, s, ri, false, &returned, &left, &removed);
+	return record_settle(ctx, s, ri, false, &info);
 }
 
 /* Everything this run made goes: the file (never a reused one), then its growth, its record. */

@@ -90,7 +90,7 @@ static int release_locked(struct prealloc_ctx *ctx, struct store *s, const char 
 			  struct prealloc_release_info *info)
 {
 	struct statx stx;
-	bool exists = file_statx(AT_FDCWD, abs, 0, &stx) == 0, removed = false;
+	bool exists = file_statx(AT_FDCWD, abs, 0, &stx) == 0;
 	long i = find_file_record(s, abs, &stx, exists);
 	struct record *r;
 
@@ -109,10 +109,7 @@ static int release_locked(struct prealloc_ctx *ctx, struct store *s, const char 
 
 	if (lock < 0)
 		return lock;
-	int ret = record_settle(ctx, s, (size_t)i, true, &info->returned, &info->in_use, &removed);
-
-	info->removed = removed;
-	return ret;
+	return record_settle(ctx, s, (size_t)i, true, info);
 }
 
 EXPORT int prealloc_release(struct prealloc_ctx *ctx, const char *path,

@@ -26,19 +26,46 @@ struct prealloc_reservation {
 	struct rec_owner holder; /* kind NONE: the file holds the growth */
 };
 
+/* Growth the other records say they added to the pool of p's node and size. */
+static uint64_t others_added(const struct store *s, size_t ri, const struct rec_pool *p)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < s->nr; i++)
+		for (unsigned int k = 0; i != ri && k < s->r[i].nr_pools; k++)
+			if (s->r[i].pools[k].node == p->node &&
+			    s->r[i].pools[k].page_size == p->page_size)
+				sum += s->r[i].pools[k].added;
+	return sum;
+}
+
 int record_return_growth(struct prealloc_ctx *ctx, struct store *s, size_t ri, unsigned int k,
-			 uint64_t *ret_returned)
+			 uint64_t *ret_returned, uint64_t *ret_vanished)
 {
 	struct rec_pool *p = &s->r[ri].pools[k];
-	uint64_t free_pages = 0, others, give, returned = 0;
+	uint64_t total = 0, free_pages = 0, others, held, give, returned = 0;
 	int r;
 
 	*ret_returned = 0;
 	if (!p->added)
 		return 0;
-	r = hugetlb_read(ctx, p->node, p->page_size, NULL, &free_pages, NULL);
+	r = hugetlb_read(ctx, p->node, p->page_size, &total, &free_pages, NULL);
 	if (r < 0)
 		return r;
+	/*
+	 * Growth the pool no longer has: an administrator wrote nr_hugepages
+	 * down by hand. What this record claims beyond the pool less the other
+	 * records' growth can never come back: it is settled, and said so.
+	 */
+	others = others_added(s, ri, p);
+	held = total > others ? total - others : 0;
+	if (p->added > held) {
+		*ret_vanished += p->added - held;
+		p->added = held;
+		r = store_save(ctx, s);
+		if (r < 0 || !p->added)
+			return r;
+	}
 	/*
 	 * A share still marked growing was settled by store_open() before we
 	 * got here. Never take pages another run was promised and has not
@@ -146,14 +173,14 @@ static bool inode_in_use(const struct prealloc_ctx *ctx, const struct record *r)
 }
 
 int record_settle(struct prealloc_ctx *ctx, struct store *s, size_t ri, bool remove_ready,
-		  uint64_t *ret_returned, uint64_t *ret_left, bool *ret_removed)
+		  struct prealloc_release_info *info)
 {
-	bool in_use = false;
+	bool in_use = false, removed = false;
 	uint64_t left = 0;
 	int r;
 
-	*ret_removed = false;
-	r = settle_file(ctx, s, ri, remove_ready, ret_removed, &in_use);
+	r = settle_file(ctx, s, ri, remove_ready, &removed, &in_use);
+	info->removed |= removed;
 	if (r < 0)
 		return r;
 	/*
@@ -167,14 +194,14 @@ int record_settle(struct prealloc_ctx *ctx, struct store *s, size_t ri, bool rem
 		uint64_t returned = 0;
 
 		if (!in_use) {
-			r = record_return_growth(ctx, s, ri, k, &returned);
+			r = record_return_growth(ctx, s, ri, k, &returned, &info->vanished);
 			if (r < 0)
 				return r;
 		}
-		*ret_returned += returned;
+		info->returned += returned;
 		left += s->r[ri].pools[k].added;
 	}
-	*ret_left += left;
+	info->in_use += left;
 	if (left) {
 		/* Pages still in use (mapped or open elsewhere): a later gc gives them back. */
 		s->r[ri].state = PREALLOC_RECORD_ORPHAN;
@@ -359,17 +386,16 @@ EXPORT int prealloc_reservation_commit(struct prealloc_reservation *resv)
 
 static int rollback_fn(struct prealloc_ctx *ctx, struct store *s, size_t ri, void *arg)
 {
-	uint64_t left = 0;
-	bool removed;
+	struct prealloc_release_info *info = arg;
 
 	/* The caller's own file stays: only prealloc's own files are removed by settling. */
 	s->r[ri].created = false;
-	return record_settle(ctx, s, ri, false, arg, &left, &removed);
+	return record_settle(ctx, s, ri, false, info);
 }
 
 EXPORT int prealloc_reservation_rollback(struct prealloc_reservation *resv, uint64_t *ret_returned)
 {
-	uint64_t total = 0;
+	struct prealloc_release_info info = { .size = sizeof(info) };
 	int r = 0;
 
 	if (ret_returned)
@@ -379,9 +405,9 @@ EXPORT int prealloc_reservation_rollback(struct prealloc_reservation *resv, uint
 	if (resv->finished)
 		return -EALREADY;
 	if (resv->in_store)
-		r = resv_update(resv, rollback_fn, &total);
+		r = resv_update(resv, rollback_fn, &info);
 	if (ret_returned)
-		*ret_returned = total;
+		*ret_returned = info.returned;
 	if (r == 0)
 		resv->finished = true;
 	return r;

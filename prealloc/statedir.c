@@ -56,6 +56,11 @@ static int statedir_trusted(const char *dir)
 	return 0;
 }
 
+int statedir_check(const struct prealloc_ctx *ctx)
+{
+	return statedir_trusted(ctx->state_dir);
+}
+
 int statedir_ensure(const struct prealloc_ctx *ctx)
 {
 	char buf[PATH_MAX];
@@ -186,16 +191,25 @@ int statedir_read(const struct prealloc_ctx *ctx, const char *leaf, char **ret_b
 {
 	char path[PATH_MAX], *buf = NULL;
 	size_t len = 0, cap = 0;
+	struct stat st;
 	int fd, r;
 
 	*ret_buf = NULL;
 	*ret_len = 0;
-	r = statedir_path(ctx, path, sizeof(path), leaf);
+	/* Read only what we would write: a directory, and a file, of ours alone. */
+	r = statedir_trusted(ctx->state_dir);
+	if (r == 0)
+		r = statedir_path(ctx, path, sizeof(path), leaf);
 	if (r < 0)
 		return r;
 	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 022)) {
+		close(fd);
+		return -EPERM;
+	}
 	for (;;) {
 		ssize_t n;
 

@@ -11,6 +11,8 @@ int statedir_resolve(const char *given, char *buf, size_t len);
 int statedir_path(const struct prealloc_ctx *ctx, char *buf, size_t len, const char *leaf);
 /* Creates it (0700) if missing; -EPERM unless a directory of ours nobody else may write. */
 int statedir_ensure(const struct prealloc_ctx *ctx);
+/* Whether the state directory is ours alone: 0, -EPERM, -ENOENT (not made yet). */
+int statedir_check(const struct prealloc_ctx *ctx);
 /*
  * The one lock; waits up to timeout_ms, then -ETIMEDOUT, or until cancel_fd
  * (-1: none; polled, never read) turns readable, then -ECANCELED.

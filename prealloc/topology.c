@@ -298,6 +298,7 @@ EXPORT int prealloc_ctx_new_opts(const struct prealloc_ctx_opts *opts,
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
 		return -ENOMEM;
+	pthread_mutex_init(&ctx->records_lock, NULL);
 	r = statedir_resolve(o.state_dir, ctx->state_dir, sizeof(ctx->state_dir));
 	if (r == 0)
 		r = set_root(ctx->sys_root, sizeof(ctx->sys_root), o.sys_root ? o.sys_root : "/sys");
@@ -320,6 +321,8 @@ EXPORT void prealloc_ctx_free(struct prealloc_ctx *ctx)
 {
 	if (!ctx)
 		return;
+	record_list_free(ctx);
+	pthread_mutex_destroy(&ctx->records_lock);
 	free(ctx->nodes);
 	free(ctx);
 }

@@ -85,6 +85,8 @@ double now_wall(void);
 int read_sysfs_line(const char *path, char *buf, size_t len);
 extern const char *program_name;
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Why the record store could not be used (err from the library), as " (...)" or "". */
+const char *store_hint(int err);
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_log(void *userdata, int level, const char *msg);
 

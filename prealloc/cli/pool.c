@@ -139,7 +139,7 @@ static int records_show(struct prealloc_ctx *ctx, json_object *root)
 	if (r == -ENOENT)
 		return 0;
 	cli_error("pool: cannot read the record store in %s: %s%s", prealloc_ctx_state_dir(ctx),
-		  strerror(-r), r == -EBADMSG ? " (it is corrupt; it was left as it is)" : "");
+		  strerror(-r), store_hint(r));
 	return r;
 }
 
@@ -248,8 +248,7 @@ int cmd_pool(int argc, char **argv)
 
 		r = prealloc_pool_gc(ctx, &returned, &entries);
 		if (r < 0) {
-			cli_error("pool: --gc failed: %s%s", strerror(-r),
-				  r == -EACCES || r == -EPERM ? " (run as root)" : "");
+			cli_error("pool: --gc failed: %s%s", strerror(-r), store_hint(r));
 			prealloc_ctx_free(ctx);
 			return r == -EACCES || r == -EPERM || r == -ETIMEDOUT ? EXIT_ENVIRONMENT
 									       : EXIT_FAILURE_RUN;

@@ -41,6 +41,24 @@ void cli_warn(const char *fmt, ...)
 	va_end(ap);
 }
 
+const char *store_hint(int err)
+{
+	switch (err) {
+	case -EBADMSG:
+		return " (it is corrupt; it was left as it is)";
+	case -EPERM:
+		return geteuid() ? " (not this user's alone, or run as root)"
+				 : " (the state directory or its store is not root's alone: another "
+				   "owner, or writable by others; not trusted)";
+	case -EACCES:
+		return " (run as root)";
+	case -ETIMEDOUT:
+		return " (another prealloc run holds its lock)";
+	default:
+		return "";
+	}
+}
+
 void cli_log(void *userdata, int level, const char *msg)
 {
 	(void)userdata;

@@ -1117,6 +1117,11 @@ struct prealloc_release_info {
 	uint64_t in_use;	/* hugepages kept as orphan growth: pages still in use */
 	int pid;		/* -EBUSY: the run still preparing the file, or pinning it */
 	int pinned;		/* -EBUSY: 1 when pid holds it DMA-mapped (prealloc_vfio_map) */
+	/*
+	 * Growth the record still claimed that its pool no longer held (an
+	 * administrator wrote nr_hugepages down by hand): settled, not owed.
+	 */
+	uint64_t vanished;
 };
 
 /*

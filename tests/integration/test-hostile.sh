@@ -202,6 +202,33 @@ kill $MP; wait $MP 2>/dev/null
 check "mapped: once unmapped, gc gives the growth back (nr $(hp nr 2048), base $base_nr)" \
 	[ "$(hp nr 2048)" -eq "$base_nr" -a "$(records)" -eq 0 ]
 
+# ---- 5b. growth an administrator took back by hand -------------------------
+# rm of a mapped file leaves its growth ORPHAN; the mapper goes, and before
+# any gc an administrator writes the pool down by hand. Those pages can
+# never come back through prealloc: gc must settle the record and say so,
+# not keep an 'orphan, 32 pages' over an empty pool forever.
+"$PREALLOC" -q --reserve --page-size 2M --file "$M/taken" 64M
+grown=$(hp nr 2048)
+python3 -c "
+import mmap, os, sys, time
+fd = os.open('$M/taken', os.O_RDWR); m = mmap.mmap(fd, 64 << 20); os.close(fd)
+print('mapped', flush=True); time.sleep(30)" > "$TMP/mapper.out" &
+MP=$!
+on_exit "kill $MP"
+for ((i = 0; i < 200; i++)); do grep -q mapped "$TMP/mapper.out" && break; sleep 0.05; done
+"$PREALLOC" rm "$M/taken" 2> /dev/null
+kill $MP; wait $MP 2>/dev/null
+echo "$base_nr" > "$nr0"
+check "taken back: the administrator's write emptied the growth (nr $(hp nr 2048), was $grown)" \
+	[ "$(hp nr 2048)" -eq "$base_nr" -a "$(records)" -eq 1 ]
+"$PREALLOC" pool --gc > "$TMP/gc.out" 2>&1
+check "taken back: gc settles the record (records $(records))" [ "$(records)" -eq 0 ] ||
+	sed 's/^/# /' "$TMP/gc.out"
+check "taken back: ... saying the 32 pages were no longer in the pool" \
+	grep -q "32 hugepages it had added were no longer in the pool" "$TMP/gc.out" ||
+	sed 's/^/# /' "$TMP/gc.out"
+check "taken back: ... and counting it settled" grep -q "settled 1 records" "$TMP/gc.out"
+
 # ---- 6. the state dir fills up after the pool grew -----------------------
 ST=$TMP/tinystate
 mkdir -p "$ST"
@@ -319,4 +346,49 @@ check "replaced: rm of another file put at our path is refused (exit $rc)" \
 rm -f "$SHM/replaced" "$SHM/moved"
 "$PREALLOC" pool --gc > /dev/null 2>&1
 check "replaced: gc settles its record once the file is gone" [ "$(records)" -eq 0 ]
+# ---- 10. a state dir prealloc does not own alone is not read -------------
+# gc and rm refuse a state directory another user owns or may write (a
+# /tmp fallback another user made first could feed prealloc a store); the
+# readers must refuse it as well: pool, and the records it lists.
+SD=$TMP/foreign
+mkdir -m 700 "$SD"
+PREALLOC_STATE_DIR=$SD "$PREALLOC" -q --page-size 4k --file "$SHM/foreign" 4M
+chown 65534 "$SD"
+PREALLOC_STATE_DIR=$SD "$PREALLOC" pool > "$TMP/pool.out" 2>&1
+rc=$?
+check "foreign state dir: pool refuses it (exit $rc)" [ $rc -eq 4 ] || sed 's/^/# /' "$TMP/pool.out"
+check "foreign state dir: ... naming it, listing no record" \
+	grep -q "$SD" "$TMP/pool.out" && ! grep -q "$SHM/foreign" "$TMP/pool.out"
+chown 0 "$SD"
+chmod 777 "$SD"
+PREALLOC_STATE_DIR=$SD "$PREALLOC" pool > "$TMP/pool.out" 2>&1
+check "world-writable state dir: pool refuses it too (exit $?)" [ $? -eq 4 ]
+chmod 700 "$SD"
+PREALLOC_STATE_DIR=$SD "$PREALLOC" rm "$SHM/foreign"
+
+# ---- 11. listing many records reads the store once -----------------------
+# prealloc_record(ctx, index) reloaded and parsed the whole store for each
+# index: listing n records read it n times. With 400 records, `prealloc
+# pool` must open the store a handful of times (the pool rows read it too).
+SN=$TMP/many
+mkdir -m 700 "$SN"
+python3 - "$SN/store" <<'PY'
+import sys
+lines = ["prealloc-store 2\n"]
+for i in range(400):
+    lines.append("rec %016x ready none fc 0 0 0.000000000 4194304 4096 /nonexistent/f%d -\n" % (i + 1, i))
+text = "".join(lines).encode()
+h = 0xcbf29ce484222325
+for b in text:
+    h = ((h ^ b) * 0x100000001b3) & 0xffffffffffffffff
+open(sys.argv[1], "wb").write(text + b"end %d %016x\n" % (len(lines), h))
+PY
+chmod 600 "$SN/store"
+PREALLOC_STATE_DIR=$SN strace -f -e trace=open,openat -o "$TMP/strace.out" "$PREALLOC" pool \
+	> "$TMP/pool.out" 2>&1
+opens=$(grep -c "$SN/store\"" "$TMP/strace.out")
+check "400 records: pool lists them all ($(grep -c /nonexistent/ "$TMP/pool.out"))" \
+	[ "$(grep -c /nonexistent/ "$TMP/pool.out")" -eq 400 ]
+check "400 records: the store opened $opens times, not once per record" [ "$opens" -le 8 ]
+
 finish

@@ -241,6 +241,51 @@ static void test_corrupt(void)
 	prealloc_ctx_free(ctx);
 }
 
+/*
+ * A file's identity: dev and ino, and the birth time where the filesystem
+ * keeps one. A new file on our inode number (ours deleted by hand) differs
+ * in birth time; what a VMM does to ours (mtime, ctime, mode) does not
+ * matter; a store written before kept an mtime, which still matches.
+ */
+static void test_identity(void)
+{
+	struct record r = { .id = 1 };
+	struct statx ours = {
+		.stx_mask = STATX_BASIC_STATS | STATX_BTIME, .stx_mode = S_IFREG | 0600,
+		.stx_ino = 4242, .stx_dev_major = 0, .stx_dev_minor = 40,
+		.stx_btime = { .tv_sec = 1700000000, .tv_nsec = 123456789 },
+		.stx_mtime = { .tv_sec = 1700000000, .tv_nsec = 123456789 },
+	};
+	struct statx x = ours;
+
+	record_set_identity(&r, &ours);
+	tap_ok(r.ino == 4242 && r.tag_sec == 1700000000 && r.tag_nsec == 123456789,
+	       "identity: dev, ino and the birth time recorded");
+	x.stx_mtime.tv_sec = 978307200;
+	x.stx_ctime.tv_sec = 978307200;
+	x.stx_mode = S_IFREG | 0640;
+	tap_ok(record_is_file(&r, &x), "identity: mtime, ctime and mode changed: still ours");
+	x = ours;
+	x.stx_btime.tv_nsec = 1;
+	x.stx_mtime.tv_nsec = 2;
+	tap_ok(!record_is_file(&r, &x), "identity: our inode number, another birth time: not ours");
+	x = ours;
+	x.stx_mode = S_IFLNK | 0777;
+	tap_ok(!record_is_file(&r, &x), "identity: a link on our inode number: not ours");
+	x = ours;
+	x.stx_mask = STATX_BASIC_STATS;	/* hugetlbfs: no birth time */
+	record_set_identity(&r, &x);
+	x.stx_mtime.tv_sec = 1;
+	tap_ok(r.tag_sec == 0 && r.tag_nsec == 0 && record_is_file(&r, &x),
+	       "identity: no birth time (hugetlbfs): dev and ino alone");
+	r.tag_sec = 1600000000;	/* a store of before: prealloc's mtime tag */
+	r.tag_nsec = 777;
+	x.stx_mtime = (struct statx_timestamp){ .tv_sec = 1600000000, .tv_nsec = 777 };
+	tap_ok(record_is_file(&r, &x), "identity: an older store's mtime tag still matches");
+	x.stx_mtime.tv_nsec = 778;
+	tap_ok(!record_is_file(&r, &x), "identity: ... and only that mtime");
+}
+
 int main(void)
 {
 	if (fakeroot_make(&fr, 2) < 0) {
@@ -249,6 +294,7 @@ int main(void)
 	}
 	test_conversion();
 	test_corrupt();
+	test_identity();
 	fakeroot_remove(&fr);
 	return tap_done();
 }
