@@ -184,6 +184,38 @@ wait_stopped() {	# wait_stopped PID: true once it is stopped (T), false if it ex
 	return 1
 }
 
+# hold_lock FILE: a process holding flock FILE until killed, in HOLDER (also
+# killed at exit); returns once the lock is held. The holder is the process
+# with the lock's descriptor: flock(1)'s child would keep it after a kill.
+hold_lock() {
+	local i
+	( flock 8 && exec sleep 60 ) 8> "$1" &
+	HOLDER=$!
+	on_exit "kill $HOLDER"
+	for ((i = 0; i < 500; i++)); do
+		flock -n "$1" true || return 0
+		sleep 0.01
+	done
+	return 1
+}
+
+# map_file FILE MiB: a process mapping FILE shared until killed, in MAPPER
+# (also killed at exit); returns once the mapping exists.
+map_file() {
+	local i out=$TMP/mapper.$$.$RANDOM
+	python3 -c "
+import mmap, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR); m = mmap.mmap(fd, int(sys.argv[2]) << 20); os.close(fd)
+print('mapped', flush=True); time.sleep(60)" "$1" "$2" > "$out" &
+	MAPPER=$!
+	on_exit "kill $MAPPER"
+	for ((i = 0; i < 200; i++)); do
+		grep -q mapped "$out" && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
 hp_free() { awk '/^HugePages_Free/ {print $2}' /proc/meminfo; }
 hp_total() { awk '/^HugePages_Total/ {print $2}' /proc/meminfo; }
 

@@ -192,13 +192,8 @@ for how in gc rm; do
 	rsvd0=$(rsvd)
 	start_run after-admission
 	wait_stopped $PID || fail "identity/$how: the run never stopped after admission"
-	( flock 8 && exec sleep 60 ) 8> "$PREALLOC_STATE_DIR/lock" &
-	L=$!
-	on_exit "kill $L"
-	for ((i = 0; i < 500; i++)); do
-		flock -n "$PREALLOC_STATE_DIR/lock" true || break
-		sleep 0.01
-	done
+	hold_lock "$PREALLOC_STATE_DIR/lock" || bail "identity/$how: cannot hold the store's lock"
+	L=$HOLDER
 	kill -CONT $PID
 	for ((i = 0; i < 500; i++)); do
 		[ "$(hidden_files)" -eq 1 ] && break

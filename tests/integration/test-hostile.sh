@@ -183,13 +183,8 @@ rm -f "$SHM"/*
 "$PREALLOC" -q --reserve --page-size 2M --file "$M/mapped" 64M
 grown=$(hp nr 2048)
 check "mapped: --reserve grew the pool by 32 ($base_nr -> $grown)" [ "$grown" -ge $((base_nr + 32 - base_free)) ]
-python3 -c "
-import mmap, os, sys, time
-fd = os.open('$M/mapped', os.O_RDWR); m = mmap.mmap(fd, 64 << 20); os.close(fd)
-print('mapped', flush=True); time.sleep(30)" > "$TMP/mapper.out" &
-MP=$!
-on_exit "kill $MP"
-for ((i = 0; i < 200; i++)); do grep -q mapped "$TMP/mapper.out" && break; sleep 0.05; done
+map_file "$M/mapped" 64 || bail "cannot map $M/mapped"
+MP=$MAPPER
 "$PREALLOC" rm "$M/mapped" 2> "$TMP/err"
 check "mapped: rm removes the name (exit $?)" [ ! -e "$M/mapped" ]
 check "mapped: rm says the pages are still in use" grep -q "still in use" "$TMP/err"
@@ -209,13 +204,8 @@ check "mapped: once unmapped, gc gives the growth back (nr $(hp nr 2048), base $
 # not keep an 'orphan, 32 pages' over an empty pool forever.
 "$PREALLOC" -q --reserve --page-size 2M --file "$M/taken" 64M
 grown=$(hp nr 2048)
-python3 -c "
-import mmap, os, sys, time
-fd = os.open('$M/taken', os.O_RDWR); m = mmap.mmap(fd, 64 << 20); os.close(fd)
-print('mapped', flush=True); time.sleep(30)" > "$TMP/mapper.out" &
-MP=$!
-on_exit "kill $MP"
-for ((i = 0; i < 200; i++)); do grep -q mapped "$TMP/mapper.out" && break; sleep 0.05; done
+map_file "$M/taken" 64 || bail "cannot map $M/taken"
+MP=$MAPPER
 "$PREALLOC" rm "$M/taken" 2> /dev/null
 kill $MP; wait $MP 2>/dev/null
 echo "$base_nr" > "$nr0"
@@ -277,15 +267,8 @@ check "full state dir, file made: gc puts the pool back (nr $(hp nr 2048), base 
 # ---- 9. SIGINT while waiting for the store's lock --------------------------
 # Another run holds the lock (up to 30 s by default): Ctrl-C must end the
 # wait at once, not after the timeout, with nothing made.
-# The holder is the process with the lock's descriptor (flock(1) would leave
-# its child sleep holding it after a kill): killed, the lock is free again.
-( flock 8 && exec sleep 60 ) 8> "$PREALLOC_STATE_DIR/lock" &
-H=$!
-on_exit "kill $H"
-for ((i = 0; i < 500; i++)); do
-	flock -n "$PREALLOC_STATE_DIR/lock" true || break
-	sleep 0.01
-done
+hold_lock "$PREALLOC_STATE_DIR/lock" || bail "cannot hold the store's lock"
+H=$HOLDER
 "$PREALLOC" -q --page-size 4k --file "$SHM/waiting" 16M 2> "$TMP/err" &
 W=$!
 sleep 0.5
