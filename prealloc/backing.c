@@ -74,10 +74,14 @@ static int open_file(struct prealloc_region *r, const struct prealloc_region_opt
 	struct stat st;
 	int fd;
 
-	fd = openat(r->dir_fd, o->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	fd = (o->flags & PREALLOC_REGION_EXISTING)
+		     ? -1
+		     : openat(r->dir_fd, o->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			      0600);
 	if (fd >= 0) {
 		r->created_file = true;
-	} else if (errno == EEXIST && (o->flags & PREALLOC_REGION_REUSE)) {
+	} else if ((o->flags & PREALLOC_REGION_EXISTING) ||
+		   (errno == EEXIST && (o->flags & PREALLOC_REGION_REUSE))) {
 		fd = openat(r->dir_fd, o->path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0)
 			return -errno;

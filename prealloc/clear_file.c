@@ -69,7 +69,7 @@ static int map_whole_file(struct clear_flow *flow, const char *path, uint64_t le
 	struct prealloc_region_opts fo = {
 		.size = sizeof(fo),
 		.backing = PREALLOC_BACKING_FILE,
-		.flags = PREALLOC_REGION_REUSE | PREALLOC_REGION_ADOPT_PLACEMENT,
+		.flags = PREALLOC_REGION_EXISTING | PREALLOC_REGION_ADOPT_PLACEMENT,
 		.length = length,
 		.path = path,
 	};
@@ -79,9 +79,8 @@ static int map_whole_file(struct clear_flow *flow, const char *path, uint64_t le
 	r = prealloc_region_new(flow->ctx, &fo, &flow->region);
 	if (r < 0)
 		return r;
-	/* It must still be the file checked, and not one made just now. */
-	if (prealloc_region_created_file(flow->region) ||
-	    fstat(prealloc_region_fd(flow->region), &fst) < 0 || fst.st_dev != flow->st.st_dev ||
+	/* It must still be the file checked (EXISTING: never one made just now). */
+	if (fstat(prealloc_region_fd(flow->region), &fst) < 0 || fst.st_dev != flow->st.st_dev ||
 	    fst.st_ino != flow->st.st_ino) {
 		prealloc_region_discard(flow->region);
 		flow->region = NULL;

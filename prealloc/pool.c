@@ -198,6 +198,8 @@ EXPORT int prealloc_record(struct prealloc_ctx *ctx, unsigned int index,
 		out.outstanding += record_outstanding(ctx, rec, &rec->pools[k]);
 	}
 	snprintf(out.path, sizeof(out.path), "%s", rec->path);
+	out.dev = rec->dev;
+	out.ino = rec->ino;
 	pthread_mutex_unlock(&ctx->records_lock);
 	copy_sized_out(ret_info, &out, sizeof(out));
 	return 0;

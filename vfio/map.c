@@ -17,6 +17,7 @@
 #include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -67,6 +68,67 @@ int vfio_unmap_segments(int container, const struct vfio_mapping *m)
 			ret = r;
 	}
 	return ret;
+}
+
+/* ---- the lock against prealloc_release ---------------------------------- */
+
+/*
+ * While a mapping pins a file's pages, prealloc_release refuses the file:
+ * it probes for a shared flock (release.c pin_lock). flock locks belong to
+ * an open file description, so each mapping takes its lock on a description
+ * of its own: one taken on the region's fd would be one lock for every
+ * handle mapping the region, and the first unmap (or a map that failed)
+ * would drop it while the others still pin. The file is reopened through
+ * /proc/self/fd (its inode, whatever its path names now), else by its path
+ * if that is still the same file. *ret_fd -1: no file (memfd, anonymous or
+ * the caller's memory: nothing a release could remove). -EBUSY: a release
+ * holds it now.
+ */
+static int pin_lock_take(const struct prealloc_region *r, int *ret_fd)
+{
+	struct stat want, got;
+	char self[64];
+	int fd, mode, err;
+
+	*ret_fd = -1;
+	if (r->fd < 0 || !r->path)
+		return 0;
+	mode = fcntl(r->fd, F_GETFL);
+	if (mode < 0 || fstat(r->fd, &want) < 0)
+		return -errno;
+	/* The access the region has: the caller may open the file so. */
+	mode = (mode & O_ACCMODE) | O_CLOEXEC;
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", r->fd);
+	fd = open(self, mode);
+	if (fd < 0)
+		fd = openat(r->dir_fd, r->path, mode | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &got) < 0) {
+		err = -errno;
+		goto fail;
+	}
+	if (got.st_dev != want.st_dev || got.st_ino != want.st_ino) {
+		err = -ESTALE;	/* the path names another file now */
+		goto fail;
+	}
+	if (flock(fd, LOCK_SH | LOCK_NB) < 0) {
+		err = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		goto fail;
+	}
+	*ret_fd = fd;
+	return 0;
+fail:
+	close(fd);
+	return err;
+}
+
+/* Closing the mapping's own description drops its lock, and no other mapping's. */
+static void pin_lock_drop(struct vfio_mapping *m)
+{
+	if (m->lock_fd >= 0)
+		close(m->lock_fd);
+	m->lock_fd = -1;
 }
 
 /* Notes a MAP_DMA that succeeded; where that cannot be noted, it is undone. */
@@ -210,9 +272,7 @@ static int map_finish(struct prealloc_job *job, int status, void *arg)
 		/* What this map mapped goes, before anyone sees the job done. */
 		calls_undo(f);
 		f->info.bytes = 0;
-		if (f->m->lock_fd >= 0)
-			flock(f->m->lock_fd, LOCK_UN);
-		f->m->lock_fd = -1;
+		pin_lock_drop(f->m);
 	}
 	f->v->busy = false;
 	return status;
@@ -223,8 +283,7 @@ static void map_destroy(void *arg)
 	struct map_flow *f = arg;
 
 	if (f->m) {
-		if (f->m->lock_fd >= 0)
-			flock(f->m->lock_fd, LOCK_UN);
+		pin_lock_drop(f->m);
 		free(f->m);
 	}
 	free(f->calls);
@@ -371,11 +430,15 @@ static int map_prepare(struct map_flow *f, const struct prealloc_vfio_map_opts *
 		r = memlock_check(f);
 	if (r < 0)
 		return r;
-	/* While mapped, prealloc_release of the file is refused (a shared lock on its fd). */
-	f->m->lock_fd = f->region->fd;
-	if (f->m->lock_fd >= 0 && flock(f->m->lock_fd, LOCK_SH | LOCK_NB) < 0)
-		return vfio_fail(&f->info, PREALLOC_VFIO_STEP_MAP, -EBUSY,
+	/* While mapped, prealloc_release of the file is refused. */
+	r = pin_lock_take(f->region, &f->m->lock_fd);
+	if (r == -EBUSY)
+		return vfio_fail(&f->info, PREALLOC_VFIO_STEP_MAP, r,
 				"the file is being removed (locked by a release)");
+	if (r < 0)
+		return vfio_fail(&f->info, PREALLOC_VFIO_STEP_MAP, r,
+				"cannot lock the file against its removal while mapped: %s",
+				strerror(-r));
 	return 0;
 }
 
@@ -486,8 +549,7 @@ EXPORT int prealloc_vfio_unmap(struct prealloc_vfio *vfio, struct prealloc_regio
 		return -ENOENT;
 	r = vfio_unmap_segments(vfio->container, m);
 	*pp = m->next;
-	if (m->lock_fd >= 0)
-		flock(m->lock_fd, LOCK_UN);
+	pin_lock_drop(m);
 	free(m);
 	return r;
 }

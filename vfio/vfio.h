@@ -22,7 +22,12 @@ int vfio_note_failure(int *ret_step, int *ret_error, char *msg, size_t len, int 
 /* One region mapped into the container: its IOVA segments. */
 struct vfio_mapping {
 	struct prealloc_region *region;
-	int lock_fd;		/* the region's fd, flock(LOCK_SH)ed; -1 none */
+	/*
+	 * This mapping's own description of the region's file, holding a
+	 * shared flock while mapped (prealloc_release refuses the file); -1
+	 * none. Never the region's fd: a lock there is every handle's at once.
+	 */
+	int lock_fd;
 	unsigned int nr_segments;
 	struct prealloc_vfio_segment segments[PREALLOC_VFIO_MAX_SEGMENTS];
 	struct vfio_mapping *next;

@@ -165,8 +165,16 @@ static int pool_show(struct prealloc_ctx *ctx, bool json)
 		for (size_t s = 0; s < sizeof(pool_sizes) / sizeof(pool_sizes[0]); s++) {
 			struct prealloc_pool_status st = { .size = sizeof(st) };
 			json_object *o;
+			int r = prealloc_pool_status(ctx, nodes[i], pool_sizes[s], &st);
 
-			if (prealloc_pool_status(ctx, nodes[i], pool_sizes[s], &st) < 0)
+			if (r == -EPERM || r == -EBADMSG || r == -EACCES) {
+				/* The store, not the pool: nothing it says is shown. */
+				cli_error("pool: cannot read the record store in %s: %s%s",
+					  prealloc_ctx_state_dir(ctx), strerror(-r), store_hint(r));
+				json_object_put(root);
+				return EXIT_ENVIRONMENT;
+			}
+			if (r < 0)
 				continue;	/* no pool of this size here */
 			if (!json) {
 				printf("%-5d %-4s %8llu %8llu %8llu %9llu %8llu %7u\n", st.node,

@@ -6,6 +6,7 @@
  * SIGINT/SIGTERM (an operator watches VmLck grow), then unmap.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <json-c/json.h>
@@ -78,16 +79,18 @@ static int parse_args(int argc, char **argv, struct vfio_args *a)
 	return 0;
 }
 
-/* 1 when the store holds a ready record for the file at path. */
+/* 1 when the store holds a ready record for the file at path: its path and its inode. */
 static int prepared_by_us(struct prealloc_ctx *ctx, const char *path)
 {
 	struct prealloc_record_info ri = { .size = sizeof(ri) };
 	char real[PATH_MAX];
+	struct stat st;
 
-	if (!realpath(path, real))
+	if (!realpath(path, real) || stat(real, &st) < 0)
 		return 0;
 	for (unsigned int i = 0; prealloc_record(ctx, i, &ri) == 0; i++)
-		if (ri.has_file && ri.state == PREALLOC_RECORD_READY && !strcmp(ri.path, real))
+		if (ri.has_file && ri.state == PREALLOC_RECORD_READY && !strcmp(ri.path, real) &&
+		    ri.dev == (uint64_t)st.st_dev && ri.ino == (uint64_t)st.st_ino)
 			return 1;
 	return 0;
 }
@@ -254,28 +257,118 @@ out:
 	return ret;
 }
 
-static int open_region(struct prealloc_ctx *ctx, const char *file, struct prealloc_region **ret)
+/*
+ * As the library's test_pause() (prealloc/util.c, not exported): a test
+ * stops the run here with PREALLOC_TEST_PAUSE=point (SIGSTOP) and changes
+ * the world under it.
+ */
+static void pause_point(const char *point)
+{
+	const char *want = getenv("PREALLOC_TEST_PAUSE");
+
+	if (want && !strcmp(want, point))
+		raise(SIGSTOP);
+}
+
+static int file_vanished(const char *file)
+{
+	cli_error("vfio-map: %s vanished after it was checked (removed while vfio-map opened it); "
+		  "nothing was mapped", file);
+	return EXIT_ENVIRONMENT;
+}
+
+static int file_replaced(const char *file)
+{
+	cli_error("vfio-map: %s was replaced by another file after it was checked; not mapping it",
+		  file);
+	return EXIT_ENVIRONMENT;
+}
+
+/*
+ * The file that was checked, and no other: opened by its path, never
+ * created, and the same inode (dev/ino) as the check's stat. O_PATH opens
+ * nothing a replacement could be (a FIFO, a device) and needs no access;
+ * O_NOFOLLOW leaves a symbolic link put at the path a link. The descriptor
+ * is held until the region is open: its inode cannot be freed and its
+ * number reused meanwhile.
+ */
+static int open_checked(const char *file, const struct stat *checked, int *ret_fd)
 {
 	struct stat st;
-	int r;
+	int fd = open(file, O_PATH | O_NOFOLLOW | O_CLOEXEC), ret;
+
+	if (fd < 0 && errno == ENOENT)
+		return file_vanished(file);
+	if (fd < 0) {
+		cli_error("vfio-map: cannot open %s: %s", file, strerror(errno));
+		return EXIT_ENVIRONMENT;
+	}
+	if (fstat(fd, &st) < 0) {
+		cli_error("vfio-map: %s: %s", file, strerror(errno));
+		ret = EXIT_ENVIRONMENT;
+		goto fail;
+	}
+	if (S_ISLNK(st.st_mode)) {
+		cli_error("vfio-map: %s is a symbolic link; give the file itself", file);
+		ret = EXIT_ENVIRONMENT;
+		goto fail;
+	}
+	if (st.st_dev != checked->st_dev || st.st_ino != checked->st_ino) {
+		ret = file_replaced(file);
+		goto fail;
+	}
+	*ret_fd = fd;
+	return 0;
+fail:
+	close(fd);
+	return ret;
+}
+
+static int open_region(struct prealloc_ctx *ctx, const char *file,
+		       struct prealloc_region **ret_region)
+{
+	struct prealloc_region *reg = NULL;
+	struct stat st, mine;
+	int fd = -1, r, ret;
 
 	if (stat(file, &st) < 0 || !S_ISREG(st.st_mode)) {
 		cli_error("vfio-map: %s: %s", file, errno ? strerror(errno) : "not a regular file");
 		return EXIT_USAGE;
 	}
+	pause_point("vfio-map-open");
+	ret = open_checked(file, &st, &fd);
+	if (ret)
+		return ret;
+	pause_point("vfio-map-region");
 	struct prealloc_region_opts ro = {
 		.size = sizeof(ro),
 		.backing = PREALLOC_BACKING_FILE,
-		.flags = PREALLOC_REGION_REUSE | PREALLOC_REGION_ADOPT_PLACEMENT,
+		.flags = PREALLOC_REGION_EXISTING | PREALLOC_REGION_ADOPT_PLACEMENT,
 		.length = (uint64_t)st.st_size,
 		.path = file,
 	};
-	r = prealloc_region_new(ctx, &ro, ret);
+	r = prealloc_region_new(ctx, &ro, &reg);
+	if (r == -ENOENT) {
+		ret = file_vanished(file);
+		goto out;
+	}
 	if (r < 0) {
 		cli_error("vfio-map: cannot map %s: %s", file, strerror(-r));
-		return EXIT_ENVIRONMENT;
+		ret = EXIT_ENVIRONMENT;
+		goto out;
 	}
-	return 0;
+	/* The region opens the file by its path again (never creating it): still the one checked? */
+	if (fstat(prealloc_region_fd(reg), &mine) < 0 || mine.st_dev != st.st_dev ||
+	    mine.st_ino != st.st_ino) {
+		ret = file_replaced(file);
+		goto out;
+	}
+	*ret_region = reg;
+	reg = NULL;
+out:
+	prealloc_region_free(reg);
+	close(fd);
+	return ret;
 }
 
 int cmd_vfio_map(int argc, char **argv)

@@ -186,6 +186,12 @@ enum prealloc_region_flags {
 	 * must be 0. This is how `clear` finds each page's node.
 	 */
 	PREALLOC_REGION_ADOPT_PLACEMENT = 1u << 3,
+	/*
+	 * FILE: open only a file that exists, never create one (-ENOENT);
+	 * implies REUSE. For a caller that checked the file first: one
+	 * removed since is not made anew and left behind.
+	 */
+	PREALLOC_REGION_EXISTING = 1u << 4,
 };
 
 struct prealloc_region_opts {
@@ -976,6 +982,7 @@ struct prealloc_record_info {
 	uint64_t added;		/* hugepages added to pools for it, all nodes */
 	uint64_t outstanding;	/* PREPARING: hugepages not faulted yet */
 	char path[4096];	/* the file's final path, or "" */
+	uint64_t dev, ino;	/* the file's identity as recorded (st_dev, st_ino); 0: not yet */
 };
 /* Record index of the store as it is now; -ENOENT past the end, -EBADMSG corrupt. */
 int prealloc_record(struct prealloc_ctx *ctx, unsigned int index,

@@ -335,19 +335,20 @@ check "replaced: gc settles its record once the file is gone" [ "$(records)" -eq
 # readers must refuse it as well: pool, and the records it lists.
 SD=$TMP/foreign
 mkdir -m 700 "$SD"
-PREALLOC_STATE_DIR=$SD "$PREALLOC" -q --page-size 4k --file "$SHM/foreign" 4M
+PREALLOC_STATE_DIR=$SD "$PREALLOC" -q --reserve --page-size 2M --file "$M/foreign" 4M
 chown 65534 "$SD"
 PREALLOC_STATE_DIR=$SD "$PREALLOC" pool > "$TMP/pool.out" 2>&1
 rc=$?
 check "foreign state dir: pool refuses it (exit $rc)" [ $rc -eq 4 ] || sed 's/^/# /' "$TMP/pool.out"
-check "foreign state dir: ... naming it, listing no record" \
-	grep -q "$SD" "$TMP/pool.out" && ! grep -q "$SHM/foreign" "$TMP/pool.out"
+check "foreign state dir: ... naming it, no pool row or record from it" \
+	grep -q "$SD" "$TMP/pool.out" && ! grep -q "$M/foreign" "$TMP/pool.out" &&
+	! grep -Eq "^0 +2M" "$TMP/pool.out" || sed 's/^/# /' "$TMP/pool.out"
 chown 0 "$SD"
 chmod 777 "$SD"
 PREALLOC_STATE_DIR=$SD "$PREALLOC" pool > "$TMP/pool.out" 2>&1
 check "world-writable state dir: pool refuses it too (exit $?)" [ $? -eq 4 ]
 chmod 700 "$SD"
-PREALLOC_STATE_DIR=$SD "$PREALLOC" rm "$SHM/foreign"
+PREALLOC_STATE_DIR=$SD "$PREALLOC" rm "$M/foreign"
 
 # ---- 11. listing many records reads the store once -----------------------
 # prealloc_record(ctx, index) reloaded and parsed the whole store for each

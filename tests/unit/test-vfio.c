@@ -2,11 +2,20 @@
 /*
  * VFIO without a device: the IOVA placement around reserved ranges, the
  * parser of VFIO_IOMMU_GET_INFO's capability chain (against the kernel's
- * ABI structs, with chains that lie), and the iommufd backend refused.
+ * ABI structs, with chains that lie), the iommufd backend refused, and the
+ * file lock of each mapping through the public API on a fake container.
  */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <linux/vfio.h>
 
@@ -196,11 +205,157 @@ static void test_backend(void)
 	prealloc_ctx_free(ctx);
 }
 
+/* ---- a fake type1 container ------------------------------------------------
+ *
+ * The test's ioctl() takes the place of libc's at link time, for the library
+ * too: on the fake containers' fds it answers as type1 would (no IOVA ranges
+ * reported, MAP_DMA failing with EEXIST while fake_map_fails), every other
+ * fd goes to the kernel. So a handle maps and unmaps for real as far as the
+ * library's bookkeeping goes, with no device.
+ */
+static int fake_fds[2] = { -1, -1 };
+static bool fake_map_fails;
+
+int ioctl(int fd, unsigned long req, ...)
+{
+	va_list ap;
+	void *arg;
+
+	va_start(ap, req);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	if (fd < 0 || (fd != fake_fds[0] && fd != fake_fds[1]))
+		return (int)syscall(SYS_ioctl, fd, req, arg);
+	switch (req) {
+	case VFIO_GET_API_VERSION:
+		return VFIO_API_VERSION;
+	case VFIO_IOMMU_GET_INFO: {
+		struct vfio_iommu_type1_info *i = arg;
+
+		*i = (struct vfio_iommu_type1_info){ .argsz = sizeof(*i),
+						     .flags = VFIO_IOMMU_INFO_PGSIZES,
+						     .iova_pgsizes = 4096 | 2 * M | G };
+		return 0;
+	}
+	case VFIO_IOMMU_MAP_DMA:
+		if (!fake_map_fails)
+			return 0;
+		errno = EEXIST;
+		return -1;
+	case VFIO_IOMMU_UNMAP_DMA:
+		return 0;
+	}
+	errno = ENOTTY;
+	return -1;
+}
+
+/* What prealloc_release's probe (release.c pin_lock) sees: 1 while some mapping holds the file. */
+static int pinned(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), held;
+
+	if (fd < 0)
+		return -1;
+	held = flock(fd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+	close(fd);
+	return held;
+}
+
+static int open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	while (d && readdir(d))
+		n++;
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/*
+ * One region (a tmpfs file) mapped through two handles: each mapping holds
+ * its own lock, so unmapping one, or a third map that fails, leaves the
+ * file pinned for the other; once both are gone, so is the lock, and no
+ * descriptor is left open.
+ */
+static void test_pin_locks(void)
+{
+	struct prealloc_vfio_map_opts mo = { .size = sizeof(mo),
+					     .flags = PREALLOC_VFIO_MAP_NO_MEMLOCK_CHECK };
+	struct prealloc_vfio_map_info mi = { .size = sizeof(mi) };
+	struct prealloc_vfio *a = NULL, *b = NULL;
+	struct prealloc_region *reg = NULL;
+	struct prealloc_ctx *ctx = NULL;
+	char path[64];
+	int r, fds;
+
+	snprintf(path, sizeof(path), "/dev/shm/prealloc-test-vfio.%d", (int)getpid());
+	struct prealloc_region_opts ro = { .size = sizeof(ro), .backing = PREALLOC_BACKING_FILE,
+					   .length = 4 * M, .path = path };
+
+	if (prealloc_ctx_new(&ctx) < 0) {
+		tap_skip("pin locks: no context");
+		return;
+	}
+	r = prealloc_region_new(ctx, &ro, &reg);
+	if (r == -ENOENT || r == -EACCES || r == -EMEDIUMTYPE) {
+		tap_skip("pin locks: no tmpfs at /dev/shm (%s)", strerror(-r));
+		goto out;
+	}
+	fake_fds[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	fake_fds[1] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	struct prealloc_vfio_opts oa = { .size = sizeof(oa), .flags = PREALLOC_VFIO_CALLER_FD,
+					 .fd = fake_fds[0] };
+	struct prealloc_vfio_opts ob = { .size = sizeof(ob), .flags = PREALLOC_VFIO_CALLER_FD,
+					 .fd = fake_fds[1] };
+	if (!tap_ok(r == 0 && prealloc_vfio_open(ctx, &oa, &a, NULL) == 0 &&
+			    prealloc_vfio_open(ctx, &ob, &b, NULL) == 0,
+		    "pin locks: a tmpfs region (%d) and two handles on fake containers", r))
+		goto out;
+	fds = open_fds();
+	r = prealloc_vfio_map(a, reg, NULL, &mo, &mi, NULL);
+	if (r == 0)
+		r = prealloc_vfio_map(b, reg, NULL, &mo, &mi, NULL);
+	tap_ok(r == 0 && pinned(path) == 1, "both handles map the region: the file is pinned (%s)",
+	       r ? mi.message : "locked");
+
+	r = prealloc_vfio_unmap(a, reg);
+	tap_ok(r == 0 && pinned(path) == 1,
+	       "one handle unmapped, the other still maps: still pinned (%d)", pinned(path));
+	r = prealloc_vfio_unmap(b, reg);
+	tap_ok(r == 0 && pinned(path) == 0, "both unmapped: the lock is gone (%d)", pinned(path));
+
+	r = prealloc_vfio_map(b, reg, NULL, &mo, &mi, NULL);
+	fake_map_fails = true;
+	if (r == 0)
+		r = prealloc_vfio_map(a, reg, NULL, &mo, &mi, NULL);
+	fake_map_fails = false;
+	tap_ok(r == -EEXIST && mi.step == PREALLOC_VFIO_STEP_MAP && pinned(path) == 1,
+	       "a map that fails on one handle leaves the file pinned for the other (%d, %d)", r,
+	       pinned(path));
+	prealloc_vfio_close(b);
+	b = NULL;
+	tap_ok(pinned(path) == 0 && open_fds() == fds,
+	       "closing a handle unmaps: not pinned, every lock descriptor closed (%d fds, %d before)",
+	       open_fds(), fds);
+out:
+	prealloc_vfio_close(b);
+	prealloc_vfio_close(a);
+	for (int i = 0; i < 2; i++)
+		if (fake_fds[i] >= 0)
+			close(fake_fds[i]);
+	if (reg)
+		prealloc_region_discard(reg);
+	prealloc_ctx_free(ctx);
+}
+
 int main(void)
 {
 	test_place();
 	test_exclude();
 	test_parse();
 	test_backend();
+	test_pin_locks();
 	return tap_done();
 }

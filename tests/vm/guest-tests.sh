@@ -506,12 +506,25 @@ vfio_setup() {
 
 vfio() {
 	vfio_setup || return
-	if vm_vfio_check "$bdf" >"$tmp/vfio" 2>&1; then
+	# A prepared file the checker maps last, one region through two handles.
+	shared=$hugemnt/vm-vfio-shared
+	prealloc --node 0,1 --page-size 2M --file "$shared" -q 8M 2>"$tmp/err" ||
+		fail "vfio: prepare $shared" "$(head -c 300 "$tmp/err")"
+	if vm_vfio_check "$bdf" "$shared" >"$tmp/vfio" 2>&1; then
 		pass "vfio: populate+map one job, MSI split, DMA copy, clear pinned, unmap (edu DMA)"
 	else
-		fail vfio "vm_vfio_check $bdf failed"
+		fail vfio "vm_vfio_check $bdf $shared failed"
 	fi
 	show "$tmp/vfio"
+	# Its own line: each mapping's lock is its own, so rm waits for the last unmap.
+	if grep -q '^vfio: FAIL \(shared file\|rm refused\)' "$tmp/vfio" ||
+		! grep -q '^vfio: ok shared file: rm once neither maps it' "$tmp/vfio"; then
+		fail "vfio: one file, two handles" \
+			"rm not refused while a handle maps it, or not removed after the last unmap (see the vfio: lines)"
+	else
+		pass "vfio: one file, two handles: rm refused (exit 4) until the last unmap, then removes it"
+	fi
+	[ -e "$shared" ] && { prealloc rm "$shared" 2>/dev/null || rm -f "$shared"; }
 	if vm_vfio_bench "$bdf" 64 >"$tmp/bench" 2>&1; then
 		pass "vfio: 2M prepared pin <= 5% of the unprepared pin on each node"
 	else

@@ -14,11 +14,16 @@
  *
  * and before them, IOVAs already taken: a map failing halfway unmaps what it
  * had mapped and nothing else, and a handle never places over its own maps.
+ * With FILE (a file the CLI prepared), after them: one region of it mapped
+ * through two handles on one container; `prealloc rm FILE` is refused while
+ * either maps it, also after the other unmaps or fails a map.
  *
  * edu (QEMU docs/specs/edu): BAR0 registers 0x80 DMA source, 0x88 dest,
  * 0x90 count, 0x98 command (bit 0 run, bit 1 device->RAM); its buffer sits
  * at 0x40000. Under TCG this proves the mapping and the data path, not the
  * store fences of the clear kernels. One line per step; exit 0 or 1.
+ *
+ * Usage: vm_vfio_check BDF [FILE]
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +34,8 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -300,6 +307,112 @@ static void taken_iovas(struct prealloc_ctx *ctx, struct prealloc_vfio *v)
 	      vm_kib("VmLck"), before);
 }
 
+/* `prealloc rm path` run as a person would: its exit status, its stderr in msg. */
+static int rm_cli(const char *path, char *msg, size_t len)
+{
+	int out[2], status;
+	size_t got = 0;
+	ssize_t n;
+	pid_t pid;
+
+	msg[0] = '\0';
+	if (pipe(out) < 0)
+		return -errno;
+	pid = fork();
+	if (pid == 0) {
+		dup2(out[1], 2);
+		close(out[0]);
+		close(out[1]);
+		execlp("prealloc", "prealloc", "rm", path, (char *)NULL);
+		_exit(127);
+	}
+	close(out[1]);
+	while (pid > 0 && got + 1 < len && (n = read(out[0], msg + got, len - 1 - got)) > 0)
+		got += (size_t)n;
+	msg[got] = '\0';
+	if (got && msg[got - 1] == '\n')
+		msg[got - 1] = '\0';
+	close(out[0]);
+	if (pid < 0 || waitpid(pid, &status, 0) < 0)
+		return -errno;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* rm must be refused with exit 4, naming this process as the one that pins the file. */
+static void rm_refused(const char *path, const char *when)
+{
+	char msg[512], pid[32];
+	int rc = rm_cli(path, msg, sizeof(msg));
+
+	snprintf(pid, sizeof(pid), "pid %d", (int)getpid());
+	check(rc == 4 && strstr(msg, "DMA-mapped") && strstr(msg, pid) && access(path, F_OK) == 0,
+	      "rm refused", "%s: exit %d (want 4), file %s: %s", when, rc,
+	      access(path, F_OK) == 0 ? "kept" : "REMOVED", msg);
+}
+
+/*
+ * One region of a prepared file mapped through two handles on one
+ * container (a handle on the caller's fd: a VMM's second user of its
+ * container). Each mapping holds its own lock on the file, so that `prealloc
+ * rm` stays refused while either maps it: after the other unmaps, and after
+ * a map of the other fails (MAP_DMA -EEXIST on an IOVA the first holds).
+ * Once neither maps it, rm removes it.
+ */
+static void shared_file(struct prealloc_ctx *ctx, struct prealloc_vfio *a, const char *path)
+{
+	struct prealloc_vfio_opts bo = { .size = sizeof(bo), .flags = PREALLOC_VFIO_CALLER_FD,
+					 .fd = prealloc_vfio_container_fd(a) };
+	struct prealloc_vfio_map_opts at_a = { .size = sizeof(at_a), .iova = UINT64_C(0x100000000),
+					       .flags = PREALLOC_VFIO_MAP_FIXED };
+	struct prealloc_vfio_map_opts at_b = { .size = sizeof(at_b), .iova = UINT64_C(0x180000000),
+					       .flags = PREALLOC_VFIO_MAP_FIXED };
+	struct prealloc_vfio_map_info mi = { .size = sizeof(mi) };
+	struct prealloc_vfio_info bi = { .size = sizeof(bi) };
+	struct prealloc_region *reg = NULL;
+	struct prealloc_vfio *b = NULL;
+	char msg[512];
+	struct stat st;
+	int r, rc;
+
+	r = stat(path, &st) < 0 ? -errno : 0;
+	struct prealloc_region_opts ro = { .size = sizeof(ro), .backing = PREALLOC_BACKING_FILE,
+					   .flags = PREALLOC_REGION_REUSE |
+						    PREALLOC_REGION_ADOPT_PLACEMENT,
+					   .length = (uint64_t)st.st_size, .path = path };
+	if (r == 0)
+		r = prealloc_region_new(ctx, &ro, &reg);
+	if (r == 0)
+		r = prealloc_vfio_open(ctx, &bo, &b, &bi);
+	if (r == 0 && (r = prealloc_vfio_map(a, reg, NULL, &at_a, &mi, NULL)) == 0)
+		r = prealloc_vfio_map(b, reg, NULL, &at_b, &mi, NULL);
+	check(r == 0, "shared file: two handles map it", "%s at 0x100000000 and 0x180000000",
+	      r ? (mi.message[0] ? mi.message : bi.message[0] ? bi.message : strerror(-r)) : path);
+	if (r < 0)
+		goto out;
+	rm_refused(path, "both handles map it");
+	r = prealloc_vfio_unmap(a, reg);
+	check(r == 0, "shared file: first handle unmapped", "%s", r ? strerror(-r) : "");
+	rm_refused(path, "the second handle still maps it");
+
+	r = prealloc_vfio_map(a, reg, NULL, &at_b, &mi, NULL);
+	check(r < 0 && mi.step == PREALLOC_VFIO_STEP_MAP, "shared file: a colliding map fails",
+	      "%s", r ? mi.message : "MAPPED over the second handle's IOVA");
+	if (r == 0)
+		prealloc_vfio_unmap(a, reg);
+	rm_refused(path, "after the first handle's failed map, the second still maps it");
+
+	r = prealloc_vfio_unmap(b, reg);
+	check(r == 0, "shared file: second handle unmapped", "%s", r ? strerror(-r) : "");
+	prealloc_region_free(reg);
+	reg = NULL;
+	rc = rm_cli(path, msg, sizeof(msg));
+	check(rc == 0 && access(path, F_OK) < 0, "shared file: rm once neither maps it",
+	      "exit %d, file %s %s", rc, access(path, F_OK) < 0 ? "gone" : "STILL THERE", msg);
+out:
+	prealloc_vfio_close(b);
+	prealloc_region_free(reg);
+}
+
 int main(int argc, char **argv)
 {
 	struct prealloc_vfio_opts vo = { .size = sizeof(vo) };
@@ -312,8 +425,8 @@ int main(int argc, char **argv)
 	long before;
 	int r;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: %s BDF\n", argv[0]);
+	if (argc != 2 && argc != 3) {
+		fprintf(stderr, "usage: %s BDF [FILE]\n", argv[0]);
 		return 1;
 	}
 	vo.device = argv[1];
@@ -346,6 +459,8 @@ int main(int argc, char **argv)
 	      "a DMA to 0x%llx after unmap %s", (unsigned long long)iova_of(&mi, 1 * M),
 	      all_bytes(base + 1 * M, XFER, 0x5a) ? "wrote nothing" : "WROTE MEMORY");
 	prealloc_region_free(reg);
+	if (argc == 3)
+		shared_file(ctx, v, argv[2]);
 	prealloc_vfio_close(v);
 	prealloc_ctx_free(ctx);
 	return failures ? 1 : 0;
