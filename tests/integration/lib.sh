@@ -37,12 +37,17 @@ ok() { COUNT=$((COUNT + 1)); echo "ok $COUNT - $*"; }
 # bail REASON: a failure that ends the test (exit 1) with the reason.
 bail() { fail "$*"; finish; exit 1; }
 # check DESCRIPTION COMMAND...: ok or not ok; returns the verdict, so that
-# `check ... || echo "# diagnostics"` prints them only on failure.
+# `check ... || echo "# diagnostics"` prints them only on failure. check
+# runs ONE command: `check D a && b` tests a alone (b runs after, judged by
+# nobody); a condition of several is `check D all_of 'a && b'`.
 check() {
 	local what=$1
 	shift
 	if "$@"; then ok "$what"; else fail "$what"; return 1; fi
 }
+
+# all_of 'CONDITION': a shell condition of several commands, for check.
+all_of() { eval "$1"; }
 
 # track_mount DIR: unmount DIR (emptied first) at exit. track_dir DIR: remove
 # DIR and its contents at exit, after every tracked mount is undone.

@@ -325,7 +325,7 @@ printf 'precious' > "$SHM/replaced"
 "$PREALLOC" rm "$SHM/replaced" 2> "$TMP/err"
 rc=$?
 check "replaced: rm of another file put at our path is refused (exit $rc)" \
-	[ $rc -eq 4 ] && [ "$(cat "$SHM/replaced")" = precious ]
+	all_of '[ $rc -eq 4 ] && [ "$(cat "$SHM/replaced")" = precious ]'
 rm -f "$SHM/replaced" "$SHM/moved"
 "$PREALLOC" pool --gc > /dev/null 2>&1
 check "replaced: gc settles its record once the file is gone" [ "$(records)" -eq 0 ]
@@ -341,8 +341,8 @@ PREALLOC_STATE_DIR=$SD "$PREALLOC" pool > "$TMP/pool.out" 2>&1
 rc=$?
 check "foreign state dir: pool refuses it (exit $rc)" [ $rc -eq 4 ] || sed 's/^/# /' "$TMP/pool.out"
 check "foreign state dir: ... naming it, no pool row or record from it" \
-	grep -q "$SD" "$TMP/pool.out" && ! grep -q "$M/foreign" "$TMP/pool.out" &&
-	! grep -Eq "^0 +2M" "$TMP/pool.out" || sed 's/^/# /' "$TMP/pool.out"
+	all_of 'grep -q "$SD" "$TMP/pool.out" && ! grep -q "$M/foreign" "$TMP/pool.out" &&
+		! grep -Eq "^0 +2M" "$TMP/pool.out"' || sed 's/^/# /' "$TMP/pool.out"
 chown 0 "$SD"
 chmod 777 "$SD"
 PREALLOC_STATE_DIR=$SD "$PREALLOC" pool > "$TMP/pool.out" 2>&1

@@ -16,8 +16,10 @@ check "env -i prealloc info runs (exit 0)" [ $? -eq 0 ] || echo "$out" | sed 's/
 
 if [ "${HAVE_DOMAIN:-0}" = 1 ]; then
 	out=$(env -i "$PREALLOC_DOMAIN" --help 2>&1)
+	rc=$?
 	check "env -i $PREALLOC_DOMAIN --help: exit 0 and its usage" \
-		[ $? -eq 0 ] && grep -q "^usage: prealloc-domain" <<< "$out" || echo "$out" | sed 's/^/# /'
+		all_of '[ $rc -eq 0 ] && grep -q "^usage: prealloc-domain" <<< "$out"' ||
+		echo "$out" | sed 's/^/# /'
 else
 	ok "# SKIP prealloc-domain: not built here (meson found no libvirt)"
 fi

@@ -141,8 +141,8 @@ R=$TMP/root
 mkdir -p "$R/etc/prealloc"
 "$PREALLOC" hook install --root "$R" > "$TMP/inst.out" 2>&1
 check "hook install --root: the hook, 0755, the example settings" \
-	cmp -s "$HOOK" "$R$HOOKDST" && [ "$(stat -c %a "$R$HOOKDST")" = 755 ] &&
-	grep -q "^#reserve = yes" "$R$CONF" || cat "$TMP/inst.out"
+	all_of 'cmp -s "$HOOK" "$R$HOOKDST" && [ "$(stat -c %a "$R$HOOKDST")" = 755 ] &&
+		grep -q "^#reserve = yes" "$R$CONF"' || sed 's/^/# /' "$TMP/inst.out"
 check "the example settings parse: the hook runs with them" \
 	env -C / "$R$HOOKDST" x restore begin - < /dev/null
 echo "prefault = yes" > "$R$CONF"
@@ -153,7 +153,7 @@ check "--root signals no daemon" [ -z "$(grep SIGHUP "$TMP/inst.out")" ]
 check "hook uninstall --root removes the hook, keeps the settings" [ ! -e "$R$HOOKDST" -a -e "$R$CONF" ]
 out=$("$PREALLOC" hook install 2>&1)
 check "hook install: $HOOKDST is the hook, the test's settings kept" \
-	cmp -s "$HOOK" "$HOOKDST" && grep -q "^state_dir = $STATE" "$CONF" || echo "# $out"
+	all_of 'cmp -s "$HOOK" "$HOOKDST" && grep -q "^state_dir = $STATE" "$CONF"' || echo "# $out"
 check "hook install sent our libvirtd SIGHUP" \
 	grep -q "libvirtd (pid $(cat /run/libvirtd.pid)) rescans its hooks" <<< "$out" || echo "# $out"
 sleep 1	# libvirtd rescans in its event loop: the starts below prove it did
@@ -238,12 +238,12 @@ fsize=$(probe_field zz-prealloc-test-probe pf "start begin" 10)
 check "at start begin, before QEMU, pc.ram exists at its full size ($fsize)" \
 	[ "$fsize" = $((1024 << 20)) ]
 check "at start begin pc.ram is fully populated (st_blocks $blocks x $bsize)" \
-	[ -n "$blocks" ] && [ $((blocks * bsize)) -eq $((1024 << 20)) ]
+	all_of '[ -n "$blocks" ] && [ $((blocks * bsize)) -eq $((1024 << 20)) ]'
 check "at start begin pc.ram belongs to the guest's DAC user, mode 600" \
 	[ "$(probe_field zz-prealloc-test-probe pf "start begin" 11)" = libvirt-qemu -a \
 	  "$(probe_field zz-prealloc-test-probe pf "start begin" 12)" = 600 ]
 check "node 0 faulted its 512 pages in our hook ($nr_b/$fr_b -> $nr_a/$fr_a)" \
-	[ -n "$nr_a" ] && [ $(((nr_a - fr_a) - (nr_b - fr_b))) -eq 512 ]
+	all_of '[ -n "$nr_a" ] && [ $(((nr_a - fr_a) - (nr_b - fr_b))) -eq 512 ]'
 check "QEMU mapped it without a new page (pool $nr_a/$fr_a -> $(pool)/$(pool_free))" \
 	[ "$(pool)" = "$nr_a" -a "$(pool_free)" = "$fr_a" ]
 echo 0 > /sys/devices/system/node/node0/hugepages/hugepages-2048kB/nr_hugepages
@@ -330,8 +330,8 @@ $V start pk > /dev/null 2>&1
 rm -f "$TMP/kill-at"
 pidof libvirtd > /dev/null && bail "the probe did not kill libvirtd at pk's start begin"
 kfile=$(find "$MB" -type f -name pc.ram)
-check "pk's file was pre-faulted when libvirtd died ($kfile)" [ -n "$kfile" ] &&
-	[ "$(pool)" -eq $((p0 + 64)) -a "$(holders)" -eq 2 ]
+check "pk's file was pre-faulted when libvirtd died ($kfile)" \
+	all_of '[ -n "$kfile" ] && [ "$(pool)" -eq $((p0 + 64)) -a "$(holders)" -eq 2 ]'
 sleep 0.5; rm -f /run/libvirtd.pid
 start_libvirtd
 check "pk did not run" [ "$($V domstate pk)" = "shut off" ]
@@ -352,7 +352,7 @@ if [ -n "$NO1G" ]; then
 else
 	out=$($V start pg 2>&1); rc=$?
 	check "a 1G-page guest starts with node 0's 1G pool grown to $(cat "$G1/nr_hugepages")" \
-		[ $rc -eq 0 ] && [ "$(cat "$G1/nr_hugepages")" -eq 1 -a "$(holders)" -eq 1 ] ||
+		all_of '[ $rc -eq 0 ] && [ "$(cat "$G1/nr_hugepages")" -eq 1 -a "$(holders)" -eq 1 ]' ||
 		echo "# $out"
 	$V destroy pg > /dev/null 2>&1
 	check "destroying it gives the 1G page back" [ "$(cat "$G1/nr_hugepages")" -eq 0 ]
@@ -400,7 +400,8 @@ starts_with_names() {	# starts_with_names LOCALE MiB NAME...
 		rc=$?
 		blocks=$(find "$MBD/libvirt/qemu" -path "*/[0-9]*-*/pc.ram" -printf '%b\n' 2> /dev/null | head -1)
 		check "$what: '$n' ($(printf %s "$n" | wc -c) bytes) starts, pre-faulted ($((${blocks:-0} * 512 >> 20)) MiB)" \
-			[ $rc -eq 0 ] && [ "$((${blocks:-0} * 512))" -eq $((mib << 20)) ] || echo "# $out"
+			all_of '[ $rc -eq 0 ] && [ "$((${blocks:-0} * 512))" -eq $((mib << 20)) ]' ||
+			echo "# $out"
 		$V destroy "$n" > /dev/null 2>&1
 		$V undefine "$n" > /dev/null 2>&1
 	done
@@ -447,5 +448,6 @@ check "... nothing left behind ($(holders) holders)" [ "$(holders)" -eq 0 ]
 # Case: hook uninstall: the hook goes, the settings stay, libvirtd rescans.
 out=$("$PREALLOC" hook uninstall 2>&1)
 check "hook uninstall removes $HOOKDST, keeps $CONF, signals libvirtd" \
-	[ ! -e "$HOOKDST" -a -e "$CONF" ] && grep -q "rescans its hooks" <<< "$out" || echo "# $out"
+	all_of '[ ! -e "$HOOKDST" -a -e "$CONF" ] && grep -q "rescans its hooks" <<< "$out"' ||
+	echo "# $out"
 finish
