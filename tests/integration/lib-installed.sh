@@ -20,6 +20,12 @@ if [ -z "${PREALLOC_INSTALLED_DEST:-}" ]; then
 		echo "needs root: a private mount namespace shows the installed tree at $PREFIX"
 		exit 77
 	fi
+	grep -qw overlay /proc/filesystems || modprobe overlay 2> /dev/null
+	if ! grep -qw overlay /proc/filesystems; then
+		echo "this kernel has no overlay filesystem (not in /proc/filesystems, no module):"
+		echo "the installed tree cannot be shown at $PREFIX without writing there"
+		exit 77
+	fi
 	if [ ! -d "$PREFIX" ]; then
 		echo "Bail out! the prefix $PREFIX does not exist: nothing to lay the install over"
 		exit 1
