@@ -58,6 +58,23 @@ count_results() {
 	PASSED=$((PASSED + p)) FAILED=$((FAILED + f)) SKIPPED=$((SKIPPED + s))
 }
 
+# interrupted_run DIR: the integration suite stopped halfway by SIGTERM to
+# its whole process group, as a CI timeout or ^C does; its tests must still
+# clean up after themselves (the leftovers check below says whether they did).
+interrupted_run() {
+	local pid i
+	setsid meson test -C "$1" --no-rebuild --suite integration > "$1.interrupted.log" 2>&1 &
+	pid=$!
+	sleep 8
+	kill -TERM -- "-$pid" 2> /dev/null
+	wait "$pid"
+	# The tests' own cleanup may outlive meson by a moment.
+	for ((i = 0; i < 300; i++)); do
+		pgrep -g "$pid" > /dev/null || break
+		sleep 0.2
+	done
+}
+
 # run_tests DIR [meson test options...]; failures are counted, not fatal.
 run_tests() {
 	local dir=$1
@@ -78,6 +95,7 @@ test)
 	install_packages
 	# The main build runs every default suite.
 	build build
+	tests/leftovers.sh snapshot build/leftovers.before
 	run_tests build
 	# Sanitizers over the suites that exercise the library without a VM.
 	build build-asan -Db_sanitize=address,undefined -Db_lundef=false
@@ -91,6 +109,13 @@ test)
 	# The parsers under libFuzzer for a bounded time (needs clang).
 	CC=clang build build-fuzz
 	run_tests build-fuzz --suite fuzz
+	# Nothing left behind by any of it, a run stopped halfway included.
+	interrupted_run build
+	if tests/leftovers.sh check build/leftovers.before; then
+		PASSED=$((PASSED + 1))
+	else
+		FAILED=$((FAILED + 1))
+	fi
 	echo
 	echo "$PASSED passed, $FAILED failed, $SKIPPED skipped"
 	[ "$FAILED" -eq 0 ]

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # --page-size auto on a machine that mounts a 2M hugetlbfs but reserves no
 # pages (Debian's default): it must not fail, but fall back to 4k and say
-# why; with --reserve it takes 2M pages and rm gives them back.
+# why; with --reserve it takes 2M pages and rm gives them back. At the
+# boundary: a node with exactly the 2M pages needed gets 2M, one short 4k.
 set -u
 . "$(dirname "$0")/lib.sh"
 need_root
@@ -21,6 +22,17 @@ f=\$(python3 -c "import json; print(json.load(open('$TMP/reserve.json'))['file']
 free_mid=\$(awk '/^HugePages_Free/ {print \$2}' /proc/meminfo)
 "$PREALLOC" rm "\$f" "\$(python3 -c "import json; print(json.load(open('$TMP/auto.json'))['file'])")"
 echo "\$free_mid" > "$TMP/free_mid"
+# Exactly the 8 pages 16M needs free on node 0, then one fewer; then the pool as it was.
+h=$NODE_SYSFS/node0/hugepages/hugepages-2048kB
+nr_was=\$(cat \$h/nr_hugepages)
+used=\$((nr_was - \$(cat \$h/free_hugepages)))
+echo \$((used + 8)) > \$h/nr_hugepages
+"$PREALLOC" --node 0 --json 16M > "$TMP/exact.json" 2> "$TMP/exact.err"
+"$PREALLOC" rm "\$(python3 -c "import json; print(json.load(open('$TMP/exact.json'))['file'])")"
+echo \$((used + 7)) > \$h/nr_hugepages
+"$PREALLOC" --node 0 --json 16M > "$TMP/short.json" 2> "$TMP/short.err"
+"$PREALLOC" rm "\$(python3 -c "import json; print(json.load(open('$TMP/short.json'))['file'])")"
+echo \$nr_was > \$h/nr_hugepages
 umount "$TMP/hp"
 INNER
 unshare -m --propagation private bash "$TMP/inner.sh" > "$TMP/inner.log" 2>&1
@@ -35,4 +47,9 @@ check "auto with --reserve chose 2M" \
 check "all pages on node 0" \
 	[ "$(json_get "$TMP/reserve.json" "d['nodes'][0]['pages_on_node']")" = $((want_mb / 2)) ]
 check "rm gave the grown pages back (free $(hp_free), was $free0)" [ "$(hp_free)" -eq "$free0" ]
+check "auto with exactly the 8 free 2M pages 16M needs chose 2M" \
+	[ "$(json_get "$TMP/exact.json" "d['page_label']")" = 2M ]
+check "auto with 7 free 2M pages for 16M chose 4k, saying so" \
+	all_of '[ "$(json_get "$TMP/short.json" "d['"'"'page_label'"'"']")" = 4k ] &&
+		grep -q "node 0 has 7 free 2M hugepages, 8 needed" "$TMP/short.json"'
 finish

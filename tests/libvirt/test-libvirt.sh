@@ -372,6 +372,18 @@ else
 	check "release end gives it back" [ "$(cat "$G1/nr_hugepages")" -eq 0 -a "$(holders)" -eq 0 ]
 fi
 
+# Case: release end alone gives a claim back. A start refused after our
+# prepare begin (by another hook, say) runs release end, and for a guest
+# that never ran there is no stopped end first: release end must give back
+# the claim by itself. Run by hand: prepare begin, then release end.
+$V dumpxml pa | perl -0pe "s/<domain /<domain id='98' /" > "$TMP/pa-rel.xml"
+( cd / && "$HOOK" pa prepare begin - < "$TMP/pa-rel.xml" )
+check "prepare begin alone claims pa's 32 pages (pool $(pool), $(holders) holders)" \
+	[ "$(pool)" -eq $((p0 + 32)) -a "$(holders)" -eq 1 ]
+( cd / && "$HOOK" pa release end - < "$TMP/pa-rel.xml" )
+check "release end alone gives them back (pool $(pool), $(holders) holders)" \
+	[ "$(pool)" -eq "$p0" -a "$(holders)" -eq 0 ]
+
 # Case: prealloc-domain: plan, --reserve then start uses the reserved pages, --release.
 plan=$("$PREALLOC_DOMAIN" pa --json)
 check "the plan: 32 2M pages on node 0" grep -Eq '"pages": *32' <<< "$plan"

@@ -524,6 +524,14 @@ vfio() {
 	else
 		pass "vfio: one file, two handles: rm refused (exit 4) until the last unmap, then removes it"
 	fi
+	# Its own line: the memlock admission counts what this process pins already.
+	if grep -q '^vfio: FAIL memlock total' "$tmp/vfio" ||
+		! grep -q '^vfio: ok memlock total: a second 8 MiB, fitting alone, refused' "$tmp/vfio"; then
+		fail "vfio: memlock counts what is pinned already" \
+			"a second map over the limit with the first (see the vfio: lines)"
+	else
+		pass "vfio: memlock counts what is pinned already: a second 8 MiB map under a 10 MiB limit refused before any pin"
+	fi
 	[ -e "$shared" ] && { prealloc rm "$shared" 2>/dev/null || rm -f "$shared"; }
 	if vm_vfio_bench "$bdf" 64 >"$tmp/bench" 2>&1; then
 		pass "vfio: 2M prepared pin <= 5% of the unprepared pin on each node"

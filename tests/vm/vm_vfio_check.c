@@ -14,6 +14,10 @@
  *
  * and before them, IOVAs already taken: a map failing halfway unmaps what it
  * had mapped and nothing else, and a handle never places over its own maps.
+ * Then the memlock admission counts what is pinned already: without
+ * CAP_IPC_LOCK and with RLIMIT_MEMLOCK 10 MiB, a second 8 MiB map made while
+ * a first one pins 8 MiB fits on its own but not with the first: refused
+ * before any pin (VmLck unchanged), and it maps once the first is gone.
  * With FILE (a file the CLI prepared), after them: one region of it mapped
  * through two handles on one container; `prealloc rm FILE` is refused while
  * either maps it, also after the other unmaps or fails a map.
@@ -32,8 +36,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -413,6 +419,63 @@ out:
 	prealloc_region_free(reg);
 }
 
+/* One node-0 region of len mapped (populated in the map's job); the map's result. */
+static int map_small(struct prealloc_ctx *ctx, struct prealloc_vfio *v, uint64_t len,
+		     struct prealloc_region **reg, struct prealloc_vfio_map_info *mi)
+{
+	struct prealloc_job_opts jo = { .size = sizeof(jo), .op = PREALLOC_OP_POPULATE };
+	struct prealloc_vfio_map_opts mo = { .size = sizeof(mo) };
+	int r = node0_region(ctx, len, reg);
+
+	*mi = (struct prealloc_vfio_map_info){ .size = sizeof(*mi) };
+	return r < 0 ? r : prealloc_vfio_map(v, *reg, &jo, &mo, mi, NULL);
+}
+
+/*
+ * The memlock admission counts memory this process has pinned already. In
+ * a child without CAP_IPC_LOCK (uid 65534) and RLIMIT_MEMLOCK 10 MiB: 8 MiB
+ * maps; a second 8 MiB, fitting alone, is refused at the MEMLOCK step with
+ * nothing pinned (VmLck still 8 MiB); after the first unmaps, it maps.
+ */
+static void memlock_total(struct prealloc_ctx *ctx, struct prealloc_vfio *v)
+{
+	struct rlimit rl = { .rlim_cur = 10 * M, .rlim_max = 10 * M };
+	struct prealloc_vfio_map_info mi;
+	struct prealloc_region *a = NULL, *b = NULL;
+	pid_t pid = fork();
+	int st, r;
+
+	if (pid == 0) {
+		if (setrlimit(RLIMIT_MEMLOCK, &rl) < 0 || setgroups(0, NULL) < 0 ||
+		    setgid(65534) < 0 || setuid(65534) < 0) {
+			check(0, "memlock total", "cannot drop to uid 65534: %s", strerror(errno));
+			_exit(1);
+		}
+		r = map_small(ctx, v, 8 * M, &a, &mi);
+		check(r == 0 && vm_kib("VmLck") == 8 * 1024, "memlock total: 8 MiB under 10 MiB maps",
+		      "%s, VmLck %ld kB", r ? mi.message : "mapped", vm_kib("VmLck"));
+		r = map_small(ctx, v, 8 * M, &b, &mi);
+		check(r == -ENOMEM && mi.step == PREALLOC_VFIO_STEP_MEMLOCK &&
+		      mi.locked_now == 8 * M && vm_kib("VmLck") == 8 * 1024,
+		      "memlock total: a second 8 MiB, fitting alone, refused before any pin",
+		      "%d at step %d (%s), locked_now %llu, VmLck %ld kB", r, mi.step, mi.message,
+		      (unsigned long long)mi.locked_now, vm_kib("VmLck"));
+		prealloc_region_free(b);
+		b = NULL;
+		prealloc_vfio_unmap(v, a);
+		r = map_small(ctx, v, 8 * M, &b, &mi);
+		check(r == 0, "memlock total: it maps once the first is unmapped", "%s",
+		      r ? mi.message : "mapped");
+		prealloc_vfio_unmap(v, b);
+		prealloc_region_free(b);
+		prealloc_region_free(a);
+		fflush(stdout);
+		_exit(failures ? 1 : 0);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
+		failures++;
+}
+
 int main(int argc, char **argv)
 {
 	struct prealloc_vfio_opts vo = { .size = sizeof(vo) };
@@ -459,6 +522,7 @@ int main(int argc, char **argv)
 	      "a DMA to 0x%llx after unmap %s", (unsigned long long)iova_of(&mi, 1 * M),
 	      all_bytes(base + 1 * M, XFER, 0x5a) ? "wrote nothing" : "WROTE MEMORY");
 	prealloc_region_free(reg);
+	memlock_total(ctx, v);
 	if (argc == 3)
 		shared_file(ctx, v, argv[2]);
 	prealloc_vfio_close(v);

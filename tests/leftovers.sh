@@ -1,0 +1,64 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# What the test suites leave behind, for ./setup.sh test:
+#
+#   tests/leftovers.sh snapshot FILE   the machine's state before the suites
+#   tests/leftovers.sh check FILE      the same state now; exit 1, naming
+#                                      each difference, if anything is left
+#
+# The state: directories and files a test makes under /tmp (prealloc-*) and
+# /dev/shm, mounts of hugetlbfs, tmpfs and overlays made for tests, every
+# node's hugepage pools, the default record store's records, the sysctl a
+# test flips, the libvirt hook and settings files, and processes a test
+# starts (libvirtd, virtlogd, qemu, prealloc). A test that fails half-way,
+# or is stopped by SIGTERM, must still undo all of it.
+set -u
+
+state() {
+	echo "# /tmp"
+	find /tmp -maxdepth 1 -name 'prealloc-*' -printf '%f\n' 2> /dev/null | sort
+	echo "# /dev/shm (an empty staging directory is prealloc's own and stays)"
+	find /dev/shm -mindepth 1 \! \( -type d -name '.prealloc*' -empty \) -printf '%P\n' \
+		2> /dev/null | sort
+	echo "# mounts"
+	awk '$2 ~ /^\/tmp\/prealloc/ || $3 == "hugetlbfs" || $3 == "overlay" { print $2, $3 }' \
+		/proc/mounts | sort
+	echo "# hugepage pools"
+	for f in /sys/devices/system/node/node*/hugepages/hugepages-*/nr_hugepages \
+		/proc/sys/vm/nr_hugepages; do
+		[ -e "$f" ] && echo "$f $(cat "$f")"
+	done
+	echo "# records in /run/prealloc"
+	n=$(grep -c '^rec ' /run/prealloc/store 2> /dev/null)
+	echo "${n:-0}"
+	echo "# sysctl"
+	[ -e /proc/sys/kernel/io_uring_disabled ] &&
+		echo "kernel.io_uring_disabled $(cat /proc/sys/kernel/io_uring_disabled)"
+	echo "# libvirt hook and settings"
+	for f in /etc/libvirt/hooks/qemu.d/prealloc /etc/prealloc/libvirt.conf /etc/libvirt/qemu.conf; do
+		[ -e "$f" ] && echo "$f $(md5sum < "$f" | cut -c1-12)"
+	done
+	ls /etc/libvirt/hooks/qemu.d 2> /dev/null | grep -v '^prealloc$' | sed 's/^/qemu.d: /'
+	echo "# processes"
+	ps -eo comm= | grep -xE 'libvirtd|virtlogd|qemu-system-x86|qemu-system-x86_64|prealloc|sleep' |
+		sort | uniq -c
+}
+
+case "${1:-}" in
+snapshot)
+	state > "${2:?snapshot FILE}"
+	;;
+check)
+	if diff -u "${2:?check FILE}" <(state) > "$2.diff"; then
+		echo "leftovers: none (temporary files, mounts, pools, records, sysctls, libvirt files, processes as before)"
+		exit 0
+	fi
+	echo "leftovers: the suites left these behind (- before, + now):"
+	grep '^[-+][^-+]' "$2.diff"
+	exit 1
+	;;
+*)
+	echo "usage: $0 snapshot|check FILE" >&2
+	exit 2
+	;;
+esac
