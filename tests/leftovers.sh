@@ -16,7 +16,7 @@ set -u
 
 state() {
 	echo "# /tmp"
-	find /tmp -maxdepth 1 -name 'prealloc-*' -printf '%f\n' 2> /dev/null | sort
+	find /tmp -maxdepth 1 \( -name 'prealloc-*' -o -name 'test-*' \) -printf '%f\n' 2> /dev/null | sort
 	echo "# /dev/shm (an empty staging directory is prealloc's own and stays)"
 	find /dev/shm -mindepth 1 \! \( -type d -name '.prealloc*' -empty \) -printf '%P\n' \
 		2> /dev/null | sort

@@ -232,6 +232,7 @@ static uint64_t page_out(const char **why)
 		snprintf(dir, sizeof(dir), "%s/prealloc-clear-file.%d", cg[i].root, (int)getpid());
 		if (mkdir(dir, 0700) < 0)
 			continue;
+		tap_remove_at_exit(dir);
 		child = fork();
 		if (child == 0) {
 			snprintf(pid, sizeof(pid), "%d", (int)getpid());
@@ -416,6 +417,8 @@ int main(void)
 	}
 	snprintf(path, sizeof(path), "/dev/shm/prealloc-clear-file.%d", (int)getpid());
 	snprintf(link_path, sizeof(link_path), "%s.link", path);
+	tap_remove_at_exit(path);
+	tap_remove_at_exit(link_path);
 	if (prealloc_ctx_new(&ctx) < 0) {
 		tap_ok(0, "context");
 		return tap_done();

@@ -243,6 +243,8 @@ static void clear_adopted(struct prealloc_ctx *ctx, int node)
 	int fd = mkstemp(path);
 	uint8_t buf[4096];
 
+	if (fd >= 0)
+		tap_remove_at_exit(path);
 	if (!tap_ok(fd >= 0 && ftruncate(fd, (off_t)len) == 0, "clear: tmpfs file made"))
 		return;
 	memset(buf, 0xa5, sizeof(buf));
@@ -400,6 +402,7 @@ int main(void)
 	char path[] = "/dev/shm/prealloc-test-XXXXXX";
 	int fd = mkstemp(path);
 	if (fd >= 0) {
+		tap_remove_at_exit(path);
 		close(fd);
 		unlink(path);
 		run_backing(ctx, "tmpfs file",

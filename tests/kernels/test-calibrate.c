@@ -182,6 +182,7 @@ int main(void)
 		tap_ok(0, "mkdtemp: %s", strerror(errno));
 		return tap_done();
 	}
+	tap_remove_at_exit(dir);
 	snprintf(path, sizeof(path), "%s/calibration", dir);
 	o.flags = PREALLOC_CALIBRATE_SAVE;
 	o.path = path;

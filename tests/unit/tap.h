@@ -3,9 +3,14 @@
 #ifndef PREALLOC_TAP_H
 #define PREALLOC_TAP_H
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 static unsigned int tap_count, tap_failed;
 
@@ -49,6 +54,69 @@ __attribute__((format(printf, 1, 2))) static inline int tap_skip_all(const char 
 	va_end(ap);
 	printf("\n");
 	return EXIT_SUCCESS;
+}
+
+/*
+ * Paths a test made (files, or directories of files) are removed when it
+ * exits, and when SIGTERM, SIGINT or SIGHUP stops it half-way (a CI
+ * timeout, ^C, meson's own timeout): a test leaves nothing behind. Only
+ * the process that registered them removes them, not a forked child.
+ */
+struct tap_cleanup {
+	char paths[8][256];
+	unsigned int nr;
+	pid_t pid;
+};
+
+static inline struct tap_cleanup *tap_cleanup(void)
+{
+	static struct tap_cleanup c;
+
+	return &c;
+}
+
+static inline void tap_remove_paths(void)
+{
+	struct tap_cleanup *c = tap_cleanup();
+
+	if (getpid() != c->pid)
+		return;
+	for (unsigned int i = 0; i < c->nr; i++) {
+		DIR *d = opendir(c->paths[i]);
+		struct dirent *e;
+
+		if (!d) {
+			unlink(c->paths[i]);
+			continue;
+		}
+		while ((e = readdir(d)))
+			if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+				unlinkat(dirfd(d), e->d_name, 0);
+		closedir(d);
+		rmdir(c->paths[i]);
+	}
+}
+
+static inline void tap_on_signal(int sig)
+{
+	tap_remove_paths();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static inline void tap_remove_at_exit(const char *path)
+{
+	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP };
+	struct tap_cleanup *c = tap_cleanup();
+
+	if (!c->nr) {
+		c->pid = getpid();
+		atexit(tap_remove_paths);
+		for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+			signal(sigs[i], tap_on_signal);
+	}
+	if (c->nr < sizeof(c->paths) / sizeof(c->paths[0]))
+		snprintf(c->paths[c->nr++], sizeof(c->paths[0]), "%s", path);
 }
 
 static inline int tap_done(void)

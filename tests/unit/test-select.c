@@ -410,6 +410,7 @@ static void test_calibration_files(void)
 		tap_ok(0, "context and temporary directory (%d)", r);
 		goto out;
 	}
+	tap_remove_at_exit(dir);
 	snprintf(path, sizeof(path), "%s/calibration", dir);
 	snprintf(foreign, sizeof(foreign), "%s/foreign", dir);
 
@@ -498,6 +499,7 @@ static void test_ctx_calibration(void)
 		tap_ok(0, "two contexts and a temporary directory");
 		goto out;
 	}
+	tap_remove_at_exit(dir);
 	snprintf(path, sizeof(path), "%s/calibration", dir);
 	snprintf(foreign, sizeof(foreign), "%s/foreign", dir);
 	f = fopen(foreign, "w");

@@ -291,6 +291,7 @@ static void test_pin_locks(void)
 	int r, fds;
 
 	snprintf(path, sizeof(path), "/dev/shm/prealloc-test-vfio.%d", (int)getpid());
+	tap_remove_at_exit(path);
 	struct prealloc_region_opts ro = { .size = sizeof(ro), .backing = PREALLOC_BACKING_FILE,
 					   .length = 4 * M, .path = path };
 
