@@ -20,8 +20,6 @@
 
 #include "cli.h"
 
-#define NOTE_MAX 1024
-
 struct clear_args {
 	const char *file;
 	const char *method;	/* NULL: auto */
@@ -119,7 +117,7 @@ static void kernel_list(struct prealloc_ctx *ctx, char *buf, size_t len)
 		snprintf(buf + off, len - off, "; or c/NT, an NT kernel of these, to probe");
 }
 
-/* Exit code and message for a flow that stopped before clearing anything. */
+/* Message for a flow that stopped before clearing anything; returns the exit code. */
 static int check_failed(struct prealloc_ctx *ctx, const struct clear_args *a,
 			const struct prealloc_clear_file_info *info, int r)
 {
@@ -128,27 +126,26 @@ static int check_failed(struct prealloc_ctx *ctx, const struct clear_args *a,
 	switch (info->error_step) {
 	case PREALLOC_CLEAR_STEP_KERNEL:
 		kernel_list(ctx, list, sizeof(list));
-		if (r == -ENOENT) {
+		if (r == -ENOENT)
 			cli_error("--method: unknown clear kernel '%s' (usable here: %s)", a->method,
 				  list);
-			return EXIT_USAGE;
-		}
-		cli_error("--method: the %s kernel cannot run on this CPU%s (usable here: %s)",
-			  a->method, r == -EOPNOTSUPP ? " or was not built" : "", list);
-		return EXIT_ENVIRONMENT;
+		else
+			cli_error("--method: the %s kernel cannot run on this CPU%s (usable here: %s)",
+				  a->method, r == -EOPNOTSUPP ? " or was not built" : "", list);
+		break;
 	case PREALLOC_CLEAR_STEP_LOOKUP:
 		cli_error("cannot use %s: %s", a->file, strerror(-r));
-		return r == -ENOENT || r == -ENOTDIR ? EXIT_USAGE : EXIT_ENVIRONMENT;
+		break;
 	case PREALLOC_CLEAR_STEP_SYMLINK:
 		cli_error("%s is a symbolic link; clear refuses links, give the real path", a->file);
-		return EXIT_ENVIRONMENT;
+		break;
 	case PREALLOC_CLEAR_STEP_TYPE:
 		cli_error("%s is not a regular file", a->file);
-		return EXIT_ENVIRONMENT;
+		break;
 	case PREALLOC_CLEAR_STEP_FILESYSTEM:
 		cli_error("%s is not on hugetlbfs or tmpfs, so it is not guest memory that "
 			  "prealloc prepared; pass --force to zero it anyway", a->file);
-		return EXIT_ENVIRONMENT;
+		break;
 	case PREALLOC_CLEAR_STEP_MAPPERS:
 		if (r == -EBUSY)
 			cli_error("%s is mapped or held open by pid %d (%s), probably a running "
@@ -157,7 +154,7 @@ static int check_failed(struct prealloc_ctx *ctx, const struct clear_args *a,
 				  (int)info->mapper_pid, info->mapper_comm);
 		else
 			cli_error("cannot read /proc to check who maps %s: %s", a->file, strerror(-r));
-		return EXIT_ENVIRONMENT;
+		break;
 	case PREALLOC_CLEAR_STEP_OPEN:
 	case PREALLOC_CLEAR_STEP_MAP:
 		if (r == -ESTALE)
@@ -166,17 +163,14 @@ static int check_failed(struct prealloc_ctx *ctx, const struct clear_args *a,
 			cli_error("cannot map %s: too few free hugepages to back its holes", a->file);
 		else
 			cli_error("cannot map %s: %s", a->file, strerror(-r));
-		return r == -ENOMEM ? EXIT_NO_MEMORY
-		       : r == -EACCES || r == -EPERM || r == -ELOOP || r == -ESTALE || r == -ENOENT
-			       ? EXIT_ENVIRONMENT
-			       : EXIT_FAILURE_RUN;
+		break;
 	case PREALLOC_CLEAR_STEP_START:
 		cli_error("cannot start workers: %s", strerror(-r));
-		return r == -EOPNOTSUPP ? EXIT_ENVIRONMENT : EXIT_FAILURE_RUN;
+		break;
 	default:
 		cli_error("cannot zero %s: %s", a->file, strerror(-r));
-		return EXIT_FAILURE_RUN;
 	}
+	return clear_exit_status(info->error_step, r);
 }
 
 /* What the checks let through with --force, said before the work starts. */
@@ -210,7 +204,7 @@ static void say_shrank(const struct clear_args *a, const struct prealloc_clear_f
 			  a->file, (unsigned long long)info->length);
 }
 
-/* Exit code and message for a flow that failed after the workers started. */
+/* Message for a flow that failed after the workers started; returns the exit code. */
 static int run_failed(const struct clear_args *a, const struct prealloc_clear_file_info *info,
 		      const struct prealloc_report *rep, int r)
 {
@@ -219,12 +213,12 @@ static int run_failed(const struct clear_args *a, const struct prealloc_clear_fi
 	/* The verdict: a byte not zero after clearing (pages, swapped-out ones or the tail). */
 	if (r == -EBADMSG) {
 		cli_error("verification failed: %s is not zero after clearing", a->file);
-		return EXIT_VERIFY;
+		return clear_exit_status(info->error_step, r);
 	}
 	if (r == -ENXIO && (info->error_step == PREALLOC_CLEAR_STEP_CLEAR ||
 			    info->error_step == PREALLOC_CLEAR_STEP_TAIL)) {
 		say_shrank(a, info);
-		return EXIT_FAILURE_RUN;
+		return clear_exit_status(info->error_step, r);
 	}
 	switch (info->error_step) {
 	case PREALLOC_CLEAR_STEP_CLEAR:
@@ -246,7 +240,7 @@ static int run_failed(const struct clear_args *a, const struct prealloc_clear_fi
 	default:
 		cli_error("cannot zero %s: %s", a->file, strerror(-r));
 	}
-	return EXIT_FAILURE_RUN;
+	return clear_exit_status(info->error_step, r);
 }
 
 static void note_add(char *note, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -266,9 +260,7 @@ static void note_add(char *note, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* The report's one-line note: holes, swapped pages, why auto chose the kernel. */
-static void make_note(const struct clear_args *a, const struct prealloc_clear_file_info *info,
-		      char *note)
+void clear_note(const struct prealloc_clear_file_info *info, bool auto_kernel, char *note)
 {
 	char sz[32];
 
@@ -283,7 +275,7 @@ static void make_note(const struct clear_args *a, const struct prealloc_clear_fi
 	if (info->swapped_bytes)
 		note_add(note, "%s swapped out was read back in and cleared",
 			 format_size(info->swapped_bytes, sz, sizeof(sz)));
-	if (!a->method && info->kernel_why[0])
+	if (auto_kernel && info->kernel_why[0])
 		note_add(note, "auto chose %s: %s", info->kernel, info->kernel_why);
 }
 
@@ -307,7 +299,7 @@ static int run_job(struct prealloc_job *job, struct cli_wait *w, const struct cl
 		return 128 + sig;	/* 130 SIGINT, 143 SIGTERM, 129 SIGHUP */
 	}
 	r = prealloc_clear_file_info(job, &info);
-	make_note(a, &info, note);
+	clear_note(&info, !a->method, note);
 
 	struct run_view view = {
 		.command = "clear",

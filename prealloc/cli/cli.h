@@ -94,6 +94,16 @@ void cli_log(void *userdata, int level, const char *msg);
 #define PAGE_SIZE_AUTO PREALLOC_PAGE_AUTO
 #define PAGE_SIZE_THP PREALLOC_PAGE_THP
 
+/*
+ * exit_status.c: the exit status (docs/prealloc.1.md) of a failure, from
+ * what the library says of it; err is the negative errno. reason: enum
+ * prealloc_admit_reason; step: enum prealloc_step (with admit_reason for
+ * its ADMISSION), or enum prealloc_clear_file_step for clear.
+ */
+int admission_exit_status(int reason, int err);
+int prepare_exit_status(int step, int admit_reason, int err);
+int clear_exit_status(int step, int err);
+
 /* report.c */
 struct run_view {
 	const char *command;	/* "create", "clear", ... */
@@ -104,8 +114,34 @@ struct run_view {
 	bool verified;		/* zeroes were checked (--verify) */
 };
 void report_print(FILE *f, struct prealloc_job *job, const struct run_view *view, bool json);
+/*
+ * What report_print renders, from the report and the nodes[nr_nodes] the
+ * job gave: the document of docs/json.md (the caller puts it), or the table.
+ */
+struct json_object;
+struct json_object *report_json(const struct prealloc_report *rep,
+				const struct prealloc_node_report *nodes, unsigned int nr_nodes,
+				const struct run_view *view);
+void report_human(FILE *f, const struct prealloc_report *rep,
+		  const struct prealloc_node_report *nodes, unsigned int nr_nodes,
+		  const struct run_view *view);
 /* Draws per-node progress on stderr when it is a terminal and the run is slow. */
 void progress_draw(struct prealloc_job *job, double elapsed, bool final);
+
+/*
+ * create.c: what the create report takes from the prepare flow (the rest
+ * is the job's): the file and its page size, and once it succeeded the
+ * QEMU option and the note.
+ */
+void create_view(const struct prealloc_prepare_info *info, bool verified, bool succeeded,
+		 struct run_view *ret_view);
+/*
+ * clear.c: the clear report's one-line note, from the flow's info: holes,
+ * swapped-out pages, and why auto chose the kernel (auto_kernel: no
+ * --method). note holds NOTE_MAX bytes and starts empty.
+ */
+#define NOTE_MAX 1024
+void clear_note(const struct prealloc_clear_file_info *info, bool auto_kernel, char *note);
 
 /* Subcommands. */
 int cmd_create(int argc, char **argv);

@@ -220,73 +220,6 @@ static int parse_args(int argc, char **argv, struct create_args *a)
 	return parse_operands(argc, argv, a);
 }
 
-/* The exit code for a failed admission (docs/prealloc.1.md). */
-static int admission_exit(int err, const struct prealloc_admit_result *res)
-{
-	switch (res->reason) {
-	case PREALLOC_ADMIT_POOL:
-		return err == -EOPNOTSUPP ? EXIT_ENVIRONMENT : EXIT_NO_MEMORY;
-	case PREALLOC_ADMIT_GLOBAL:
-	case PREALLOC_ADMIT_CGROUP:
-	case PREALLOC_ADMIT_MEMORY:
-	case PREALLOC_ADMIT_MEMCG:
-	case PREALLOC_ADMIT_FS:
-	case PREALLOC_ADMIT_GROW:
-	case PREALLOC_ADMIT_CAPACITY:
-		return EXIT_NO_MEMORY;
-	case PREALLOC_ADMIT_LOCK:
-	case PREALLOC_ADMIT_ACCESS:
-		return EXIT_ENVIRONMENT;
-	default:
-		return EXIT_FAILURE_RUN;
-	}
-}
-
-/* The exit code for a prepare that failed at info->step with err. */
-static int prepare_exit(int err, const struct prealloc_prepare_info *info)
-{
-	switch (info->step) {
-	case PREALLOC_STEP_REQUEST:
-		return err == -ENODEV || err == -EINVAL || err == -EOVERFLOW ? EXIT_USAGE
-									   : EXIT_FAILURE_RUN;
-	case PREALLOC_STEP_LOCATION:
-		return err == -ENAMETOOLONG ? EXIT_USAGE : EXIT_ENVIRONMENT;
-	case PREALLOC_STEP_ADMISSION:
-		return admission_exit(err, &info->admit);
-	case PREALLOC_STEP_RECORD:
-		return EXIT_ENVIRONMENT;
-	case PREALLOC_STEP_CREATE:
-		switch (err) {
-		case -ENOSPC:
-		case -ENOMEM:
-			return EXIT_NO_MEMORY;
-		case -ENODEV:
-			return EXIT_USAGE;
-		case -EMEDIUMTYPE:
-		case -EEXIST:
-		case -EACCES:
-		case -EPERM:
-		case -ENOENT:
-		case -EROFS:
-			return EXIT_ENVIRONMENT;
-		default:
-			return EXIT_FAILURE_RUN;
-		}
-	case PREALLOC_STEP_POPULATE:
-		return err == -EFAULT || err == -ENOMEM ? EXIT_NO_MEMORY : EXIT_FAILURE_RUN;
-	case PREALLOC_STEP_VERIFY:
-		return EXIT_VERIFY;
-	case PREALLOC_STEP_COMMIT:
-		/* The store (corrupt, locked, not writable) or the name taken: the environment's. */
-		return err == -EBADMSG || err == -ETIMEDOUT || err == -EACCES || err == -EPERM ||
-				       err == -EEXIST || err == -ENOSPC || err == -EROFS
-			       ? EXIT_ENVIRONMENT
-			       : EXIT_FAILURE_RUN;
-	default:
-		return EXIT_FAILURE_RUN;
-	}
-}
-
 static void prepare_opts(const struct create_args *a, struct prealloc_prepare_opts *po)
 {
 	*po = (struct prealloc_prepare_opts){
@@ -330,26 +263,33 @@ static void populate_error(struct prealloc_job *job, const struct prealloc_prepa
 			  : "");
 }
 
+void create_view(const struct prealloc_prepare_info *info, bool verified, bool succeeded,
+		 struct run_view *ret_view)
+{
+	*ret_view = (struct run_view){
+		.command = "create",
+		.file = info->path,
+		.page_label = page_label(info->page_size),
+		.verified = verified,
+	};
+	if (!succeeded)
+		return;
+	ret_view->qemu = info->qemu_option;
+	ret_view->note = !info->created ? "existing pages kept their contents; run 'prealloc "
+					  "clear' to zero them"
+			 : info->page_reason[0] ? info->page_reason
+						: NULL;
+}
+
 /* After the job: the report, or why it failed; returns the exit code. */
 static int create_outcome(struct prealloc_job *job, const struct create_args *a, int r, int sig)
 {
 	struct prealloc_prepare_info info = { .size = sizeof(info) };
-	struct run_view view = {
-		.command = "create",
-		.verified = a->verify,
-		.page_label = page_label(a->page),
-	};
+	struct run_view view;
 
 	prealloc_prepare_info(job, &info);
-	view.file = info.path;
-	view.page_label = page_label(info.page_size == PREALLOC_PAGE_THP ? PAGE_SIZE_THP
-									  : info.page_size);
+	create_view(&info, a->verify, r == 0, &view);
 	if (r == 0) {
-		view.qemu = info.qemu_option;
-		view.note = !info.created ? "existing pages kept their contents; run 'prealloc "
-					    "clear' to zero them"
-			    : info.page_reason[0] ? info.page_reason
-						  : NULL;
 		if (!a->quiet || a->json)
 			report_print(stdout, job, &view, a->json);
 		return EXIT_OK;
@@ -362,7 +302,7 @@ static int create_outcome(struct prealloc_job *job, const struct create_args *a,
 		return 128 + sig;	/* 130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP */
 	}
 	populate_error(job, &info);
-	return prepare_exit(r, &info);
+	return prepare_exit_status(info.step, info.admit.reason, r);
 }
 
 int cmd_create(int argc, char **argv)
@@ -407,7 +347,7 @@ int cmd_create(int argc, char **argv)
 	}
 	if (r < 0) {
 		cli_error("%s", info.message[0] ? info.message : strerror(-r));
-		ret = prepare_exit(r, &info);
+		ret = prepare_exit_status(info.step, info.admit.reason, r);
 		goto out;
 	}
 	if (a.reserve && (info.page_size == PREALLOC_PAGE_4K || info.page_size == PREALLOC_PAGE_THP))

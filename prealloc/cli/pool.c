@@ -202,7 +202,8 @@ static int pool_show(struct prealloc_ctx *ctx, bool json)
 		return EXIT_ENVIRONMENT;
 	}
 	if (json) {
-		puts(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY));
+		puts(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY |
+							   JSON_C_TO_STRING_NOSLASHESCAPE));
 		json_object_put(root);
 	}
 	return EXIT_OK;

@@ -5,6 +5,7 @@
  */
 #include <json-c/json.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -72,10 +73,11 @@ static json_object *node_json(const struct prealloc_node_report *n)
 	return o;
 }
 
-static void print_json(FILE *f, struct prealloc_job *job, const struct prealloc_report *rep,
-		       const struct run_view *view)
+json_object *report_json(const struct prealloc_report *rep,
+			 const struct prealloc_node_report *nodes, unsigned int nr_nodes,
+			 const struct run_view *view)
 {
-	json_object *o = json_object_new_object(), *nodes = json_object_new_array();
+	json_object *o = json_object_new_object(), *arr = json_object_new_array();
 
 	json_object_object_add(o, "command", json_object_new_string(view->command));
 	json_object_object_add(o, "bytes", json_object_new_uint64(rep->bytes));
@@ -117,20 +119,15 @@ static void print_json(FILE *f, struct prealloc_job *job, const struct prealloc_
 		json_object_object_add(o, "qemu", json_object_new_string(view->qemu));
 	if (view->note)
 		json_object_object_add(o, "note", json_object_new_string(view->note));
-	for (unsigned int i = 0; i < rep->nr_nodes; i++) {
-		struct prealloc_node_report n = { .size = sizeof(n) };
-
-		if (prealloc_job_node_report(job, i, &n) == 0)
-			json_object_array_add(nodes, node_json(&n));
-	}
-	json_object_object_add(o, "nodes", nodes);
-	fprintf(f, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
-								     JSON_C_TO_STRING_NOSLASHESCAPE));
-	json_object_put(o);
+	for (unsigned int i = 0; i < nr_nodes; i++)
+		json_object_array_add(arr, node_json(&nodes[i]));
+	json_object_object_add(o, "nodes", arr);
+	return o;
 }
 
-static void print_human(FILE *f, struct prealloc_job *job, const struct prealloc_report *rep,
-			const struct run_view *view)
+void report_human(FILE *f, const struct prealloc_report *rep,
+		  const struct prealloc_node_report *nodes, unsigned int nr_nodes,
+		  const struct run_view *view)
 {
 	char size[32], cached[32], extra[96] = "";
 
@@ -148,33 +145,30 @@ static void print_human(FILE *f, struct prealloc_job *job, const struct prealloc
 		extra);
 	fprintf(f, "  %-5s %12s %8s %9s %8s %10s %10s %10s  %s\n", "node", "size", "threads",
 		"seconds", "GB/s", "on node", "off node", "missing", "cpus");
-	for (unsigned int i = 0; i < rep->nr_nodes; i++) {
-		struct prealloc_node_report n = { .size = sizeof(n) };
+	for (unsigned int i = 0; i < nr_nodes; i++) {
+		const struct prealloc_node_report *n = &nodes[i];
 		char cpus[128] = "";
 		int list[PREALLOC_MAX_CPUS], nr = 0;
 
-		if (prealloc_job_node_report(job, i, &n) < 0)
-			continue;
 		for (int c = 0; c < PREALLOC_MAX_CPUS; c++)
-			if (n.cpus_seen[c / 64] & (UINT64_C(1) << (c % 64)))
+			if (n->cpus_seen[c / 64] & (UINT64_C(1) << (c % 64)))
 				list[nr++] = c;
 		/* CPU numbers share the range syntax with node numbers. */
 		format_node_ranges(list, (unsigned int)nr, cpus, sizeof(cpus));
-		fprintf(f, "  %-5d %12s %8u %9.3f %8.2f %10llu %10llu %10llu  %s\n", n.node,
-			format_size(n.bytes, size, sizeof(size)), n.threads, n.seconds,
-			gbps(n.bytes_done, n.seconds), (unsigned long long)n.pages_on_node,
-			(unsigned long long)n.pages_off_node, (unsigned long long)n.pages_missing,
+		fprintf(f, "  %-5d %12s %8u %9.3f %8.2f %10llu %10llu %10llu  %s\n", n->node,
+			format_size(n->bytes, size, sizeof(size)), n->threads, n->seconds,
+			gbps(n->bytes_done, n->seconds), (unsigned long long)n->pages_on_node,
+			(unsigned long long)n->pages_off_node, (unsigned long long)n->pages_missing,
 			cpus);
 	}
 	/* thp is a wish the kernel may not grant: say how much huge pages really map. */
-	for (unsigned int i = 0; !strcmp(view->page_label, "thp") && i < rep->nr_nodes; i++) {
-		struct prealloc_node_report n = { .size = sizeof(n) };
+	for (unsigned int i = 0; !strcmp(view->page_label, "thp") && i < nr_nodes; i++) {
+		const struct prealloc_node_report *n = &nodes[i];
 
-		if (prealloc_job_node_report(job, i, &n) == 0)
-			fprintf(f, "  node %d: huge pages map %s of %s (%.0f%%)\n", n.node,
-				format_size(n.huge_bytes, size, sizeof(size)),
-				format_size(n.bytes, extra, sizeof(extra)),
-				n.bytes ? 100.0 * (double)n.huge_bytes / (double)n.bytes : 0.0);
+		fprintf(f, "  node %d: huge pages map %s of %s (%.0f%%)\n", n->node,
+			format_size(n->huge_bytes, size, sizeof(size)),
+			format_size(n->bytes, extra, sizeof(extra)),
+			n->bytes ? 100.0 * (double)n->huge_bytes / (double)n->bytes : 0.0);
 	}
 	if (rep->verify_seconds > 0)
 		fprintf(f, "  placement%s checked in %.3f s%s\n", view->verified ? " and zeroes" : "",
@@ -191,13 +185,30 @@ static void print_human(FILE *f, struct prealloc_job *job, const struct prealloc
 void report_print(FILE *f, struct prealloc_job *job, const struct run_view *view, bool json)
 {
 	struct prealloc_report rep = { .size = sizeof(rep) };
+	struct prealloc_node_report *nodes;
+	unsigned int nr = 0;
 
 	if (prealloc_job_report(job, &rep) < 0)
 		return;
-	if (json)
-		print_json(f, job, &rep, view);
-	else
-		print_human(f, job, &rep, view);
+	nodes = calloc(rep.nr_nodes ? rep.nr_nodes : 1, sizeof(*nodes));
+	if (!nodes)
+		return;
+	/* A node the job cannot report is left out, in both forms. */
+	for (unsigned int i = 0; i < rep.nr_nodes; i++) {
+		nodes[nr] = (struct prealloc_node_report){ .size = sizeof(nodes[nr]) };
+		if (prealloc_job_node_report(job, i, &nodes[nr]) == 0)
+			nr++;
+	}
+	if (json) {
+		json_object *o = report_json(&rep, nodes, nr, view);
+
+		fprintf(f, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
+									     JSON_C_TO_STRING_NOSLASHESCAPE));
+		json_object_put(o);
+	} else {
+		report_human(f, &rep, nodes, nr, view);
+	}
+	free(nodes);
 	fflush(f);
 }
 

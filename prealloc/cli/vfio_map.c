@@ -156,7 +156,8 @@ static void print_json(const struct vfio_args *a, const struct prealloc_vfio_inf
 		json_object_array_add(nodes, j);
 	}
 	json_object_object_add(o, "nodes", nodes);
-	printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY));
+	printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
+							  JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(o);
 }
 

@@ -121,7 +121,8 @@ static void plan_show(struct hook_run *run, bool json)
 			       (unsigned long long)(run->demand.backends[i].bytes >> 20));
 	}
 	if (json) {
-		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY));
+		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
+							  JSON_C_TO_STRING_NOSLASHESCAPE));
 		json_object_put(o);
 	}
 }
