@@ -49,7 +49,7 @@ __attribute__((format(printf, 3, 4))) static int fr_write(const char *dir, const
 	return fclose(f) == 0 ? 0 : -errno;
 }
 
-static uint64_t fr_read_u64(const char *dir, const char *rel)
+static inline uint64_t fr_read_u64(const char *dir, const char *rel)
 {
 	char path[1024];
 	unsigned long long v = ~0ULL;
@@ -66,7 +66,7 @@ static uint64_t fr_read_u64(const char *dir, const char *rel)
 }
 
 /* A process's stat line with start time start (field 22); the name has spaces and parens. */
-static int fr_set_process(struct fakeroot *fr, int pid, unsigned long long start)
+static inline int fr_set_process(struct fakeroot *fr, int pid, unsigned long long start)
 {
 	char rel[64];
 
@@ -76,36 +76,158 @@ static int fr_set_process(struct fakeroot *fr, int pid, unsigned long long start
 			start);
 }
 
-/* Node node's 2M pool: nr_hugepages and free_hugepages. */
-static int fr_set_pool(struct fakeroot *fr, int node, uint64_t nr, uint64_t free_pages)
+/* A page size's pool directory as sysfs names it: "hugepages-2048kB". */
+static inline void fr_pool_dir(uint64_t page_size, char *buf, size_t len)
 {
-	char rel[128];
+	snprintf(buf, len, "hugepages-%llukB", (unsigned long long)(page_size >> 10));
+}
+
+/* Node node's pool of page_size: nr_hugepages and free_hugepages. */
+static inline int fr_set_pool_of(struct fakeroot *fr, int node, uint64_t page_size,
+				 uint64_t nr, uint64_t free_pages)
+{
+	char rel[160], dir[32];
 	int r;
 
-	snprintf(rel, sizeof(rel), "devices/system/node/node%d/hugepages/hugepages-2048kB/nr_hugepages",
-		 node);
+	fr_pool_dir(page_size, dir, sizeof(dir));
+	snprintf(rel, sizeof(rel), "devices/system/node/node%d/hugepages/%s/nr_hugepages", node,
+		 dir);
 	r = fr_write(fr->sys, rel, "%llu\n", (unsigned long long)nr);
-	snprintf(rel, sizeof(rel),
-		 "devices/system/node/node%d/hugepages/hugepages-2048kB/free_hugepages", node);
+	snprintf(rel, sizeof(rel), "devices/system/node/node%d/hugepages/%s/free_hugepages", node,
+		 dir);
 	if (r == 0)
 		r = fr_write(fr->sys, rel, "%llu\n", (unsigned long long)free_pages);
 	return r;
 }
 
-static uint64_t fr_pool_nr(struct fakeroot *fr, int node)
+/* Node node's 2M pool. */
+static inline int fr_set_pool(struct fakeroot *fr, int node, uint64_t nr, uint64_t free_pages)
 {
-	char rel[128];
+	return fr_set_pool_of(fr, node, UINT64_C(2) << 20, nr, free_pages);
+}
 
-	snprintf(rel, sizeof(rel), "devices/system/node/node%d/hugepages/hugepages-2048kB/nr_hugepages",
-		 node);
+static inline uint64_t fr_pool_nr_of(struct fakeroot *fr, int node, uint64_t page_size)
+{
+	char rel[160], dir[32];
+
+	fr_pool_dir(page_size, dir, sizeof(dir));
+	snprintf(rel, sizeof(rel), "devices/system/node/node%d/hugepages/%s/nr_hugepages", node,
+		 dir);
 	return fr_read_u64(fr->sys, rel);
 }
 
+static inline uint64_t fr_pool_nr(struct fakeroot *fr, int node)
+{
+	return fr_pool_nr_of(fr, node, UINT64_C(2) << 20);
+}
+
 /*
- * nodes nodes (0..nodes-1) with memory and 2M pools, the system-wide
- * counters, no cgroup2 mount, and this process (start time 1000). The state
- * directory is <dir>/state (not created: the library makes it).
+ * The system-wide counters of page_size: free_hugepages, and resv_hugepages
+ * (pages mapped by anyone, prealloc's runs included, not faulted yet).
  */
+static inline int fr_set_global(struct fakeroot *fr, uint64_t page_size, uint64_t free_pages,
+				uint64_t resv)
+{
+	char rel[160], dir[32];
+	int r;
+
+	fr_pool_dir(page_size, dir, sizeof(dir));
+	snprintf(rel, sizeof(rel), "kernel/mm/hugepages/%s/free_hugepages", dir);
+	r = fr_write(fr->sys, rel, "%llu\n", (unsigned long long)free_pages);
+	snprintf(rel, sizeof(rel), "kernel/mm/hugepages/%s/resv_hugepages", dir);
+	if (r == 0)
+		r = fr_write(fr->sys, rel, "%llu\n", (unsigned long long)resv);
+	return r;
+}
+
+/* Node node's meminfo, in kB; active and inactive file cache apart, as the kernel shows them. */
+static inline int fr_set_meminfo(struct fakeroot *fr, int node, uint64_t total_kb,
+				 uint64_t free_kb, uint64_t active_file_kb,
+				 uint64_t inactive_file_kb, uint64_t slab_kb)
+{
+	char rel[128];
+
+	snprintf(rel, sizeof(rel), "devices/system/node/node%d/meminfo", node);
+	return fr_write(fr->sys, rel,
+			"Node %d MemTotal: %llu kB\nNode %d MemFree: %llu kB\n"
+			"Node %d Active(anon): 999 kB\nNode %d Active(file): %llu kB\n"
+			"Node %d Inactive(file): %llu kB\nNode %d SReclaimable: %llu kB\n"
+			"Node %d SUnreclaim: 777 kB\n",
+			node, (unsigned long long)total_kb, node, (unsigned long long)free_kb, node,
+			node, (unsigned long long)active_file_kb, node,
+			(unsigned long long)inactive_file_kb, node, (unsigned long long)slab_kb,
+			node);
+}
+
+/*
+ * This process in cgroup rel ("/machine/vm1", "/" for the root) of a
+ * cgroup v2 hierarchy mounted at /sys/fs/cgroup (under the sys root).
+ */
+static inline int fr_cgroup_v2(struct fakeroot *fr, const char *rel)
+{
+	int r = fr_write(fr->proc, "self/mountinfo",
+			 "22 1 0:21 / /proc rw,relatime shared:12 - proc proc rw\n"
+			 "30 24 0:26 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - "
+			 "cgroup2 cgroup2 rw,nsdelegate\n");
+
+	return r ? r : fr_write(fr->proc, "self/cgroup", "0::%s\n", rel);
+}
+
+/*
+ * This process in cgroup rel of a cgroup v1 hierarchy of controller, mounted
+ * at /sys/fs/cgroup/<controller> (a v2 line for the root cgroup, as on a
+ * hybrid system, and another v1 controller that must not be taken for it).
+ */
+static inline int fr_cgroup_v1(struct fakeroot *fr, const char *controller, const char *rel)
+{
+	int r = fr_write(fr->proc, "self/mountinfo",
+			 "22 1 0:21 / /proc rw,relatime shared:12 - proc proc rw\n"
+			 "33 31 0:30 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n"
+			 "35 31 0:32 / /sys/fs/cgroup/%s rw,relatime - cgroup cgroup rw,%s\n",
+			 controller, controller);
+
+	return r ? r : fr_write(fr->proc, "self/cgroup", "5:cpu:/\n4:%s:%s\n0::/\n", controller,
+				rel);
+}
+
+/* No cgroup hierarchy mounted, this process in the root. */
+static inline int fr_cgroup_none(struct fakeroot *fr)
+{
+	int r = fr_write(fr->proc, "self/mountinfo",
+			 "22 1 0:21 / /proc rw,relatime shared:12 - proc proc rw\n");
+
+	return r ? r : fr_write(fr->proc, "self/cgroup", "0::/\n");
+}
+
+/* A cgroup control file, rel under /sys/fs/cgroup: a byte count. */
+static inline int fr_cg_bytes(struct fakeroot *fr, const char *rel, uint64_t bytes)
+{
+	char path[300];
+
+	snprintf(path, sizeof(path), "fs/cgroup/%s", rel);
+	return fr_write(fr->sys, path, "%llu\n", (unsigned long long)bytes);
+}
+
+/* A cgroup control file, rel under /sys/fs/cgroup: "max" (no limit). */
+static inline int fr_cg_max(struct fakeroot *fr, const char *rel)
+{
+	char path[300];
+
+	snprintf(path, sizeof(path), "fs/cgroup/%s", rel);
+	return fr_write(fr->sys, path, "max\n");
+}
+
+/* Removes a whole fake cgroup tree, so that a test starts from no limits. */
+static inline void fr_cgroup_clear(struct fakeroot *fr)
+{
+	char cmd[400];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s/fs/cgroup'", fr->sys);
+	if (strncmp(fr->dir, "/tmp/prealloc-unit.", 19) || system(cmd) != 0)
+		fprintf(stderr, "# cannot remove %s/fs/cgroup\n", fr->sys);
+	fr_cgroup_none(fr);
+}
+
 /* Records in the ctx's store now. */
 static inline unsigned int nr_records(struct prealloc_ctx *ctx)
 {
@@ -117,7 +239,13 @@ static inline unsigned int nr_records(struct prealloc_ctx *ctx)
 	return n;
 }
 
-static int fakeroot_make(struct fakeroot *fr, int nodes)
+/*
+ * nodes nodes (0..nodes-1, at most 4) with memory (16 GiB, 8 GiB free) and
+ * empty 2M and 1G pools, the system-wide counters, no cgroup mount, and
+ * this process (start time 1000). The state directory is <dir>/state (not
+ * created: the library makes it).
+ */
+static inline int fakeroot_make(struct fakeroot *fr, int nodes)
 {
 	int r = 0;
 
@@ -141,21 +269,24 @@ static int fakeroot_make(struct fakeroot *fr, int nodes)
 		snprintf(rel, sizeof(rel),
 			 "devices/system/node/node%d/hugepages/hugepages-2048kB/surplus_hugepages", n);
 		r |= fr_write(fr->sys, rel, "0\n");
+		snprintf(rel, sizeof(rel),
+			 "devices/system/node/node%d/hugepages/hugepages-1048576kB/"
+			 "surplus_hugepages", n);
+		r |= fr_write(fr->sys, rel, "0\n");
 		r |= fr_set_pool(fr, n, 0, 0);
+		r |= fr_set_pool_of(fr, n, UINT64_C(1) << 30, 0, 0);
 	}
-	r |= fr_write(fr->sys, "kernel/mm/hugepages/hugepages-2048kB/free_hugepages", "0\n");
-	r |= fr_write(fr->sys, "kernel/mm/hugepages/hugepages-2048kB/resv_hugepages", "0\n");
+	r |= fr_set_global(fr, UINT64_C(2) << 20, 0, 0);
+	r |= fr_set_global(fr, UINT64_C(1) << 30, 0, 0);
 	r |= fr_write(fr->proc, "meminfo", "MemTotal: 16777216 kB\nMemAvailable: 8388608 kB\n"
 					  "Hugepagesize: 2048 kB\n");
 	r |= fr_write(fr->proc, "self/mounts", "proc /proc proc rw 0 0\n");
-	r |= fr_write(fr->proc, "self/mountinfo",
-		      "22 1 0:21 / /proc rw,relatime shared:12 - proc proc rw\n");
-	r |= fr_write(fr->proc, "self/cgroup", "0::/\n");
+	r |= fr_cgroup_none(fr);
 	r |= fr_set_process(fr, (int)getpid(), 1000);
 	return r ? -EIO : 0;
 }
 
-static struct prealloc_ctx *fakeroot_ctx(struct fakeroot *fr)
+static inline struct prealloc_ctx *fakeroot_ctx(struct fakeroot *fr)
 {
 	struct prealloc_ctx_opts o = {
 		.size = sizeof(o), .state_dir = fr->state, .sys_root = fr->sys, .proc_root = fr->proc,
@@ -165,7 +296,7 @@ static struct prealloc_ctx *fakeroot_ctx(struct fakeroot *fr)
 	return prealloc_ctx_new_opts(&o, &ctx) == 0 ? ctx : NULL;
 }
 
-static void fakeroot_remove(struct fakeroot *fr)
+static inline void fakeroot_remove(struct fakeroot *fr)
 {
 	char cmd[600];
 

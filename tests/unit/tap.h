@@ -3,8 +3,8 @@
 #ifndef PREALLOC_TAP_H
 #define PREALLOC_TAP_H
 
-#include <dirent.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -75,26 +75,23 @@ static inline struct tap_cleanup *tap_cleanup(void)
 	return &c;
 }
 
+static inline int tap_remove_one(const char *path, const struct stat *st, int type,
+				 struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	return (type == FTW_DP ? rmdir(path) : unlink(path)), 0;
+}
+
 static inline void tap_remove_paths(void)
 {
 	struct tap_cleanup *c = tap_cleanup();
 
 	if (getpid() != c->pid)
 		return;
-	for (unsigned int i = 0; i < c->nr; i++) {
-		DIR *d = opendir(c->paths[i]);
-		struct dirent *e;
-
-		if (!d) {
-			unlink(c->paths[i]);
-			continue;
-		}
-		while ((e = readdir(d)))
-			if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-				unlinkat(dirfd(d), e->d_name, 0);
-		closedir(d);
-		rmdir(c->paths[i]);
-	}
+	/* Depth first, never through a link or into another mount. */
+	for (unsigned int i = 0; i < c->nr; i++)
+		nftw(c->paths[i], tap_remove_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 }
 
 static inline void tap_on_signal(int sig)

@@ -292,6 +292,7 @@ int main(void)
 		tap_ok(0, "cannot build the fake tree in /tmp");
 		return tap_done();
 	}
+	tap_remove_at_exit(fr.dir);
 	test_conversion();
 	test_corrupt();
 	test_identity();
