@@ -5,8 +5,11 @@
  * region edges, -EXDEV for missing pages), huge_bytes on THP, chunk_size
  * validation, and the internal API flows use (engine.h): a serial op run
  * in order, extra ranges, the flow's finish and completion sinks;
- * cancel seen inside a chunk; and fixed workers, each chunk worked on the
- * same CPU in every job (the calibration's passes rely on it).
+ * cancel seen inside a chunk; fixed workers, each chunk worked on the
+ * same CPU in every job (the calibration's passes rely on it); and two
+ * node pools (over a fake sysfs): node_done once per node with that node's
+ * own result, job_done once after them, progress adding up to the bytes
+ * done, and the eventfd queue's node and end events.
  */
 #include <errno.h>
 #include <sched.h>
@@ -14,11 +17,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
 #include "engine.h"
 #include "../unit/tap.h"
+#include "../unit/fakenodes.h"
 
 #define MiB (UINT64_C(1) << 20)
 #define CHUNK (2 * MiB)
@@ -214,6 +219,7 @@ struct flow_seen {
 	atomic_int finishes, nodes, jobs, destroyed, released;
 	int status, done_in_finish, job_res;
 	uint64_t bytes_done;
+	atomic_uint_fast64_t progress; /* what the sink's progress was given, all steps */
 };
 
 static int flow_finish(struct prealloc_job *job, int status, void *arg)
@@ -256,8 +262,16 @@ static void sink_release(void *data)
 	atomic_fetch_add(&((struct flow_seen *)data)->released, 1);
 }
 
+static void sink_progress(void *data, uint64_t bytes)
+{
+	atomic_fetch_add(&((struct flow_seen *)data)->progress, bytes);
+}
+
 static const struct job_sink_ops test_sink_ops = {
-	.node_done = sink_node, .job_done = sink_job, .release = sink_release,
+	.node_done = sink_node,
+	.job_done = sink_job,
+	.release = sink_release,
+	.progress = sink_progress,
 };
 
 static void test_flow(void)
@@ -298,6 +312,10 @@ static void test_flow(void)
 	tap_ok(f.bytes_done == 2 * (LEN + 2 * CHUNK),
 	       "flow: the op + serial over extents and extra range: %llu bytes",
 	       (unsigned long long)f.bytes_done);
+	/* Every step of both phases, each counted by its own length. */
+	tap_ok(atomic_load(&f.progress) == f.bytes_done,
+	       "flow: the sink's progress adds up to the bytes done (%llu)",
+	       (unsigned long long)atomic_load(&f.progress));
 	prealloc_job_free(job);
 	tap_ok(atomic_load(&f.destroyed) == 1 && atomic_load(&f.released) == 1,
 	       "flow: destroy and release ran at free");
@@ -467,6 +485,210 @@ static void test_fixed_workers(void)
 	prealloc_region_free(region);
 }
 
+/* ---- per node: what the sinks get from two node pools ---------------------- */
+
+static struct fakenodes fake;
+
+/* What the sinks were told: per node, the job, the progress in bytes. */
+struct node_events {
+	atomic_uint calls[2], strays, jobs, late; /* late: a node after the job's end */
+	atomic_int res[2], job_res;
+	atomic_uint_fast64_t progress;
+	struct prealloc_job *job; /* set by the flow's finish, which runs first */
+	atomic_int done_at_end;	  /* prealloc_job_done() in job_done */
+};
+
+static int nodes_finish(struct prealloc_job *job, int status, void *arg)
+{
+	((struct node_events *)arg)->job = job;
+	return status;
+}
+
+static int nodes_node(void *data, int node, int res)
+{
+	struct node_events *e = data;
+
+	if (atomic_load(&e->jobs))
+		atomic_fetch_add(&e->late, 1);
+	if (node != 0 && node != 1) {
+		atomic_fetch_add(&e->strays, 1);
+		return 0;
+	}
+	atomic_fetch_add(&e->calls[node], 1);
+	atomic_store(&e->res[node], res);
+	return 0;
+}
+
+static int nodes_job(void *data, int res)
+{
+	struct node_events *e = data;
+
+	atomic_store(&e->done_at_end, e->job ? prealloc_job_done(e->job) : -1);
+	atomic_store(&e->job_res, res);
+	atomic_fetch_add(&e->jobs, 1);
+	return 0;
+}
+
+static void nodes_progress(void *data, uint64_t bytes)
+{
+	atomic_fetch_add(&((struct node_events *)data)->progress, bytes);
+}
+
+static const struct job_sink_ops nodes_sink_ops = {
+	.node_done = nodes_node,
+	.job_done = nodes_job,
+	.progress = nodes_progress,
+};
+
+/*
+ * An op that fails -EIO at one offset (node 1's first byte); node 0's
+ * pieces wait for that failure first, so node 0 finishes after the job
+ * has its error, on another node, having done at most its first piece
+ * (none when the cancel came before it).
+ */
+static struct fail_at {
+	uint8_t *base;
+	uint64_t at; /* UINT64_MAX: never */
+	atomic_bool failed;
+} fail_at;
+
+static int fail_piece(void *state, uint8_t *p, uint64_t len)
+{
+	uint64_t off = (uint64_t)(p - fail_at.base);
+
+	(void)state;
+	(void)len;
+	if (off == fail_at.at) {
+		atomic_store(&fail_at.failed, true);
+		return -EIO;
+	}
+	for (int i = 0; fail_at.at != UINT64_MAX && off < fail_at.at && i < 5000; i++) {
+		if (atomic_load(&fail_at.failed))
+			break;
+		usleep(1000);
+	}
+	return 0;
+}
+
+static const struct job_op fail_op = {
+	.name = "fail-at",
+	.op = -1,
+	.piece = fail_piece,
+	.method = cpu_method,
+};
+
+/*
+ * Two pools (nodes 0 and 1, 32 MiB each, one worker each): each sink gets
+ * node_done once per node with that node (res 0, or the job's error on the
+ * node where it happened: never on the other), then job_done once with the
+ * result, once prealloc_job_done() is 1; progress adds up to exactly the
+ * bytes done. The io_uring
+ * completion's eventfd queue carries the same: a node event per node (res
+ * the node) and one end, last, with the error.
+ */
+static void test_node_sinks(void)
+{
+	static const int nodes[] = { 0, 1 };
+	struct prealloc_ctx *c2 = fakenodes_ctx(&fake, prealloc_ctx_state_dir(ctx));
+
+	if (fake.sys[0])
+		tap_remove_at_exit(fake.sys);
+
+	if (!tap_ok(c2 != NULL, "per node: a ctx over a sysfs with nodes 0 and 1")) {
+		fakenodes_remove(&fake);
+		return;
+	}
+	for (int failing = 0; failing <= 1; failing++) {
+		struct prealloc_region_opts ro = { .size = sizeof(ro),
+						   .backing = PREALLOC_BACKING_ANON,
+						   .flags = PREALLOC_REGION_NO_BIND,
+						   .length = 64 * MiB,
+						   .nr_nodes = 2,
+						   .nodes = nodes };
+		struct prealloc_completion c = {
+			.size = sizeof(c),
+			.ring_fd = -1,
+			.flags = PREALLOC_COMPLETION_NODES,
+			.user_data_end = 0xe,
+			.user_data_node = 0xa,
+			.user_data_progress = 0xb,
+			.progress_step = 16 * MiB,
+		};
+		struct prealloc_job_opts jo = { .size = sizeof(jo),
+						.op = PREALLOC_OP_VERIFY,
+						.flags = PREALLOC_JOB_NO_PLACEMENT,
+						.threads = 1,
+						.chunk_size = 16 * MiB,
+						.completion = &c };
+		struct node_events e = { 0 };
+		const struct job_sink sink = { &nodes_sink_ops, &e };
+		const struct job_flow flow = { nodes_finish, NULL, &e };
+		const struct job_spec spec = { .op = &fail_op, .sink = &sink, .flow = &flow };
+		struct prealloc_report rep = { .size = sizeof(rep) };
+		struct prealloc_region *region = NULL;
+		struct prealloc_job *job = NULL;
+		unsigned int ends = 0, seen[2] = { 0 }, others = 0, after_end = 0;
+		int want = failing ? -EIO : 0, end_res = 1, r, res;
+		uint64_t ud;
+
+		r = prealloc_region_new(c2, &ro, &region);
+		if (r == 0) {
+			fail_at.base = prealloc_region_addr(region);
+			fail_at.at = failing ? 32 * MiB : UINT64_MAX;
+			atomic_store(&fail_at.failed, false);
+			r = job_start_spec(region, &jo, &spec, &job);
+		}
+		if (r < 0) {
+			tap_ok(0, "per node: a job on two nodes (%d)", r);
+			prealloc_region_free(region);
+			break;
+		}
+		r = prealloc_job_wait(job);
+		prealloc_job_report(job, &rep);
+		for (int n = 0; n < 4096 && prealloc_job_event(job, &ud, &res) == 1; n++) {
+			after_end += ends;
+			if (ud == 0xe) {
+				ends++;
+				end_res = res;
+			} else if (ud == 0xa && (res == 0 || res == 1)) {
+				seen[res]++;
+			} else if (ud != 0xb) {
+				others++;
+			}
+		}
+		tap_ok(atomic_load(&e.calls[0]) == 1 && atomic_load(&e.calls[1]) == 1 &&
+			       atomic_load(&e.strays) == 0 && atomic_load(&e.res[0]) == 0 &&
+			       atomic_load(&e.res[1]) == want,
+		       "per node, %s: node_done once for node 0 (res %d) and node 1 (res %d, want "
+		       "%d)",
+		       failing ? "node 1 fails" : "done", atomic_load(&e.res[0]),
+		       atomic_load(&e.res[1]), want);
+		tap_ok(atomic_load(&e.jobs) == 1 && atomic_load(&e.job_res) == want &&
+			       atomic_load(&e.late) == 0 && atomic_load(&e.done_at_end) == 1 &&
+			       r == want,
+		       "per node, %s: job_done once, after both nodes and prealloc_job_done(), res "
+		       "%d (wait %d)",
+		       failing ? "node 1 fails" : "done", atomic_load(&e.job_res), r);
+		tap_ok(atomic_load(&e.progress) == rep.bytes_done &&
+			       (failing ? rep.bytes_done <= 16 * MiB : rep.bytes_done == 64 * MiB),
+		       "per node, %s: progress adds up to the bytes done (%llu of %llu MiB)",
+		       failing ? "node 1 fails" : "done",
+		       (unsigned long long)(atomic_load(&e.progress) >> 20),
+		       (unsigned long long)(rep.bytes_done >> 20));
+		tap_ok(ends == 1 && after_end == 0 && end_res == want && seen[0] == 1 &&
+			       seen[1] == 1 && others == 0 &&
+			       (!failing || (rep.error == -EIO && rep.error_node == 1 &&
+					     rep.error_offset == 32 * MiB)),
+		       "per node, %s: the eventfd queue: node events 0 and 1, one end %d last; "
+		       "report error %d on node %d",
+		       failing ? "node 1 fails" : "done", end_res, rep.error, rep.error_node);
+		prealloc_job_free(job);
+		prealloc_region_free(region);
+	}
+	prealloc_ctx_free(c2);
+	fakenodes_remove(&fake);
+}
+
 int main(void)
 {
 	if (prealloc_ctx_new(&ctx) < 0) {
@@ -479,6 +701,7 @@ int main(void)
 	test_flow();
 	test_cancel_in_chunk();
 	test_fixed_workers();
+	test_node_sinks();
 	prealloc_ctx_free(ctx);
 	return tap_done();
 }
