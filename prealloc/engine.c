@@ -449,7 +449,7 @@ int job_start_spec(struct prealloc_region *region, const struct prealloc_job_opt
 		goto fail;
 	}
 	/* The caller's struct is read here only: the sink keeps its own copy. */
-	r = notify_open(job->opts.completion, job->efd, &job->sinks[2]);
+	r = notify_open(job->opts.completion, job->efd, job->nr_pools, &job->sinks[2]);
 	job->opts.completion = NULL;
 	if (r < 0)
 		goto fail;

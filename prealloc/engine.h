@@ -99,7 +99,8 @@ const struct job_op *job_op_find(int op);
 /*
  * Completion is posted through sinks: node_done once per node, when that
  * node's workers have all finished (res: 0, or the job's error when it
- * happened on that node), then job_done once with the job's result, after
+ * happened on that node in a worker; a verify verdict, decided once every
+ * node has finished, comes with job_done only), then job_done once with the job's result, after
  * the flow's finish and after prealloc_job_done() turned 1. progress runs
  * after every step a worker finishes (bytes: that step's length), so it
  * must be cheap: an atomic add, a post only when a threshold is crossed.
@@ -134,7 +135,8 @@ struct job_sink {
  * on the EVENTFD path. The path is chosen here, once. -EBADF: ring_fd is
  * not open; -EINVAL: unknown flags; -E2BIG: c is from a newer library.
  */
-int notify_open(const struct prealloc_completion *c, int efd, struct job_sink *ret_sink);
+int notify_open(const struct prealloc_completion *c, int efd, unsigned int nr_nodes,
+		struct job_sink *ret_sink);
 /* The path now (enum prealloc_notify) and why not io_uring (negative errno, 0). */
 int notify_path(const struct job_sink *sink, int *ret_error);
 /* The next queued event (EVENTFD path): 1 with it, 0 none. */

@@ -251,7 +251,8 @@ static const struct job_sink_ops notify_ops = {
 	.progress = notify_progress,
 };
 
-int notify_open(const struct prealloc_completion *c, int efd, struct job_sink *ret_sink)
+int notify_open(const struct prealloc_completion *c, int efd, unsigned int nr_nodes,
+		struct job_sink *ret_sink)
 {
 	struct notify *n;
 	int r;
@@ -267,6 +268,18 @@ int notify_open(const struct prealloc_completion *c, int efd, struct job_sink *r
 	if (r < 0) {
 		free(n);
 		return r;
+	}
+	/*
+	 * The most the queue ever holds: one progress (merged), a node event
+	 * per node (all progress comes before them), the end. Made now, so
+	 * that no event, the end least of all, can be lost to a failed
+	 * allocation later.
+	 */
+	n->cap = (size_t)nr_nodes + 2;
+	n->queue = calloc(n->cap, sizeof(*n->queue));
+	if (!n->queue) {
+		free(n);
+		return -ENOMEM;
 	}
 	n->efd = efd;
 	n->ring_fd = -1;
