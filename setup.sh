@@ -67,10 +67,10 @@ interrupted_run() {
 	pid=$!
 	sleep 8
 	kill -TERM -- "-$pid" 2> /dev/null
-	wait "$pid"
-	# The tests' own cleanup may outlive meson by a moment.
-	for ((i = 0; i < 300; i++)); do
-		pgrep -g "$pid" > /dev/null || break
+	wait "$pid" || true	# 143, or whatever meson makes of it
+	# The tests' own cleanup (in a session of its own, lib.sh) may outlive meson.
+	for ((i = 0; i < 600; i++)); do
+		pgrep -f "$ROOT/tests/" > /dev/null || break
 		sleep 0.2
 	done
 }

@@ -40,7 +40,7 @@ if [ -z "${PREALLOC_INSTALLED_DEST:-}" ]; then
 	fi
 	rm -f "$dest.log"
 	keep=()
-	for v in BUILD_ROOT PREFIX BINDIR LIBEXECDIR ${INSTALLED_KEEP:-}; do
+	for v in BUILD_ROOT PREFIX BINDIR LIBEXECDIR PREALLOC_TEST_SESSION ${INSTALLED_KEEP:-}; do
 		[ -n "${!v+x}" ] && keep+=("$v=${!v}")
 	done
 	# The mount is undone with the namespace, when its last process (the

@@ -6,6 +6,23 @@
 # it all on any exit, including SIGINT and SIGTERM (meson's timeout), and
 # puts every hugepage pool (each node, both sizes) back as it found them.
 
+# The test runs in a session of its own, under a small forwarder that meson
+# knows as the test: meson stops a test (^C, SIGTERM, its timeout) with
+# SIGTERM to the test's process group and SIGKILL 0.5 s later, and a cleanup
+# that unmounts, runs gc and puts pools back takes longer than that. The
+# forwarder passes the signal on and waits; if it is killed, the test's
+# cleanup still runs to its end, writing to a reader that may be gone.
+if [ -z "${PREALLOC_TEST_SESSION:-}" ]; then
+	PREALLOC_TEST_SESSION=$$ setsid "$BASH" "$0" "$@" &
+	test_pid=$!
+	trap 'kill -TERM -- "-$test_pid" 2> /dev/null' TERM INT HUP
+	while :; do
+		wait "$test_pid"
+		rc=$?
+		kill -0 "$test_pid" 2> /dev/null || exit "$rc"
+	done
+fi
+
 PREALLOC=${PREALLOC:?set PREALLOC to the CLI binary}
 CHECK_FILE=${CHECK_FILE:-}
 NODE_SYSFS=/sys/devices/system/node
@@ -72,6 +89,7 @@ done
 cleanup() {
 	local rc=$? i m d
 	trap - EXIT INT TERM
+	trap '' PIPE	# the reader of our output may be gone (an interrupted run)
 	for ((i = ${#EXIT_CMDS[@]} - 1; i >= 0; i--)); do
 		eval "${EXIT_CMDS[$i]}" 2>/dev/null
 	done
