@@ -40,10 +40,12 @@ T=$WORK/src B=$WORK/build RES=$WORK/results.tsv
 echo "# scratch tree $T, build $B, logs $WORK/logs"
 
 # The tree as it is now (tracked and untracked files, not ignored ones),
-# copied afresh: a previous run's mutant can never leak into this one.
+# copied afresh with fresh mtimes (-m): a previous run's mutant, even one an
+# interrupted run left compiled in a reused build, can never leak into this
+# one (its objects are older than the copy).
 rm -rf "$T"
 mkdir -p "$T"
-(cd "$SRC" && git ls-files -co --exclude-standard -z | tar --null -T - -cf -) | tar -C "$T" -xf - ||
+(cd "$SRC" && git ls-files -co --exclude-standard -z | tar --null -T - -cf -) | tar -C "$T" -m -xf - ||
 	{ echo "cannot copy the tree" >&2; exit 1; }
 if [ ! -f "$B/build.ninja" ]; then
 	meson setup "$B" "$T" -Dwerror=true > "$WORK/logs/setup.log" 2>&1 ||
