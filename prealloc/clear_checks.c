@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "clear_file.h"
-#include "holders.h"
+#include "file_users.h"
 
 /* Who else maps the file: -EBUSY naming them, unless FORCE. */
 static int check_mappers(struct clear_flow *flow)

@@ -16,7 +16,7 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
-#include "holders.h"
+#include "file_users.h"
 #include "prepare.h"
 
 #define SHMEM_THP "/kernel/mm/transparent_hugepage/shmem_enabled"

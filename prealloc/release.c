@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "admit.h"
-#include "holders.h"
+#include "file_users.h"
 #include "statedir.h"
 
 /*

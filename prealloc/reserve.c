@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "admit.h"
-#include "holders.h"
+#include "file_users.h"
 #include "hugetlb.h"
 #include "statedir.h"
 
