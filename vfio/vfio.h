@@ -12,6 +12,7 @@
 /*
  * Records a failure in an info struct's step, error and message fields (both
  * prealloc_vfio_info and prealloc_vfio_map_info have them); returns err.
+ * In info.c, with the rest of what open and map report.
  */
 int vfio_note_failure(int *ret_step, int *ret_error, char *msg, size_t len, int step, int err,
 		      const char *fmt, ...) __attribute__((format(printf, 7, 8)));
@@ -43,7 +44,7 @@ struct prealloc_vfio {
 	struct vfio_mapping *maps;
 };
 
-/* open.c */
+/* info.c */
 /*
  * Parses VFIO_IOMMU_GET_INFO's reply (buf, len bytes: struct
  * vfio_iommu_type1_info and its capability chain) into ret's page sizes,
