@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * DMA-mapping a region into a type1 container as one job: the parallel op
- * (populate, clear, or nothing) on every node, then the serial map op: one
- * thread walks every node's chunks in order and calls VFIO_IOMMU_MAP_DMA
- * per piece. Type1 takes the container's lock for each call and pins (and,
- * for pages not yet present, faults and zeroes) on the calling thread, so
+ * (populate, clear, or nothing) on every node, then the serial map op
+ * (pin.c): one thread walks every node's chunks in order and calls
+ * VFIO_IOMMU_MAP_DMA per piece. Type1 pins on the calling thread, so
  * mapping is serial; what prealloc buys is that every page is present
  * before it starts. Before anything: the IOVA placement, the container's
  * mapping budget (dma_avail) and RLIMIT_MEMLOCK. A map that fails or is
@@ -15,60 +14,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <linux/capability.h>
-#include <linux/vfio.h>
 
 #include "vfio.h"
 
-/* Bytes per MAP_DMA call (one kernel mapping each): 1 TiB takes 1024 of the default 65535. */
-#define MAP_STEP (UINT64_C(1) << 30)
 #define MAP_MAGIC UINT64_C(0x7666696f6d6170)	/* "vfiomap" */
-
-/* One MAP_DMA that succeeded. */
-struct map_call {
-	uint64_t iova, size;
-};
-
-struct map_flow {
-	uint64_t magic;
-	struct prealloc_vfio *v;
-	struct prealloc_region *region;
-	struct vfio_mapping *m;		/* ours until the job succeeds, then v's */
-	bool readonly;
-	/*
-	 * Every MAP_DMA that succeeded, so that a failed map undoes exactly
-	 * those: its segments' IOVAs may hold someone else's mapping (the
-	 * collision that failed it), which must stay.
-	 */
-	struct map_call *calls;
-	size_t nr_calls, cap_calls;
-	struct prealloc_vfio_map_info info;
-};
-
-static int unmap_range(int container, uint64_t iova, uint64_t size)
-{
-	struct vfio_iommu_type1_dma_unmap u = { .argsz = sizeof(u), .iova = iova, .size = size };
-
-	return ioctl(container, VFIO_IOMMU_UNMAP_DMA, &u) < 0 ? -errno : 0;
-}
-
-int vfio_unmap_segments(int container, const struct vfio_mapping *m)
-{
-	int ret = 0, r;
-
-	for (unsigned int i = 0; i < m->nr_segments; i++) {
-		r = unmap_range(container, m->segments[i].iova, m->segments[i].length);
-		if (r < 0 && !ret)
-			ret = r;
-	}
-	return ret;
-}
 
 /* ---- the lock against prealloc_release ---------------------------------- */
 
@@ -131,128 +86,11 @@ static void pin_lock_drop(struct vfio_mapping *m)
 	m->lock_fd = -1;
 }
 
-/* Notes a MAP_DMA that succeeded; where that cannot be noted, it is undone. */
-static int calls_add(struct map_flow *f, uint64_t iova, uint64_t size)
-{
-	if (f->nr_calls == f->cap_calls) {
-		size_t cap = f->cap_calls ? f->cap_calls * 2 : 16;
-		struct map_call *c = realloc(f->calls, cap * sizeof(*c));
-
-		if (!c) {
-			unmap_range(f->v->container, iova, size);
-			return -ENOMEM;
-		}
-		f->calls = c;
-		f->cap_calls = cap;
-	}
-	f->calls[f->nr_calls++] = (struct map_call){ iova, size };
-	return 0;
-}
-
-/* Undoes this flow's MAP_DMA calls, newest first. */
-static void calls_undo(struct map_flow *f)
-{
-	while (f->nr_calls) {
-		const struct map_call *c = &f->calls[--f->nr_calls];
-
-		unmap_range(f->v->container, c->iova, c->size);
-	}
-}
-
-/* ---- the serial op ------------------------------------------------------- */
-
-/* The info.nodes slot of the extent holding region offset off. */
-static struct prealloc_vfio_node_map *node_slot(struct map_flow *f, uint64_t off)
-{
-	const struct prealloc_region *reg = f->region;
-	int node = -1;
-
-	for (unsigned int e = 0; e < reg->nr_extents; e++)
-		if (off - reg->extents[e].offset < reg->extents[e].length)
-			node = reg->extents[e].node;
-	for (unsigned int i = 0; i < f->info.nr_nodes; i++)
-		if (f->info.nodes[i].node == node)
-			return &f->info.nodes[i];
-	return &f->info.nodes[f->info.nr_nodes - 1];	/* more than 64 nodes: the last slot */
-}
-
-static const struct prealloc_vfio_segment *segment_of(const struct vfio_mapping *m, uint64_t off)
-{
-	for (unsigned int i = 0; i < m->nr_segments; i++)
-		if (off - m->segments[i].offset < m->segments[i].length)
-			return &m->segments[i];
-	return NULL;
-}
-
-static int map_setup(const struct job_op_args *args, void **ret_state)
-{
-	*ret_state = args->arg;
-	return 0;
-}
-
-/* [p, p + len): one MAP_DMA per segment it touches (a piece never crosses an extent). */
-static int map_piece(void *state, uint8_t *p, uint64_t len)
-{
-	struct map_flow *f = state;
-	uint64_t off = (uint64_t)(p - f->region->addr);
-	struct prealloc_vfio_node_map *slot = node_slot(f, off);
-
-	while (len) {
-		const struct prealloc_vfio_segment *s = segment_of(f->m, off);
-		uint64_t n;
-		double t0;
-		int r;
-
-		if (!s)
-			return -ERANGE;
-		n = MIN(len, s->offset + s->length - off);
-		struct vfio_iommu_type1_dma_map map = {
-			.argsz = sizeof(map),
-			.flags = VFIO_DMA_MAP_FLAG_READ | (f->readonly ? 0 : VFIO_DMA_MAP_FLAG_WRITE),
-			.vaddr = (uintptr_t)p,
-			.iova = s->iova + (off - s->offset),
-			.size = n,
-		};
-		t0 = now_seconds();
-		if (ioctl(f->v->container, VFIO_IOMMU_MAP_DMA, &map) < 0)
-			return -errno;
-		t0 = now_seconds() - t0;
-		r = calls_add(f, map.iova, n);
-		if (r < 0)
-			return r;
-		slot->bytes += n;
-		slot->seconds += t0;
-		f->info.bytes += n;
-		f->info.seconds += t0;
-		f->info.mappings++;
-		p += n;
-		off += n;
-		len -= n;
-	}
-	return 0;
-}
-
-static int map_method(const void *state)
-{
-	(void)state;
-	return PREALLOC_METHOD_NONE;
-}
-
-static const struct job_op vfio_map_op = {
-	.name = "vfio-map",
-	.op = -1,
-	.serial = true,
-	.step = MAP_STEP,
-	.setup = map_setup,
-	.piece = map_piece,
-	.method = map_method,
-};
-
 /* ---- the flow -------------------------------------------------------------- */
 
 static int map_finish(struct prealloc_job *job, int status, void *arg)
 {
-	struct map_flow *f = arg;
+	struct vfio_map_flow *f = arg;
 	char where[32];
 
 	(void)job;
@@ -270,7 +108,7 @@ static int map_finish(struct prealloc_job *job, int status, void *arg)
 		else if (status == -ECANCELED)
 			f->info.error = status;
 		/* What this map mapped goes, before anyone sees the job done. */
-		calls_undo(f);
+		vfio_pin_undo(f);
 		f->info.bytes = 0;
 		pin_lock_drop(f->m);
 	}
@@ -280,7 +118,7 @@ static int map_finish(struct prealloc_job *job, int status, void *arg)
 
 static void map_destroy(void *arg)
 {
-	struct map_flow *f = arg;
+	struct vfio_map_flow *f = arg;
 
 	if (f->m) {
 		pin_lock_drop(f->m);
@@ -317,7 +155,7 @@ static bool has_cap_ipc_lock(void)
 }
 
 /* An admission for the pin: type1 charges every pinned page to VmLck against RLIMIT_MEMLOCK. */
-static int memlock_check(struct map_flow *f)
+static int memlock_check(struct vfio_map_flow *f)
 {
 	struct prealloc_vfio_map_info *info = &f->info;
 	char need[32], now[32], lim[32];
@@ -341,7 +179,7 @@ static int memlock_check(struct map_flow *f)
 }
 
 /* Where the region goes, and whether the container has mappings enough for it. */
-static int fit_check(struct map_flow *f, const struct prealloc_vfio_map_opts *o)
+static int fit_check(struct vfio_map_flow *f, const struct prealloc_vfio_map_opts *o)
 {
 	const struct prealloc_vfio_info *vi = &f->v->info;
 	const struct prealloc_region *reg = f->region;
@@ -376,10 +214,10 @@ static int fit_check(struct map_flow *f, const struct prealloc_vfio_map_opts *o)
 	f->m->nr_segments = (unsigned int)n;
 	memcpy(f->info.segments, f->m->segments, sizeof(f->info.segments));
 	f->info.nr_segments = (unsigned int)n;
-	/* One call per MAP_STEP of each extent, plus a split at every segment edge. */
+	/* One call per VFIO_MAP_STEP of each extent, plus a split at every segment edge. */
 	calls = (unsigned int)n + reg->nr_extents;
 	for (unsigned int e = 0; e < reg->nr_extents; e++)
-		calls += (reg->extents[e].length + MAP_STEP - 1) / MAP_STEP;
+		calls += (reg->extents[e].length + VFIO_MAP_STEP - 1) / VFIO_MAP_STEP;
 	if (vi->dma_avail != UINT32_MAX && calls > vi->dma_avail)
 		return vfio_fail(&f->info, PREALLOC_VFIO_STEP_FIT, -ENOSPC,
 				"the map needs up to %llu mappings, the container allows %u more "
@@ -389,7 +227,7 @@ static int fit_check(struct map_flow *f, const struct prealloc_vfio_map_opts *o)
 }
 
 /* Per node slots in extent order; the ranges not resident (node -1) are extras to map too. */
-static int map_plan(struct map_flow *f, struct job_range **ret_extra, size_t *ret_nr)
+static int map_plan(struct vfio_map_flow *f, struct job_range **ret_extra, size_t *ret_nr)
 {
 	const struct prealloc_region *reg = f->region;
 	struct job_range *x = calloc(reg->nr_extents + 1, sizeof(*x));
@@ -413,7 +251,7 @@ static int map_plan(struct map_flow *f, struct job_range **ret_extra, size_t *re
 	return 0;
 }
 
-static int map_prepare(struct map_flow *f, const struct prealloc_vfio_map_opts *o)
+static int map_prepare(struct vfio_map_flow *f, const struct prealloc_vfio_map_opts *o)
 {
 	int r;
 
@@ -443,12 +281,12 @@ static int map_prepare(struct map_flow *f, const struct prealloc_vfio_map_opts *
 }
 
 /* The job's spec: the op (or none) on every node, then the serial map. */
-static int map_job(struct map_flow *f, const struct prealloc_job_opts *job_opts,
+static int map_job(struct vfio_map_flow *f, const struct prealloc_job_opts *job_opts,
 		   struct prealloc_job **ret_job)
 {
 	struct prealloc_job_opts none = { .size = sizeof(none), .op = PREALLOC_OP_NONE };
 	struct job_flow flow = { .finish = map_finish, .destroy = map_destroy, .arg = f };
-	struct job_spec spec = { .flow = &flow, .serial = &vfio_map_op, .serial_arg = f };
+	struct job_spec spec = { .flow = &flow, .serial = &vfio_pin_op, .serial_arg = f };
 	struct job_range *extra;
 	int r;
 
@@ -473,7 +311,7 @@ EXPORT int prealloc_vfio_map_start(struct prealloc_vfio *vfio, struct prealloc_r
 				   struct prealloc_job **ret_job, struct prealloc_vfio_map_info *ret_info)
 {
 	struct prealloc_vfio_map_opts o = { .size = sizeof(o) };
-	struct map_flow *f;
+	struct vfio_map_flow *f;
 	int r;
 
 	if (!vfio || !region || !ret_job || vfio->busy)
@@ -506,7 +344,7 @@ EXPORT int prealloc_vfio_map_start(struct prealloc_vfio *vfio, struct prealloc_r
 
 EXPORT int prealloc_vfio_map_info(struct prealloc_job *job, struct prealloc_vfio_map_info *ret_info)
 {
-	struct map_flow *f = job_flow_arg(job);
+	struct vfio_map_flow *f = job_flow_arg(job);
 
 	if (!f || f->magic != MAP_MAGIC || !ret_info || ret_info->size < sizeof(size_t))
 		return -EINVAL;

@@ -12,6 +12,7 @@
 /*
  * Records a failure in an info struct's step, error and message fields (both
  * prealloc_vfio_info and prealloc_vfio_map_info have them); returns err.
+ * In info.c, with the rest of what open and map report.
  */
 int vfio_note_failure(int *ret_step, int *ret_error, char *msg, size_t len, int step, int err,
 		      const char *fmt, ...) __attribute__((format(printf, 7, 8)));
@@ -43,7 +44,7 @@ struct prealloc_vfio {
 	struct vfio_mapping *maps;
 };
 
-/* open.c */
+/* info.c */
 /*
  * Parses VFIO_IOMMU_GET_INFO's reply (buf, len bytes: struct
  * vfio_iommu_type1_info and its capability chain) into ret's page sizes,
@@ -82,7 +83,40 @@ int iova_exclude(const struct prealloc_iova_range *ranges, unsigned int nr_range
 int iova_free_ranges(const struct prealloc_vfio_info *info, const struct vfio_mapping *maps,
 		     struct prealloc_iova_range **ret);
 
-/* map.c */
+/* Bytes per MAP_DMA call (one kernel mapping each): 1 TiB takes 1024 of the default 65535. */
+#define VFIO_MAP_STEP (UINT64_C(1) << 30)
+
+/* One MAP_DMA that succeeded. */
+struct vfio_map_call {
+	uint64_t iova, size;
+};
+
+/* One map job: map.c's flow around pin.c's serial op (its state). */
+struct vfio_map_flow {
+	uint64_t magic;
+	struct prealloc_vfio *v;
+	struct prealloc_region *region;
+	struct vfio_mapping *m;		/* ours until the job succeeds, then v's */
+	bool readonly;
+	/*
+	 * Every MAP_DMA that succeeded, so that a failed map undoes exactly
+	 * those: its segments' IOVAs may hold someone else's mapping (the
+	 * collision that failed it), which must stay.
+	 */
+	struct vfio_map_call *calls;
+	size_t nr_calls, cap_calls;
+	struct prealloc_vfio_map_info info;
+};
+
+/* pin.c */
+/*
+ * The serial op of a map job (serial_arg: its vfio_map_flow): MAP_DMA of
+ * every piece at its segment's IOVA, each call noted in the flow's calls
+ * and counted in its info (per node too).
+ */
+extern const struct job_op vfio_pin_op;
+/* Undoes the flow's MAP_DMA calls, newest first. */
+void vfio_pin_undo(struct vfio_map_flow *f);
 /* Unmaps every segment of m (each at once: no mapping crosses a segment). */
 int vfio_unmap_segments(int container, const struct vfio_mapping *m);
 
