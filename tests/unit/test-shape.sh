@@ -1,0 +1,198 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Small files, short functions: no product source (prealloc/, vfio/, every
+# folder under them) over MAX_FILE lines, no function over MAX_FUNC.
+#
+# Usage: test-shape.sh SRCDIR. Prints TAP.
+#
+# A function is measured by the house style: its opening { alone at column 0,
+# its closing } alone at column 0, both lines counted. Its name is the
+# identifier before the first ( of the signature lines above the {. A { alone
+# at column 0 after a line ending in = is an initialiser, not a function (the
+# house style writes "= {" anyway); a function whose } is not alone at column
+# 0 could not be measured, and fails.
+set -u
+export LC_ALL=C
+
+MAX_FILE=500
+MAX_FUNC=60
+PRODUCT_DIRS=(prealloc vfio)
+
+# shape_check SRCDIR: one line per finding, "kind: text", kinds:
+#   read:              what was read (not a breach)
+#   error:             the check could not be made (nothing to check)
+#   long file:         path N lines
+#   long function:     path:line name() N lines (line: its {)
+#   unclosed function: path:line name() ... (its } is not where the style puts it)
+shape_check()
+{
+	local src top
+	local -a files=()
+	src=$(realpath -e -- "$1" 2>/dev/null) || { echo "error: no source dir $1"; return; }
+	for top in "${PRODUCT_DIRS[@]}"; do
+		[ -d "$src/$top" ] || continue
+		mapfile -t -O ${#files[@]} files < <(cd "$src" && find "$top" -name '*.c' -type f | sort)
+	done
+	if [ ${#files[@]} = 0 ]; then
+		echo "error: no .c file under ${PRODUCT_DIRS[*]} in $src: nothing to check"
+		return
+	fi
+	(cd "$src" && awk -v maxfile=$MAX_FILE -v maxfunc=$MAX_FUNC -v nfiles=${#files[@]} '
+	function name_of(sig,   s) {
+		s = sig
+		gsub(/__attribute__[ \t]*\(\([^)]*\)\)/, "", s)
+		if (!match(s, /[A-Za-z_][A-Za-z0-9_]*[ \t]*\(/))
+			return "?"
+		s = substr(s, RSTART, RLENGTH)
+		sub(/[ \t]*\($/, "", s)
+		return s
+	}
+	function end_file() {
+		if (infunc)
+			print "unclosed function: " file ":" fstart " " fname "() (no } alone at column 0 closes it before the file ends)"
+		if (lines > maxfile)
+			print "long file: " file " " lines " lines"
+		infunc = 0; sig = ""; cont = 0
+	}
+	FNR == 1 { if (NR > 1) end_file(); file = FILENAME }
+	{ lines = FNR }
+	# Preprocessor lines, continued ones too, neither make nor break a signature.
+	cont { cont = /\\$/; next }
+	/^[ \t]*#/ { cont = /\\$/; next }
+	/^\{[ \t]*$/ {
+		if (infunc)
+			print "unclosed function: " file ":" fstart " " fname "() (a { at column 0 on line " FNR " comes before its })"
+		infunc = 0
+		if (index(sig, "(") && sig !~ /=[ \t]*$/) {
+			infunc = 1; fstart = FNR; fname = name_of(sig); nfunc++
+		}
+		sig = ""
+		next
+	}
+	/^\}[ \t]*$/ {
+		if (infunc && FNR - fstart + 1 > maxfunc)
+			print "long function: " file ":" fstart " " fname "() " FNR - fstart + 1 " lines"
+		infunc = 0; sig = ""
+		next
+	}
+	# A signature is the lines since the last blank line, statement,
+	# block end or comment end.
+	/^[ \t]*$/ || /;[ \t]*$/ || /\}[ \t]*$/ || /\*\/[ \t]*$/ || /^[ \t]*\/\// { sig = ""; next }
+	{ sig = sig " " $0 }
+	END {
+		if (NR > 0) end_file()
+		print "read: " nfiles " files, " nfunc + 0 " functions"
+		if (nfunc == 0)
+			print "error: no function found (no { alone at column 0 after a signature): nothing to check"
+	}' "${files[@]}")
+}
+
+# selftest_tree DIR: a tree with a breach of each kind planted beside the
+# near misses that must pass.
+selftest_tree()
+{
+	local t=$1 i
+	mkdir -p "$t/prealloc/cli" "$t/vfio/deep" "$t/tests"
+	{
+		echo '/* Two functions: 61 lines and 60 lines, { to } inclusive. */'
+		echo '#include <stddef.h>'
+		echo
+		# shellcheck disable=SC1003 # a backslash, a continued line
+		echo '#define TWICE(x) \'
+		echo '	mul_by((x), 2)'
+		echo 'static int __attribute__((noinline))'
+		echo 'long_one(int a,'
+		echo '	 int b)'
+		echo '{'
+		for i in $(seq 59); do echo "	a += b * $i;"; done
+		echo '}'
+		echo
+		echo '/* Initialisers at column 0 are not functions, however long. */'
+		echo 'static const int table[] = {'
+		for i in $(seq 70); do echo "	$i,"; done
+		echo '};'
+		echo 'static const struct { int x; } other[sizeof(int) * 20] ='
+		echo '{'
+		for i in $(seq 70); do echo "	{ $i },"; done
+		echo '};'
+		echo
+		echo 'int just_fits(int a)'
+		echo '{'
+		for i in $(seq 58); do echo "	a = TWICE(a) + table[$i] + other[$i].x;"; done
+		echo '}'
+	} > "$t/prealloc/fn.c"
+	{ echo '/* 501 lines */'; for i in $(seq 500); do echo "/* $i */"; done; } > "$t/prealloc/cli/big.c"
+	{ echo '/* 500 lines */'; for i in $(seq 499); do echo "/* $i */"; done; } > "$t/vfio/deep/fits.c"
+	{ for i in $(seq 600); do echo "/* $i */"; done; } > "$t/tests/not_product.c"
+	printf '%s\n' 'int' 'open_end(void)' '{' '	return 0;' '	}' > "$t/vfio/deep/unclosed.c"
+}
+
+SELFTEST_EXPECTED='long file: prealloc/cli/big.c 501 lines
+long function: prealloc/fn.c:9 long_one() 61 lines
+unclosed function: vfio/deep/unclosed.c:3 open_end() (no } alone at column 0 closes it before the file ends)'
+
+tap_n=0 tap_fails=0
+# point OK DESC [DIAGNOSTIC...]: one TAP line, diagnostics under it.
+point()
+{
+	local ok=$1 desc=$2 l
+	shift 2
+	tap_n=$((tap_n + 1))
+	if [ "$ok" = 1 ]; then echo "ok $tap_n - $desc"; else echo "not ok $tap_n - $desc"; tap_fails=$((tap_fails + 1)); fi
+	for l in "$@"; do [ -n "$l" ] && echo "# $l"; done
+	return 0
+}
+# lines KIND: the findings of that kind (regex on the line's start).
+lines() { grep -E "^($1): " <<< "$found" || true; }
+diag() { local -a a=(); mapfile -t a <<< "$1"; point "$2" "$3" "${a[@]}"; }
+none() { [ -z "$1" ] && echo 1 || echo 0; }
+
+main()
+{
+	local srcdir=${1:?SRCDIR} found l
+	echo "1..9"
+
+	found=$(shape_check "$srcdir")
+	diag "$(lines 'read|error')" "$(none "$(lines error)")" "sources read from $srcdir (something to check)"
+	l=$(lines 'long file')
+	diag "$l" "$(none "$l")" "no product source over $MAX_FILE lines"
+	l=$(lines 'long function')
+	diag "$l" "$(none "$l")" "no function over $MAX_FUNC lines"
+	l=$(lines 'unclosed function')
+	diag "$l" "$(none "$l")" "every function's { has its } alone at column 0 (each was measured)"
+
+	# Self-test: the planted breaches, exactly; and no sources, no pass.
+	tmp=$(mktemp -d) || exit 1
+	trap 'rm -rf "$tmp"' EXIT
+	selftest_tree "$tmp/tree"
+	local got want what
+	got=$(shape_check "$tmp/tree" | grep -v '^read: ')
+	for want in 'a 61-line function|long function: prealloc/fn.c:9 long_one() 61 lines' \
+		'a 501-line file (in prealloc/cli/)|long file: prealloc/cli/big.c 501 lines' \
+		'a function the style cannot measure|unclosed function: vfio/deep/unclosed.c:3 open_end() (no } alone at column 0 closes it before the file ends)'; do
+		what=${want%%|*} want=${want#*|}
+		if grep -qxF -- "$want" <<< "$got"; then
+			point 1 "self-test: $what is caught"
+		else
+			point 0 "self-test: $what is caught" "wanted: $want"
+		fi
+	done
+	if [ "$got" = "$SELFTEST_EXPECTED" ]; then
+		point 1 "self-test: nothing else reported (a 60-line function, a 500-line file, initialisers at column 0, tests/)"
+	else
+		local -a d=()
+		mapfile -t d < <(diff <(echo "$SELFTEST_EXPECTED") <(echo "$got") | grep '^[<>]' |
+			sed 's/^</wanted, missing:/; s/^>/reported, unwanted:/')
+		point 0 "self-test: nothing else reported (a 60-line function, a 500-line file, initialisers at column 0, tests/)" "${d[@]}"
+	fi
+	mkdir -p "$tmp/empty/prealloc"
+	got=$(shape_check "$tmp/empty")
+	if grep -q '^error: .*nothing to check' <<< "$got"; then
+		point 1 "self-test: a tree with no sources is refused, not passed"
+	else
+		diag "$got" 0 "self-test: a tree with no sources is refused, not passed"
+	fi
+	[ $tap_fails = 0 ]
+}
+
+main "$@"
