@@ -61,13 +61,14 @@ struct prealloc_ctx {
 	char hugetlbfs_2m[256];
 	char hugetlbfs_1g[256];
 	struct cpu_id cpu;
-	/* prealloc_record's copy of the store (pool.c), under its lock. */
+	/*
+	 * prealloc_record's copy of the store (state/pool.c), under its lock,
+	 * and what drops it when the ctx is freed (set with the copy).
+	 */
 	pthread_mutex_t records_lock;
 	struct record_list *records;
+	void (*records_drop)(struct prealloc_ctx *ctx);
 };
-
-/* pool.c: drops prealloc_record's copy of the store. */
-void record_list_free(struct prealloc_ctx *ctx);
 
 struct prealloc_region {
 	struct prealloc_ctx *ctx;
@@ -126,7 +127,8 @@ const char *format_bytes(uint64_t bytes, char *buf, size_t len);
  */
 void test_pause(const char *point);
 
-/* topology.c */
+/* topology.c: read into a new ctx, once. */
+int topology_read(struct prealloc_ctx *ctx);
 const struct topo_node *topo_node(const struct prealloc_ctx *ctx, int node);
 /* Adds each key's value of <sys>/devices/system/node/nodeN/meminfo, in bytes, to its slot. */
 int node_meminfo_sum(const struct prealloc_ctx *ctx, int node, const char *const *keys,

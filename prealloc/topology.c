@@ -2,7 +2,7 @@
 /*
  * Topology: nodes with memory, their CPUs (intersected with the CPUs this
  * process may run on), memory and hugepage pools per node, hugetlbfs mounts.
- * Read once when the context is made.
+ * Read once when the context is made (ctx.c).
  */
 #include <limits.h>
 #include <mntent.h>
@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "statedir.h"
 
 #define NODE_SYSFS "/devices/system/node"
 
@@ -172,7 +171,58 @@ static int single_node_fallback(struct prealloc_ctx *ctx)
 	return 0;
 }
 
-static int topology_read(struct prealloc_ctx *ctx)
+/* Node node's memory, pools and own allowed CPUs, into n. */
+static void node_read(struct prealloc_ctx *ctx, struct topo_node *n, int node)
+{
+	char buf[4096], path[PATH_MAX];
+
+	n->node = node;
+	n->has_memory = true;
+	node_meminfo(ctx, node, &n->mem_total, &n->mem_free);
+	node_pool(ctx, node, "2048kB", &n->hp2m_total, &n->hp2m_free);
+	node_pool(ctx, node, "1048576kB", &n->hp1g_total, &n->hp1g_free);
+	sys_path(ctx, path, sizeof(path), NODE_SYSFS "/node%d/cpulist", node);
+	if (read_file_str(path, buf, sizeof(buf)) >= 0 && parse_cpulist(buf, &n->cpus) == 0)
+		CPU_AND(&n->cpus, &n->cpus, &ctx->allowed);
+	else
+		CPU_ZERO(&n->cpus);
+	n->nr_cpus = CPU_COUNT(&n->cpus);
+	n->cpu_node = node;
+}
+
+/* A node with memory but no allowed CPU borrows its nearest node's CPUs. */
+static void nodes_borrow_cpus(struct prealloc_ctx *ctx)
+{
+	for (unsigned int i = 0; i < ctx->nr_nodes; i++) {
+		struct topo_node *n = &ctx->nodes[i];
+		int best = -1, best_dist = INT_MAX;
+
+		if (n->nr_cpus)
+			continue;
+		for (unsigned int j = 0; j < ctx->nr_nodes; j++) {
+			struct topo_node *o = &ctx->nodes[j];
+			int d;
+
+			if (!o->nr_cpus || o->cpu_node != o->node)
+				continue;
+			d = node_distance(ctx, n->node, o->node);
+			if (d < best_dist) {
+				best_dist = d;
+				best = (int)j;
+			}
+		}
+		if (best >= 0) {
+			n->cpu_node = ctx->nodes[best].node;
+			n->cpus = ctx->nodes[best].cpus;
+		} else {
+			/* Every allowed CPU sits on a node without memory. */
+			n->cpus = ctx->allowed;
+		}
+		n->nr_cpus = CPU_COUNT(&n->cpus);
+	}
+}
+
+int topology_read(struct prealloc_ctx *ctx)
 {
 	cpu_set_t with_memory;
 	char buf[4096], path[PATH_MAX];
@@ -202,54 +252,12 @@ static int topology_read(struct prealloc_ctx *ctx)
 
 	unsigned int i = 0;
 	for (int node = 0; node < CPU_SETSIZE && i < ctx->nr_nodes; node++) {
-		struct topo_node *n;
-
 		if (!CPU_ISSET(node, &with_memory))
 			continue;
-		n = &ctx->nodes[i++];
-		n->node = node;
-		n->has_memory = true;
+		node_read(ctx, &ctx->nodes[i++], node);
 		ctx->max_node = node;
-		node_meminfo(ctx, node, &n->mem_total, &n->mem_free);
-		node_pool(ctx, node, "2048kB", &n->hp2m_total, &n->hp2m_free);
-		node_pool(ctx, node, "1048576kB", &n->hp1g_total, &n->hp1g_free);
-		sys_path(ctx, path, sizeof(path), NODE_SYSFS "/node%d/cpulist", node);
-		if (read_file_str(path, buf, sizeof(buf)) >= 0 && parse_cpulist(buf, &n->cpus) == 0)
-			CPU_AND(&n->cpus, &n->cpus, &ctx->allowed);
-		else
-			CPU_ZERO(&n->cpus);
-		n->nr_cpus = CPU_COUNT(&n->cpus);
-		n->cpu_node = node;
 	}
-
-	/* A node with memory but no allowed CPU borrows its nearest node's CPUs. */
-	for (i = 0; i < ctx->nr_nodes; i++) {
-		struct topo_node *n = &ctx->nodes[i];
-		int best = -1, best_dist = INT_MAX;
-
-		if (n->nr_cpus)
-			continue;
-		for (unsigned int j = 0; j < ctx->nr_nodes; j++) {
-			struct topo_node *o = &ctx->nodes[j];
-			int d;
-
-			if (!o->nr_cpus || o->cpu_node != o->node)
-				continue;
-			d = node_distance(ctx, n->node, o->node);
-			if (d < best_dist) {
-				best_dist = d;
-				best = (int)j;
-			}
-		}
-		if (best >= 0) {
-			n->cpu_node = ctx->nodes[best].node;
-			n->cpus = ctx->nodes[best].cpus;
-		} else {
-			/* Every allowed CPU sits on a node without memory. */
-			n->cpus = ctx->allowed;
-		}
-		n->nr_cpus = CPU_COUNT(&n->cpus);
-	}
+	nodes_borrow_cpus(ctx);
 	return 0;
 }
 
@@ -259,94 +267,6 @@ const struct topo_node *topo_node(const struct prealloc_ctx *ctx, int node)
 		if (ctx->nodes[i].node == node)
 			return &ctx->nodes[i];
 	return NULL;
-}
-
-EXPORT int prealloc_ctx_new(struct prealloc_ctx **ret_ctx)
-{
-	return prealloc_ctx_new_opts(NULL, ret_ctx);
-}
-
-/* A root without its trailing slashes ("" for "/"), so paths join as root + "/rel". */
-static int set_root(char *dst, size_t len, const char *given)
-{
-	size_t n;
-
-	if (!given)
-		given = "";
-	n = strlen(given);
-	while (n && given[n - 1] == '/')
-		n--;
-	if (n >= len)
-		return -ENAMETOOLONG;
-	memcpy(dst, given, n);
-	dst[n] = '\0';
-	return 0;
-}
-
-EXPORT int prealloc_ctx_new_opts(const struct prealloc_ctx_opts *opts,
-				 struct prealloc_ctx **ret_ctx)
-{
-	struct prealloc_ctx_opts o = { .size = sizeof(o) };
-	struct prealloc_ctx *ctx;
-	const struct cpu_id *cpu;
-	int r;
-
-	if (!ret_ctx)
-		return -EINVAL;
-	if (opts && (r = copy_sized_in(&o, sizeof(o), opts)) < 0)
-		return r;
-	ctx = calloc(1, sizeof(*ctx));
-	if (!ctx)
-		return -ENOMEM;
-	pthread_mutex_init(&ctx->records_lock, NULL);
-	r = statedir_resolve(o.state_dir, ctx->state_dir, sizeof(ctx->state_dir));
-	if (r == 0)
-		r = set_root(ctx->sys_root, sizeof(ctx->sys_root), o.sys_root ? o.sys_root : "/sys");
-	if (r == 0)
-		r = set_root(ctx->proc_root, sizeof(ctx->proc_root),
-			     o.proc_root ? o.proc_root : "/proc");
-	if (r == 0)
-		r = topology_read(ctx);
-	if (r < 0) {
-		prealloc_ctx_free(ctx);
-		return r;
-	}
-	cpu = cpu_get();
-	ctx->cpu = *cpu;
-	*ret_ctx = ctx;
-	return 0;
-}
-
-EXPORT void prealloc_ctx_free(struct prealloc_ctx *ctx)
-{
-	if (!ctx)
-		return;
-	record_list_free(ctx);
-	pthread_mutex_destroy(&ctx->records_lock);
-	free(ctx->nodes);
-	free(ctx);
-}
-
-EXPORT const char *prealloc_ctx_state_dir(struct prealloc_ctx *ctx)
-{
-	return ctx ? ctx->state_dir : NULL;
-}
-
-EXPORT void prealloc_ctx_set_holder_check(struct prealloc_ctx *ctx, prealloc_holder_fn fn,
-					  void *userdata)
-{
-	if (!ctx)
-		return;
-	ctx->holder_fn = fn;
-	ctx->holder_userdata = userdata;
-}
-
-EXPORT void prealloc_ctx_set_log(struct prealloc_ctx *ctx, prealloc_log_fn fn, void *userdata)
-{
-	if (!ctx)
-		return;
-	ctx->log_fn = fn;
-	ctx->log_userdata = userdata;
 }
 
 EXPORT int prealloc_nodes(struct prealloc_ctx *ctx, int *ret_nodes, unsigned int max)

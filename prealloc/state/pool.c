@@ -114,7 +114,7 @@ struct record_list {
 	struct statx id;	/* of the store file it was read from */
 };
 
-void record_list_free(struct prealloc_ctx *ctx)
+static void record_list_free(struct prealloc_ctx *ctx)
 {
 	if (!ctx->records)
 		return;
@@ -152,6 +152,7 @@ static int record_list_load(struct prealloc_ctx *ctx)
 	ctx->records = calloc(1, sizeof(*ctx->records));
 	if (!ctx->records)
 		return -ENOMEM;
+	ctx->records_drop = record_list_free;
 	r = store_load(ctx, &ctx->records->s);
 	if (r < 0) {
 		free(ctx->records);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The state directory: where it is, whether to trust it, its one lock, and
+ * The state directory (ctx.c says where it is): whether to trust it, its one lock, and
  * whole-file atomic writes into it.
  */
 #include <fcntl.h>
@@ -14,24 +14,6 @@
 #include <unistd.h>
 
 #include "statedir.h"
-
-int statedir_resolve(const char *given, char *buf, size_t len)
-{
-	const char *base = given && *given ? given : getenv("PREALLOC_STATE_DIR");
-	int n;
-
-	if (base && *base)
-		n = snprintf(buf, len, "%s", base);
-	else if (geteuid() == 0)
-		n = snprintf(buf, len, "/run/prealloc");
-	else if ((base = getenv("XDG_RUNTIME_DIR")) && *base)
-		n = snprintf(buf, len, "%s/prealloc", base);
-	else
-		n = snprintf(buf, len, "/tmp/prealloc-%u", (unsigned int)geteuid());
-	if (n < 0 || (size_t)n >= len)
-		return -ENAMETOOLONG;
-	return 0;
-}
 
 int statedir_path(const struct prealloc_ctx *ctx, char *buf, size_t len, const char *leaf)
 {

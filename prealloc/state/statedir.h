@@ -5,8 +5,6 @@
 
 #include "internal.h"
 
-/* The directory a ctx uses: given, else $PREALLOC_STATE_DIR, /run/prealloc, per user. */
-int statedir_resolve(const char *given, char *buf, size_t len);
 /* "<state dir>/<leaf>". */
 int statedir_path(const struct prealloc_ctx *ctx, char *buf, size_t len, const char *leaf);
 /* Creates it (0700) if missing; -EPERM unless a directory of ours nobody else may write. */
