@@ -239,9 +239,11 @@ int pools_build(struct prealloc_job *job, const struct job_range *extra, size_t 
  */
 void worker_affinity(const struct prealloc_job *job, const struct node_pool *pool, unsigned int t,
 		     pthread_attr_t *attr);
-/* placement.c: the check phase. Once per job (one thread), then per chunk. */
+/* check.c: the check phase. Once per job (one thread), then per chunk. */
 void check_scan_job(struct prealloc_job *job);
-void check_chunk(struct prealloc_job *job, struct node_pool *pool, const struct job_chunk *c);
+/* 0, or the first error and where (region offset) into *ret_at: the caller fails the job. */
+int check_chunk(struct prealloc_job *job, struct node_pool *pool, const struct job_chunk *c,
+		uint64_t *ret_at);
 
 /* populate.c */
 int populate_chunk(uint8_t *addr, uint64_t len, uint64_t page_size, bool touch);

@@ -254,8 +254,13 @@ static void *worker_main(void *arg)
 	pthread_barrier_wait(&job->barrier);
 
 	while (!atomic_load(&job->cancel) &&
-	       (i = atomic_fetch_add(&pool->next_check, 1)) < pool->nr_chunks)
-		check_chunk(job, pool, &pool->chunks[i]);
+	       (i = atomic_fetch_add(&pool->next_check, 1)) < pool->nr_chunks) {
+		uint64_t at;
+		int r = check_chunk(job, pool, &pool->chunks[i], &at);
+
+		if (r < 0)
+			job_fail(job, r, pool->node, at);
+	}
 	time_max(job, &job->t_check_end, NULL);
 
 	if (atomic_fetch_add(&pool->finished, 1) + 1 == pool->threads)

@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A job's check phase: where its pages are, counted into each node's pool
+ * (all at once from numa_maps when the mappings line up with the extents,
+ * else chunk by chunk with move_pages), the bytes huge pages map, and
+ * whether each chunk reads back as zero. The reading itself is
+ * memory/placement.c's.
+ */
+#include <stdatomic.h>
+
+#include "internal.h"
+#include "engine.h"
+
+/* Placement is counted in pages of this size: THP may be split, so 4K there. */
+static uint64_t placement_step(const struct prealloc_job *job)
+{
+	return job->backing == PREALLOC_BACKING_ANON_THP ? PREALLOC_PAGE_4K : job->page_size;
+}
+
+/* The pool of the region extent holding [first, last) (region offsets), NULL if none. */
+static struct node_pool *extent_pool(struct prealloc_job *job, uint64_t first, uint64_t last,
+				     bool *ret_straddles)
+{
+	struct prealloc_region *reg = job->region;
+	unsigned int e;
+
+	*ret_straddles = false;
+	for (e = 0; e < reg->nr_extents; e++)
+		if (reg->extents[e].offset <= first &&
+		    last <= reg->extents[e].offset + reg->extents[e].length)
+			break;
+	if (e == reg->nr_extents) {
+		*ret_straddles = true;
+		return NULL;
+	}
+	for (unsigned int p = 0; p < job->nr_pools; p++)
+		if (reg->extents[e].node >= 0 && job->pools[p].node == reg->extents[e].node)
+			return &job->pools[p];
+	return NULL;
+}
+
+/* placement_scan callback: one mapping's per-node counts go to its extent's pool. */
+static int scan_mapping(void *arg, uint64_t start, uint64_t end, uint64_t unit,
+			const uint64_t *counts)
+{
+	struct prealloc_job *job = arg;
+	uint64_t base = (uintptr_t)job->addr, step = placement_step(job), on, all = 0;
+	bool straddles;
+	struct node_pool *pool = extent_pool(job, start - base, end - base, &straddles);
+
+	if (straddles)
+		return -ENOTSUP;	/* a mapping across extents: count page by page */
+	if (!pool)
+		return 0;		/* node -1: not resident, never counted */
+	for (int n = 0; n < PREALLOC_MAX_NODES; n++)
+		all += counts[n];
+	on = counts[pool->node] * unit / step;
+	atomic_fetch_add(&pool->on, on);
+	atomic_fetch_add(&pool->off, all * unit / step - on);
+	return 0;
+}
+
+/*
+ * Counts every pool's pages at once from numa_maps, which is ~5x cheaper
+ * than move_pages per page. On any mismatch the counts are reset and the
+ * workers fall back to move_pages chunk by chunk.
+ */
+static void placement_scan_job(struct prealloc_job *job)
+{
+	uint64_t step = placement_step(job);
+
+	if (placement_scan(job->addr, job->region->length, scan_mapping, job) < 0) {
+		for (unsigned int p = 0; p < job->nr_pools; p++) {
+			atomic_store(&job->pools[p].on, 0);
+			atomic_store(&job->pools[p].off, 0);
+		}
+		return;
+	}
+	for (unsigned int p = 0; p < job->nr_pools; p++) {
+		struct node_pool *pool = &job->pools[p];
+		uint64_t pages = pool->placed_bytes / step, seen = pool->on + pool->off;
+
+		atomic_store(&pool->missing, pages > seen ? pages - seen : 0);
+	}
+	job->placement_scanned = true;
+}
+
+/* huge_scan callback: a THP mapping's huge bytes go to its extent's pool. */
+static int huge_mapping(void *arg, uint64_t start, uint64_t end, uint64_t huge, bool madv_huge)
+{
+	struct prealloc_job *job = arg;
+	uint64_t base = (uintptr_t)job->addr;
+	bool straddles;
+	struct node_pool *pool = extent_pool(job, start - base, end - base, &straddles);
+
+	/* anon THP always; shmem (FILE/MEMFD) only when made with PREALLOC_REGION_THP. */
+	if (pool && (job->backing == PREALLOC_BACKING_ANON_THP || madv_huge))
+		atomic_fetch_add(&pool->huge_bytes, huge);
+	return 0;
+}
+
+/* Bytes mapped by huge pages: all of them for hugetlb, smaps for THP, none for 4K. */
+static void huge_scan_job(struct prealloc_job *job)
+{
+	if (job->page_size > PREALLOC_PAGE_4K) {
+		for (unsigned int p = 0; p < job->nr_pools; p++)
+			atomic_store(&job->pools[p].huge_bytes, job->pools[p].bytes);
+		return;
+	}
+	if (job->backing == PREALLOC_BACKING_ANON || job->backing == PREALLOC_BACKING_MAPPED)
+		return;
+	huge_scan(job->addr, job->region->length, huge_mapping, job);
+}
+
+void check_scan_job(struct prealloc_job *job)
+{
+	if (!(job->opts.flags & PREALLOC_JOB_NO_PLACEMENT))
+		placement_scan_job(job);
+	huge_scan_job(job);
+}
+
+struct zero_call {
+	const uint8_t *p;
+	uint64_t len, nz;
+};
+
+static int zero_run(void *arg)
+{
+	struct zero_call *z = arg;
+
+	z->nz = zero_check(z->p, z->len);
+	return 0;
+}
+
+int check_chunk(struct prealloc_job *job, struct node_pool *pool, const struct job_chunk *c,
+		uint64_t *ret_at)
+{
+	uint8_t *p = job->addr + c->offset;
+	bool zeroes = (job->opts.flags & PREALLOC_JOB_VERIFY) || job->opts.op == PREALLOC_OP_VERIFY;
+	struct zero_call z = { p, c->length, c->length };
+	uint64_t fault = 0;
+	int r;
+
+	if (c->placed && !(job->opts.flags & PREALLOC_JOB_NO_PLACEMENT) &&
+	    !job->placement_scanned) {
+		uint64_t on = 0, off = 0, missing = 0;
+
+		r = placement_query(p, c->length, placement_step(job), pool->node, &on, &off,
+				    &missing);
+		if (r < 0) {
+			*ret_at = c->offset;
+			return r;
+		}
+		atomic_fetch_add(&pool->on, on);
+		atomic_fetch_add(&pool->off, off);
+		atomic_fetch_add(&pool->missing, missing);
+	}
+	if (!zeroes)
+		return 0;
+	/* A SIGBUS reading back (the file shrank) fails the job at the page that faulted. */
+	r = sigbus_guarded(p, c->length, zero_run, &z, &fault);
+	if (r < 0) {
+		*ret_at = c->offset + ALIGN_DOWN(fault, job->page_size);
+		return r;
+	}
+	if (z.nz < c->length) {
+		uint64_t want = c->offset + z.nz + 1, cur = atomic_load(&pool->nonzero);
+
+		while ((cur == 0 || want < cur) &&
+		       !atomic_compare_exchange_weak(&pool->nonzero, &cur, want))
+			;
+	}
+	return 0;
+}
