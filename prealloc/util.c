@@ -130,6 +130,24 @@ double now_seconds(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+EXPORT const char *prealloc_page_name(uint64_t page)
+{
+	switch (page) {
+	case PREALLOC_PAGE_THP:
+		return "thp";
+	case PREALLOC_PAGE_4K:
+		return "4k";
+	case PREALLOC_PAGE_2M:
+		return "2M";
+	case PREALLOC_PAGE_1G:
+		return "1G";
+	case PREALLOC_PAGE_AUTO:
+		return "auto";
+	default:
+		return "?";
+	}
+}
+
 EXPORT int prealloc_parse_size(const char *s, uint64_t *ret_bytes)
 {
 	uint64_t value = 0, mult = 1;

@@ -3,6 +3,8 @@
 #ifndef PREALLOC_PREPARE_H
 #define PREALLOC_PREPARE_H
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <time.h>
 
 #include "internal.h"
@@ -39,18 +41,27 @@ struct prepare_req {
 	struct rec_owner holder;
 };
 
-/* Fills info.step and info.message. */
-void prepare_fail(struct prepare_req *q, int step, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-/* location.c: where the file goes and the page size (q->dir, q->page, q->exists). */
-int prepare_locate(struct prepare_req *q);
+/* Fills info.step and info.message (inline: every prepare file fails the request). */
+static inline __attribute__((format(printf, 3, 4))) void
+prepare_fail(struct prepare_req *req, int step, const char *fmt, ...)
+{
+	va_list ap;
+
+	req->info.step = step;
+	va_start(ap, fmt);
+	vsnprintf(req->info.message, sizeof(req->info.message), fmt, ap);
+	va_end(ap);
+}
+
+/* location.c: where the file goes and the page size (req->dir, req->page, req->exists). */
+int prepare_locate(struct prepare_req *req);
 /* prepare_request.c: the request checked and resolved; admission and the record. */
-int prepare_request(struct prepare_req *q);
+int prepare_request(struct prepare_req *req);
 /* "0-3,5": nodes as ranges, in the given order. */
 void node_ranges(const int *nodes, unsigned int nr, char *buf, size_t len);
 /* "512M", "1G", or bytes when no binary suffix is exact. */
 void size_token(uint64_t bytes, char *buf, size_t len);
-int prepare_admit(struct prepare_req *q);
+int prepare_admit(struct prepare_req *req);
 /* admit_message.c: the admission failure in one line. */
 void admit_message(const struct prealloc_admit_result *res, int err, bool reserve, char *buf,
 		   size_t len);

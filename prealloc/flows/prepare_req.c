@@ -38,97 +38,103 @@ void node_ranges(const int *nodes, unsigned int nr, char *buf, size_t len)
 }
 
 /* Every node must be online and have memory. */
-static int check_nodes(struct prepare_req *q)
+static int check_nodes(struct prepare_req *req)
 {
-	int nodes[PREALLOC_MAX_NODES], nr = prealloc_nodes(q->ctx, nodes, PREALLOC_MAX_NODES);
+	int nodes[PREALLOC_MAX_NODES], nr = prealloc_nodes(req->ctx, nodes, PREALLOC_MAX_NODES);
 	char list[256], path[PATH_MAX];
 
-	for (unsigned int i = 0; i < q->nr_nodes; i++) {
-		if (topo_node(q->ctx, q->nodes[i]))
+	for (unsigned int i = 0; i < req->nr_nodes; i++) {
+		if (topo_node(req->ctx, req->nodes[i]))
 			continue;
 		node_ranges(nodes, (unsigned int)MAX(nr, 0), list, sizeof(list));
-		sys_path(q->ctx, path, sizeof(path), "/devices/system/node/node%d", q->nodes[i]);
-		prepare_fail(q, PREALLOC_STEP_REQUEST,
+		sys_path(req->ctx, path, sizeof(path), "/devices/system/node/node%d",
+			 req->nodes[i]);
+		prepare_fail(req, PREALLOC_STEP_REQUEST,
 			     access(path, F_OK) == 0
-				     ? "node %d has no memory (nodes with memory: %s)"
-				     : "node %d does not exist or is offline (nodes with memory: %s)",
-			     q->nodes[i], list);
+				 ? "node %d has no memory (nodes with memory: %s)"
+				 : "node %d does not exist or is offline (nodes with memory: %s)",
+			     req->nodes[i], list);
 		return -ENODEV;
 	}
 	return 0;
 }
 
 /* Nodes and bytes per node, from the options. */
-static int request_nodes(struct prepare_req *q)
+static int request_nodes(struct prepare_req *req)
 {
-	const struct prealloc_prepare_opts *o = &q->o;
+	const struct prealloc_prepare_opts *o = &req->o;
 	char a[32], b[32];
 	uint64_t sum = 0;
 
 	if (o->nr_nodes > PREALLOC_MAX_NODES || (o->nr_nodes && !o->nodes))
 		return -EINVAL;
 	if (!o->nr_nodes) {
-		int nr = prealloc_default_nodes(q->ctx, q->nodes, PREALLOC_MAX_NODES);
+		int nr = prealloc_default_nodes(req->ctx, req->nodes, PREALLOC_MAX_NODES);
 
 		if (nr <= 0)
 			return nr < 0 ? nr : -ENODEV;
-		q->nr_nodes = (unsigned int)MIN(nr, PREALLOC_MAX_NODES);
+		req->nr_nodes = (unsigned int)MIN(nr, PREALLOC_MAX_NODES);
 	} else {
-		q->nr_nodes = o->nr_nodes;
-		memcpy(q->nodes, o->nodes, o->nr_nodes * sizeof(*q->nodes));
+		req->nr_nodes = o->nr_nodes;
+		memcpy(req->nodes, o->nodes, o->nr_nodes * sizeof(*req->nodes));
 	}
-	q->sized = o->node_bytes && o->nr_nodes;
-	for (unsigned int i = 0; q->sized && i < q->nr_nodes; i++) {
+	req->sized = o->node_bytes && o->nr_nodes;
+	for (unsigned int i = 0; req->sized && i < req->nr_nodes; i++) {
 		if (o->node_bytes[i] > UINT64_MAX - sum) {
-			prepare_fail(q, PREALLOC_STEP_REQUEST,
+			prepare_fail(req, PREALLOC_STEP_REQUEST,
 				     "the node sizes add up to more than 16 EiB");
 			return -EOVERFLOW;
 		}
-		q->node_bytes[i] = o->node_bytes[i];
+		req->node_bytes[i] = o->node_bytes[i];
 		sum += o->node_bytes[i];
 	}
-	q->length = q->sized ? sum : o->length;
-	if (q->sized && o->length && o->length != sum) {
-		prepare_fail(q, PREALLOC_STEP_REQUEST,
+	req->length = req->sized ? sum : o->length;
+	if (req->sized && o->length && o->length != sum) {
+		prepare_fail(req, PREALLOC_STEP_REQUEST,
 			     "the node sizes add up to %s, not the size given (%s)",
-			     format_bytes(sum, a, sizeof(a)), format_bytes(o->length, b, sizeof(b)));
+			     format_bytes(sum, a, sizeof(a)),
+			     format_bytes(o->length, b, sizeof(b)));
 		return -EINVAL;
 	}
-	if (!q->length) {
-		prepare_fail(q, PREALLOC_STEP_REQUEST, "size must be greater than zero");
+	if (!req->length) {
+		prepare_fail(req, PREALLOC_STEP_REQUEST, "size must be greater than zero");
 		return -EINVAL;
 	}
-	return check_nodes(q);
+	return check_nodes(req);
 }
 
 /* The size in whole pages, at least one per node; an even split unless sized. */
-static int request_sizes(struct prepare_req *q)
+static int request_sizes(struct prepare_req *req)
 {
-	uint64_t unit = q->page == PREALLOC_PAGE_THP ? PREALLOC_PAGE_2M : q->page, pages;
+	uint64_t unit = req->page == PREALLOC_PAGE_THP ? PREALLOC_PAGE_2M : req->page, pages;
 	char sz[32];
 
-	if (q->length % unit) {
-		prepare_fail(q, PREALLOC_STEP_REQUEST, "size %s is not a multiple of the %s page size",
-			     format_bytes(q->length, sz, sizeof(sz)), prealloc_page_name(q->page));
+	if (req->length % unit) {
+		prepare_fail(
+		    req, PREALLOC_STEP_REQUEST, "size %s is not a multiple of the %s page size",
+		    format_bytes(req->length, sz, sizeof(sz)), prealloc_page_name(req->page));
 		return -EINVAL;
 	}
-	for (unsigned int i = 0; q->sized && i < q->nr_nodes; i++) {
-		if (q->node_bytes[i] % unit) {
-			prepare_fail(q, PREALLOC_STEP_REQUEST,
+	for (unsigned int i = 0; req->sized && i < req->nr_nodes; i++) {
+		if (req->node_bytes[i] % unit) {
+			prepare_fail(req, PREALLOC_STEP_REQUEST,
 				     "node %d's size %s is not a multiple of the %s page size",
-				     q->nodes[i], format_bytes(q->node_bytes[i], sz, sizeof(sz)),
-				     prealloc_page_name(q->page));
+				     req->nodes[i],
+				     format_bytes(req->node_bytes[i], sz, sizeof(sz)),
+				     prealloc_page_name(req->page));
 			return -EINVAL;
 		}
 	}
-	pages = q->length / unit;
-	if (pages < q->nr_nodes) {
-		prepare_fail(q, PREALLOC_STEP_REQUEST, "size %s is fewer than one %s page per node",
-			     format_bytes(q->length, sz, sizeof(sz)), prealloc_page_name(q->page));
+	pages = req->length / unit;
+	if (pages < req->nr_nodes) {
+		prepare_fail(
+		    req, PREALLOC_STEP_REQUEST, "size %s is fewer than one %s page per node",
+		    format_bytes(req->length, sz, sizeof(sz)), prealloc_page_name(req->page));
 		return -EINVAL;
 	}
-	for (unsigned int i = 0; !q->sized && i < q->nr_nodes; i++)
-		q->node_bytes[i] = (pages / q->nr_nodes + (i < pages % q->nr_nodes ? 1 : 0)) * unit;
+	for (unsigned int i = 0; !req->sized && i < req->nr_nodes; i++)
+		req->node_bytes[i] =
+		    (pages / req->nr_nodes + (i < pages % req->nr_nodes ? 1 : 0)) * unit;
 	return 0;
 }
 
@@ -152,56 +158,58 @@ void size_token(uint64_t bytes, char *buf, size_t len)
  * file's name in it: the record's id, unique to the record, which gc
  * trusts as the file's identity until dev and ino are recorded.
  */
-static int request_stage(struct prepare_req *q, const char *real)
+static int request_stage(struct prepare_req *req, const char *real)
 {
 	char why[256], dir[PATH_MAX];
 
-	q->stage_fd = staging_open(q->ctx, q->dir_fd, real[0] ? real : "/", dir, sizeof(dir), why,
-				   sizeof(why));
-	if (q->stage_fd < 0) {
-		prepare_fail(q, PREALLOC_STEP_LOCATION, "cannot use the staging directory %s: %s%s",
-			     dir, why, q->stage_fd == -EPERM ? " (remove it; prealloc makes its "
-			     "own, mode 0700)" : "");
-		return q->stage_fd;
+	req->stage_fd = staging_open(req->ctx, req->dir_fd, real[0] ? real : "/", dir, sizeof(dir),
+				     why, sizeof(why));
+	if (req->stage_fd < 0) {
+		prepare_fail(req, PREALLOC_STEP_LOCATION,
+			     "cannot use the staging directory %s: %s%s", dir, why,
+			     req->stage_fd == -EPERM ? " (remove it; prealloc makes its "
+						       "own, mode 0700)"
+						     : "");
+		return req->stage_fd;
 	}
-	snprintf(q->stage_name, sizeof(q->stage_name), "%016llx", (unsigned long long)q->id);
-	if ((size_t)snprintf(q->tmp, sizeof(q->tmp), "%s/%s", dir, q->stage_name) >=
-	    sizeof(q->tmp)) {
-		prepare_fail(q, PREALLOC_STEP_LOCATION, "the path %s is too long", dir);
+	snprintf(req->stage_name, sizeof(req->stage_name), "%016llx", (unsigned long long)req->id);
+	if ((size_t)snprintf(req->tmp, sizeof(req->tmp), "%s/%s", dir, req->stage_name) >=
+	    sizeof(req->tmp)) {
+		prepare_fail(req, PREALLOC_STEP_LOCATION, "the path %s is too long", dir);
 		return -ENAMETOOLONG;
 	}
 	return 0;
 }
 
 /* The final path (absolute), and where the file is staged until it is ready. */
-static int request_names(struct prepare_req *q)
+static int request_names(struct prepare_req *req)
 {
 	static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
 	char real[PATH_MAX], base[PATH_MAX], ranges[256], sz[32];
 	struct stat st;
 	int n = 0;
 
-	if (q->o.flags & PREALLOC_PREPARE_DIR_FD) {
+	if (req->o.flags & PREALLOC_PREPARE_DIR_FD) {
 		/* Named by the caller relative to its own descriptor: nothing to resolve. */
-		snprintf(real, sizeof(real), "%s", q->dir);
-	} else if (!realpath(q->dir, real)) {
+		snprintf(real, sizeof(real), "%s", req->dir);
+	} else if (!realpath(req->dir, real)) {
 		int r = -errno;
 
-		prepare_fail(q, PREALLOC_STEP_LOCATION, "cannot use directory %s: %s", q->dir,
+		prepare_fail(req, PREALLOC_STEP_LOCATION, "cannot use directory %s: %s", req->dir,
 			     strerror(-r));
 		return r;
 	}
 	if (!strcmp(real, "/"))
 		real[0] = '\0';
-	node_ranges(q->nodes, q->nr_nodes, ranges, sizeof(ranges));
-	size_token(q->length, sz, sizeof(sz));
+	node_ranges(req->nodes, req->nr_nodes, ranges, sizeof(ranges));
+	size_token(req->length, sz, sizeof(sz));
 	for (int attempt = 0; attempt < 16; attempt++) {
 		unsigned char raw[7];
 		char suffix[8];
 
-		if (q->path) {
-			snprintf(base, sizeof(base), "%s", q->path);
-			n = snprintf(q->final, sizeof(q->final), "%s/%s", real, basename(base));
+		if (req->path) {
+			snprintf(base, sizeof(base), "%s", req->path);
+			n = snprintf(req->final, sizeof(req->final), "%s/%s", real, basename(base));
 			break;
 		}
 		if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
@@ -210,22 +218,24 @@ static int request_names(struct prepare_req *q)
 		for (size_t i = 0; i < sizeof(raw); i++)
 			suffix[i] = alphabet[raw[i] % (sizeof(alphabet) - 1)];
 		suffix[sizeof(raw)] = '\0';
-		n = snprintf(q->final, sizeof(q->final), "%s/prealloc-node%s-%s-%s", real, ranges, sz,
-			     suffix);
-		if (fstatat(q->dir_fd, strrchr(q->final, '/') + 1, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		n = snprintf(req->final, sizeof(req->final), "%s/prealloc-node%s-%s-%s", real,
+			     ranges, sz, suffix);
+		if (fstatat(req->dir_fd, strrchr(req->final, '/') + 1, &st, AT_SYMLINK_NOFOLLOW) <
+		    0)
 			break;
 	}
-	if (n < 0 || (size_t)n >= sizeof(q->final)) {
-		prepare_fail(q, PREALLOC_STEP_LOCATION, "the path under %s is too long", q->dir);
+	if (n < 0 || (size_t)n >= sizeof(req->final)) {
+		prepare_fail(req, PREALLOC_STEP_LOCATION, "the path under %s is too long",
+			     req->dir);
 		return -ENAMETOOLONG;
 	}
-	snprintf(q->info.path, sizeof(q->info.path), "%s", q->final);
-	return q->exists ? 0 : request_stage(q, real);
+	snprintf(req->info.path, sizeof(req->info.path), "%s", req->final);
+	return req->exists ? 0 : request_stage(req, real);
 }
 
-int prepare_request(struct prepare_req *q)
+int prepare_request(struct prepare_req *req)
 {
-	const struct prealloc_prepare_opts *o = &q->o;
+	const struct prealloc_prepare_opts *o = &req->o;
 	uint64_t ps = o->page_size;
 	int r;
 
@@ -234,30 +244,30 @@ int prepare_request(struct prepare_req *q)
 	    (o->path && (!*o->path || strlen(o->path) >= PATH_MAX)) ||
 	    (o->holder && (!*o->holder || strlen(o->holder) >= 256)) ||
 	    (o->holder_check && strlen(o->holder_check) >= PATH_MAX)) {
-		prepare_fail(q, PREALLOC_STEP_REQUEST, "invalid prepare options");
+		prepare_fail(req, PREALLOC_STEP_REQUEST, "invalid prepare options");
 		return -EINVAL;
 	}
-	if (!q->o.reserve_timeout_ms)
-		q->o.reserve_timeout_ms = ADMIT_RESERVE_TIMEOUT_MS;
-	if (!q->o.lock_timeout_ms)
-		q->o.lock_timeout_ms = ADMIT_LOCK_TIMEOUT_MS;
+	if (!req->o.reserve_timeout_ms)
+		req->o.reserve_timeout_ms = ADMIT_RESERVE_TIMEOUT_MS;
+	if (!req->o.lock_timeout_ms)
+		req->o.lock_timeout_ms = ADMIT_LOCK_TIMEOUT_MS;
 	if (o->holder) {
-		owner_holder(&q->holder, o->holder, o->holder_check, o->holder_expires);
+		owner_holder(&req->holder, o->holder, o->holder_check, o->holder_expires);
 	}
-	q->path = o->path;
-	q->id = record_new_id();
-	q->info.record_id = q->id;
-	r = request_nodes(q);
+	req->path = o->path;
+	req->id = record_new_id();
+	req->info.record_id = req->id;
+	r = request_nodes(req);
 	if (r == 0)
-		r = prepare_locate(q);
+		r = prepare_locate(req);
 	if (r == 0)
-		r = request_sizes(q);
+		r = request_sizes(req);
 	if (r == 0)
-		r = request_names(q);
-	q->info.page_size = q->page;
-	q->info.created = !q->exists;
-	if (r < 0 && !q->info.step)
-		prepare_fail(q, PREALLOC_STEP_REQUEST, "invalid request: %s", strerror(-r));
+		r = request_names(req);
+	req->info.page_size = req->page;
+	req->info.created = !req->exists;
+	if (r < 0 && !req->info.step)
+		prepare_fail(req, PREALLOC_STEP_REQUEST, "invalid request: %s", strerror(-r));
 	return r;
 }
 
@@ -265,37 +275,37 @@ int prepare_request(struct prepare_req *q)
  * Bytes per node still to fault: a reused file's resident pages are
  * credited to the nodes in proportion, since where they sit is unknown.
  */
-static void need_split(const struct prepare_req *q, uint64_t resident, uint64_t page,
+static void need_split(const struct prepare_req *req, uint64_t resident, uint64_t page,
 		       uint64_t *ret)
 {
-	for (unsigned int i = 0; i < q->nr_nodes; i++) {
-		uint64_t credit = (uint64_t)((double)resident * (double)q->node_bytes[i] /
-					     (double)q->length);
+	for (unsigned int i = 0; i < req->nr_nodes; i++) {
+		uint64_t credit = (uint64_t)((double)resident * (double)req->node_bytes[i] /
+					     (double)req->length);
 
 		credit = credit / page * page;
-		ret[i] = q->node_bytes[i] > credit ? q->node_bytes[i] - credit : 0;
+		ret[i] = req->node_bytes[i] > credit ? req->node_bytes[i] - credit : 0;
 	}
 }
 
 /* The record of this run, as admission finds it: PREPARING, owned by us, naming its file. */
-static int record_new(struct prepare_req *q, struct store *s, const struct stat *st)
+static int record_new(struct prepare_req *req, struct store *s, const struct stat *st)
 {
-	struct record *r = store_add(s, q->id);
+	struct record *r = store_add(s, req->id);
 
 	if (!r)
 		return -ENOMEM;
 	r->state = PREALLOC_RECORD_PREPARING;
-	owner_self(q->ctx, &r->owner);
+	owner_self(req->ctx, &r->owner);
 	r->has_file = true;
-	r->created = !q->exists;
-	r->size = q->length;
-	r->page_size = q->page;
-	snprintf(r->path, sizeof(r->path), "%s", q->final);
-	if (q->exists) {
+	r->created = !req->exists;
+	r->size = req->length;
+	r->page_size = req->page;
+	snprintf(r->path, sizeof(r->path), "%s", req->final);
+	if (req->exists) {
 		r->dev = (uint64_t)st->st_dev;
 		r->ino = (uint64_t)st->st_ino;
 	} else {
-		snprintf(r->tmp, sizeof(r->tmp), "%s", q->tmp);
+		snprintf(r->tmp, sizeof(r->tmp), "%s", req->tmp);
 	}
 	return 0;
 }
@@ -304,14 +314,15 @@ static int record_new(struct prepare_req *q, struct store *s, const struct stat 
  * The filesystem's own room: a tmpfs or a hugetlbfs mounted with size= has
  * a limit of its own (a hugetlbfs without one reports no blocks at all).
  */
-static int fs_room(struct prepare_req *q, const uint64_t *need, struct prealloc_admit_result *res)
+static int fs_room(struct prepare_req *req, const uint64_t *need, struct prealloc_admit_result *res)
 {
 	uint64_t total = 0, room;
 	struct statfs sfs;
 
-	if ((q->o.flags & PREALLOC_PREPARE_NO_CHECK) || fstatfs(q->dir_fd, &sfs) < 0 || !sfs.f_blocks)
+	if ((req->o.flags & PREALLOC_PREPARE_NO_CHECK) || fstatfs(req->dir_fd, &sfs) < 0 ||
+	    !sfs.f_blocks)
 		return 0;
-	for (unsigned int i = 0; i < q->nr_nodes; i++)
+	for (unsigned int i = 0; i < req->nr_nodes; i++)
 		total += need[i];
 	room = (uint64_t)sfs.f_bavail * (uint64_t)sfs.f_bsize;
 	if (total <= room)
@@ -322,68 +333,69 @@ static int fs_room(struct prepare_req *q, const uint64_t *need, struct prealloc_
 	res->available = room;
 	/* A mount path longer than the field is cut short, said with "...". */
 	if ((size_t)snprintf(res->cgroup, sizeof(res->cgroup), "%.*s", (int)sizeof(res->cgroup) - 1,
-			     q->dir) >= sizeof(res->cgroup) - 1 && strlen(q->dir) >= sizeof(res->cgroup))
+			     req->dir) >= sizeof(res->cgroup) - 1 &&
+	    strlen(req->dir) >= sizeof(res->cgroup))
 		memcpy(res->cgroup + sizeof(res->cgroup) - 4, "...", 4);
 	return -ENOSPC;
 }
 
-int prepare_admit(struct prepare_req *q)
+int prepare_admit(struct prepare_req *req)
 {
 	struct prealloc_admit_result res = { .size = sizeof(res), .node = -1 };
-	uint64_t page = q->page == PREALLOC_PAGE_THP ? PREALLOC_PAGE_4K : q->page;
+	uint64_t page = req->page == PREALLOC_PAGE_THP ? PREALLOC_PAGE_4K : req->page;
 	struct prealloc_admit_opts ao = {
-		.size = sizeof(ao),
-		.flags = ((q->o.flags & PREALLOC_PREPARE_RESERVE) ? PREALLOC_ADMIT_RESERVE : 0) |
-			 ((q->o.flags & PREALLOC_PREPARE_NO_CHECK) ? PREALLOC_ADMIT_NO_CHECK : 0) |
-			 ((q->o.flags & PREALLOC_PREPARE_CANCEL_FD) ? PREALLOC_ADMIT_CANCEL_FD : 0),
-		.page_size = page,
-		.nr_nodes = q->nr_nodes,
-		.nodes = q->nodes,
-		.node_bytes = NULL,
-		.reserve_timeout_ms = q->o.reserve_timeout_ms,
-		.lock_timeout_ms = q->o.lock_timeout_ms,
-		.cancel_fd = q->o.cancel_fd,
+	    .size = sizeof(ao),
+	    .flags = ((req->o.flags & PREALLOC_PREPARE_RESERVE) ? PREALLOC_ADMIT_RESERVE : 0) |
+		     ((req->o.flags & PREALLOC_PREPARE_NO_CHECK) ? PREALLOC_ADMIT_NO_CHECK : 0) |
+		     ((req->o.flags & PREALLOC_PREPARE_CANCEL_FD) ? PREALLOC_ADMIT_CANCEL_FD : 0),
+	    .page_size = page,
+	    .nr_nodes = req->nr_nodes,
+	    .nodes = req->nodes,
+	    .node_bytes = NULL,
+	    .reserve_timeout_ms = req->o.reserve_timeout_ms,
+	    .lock_timeout_ms = req->o.lock_timeout_ms,
+	    .cancel_fd = req->o.cancel_fd,
 	};
-	uint64_t *need = calloc(q->nr_nodes, sizeof(*need));
+	uint64_t *need = calloc(req->nr_nodes, sizeof(*need));
 	struct stat st = { 0 };
 	struct store s;
 	int fd = -1, r;
 
 	if (!need)
 		return -ENOMEM;
-	if (q->exists && stat(q->final, &st) == 0)
-		q->info.resident_before = (uint64_t)st.st_blocks * 512;
-	need_split(q, q->info.resident_before, page, need);
+	if (req->exists && stat(req->final, &st) == 0)
+		req->info.resident_before = (uint64_t)st.st_blocks * 512;
+	need_split(req, req->info.resident_before, page, need);
 	ao.node_bytes = need;
 	res.page_size = page;
-	r = fs_room(q, need, &res);
+	r = fs_room(req, need, &res);
 	if (r < 0)
 		goto out;
-	r = admit_lock_load(q->ctx, &ao, &s, &fd, &res);
+	r = admit_lock_load(req->ctx, &ao, &s, &fd, &res);
 	if (r < 0)
 		goto out;
-	r = record_new(q, &s, &st);
+	r = record_new(req, &s, &st);
 	if (r == 0)
-		r = admit_locked(q->ctx, &ao, &s, q->id, &res);
+		r = admit_locked(req->ctx, &ao, &s, req->id, &res);
 	/* Pages a reused file already has are not this run's to fault. */
-	for (unsigned int k = 0; r == 0 && q->exists && k < s.r[s.nr - 1].nr_pools; k++)
+	for (unsigned int k = 0; r == 0 && req->exists && k < s.r[s.nr - 1].nr_pools; k++)
 		s.r[s.nr - 1].pools[k].base = (uint64_t)st.st_blocks * 512 / page;
-	if (r == 0 && q->exists)
-		r = store_save(q->ctx, &s);
-	q->recorded = r == 0;
+	if (r == 0 && req->exists)
+		r = store_save(req->ctx, &s);
+	req->recorded = r == 0;
 	if (r < 0)
-		admit_forget(q->ctx, &s, q->id);
+		admit_forget(req->ctx, &s, req->id);
 	store_free(&s);
 	statedir_unlock(fd);
 out:
 	free(need);
-	q->info.admit = res;
-	q->info.added = res.added;
+	req->info.admit = res;
+	req->info.added = res.added;
 	if (r < 0) {
-		res.reason = q->info.admit.reason = admit_reason(r, res.reason);
-		q->info.step = PREALLOC_STEP_ADMISSION;
-		admit_message(&res, r, q->o.flags & PREALLOC_PREPARE_RESERVE, q->info.message,
-			      sizeof(q->info.message));
+		res.reason = req->info.admit.reason = admit_reason(r, res.reason);
+		req->info.step = PREALLOC_STEP_ADMISSION;
+		admit_message(&res, r, req->o.flags & PREALLOC_PREPARE_RESERVE, req->info.message,
+			      sizeof(req->info.message));
 		return r;
 	}
 	test_pause("after-admission");
