@@ -89,6 +89,8 @@ struct prealloc_region {
 	unsigned int jobs;
 };
 
+/* backing.c: r's memory made and mapped as o says (r->addr, fd, page_size, path). */
+int backing_map(struct prealloc_region *r, const struct prealloc_region_opts *o);
 /*
  * prealloc_region_new with a FILE's path taken relative to dir_fd (kept,
  * duplicated, for discard's unlink): the file is made in a directory the

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Backing: what the memory is (anonymous, THP, memfd, a hugetlbfs or tmpfs
- * file, or a range the caller mapped), made at its exact size, and each
- * extent bound to its node with MPOL_BIND before any page is touched.
+ * Regions: memory made by backing.c, its extents (split over the nodes, or
+ * adopted from where the pages already are), each extent bound to its node
+ * with MPOL_BIND before any page is touched, and the region's lifetime.
  */
 #include <fcntl.h>
 #include <linux/magic.h>
@@ -19,12 +19,6 @@
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22
 #endif
-#ifndef MFD_HUGETLB
-#define MFD_HUGETLB 0x0004U
-#endif
-#ifndef MFD_HUGE_SHIFT
-#define MFD_HUGE_SHIFT 26
-#endif
 
 static int bind_extent(struct prealloc_region *r, const struct prealloc_extent *e)
 {
@@ -35,143 +29,6 @@ static int bind_extent(struct prealloc_region *r, const struct prealloc_extent *
 		return -EINVAL;
 	mask[e->node / bits] |= 1UL << (e->node % bits);
 	if (mbind(r->addr + e->offset, e->length, MPOL_BIND, mask, PREALLOC_MAX_NODES + 1, 0) < 0)
-		return -errno;
-	return 0;
-}
-
-/* Maps len bytes aligned to align (THP needs 2 MiB alignment). */
-static void *map_anon_aligned(uint64_t len, uint64_t align)
-{
-	uint8_t *p, *aligned;
-
-	p = mmap(NULL, len + align, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-		 -1, 0);
-	if (p == MAP_FAILED)
-		return NULL;
-	aligned = (uint8_t *)ALIGN_UP((uintptr_t)p, align);
-	if (aligned > p)
-		munmap(p, aligned - p);
-	if (aligned + len < p + len + align)
-		munmap(aligned + len, (p + len + align) - (aligned + len));
-	return aligned;
-}
-
-static int memfd_flags(uint64_t page_size, unsigned int *ret)
-{
-	*ret = MFD_CLOEXEC;
-	if (page_size == PREALLOC_PAGE_4K)
-		return 0;
-	if (page_size != PREALLOC_PAGE_2M && page_size != PREALLOC_PAGE_1G)
-		return -EINVAL;
-	*ret |= MFD_HUGETLB | ((unsigned int)__builtin_ctzll(page_size) << MFD_HUGE_SHIFT);
-	return 0;
-}
-
-/* Opens (or creates) a FILE backing; learns the page size from its fs. */
-static int open_file(struct prealloc_region *r, const struct prealloc_region_opts *o)
-{
-	struct statfs sfs;
-	struct stat st;
-	int fd;
-
-	fd = (o->flags & PREALLOC_REGION_EXISTING)
-		     ? -1
-		     : openat(r->dir_fd, o->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-			      0600);
-	if (fd >= 0) {
-		r->created_file = true;
-	} else if ((o->flags & PREALLOC_REGION_EXISTING) ||
-		   (errno == EEXIST && (o->flags & PREALLOC_REGION_REUSE))) {
-		fd = openat(r->dir_fd, o->path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0)
-			return -errno;
-	} else {
-		return -errno;
-	}
-	r->fd = fd;
-	if (fstatfs(fd, &sfs) < 0 || fstat(fd, &st) < 0)
-		return -errno;
-	if (!S_ISREG(st.st_mode))
-		return -EINVAL;
-	if ((unsigned long)sfs.f_type == HUGETLBFS_MAGIC)
-		r->page_size = (uint64_t)sfs.f_bsize;
-	else if ((unsigned long)sfs.f_type == TMPFS_MAGIC)
-		r->page_size = PREALLOC_PAGE_4K;
-	else
-		return -EMEDIUMTYPE;
-	if (o->page_size && o->page_size != r->page_size)
-		return -EMEDIUMTYPE;
-	if (!r->created_file && (uint64_t)st.st_size != o->length)
-		return -EEXIST;	/* reuse only a file of exactly this size */
-	if (r->created_file && ftruncate(fd, (off_t)o->length) < 0)
-		return -errno;
-	return 0;
-}
-
-static int map_backing(struct prealloc_region *r, const struct prealloc_region_opts *o)
-{
-	unsigned int mflags;
-	void *p;
-	int r_;
-
-	switch (o->backing) {
-	case PREALLOC_BACKING_ANON:
-	case PREALLOC_BACKING_ANON_THP:
-		r->page_size = o->backing == PREALLOC_BACKING_ANON ? PREALLOC_PAGE_4K : PREALLOC_PAGE_2M;
-		if (o->page_size && o->page_size != r->page_size)
-			return -EINVAL;
-		if (o->length % r->page_size)
-			return -EINVAL;
-		p = map_anon_aligned(o->length, r->page_size);
-		if (!p)
-			return -errno;
-		r->addr = p;
-		r->owns_mapping = true;
-		if (madvise(p, o->length, o->backing == PREALLOC_BACKING_ANON ? MADV_NOHUGEPAGE
-									     : MADV_HUGEPAGE) < 0)
-			return -errno;
-		return 0;
-	case PREALLOC_BACKING_MEMFD:
-		r->page_size = o->page_size ? o->page_size : PREALLOC_PAGE_4K;
-		r_ = memfd_flags(r->page_size, &mflags);
-		if (r_ < 0)
-			return r_;
-		if (o->length % r->page_size)
-			return -EINVAL;
-		r->fd = memfd_create("prealloc", mflags);
-		if (r->fd < 0)
-			return -errno;
-		if (ftruncate(r->fd, (off_t)o->length) < 0)
-			return -errno;
-		break;
-	case PREALLOC_BACKING_FILE:
-		if (!o->path)
-			return -EINVAL;
-		r->path = strdup(o->path);
-		if (!r->path)
-			return -ENOMEM;
-		r_ = open_file(r, o);
-		if (r_ < 0)
-			return r_;
-		if (o->length % r->page_size)
-			return -EINVAL;
-		break;
-	case PREALLOC_BACKING_MAPPED:
-		r->page_size = o->page_size ? o->page_size : PREALLOC_PAGE_4K;
-		if (!o->addr || (uintptr_t)o->addr % r->page_size || o->length % r->page_size)
-			return -EINVAL;
-		r->addr = o->addr;
-		return 0;
-	default:
-		return -EINVAL;
-	}
-	p = mmap(NULL, o->length, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
-	if (p == MAP_FAILED)
-		return -errno;
-	r->addr = p;
-	r->owns_mapping = true;
-	if ((o->flags & PREALLOC_REGION_THP) && r->page_size == PREALLOC_PAGE_4K &&
-	    madvise(p, o->length, MADV_HUGEPAGE) < 0)
 		return -errno;
 	return 0;
 }
@@ -322,91 +179,99 @@ EXPORT int prealloc_default_nodes(struct prealloc_ctx *ctx, int *ret_nodes, unsi
 	return (int)nr;
 }
 
-int region_new_at(struct prealloc_ctx *ctx, const struct prealloc_region_opts *opts, int dir_fd,
-		  struct prealloc_region **ret_region)
+/* The options checked: a length, and nodes that exist, none named twice. */
+static int region_opts_check(struct prealloc_ctx *ctx, const struct prealloc_region_opts *o)
 {
-	struct prealloc_region_opts o;
-	struct prealloc_region *r;
-	int *nodes = NULL;
-	unsigned int nr;
-	int ret;
-
-	if (!ctx || !opts || !ret_region)
+	if (!o->length || (o->nr_nodes && !o->nodes) || o->nr_nodes > PREALLOC_MAX_NODES)
 		return -EINVAL;
-	ret = copy_sized_in(&o, sizeof(o), opts);
-	if (ret < 0)
-		return ret;
-	if (!o.length || (o.nr_nodes && !o.nodes) || o.nr_nodes > PREALLOC_MAX_NODES)
-		return -EINVAL;
-	for (unsigned int i = 0; i < o.nr_nodes; i++) {
-		if (!topo_node(ctx, o.nodes[i]))
+	for (unsigned int i = 0; i < o->nr_nodes; i++) {
+		if (!topo_node(ctx, o->nodes[i]))
 			return -ENODEV;
 		for (unsigned int j = 0; j < i; j++)
-			if (o.nodes[i] == o.nodes[j])
+			if (o->nodes[i] == o->nodes[j])
 				return -EINVAL;
 	}
+	return 0;
+}
 
-	r = calloc(1, sizeof(*r));
+/* A region with nothing made yet: region_release frees it whole. */
+static int region_alloc(struct prealloc_ctx *ctx, const struct prealloc_region_opts *o,
+			int dir_fd, struct prealloc_region **ret)
+{
+	struct prealloc_region *r = calloc(1, sizeof(*r));
+
 	if (!r)
 		return -ENOMEM;
 	pthread_mutex_init(&r->jobs_lock, NULL);
 	pthread_cond_init(&r->jobs_done, NULL);
 	r->ctx = ctx;
-	r->backing = o.backing;
-	r->length = o.length;
+	r->backing = o->backing;
+	r->length = o->length;
 	r->fd = -1;
 	r->dir_fd = dir_fd == AT_FDCWD ? AT_FDCWD : fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
-	if (r->dir_fd == -1) {
-		ret = -errno;
-		goto fail;
-	}
+	*ret = r;
+	return r->dir_fd == -1 ? -errno : 0;
+}
 
-	ret = map_backing(r, &o);
-	if (ret < 0)
-		goto fail;
-	if (o.flags & PREALLOC_REGION_ADOPT_PLACEMENT) {
-		if (o.nr_nodes) {
-			ret = -EINVAL;
-			goto fail;
-		}
-		ret = adopt_placement(r);
-		if (ret < 0)
-			goto fail;
-		*ret_region = r;
-		return 0;
-	}
+/* Extents over the nodes o names (or the default ones), each bound unless NO_BIND. */
+static int region_place(struct prealloc_region *r, const struct prealloc_region_opts *o)
+{
+	struct prealloc_ctx *ctx = r->ctx;
+	unsigned int nr = o->nr_nodes;
+	int *nodes, ret;
 
-	nr = o.nr_nodes;
 	nodes = calloc(MAX(ctx->nr_nodes, nr), sizeof(*nodes));
 	r->extents = calloc(MAX(ctx->nr_nodes, nr), sizeof(*r->extents));
 	if (!nodes || !r->extents) {
-		ret = -ENOMEM;
-		goto fail;
+		free(nodes);
+		return -ENOMEM;
 	}
 	if (nr)
-		memcpy(nodes, o.nodes, nr * sizeof(*nodes));
+		memcpy(nodes, o->nodes, nr * sizeof(*nodes));
 	else
 		default_nodes(ctx, nodes, &nr);
-	ret = plan_extents(r->length, r->page_size, nodes, nr ? o.node_bytes : NULL, nr,
+	ret = plan_extents(r->length, r->page_size, nodes, nr ? o->node_bytes : NULL, nr,
 			   r->extents);
-	if (ret < 0)
-		goto fail;
-	r->nr_extents = nr;
-
-	if (!(o.flags & PREALLOC_REGION_NO_BIND)) {
-		for (unsigned int i = 0; i < r->nr_extents; i++) {
-			ret = bind_extent(r, &r->extents[i]);
-			if (ret < 0)
-				goto fail;
-		}
-	}
 	free(nodes);
+	if (ret < 0)
+		return ret;
+	r->nr_extents = nr;
+	for (unsigned int i = 0; !(o->flags & PREALLOC_REGION_NO_BIND) && i < nr; i++) {
+		ret = bind_extent(r, &r->extents[i]);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+int region_new_at(struct prealloc_ctx *ctx, const struct prealloc_region_opts *opts, int dir_fd,
+		  struct prealloc_region **ret_region)
+{
+	struct prealloc_region_opts o;
+	struct prealloc_region *r = NULL;
+	int ret;
+
+	if (!ctx || !opts || !ret_region)
+		return -EINVAL;
+	ret = copy_sized_in(&o, sizeof(o), opts);
+	if (ret == 0)
+		ret = region_opts_check(ctx, &o);
+	if (ret < 0)
+		return ret;
+	ret = region_alloc(ctx, &o, dir_fd, &r);
+	if (ret == 0)
+		ret = backing_map(r, &o);
+	if (ret == 0 && (o.flags & PREALLOC_REGION_ADOPT_PLACEMENT))
+		ret = o.nr_nodes ? -EINVAL : adopt_placement(r);
+	else if (ret == 0)
+		ret = region_place(r, &o);
+	if (ret < 0) {
+		if (r)
+			prealloc_region_discard(r);
+		return ret;
+	}
 	*ret_region = r;
 	return 0;
-fail:
-	free(nodes);
-	prealloc_region_discard(r);
-	return ret;
 }
 
 EXPORT int prealloc_region_new(struct prealloc_ctx *ctx, const struct prealloc_region_opts *opts,
