@@ -339,23 +339,32 @@ static int fs_room(struct prepare_req *req, const uint64_t *need, struct preallo
 	return -ENOSPC;
 }
 
-int prepare_admit(struct prepare_req *req)
+/* What admission is asked for this request, need bytes per node in page. */
+static struct prealloc_admit_opts admit_opts(const struct prepare_req *req, uint64_t page,
+					     const uint64_t *need)
 {
-	struct prealloc_admit_result res = { .size = sizeof(res), .node = -1 };
-	uint64_t page = req->page == PREALLOC_PAGE_THP ? PREALLOC_PAGE_4K : req->page;
-	struct prealloc_admit_opts ao = {
-	    .size = sizeof(ao),
-	    .flags = ((req->o.flags & PREALLOC_PREPARE_RESERVE) ? PREALLOC_ADMIT_RESERVE : 0) |
-		     ((req->o.flags & PREALLOC_PREPARE_NO_CHECK) ? PREALLOC_ADMIT_NO_CHECK : 0) |
-		     ((req->o.flags & PREALLOC_PREPARE_CANCEL_FD) ? PREALLOC_ADMIT_CANCEL_FD : 0),
+	const unsigned int f = req->o.flags;
+
+	return (struct prealloc_admit_opts){
+	    .size = sizeof(struct prealloc_admit_opts),
+	    .flags = ((f & PREALLOC_PREPARE_RESERVE) ? PREALLOC_ADMIT_RESERVE : 0) |
+		     ((f & PREALLOC_PREPARE_NO_CHECK) ? PREALLOC_ADMIT_NO_CHECK : 0) |
+		     ((f & PREALLOC_PREPARE_CANCEL_FD) ? PREALLOC_ADMIT_CANCEL_FD : 0),
 	    .page_size = page,
 	    .nr_nodes = req->nr_nodes,
 	    .nodes = req->nodes,
-	    .node_bytes = NULL,
+	    .node_bytes = need,
 	    .reserve_timeout_ms = req->o.reserve_timeout_ms,
 	    .lock_timeout_ms = req->o.lock_timeout_ms,
 	    .cancel_fd = req->o.cancel_fd,
 	};
+}
+
+int prepare_admit(struct prepare_req *req)
+{
+	struct prealloc_admit_result res = { .size = sizeof(res), .node = -1 };
+	uint64_t page = req->page == PREALLOC_PAGE_THP ? PREALLOC_PAGE_4K : req->page;
+	struct prealloc_admit_opts ao;
 	uint64_t *need = calloc(req->nr_nodes, sizeof(*need));
 	struct stat st = { 0 };
 	struct store s;
@@ -366,7 +375,7 @@ int prepare_admit(struct prepare_req *req)
 	if (req->exists && stat(req->final, &st) == 0)
 		req->info.resident_before = (uint64_t)st.st_blocks * 512;
 	need_split(req, req->info.resident_before, page, need);
-	ao.node_bytes = need;
+	ao = admit_opts(req, page, need);
 	res.page_size = page;
 	r = fs_room(req, need, &res);
 	if (r < 0)
