@@ -26,7 +26,7 @@ static int check_mappers(struct clear_flow *flow)
 	char path[PATH_MAX];
 	pid_t pid;
 
-	pid = file_holder(flow->ctx, flow->st.st_dev, flow->st.st_ino, getpid(), &info->unreadable);
+	pid = file_user(flow->ctx, flow->st.st_dev, flow->st.st_ino, getpid(), &info->unreadable);
 	if (pid < 0)
 		return flow_fail(flow, PREALLOC_CLEAR_STEP_MAPPERS, pid);
 	if (!pid)

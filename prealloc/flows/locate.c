@@ -159,7 +159,7 @@ static int reuse_trusted(struct prepare_req *req, const struct stat *st)
 			     "(--force adopts it anyway)", req->path, (unsigned long)st->st_nlink);
 		return -EMLINK;
 	}
-	pid = file_holder(req->ctx, st->st_dev, st->st_ino, getpid(), &unreadable);
+	pid = file_user(req->ctx, st->st_dev, st->st_ino, getpid(), &unreadable);
 	if (pid > 0) {
 		if (proc_path(req->ctx, path, sizeof(path), "/%d/comm", (int)pid) == 0)
 			read_file_str(path, comm, sizeof(comm));

@@ -41,7 +41,7 @@ static int set_ready(struct prealloc_ctx *ctx, struct store *s, size_t ri, void 
 	struct prepare_req *req = arg;
 	struct record *r = &s->r[ri];
 
-	record_commit(r, &req->holder);
+	record_commit(r, &req->owner);
 	snprintf(r->path, sizeof(r->path), "%s", req->final);
 	return store_save(ctx, s);
 }

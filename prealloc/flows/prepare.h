@@ -38,7 +38,7 @@ struct prepare_req {
 	uint64_t id;
 	bool recorded;
 	struct prealloc_region *region;
-	struct rec_owner holder;
+	struct rec_owner owner;
 };
 
 /* Fills info.step and info.message (inline: every prepare file fails the request). */

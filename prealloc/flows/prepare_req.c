@@ -252,7 +252,7 @@ int prepare_request(struct prepare_req *req)
 	if (!req->o.lock_timeout_ms)
 		req->o.lock_timeout_ms = ADMIT_LOCK_TIMEOUT_MS;
 	if (o->holder) {
-		owner_holder(&req->holder, o->holder, o->holder_check, o->holder_expires);
+		owner_holder(&req->owner, o->holder, o->holder_check, o->holder_expires);
 	}
 	req->path = o->path;
 	req->id = record_new_id();

@@ -23,7 +23,7 @@
  * 0 when no such lock is held (or the file cannot be opened: nothing to
  * protect), -EBUSY when one is. The probe's descriptor is closed at once:
  * held across the release it would make the file look in use to the
- * holder check, and its growth would never be given back. A map that
+ * file-user check, and its growth would never be given back. A map that
  * starts after the probe is seen by that check instead (mapped: the
  * growth stays ORPHAN until it is unmapped).
  */
@@ -41,7 +41,7 @@ static int pin_lock(struct prealloc_ctx *ctx, const char *abs, struct prealloc_r
 	}
 	info->pinned = 1;
 	if (fstat(fd, &st) == 0)
-		info->pid = file_holder(ctx, st.st_dev, st.st_ino, getpid(), &unreadable);
+		info->pid = file_user(ctx, st.st_dev, st.st_ino, getpid(), &unreadable);
 	close(fd);
 	return -EBUSY;
 }

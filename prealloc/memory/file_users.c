@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Who holds a file. A hugepage goes back to its pool only when no mapping
+ * Who uses a file (a process that maps it or has it open). A hugepage goes back to its pool only when no mapping
  * and no open descriptor of its file remains, and a guest's file is in use
  * while a VMM maps it: both questions are answered from procfs, by device
  * and inode (which survive an unlink), never by measuring free pages, which
@@ -40,7 +40,7 @@ static int maps_file(const struct prealloc_ctx *ctx, const char *pid, uint64_t d
 }
 
 /* 1 when one of pid's descriptors is dev/ino, 0 not, <0 unreadable. */
-static int holds_file(const struct prealloc_ctx *ctx, const char *pid, uint64_t dev, uint64_t ino)
+static int uses_file(const struct prealloc_ctx *ctx, const char *pid, uint64_t dev, uint64_t ino)
 {
 	char path[PATH_MAX];
 	struct dirent *de;
@@ -60,7 +60,7 @@ static int holds_file(const struct prealloc_ctx *ctx, const char *pid, uint64_t 
 	return found;
 }
 
-pid_t file_holder(const struct prealloc_ctx *ctx, uint64_t dev, uint64_t ino, pid_t skip,
+pid_t file_user(const struct prealloc_ctx *ctx, uint64_t dev, uint64_t ino, pid_t skip,
 		  unsigned int *ret_unreadable)
 {
 	char path[PATH_MAX];
@@ -81,7 +81,7 @@ pid_t file_holder(const struct prealloc_ctx *ctx, uint64_t dev, uint64_t ino, pi
 		if (pid == skip)
 			continue;
 		m = maps_file(ctx, de->d_name, dev, ino);
-		h = m > 0 ? 0 : holds_file(ctx, de->d_name, dev, ino);
+		h = m > 0 ? 0 : uses_file(ctx, de->d_name, dev, ino);
 		if (m > 0 || h > 0)
 			found = pid;
 		else if (m < 0 || h < 0)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* Which processes hold a file: by mapping or by an open descriptor. Never installed. */
-#ifndef PREALLOC_HOLDERS_H
-#define PREALLOC_HOLDERS_H
+/* Which processes use a file: by mapping or by an open descriptor. Never installed. */
+#ifndef PREALLOC_FILE_USERS_H
+#define PREALLOC_FILE_USERS_H
 
 #include <sys/types.h>
 
@@ -13,7 +13,7 @@
  * Returns its pid, 0 when none, or a negative errno when <proc> cannot be
  * read; *ret_unreadable counts processes that could not be looked at.
  */
-pid_t file_holder(const struct prealloc_ctx *ctx, uint64_t dev, uint64_t ino, pid_t skip,
+pid_t file_user(const struct prealloc_ctx *ctx, uint64_t dev, uint64_t ino, pid_t skip,
 		  unsigned int *ret_unreadable);
 
 #endif

@@ -64,6 +64,6 @@ struct node_capacity {
 int node_capacity(const struct prealloc_ctx *ctx, int node, struct node_capacity *ret);
 
 /* Commit: READY, held by its holder or file; lines that added nothing go. */
-void record_commit(struct record *r, const struct rec_owner *holder);
+void record_commit(struct record *r, const struct rec_owner *owner);
 
 #endif

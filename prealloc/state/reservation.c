@@ -142,7 +142,7 @@ static int settle_file(struct prealloc_ctx *ctx, struct store *s, size_t ri, boo
 		return 0;
 	names = record_file_names(r);
 	if (names) {
-		*ret_in_use = r->ino && file_holder(ctx, r->dev, r->ino, 0, &unreadable) != 0;
+		*ret_in_use = r->ino && file_user(ctx, r->dev, r->ino, 0, &unreadable) != 0;
 		r->state = PREALLOC_RECORD_RELEASING;
 		ret = store_save(ctx, s);
 		if (ret < 0)
@@ -159,7 +159,7 @@ static int settle_file(struct prealloc_ctx *ctx, struct store *s, size_t ri, boo
 		}
 		*ret_removed = true;
 	}
-	/* Gone from its path: a new file there is not ours. dev/ino stay for the holder check. */
+	/* Gone from its path: a new file there is not ours. dev/ino stay for the file-user check. */
 	r->has_file = false;
 	return 0;
 }
@@ -169,7 +169,7 @@ static bool inode_in_use(const struct prealloc_ctx *ctx, const struct record *r)
 {
 	unsigned int unreadable;
 
-	return !r->has_file && r->ino && file_holder(ctx, r->dev, r->ino, 0, &unreadable) != 0;
+	return !r->has_file && r->ino && file_user(ctx, r->dev, r->ino, 0, &unreadable) != 0;
 }
 
 int record_settle(struct prealloc_ctx *ctx, struct store *s, size_t ri, bool remove_ready,
@@ -212,19 +212,19 @@ int record_settle(struct prealloc_ctx *ctx, struct store *s, size_t ri, bool rem
 	return store_save(ctx, s);
 }
 
-void record_commit(struct record *r, const struct rec_owner *holder)
+void record_commit(struct record *r, const struct rec_owner *owner)
 {
 	unsigned int n = 0;
 
 	/* A holder's lines stay whole: its claim counts until its guest takes it up. */
 	for (unsigned int k = 0; k < r->nr_pools; k++)
-		if (r->pools[k].added || (holder && holder->kind == PREALLOC_OWNER_HOLDER &&
+		if (r->pools[k].added || (owner && owner->kind == PREALLOC_OWNER_HOLDER &&
 					  !r->has_file))
 			r->pools[n++] = r->pools[k];
 	r->nr_pools = n;
 	r->state = PREALLOC_RECORD_READY;
-	if (holder && holder->kind == PREALLOC_OWNER_HOLDER)
-		r->owner = *holder;
+	if (owner && owner->kind == PREALLOC_OWNER_HOLDER)
+		r->owner = *owner;
 	else
 		memset(&r->owner, 0, sizeof(r->owner));
 	r->tmp[0] = '\0';
@@ -353,16 +353,16 @@ EXPORT int prealloc_reservation_set_owner(struct prealloc_reservation *resv, con
 
 static int commit_fn(struct prealloc_ctx *ctx, struct store *s, size_t ri, void *arg)
 {
-	const struct rec_owner *holder = arg;
+	const struct rec_owner *owner = arg;
 	struct record *r = &s->r[ri];
 	bool grew = false;
 
 	for (unsigned int k = 0; k < r->nr_pools; k++)
 		grew |= r->pools[k].added > 0;
 	/* Growth nobody could ever give back: name a file or a holder first. */
-	if (grew && !r->has_file && holder->kind != PREALLOC_OWNER_HOLDER)
+	if (grew && !r->has_file && owner->kind != PREALLOC_OWNER_HOLDER)
 		return -EINVAL;
-	record_commit(r, holder);
+	record_commit(r, owner);
 	/* Only growth (or a holder's claim) needs remembering. */
 	if (!r->nr_pools && r->owner.kind != PREALLOC_OWNER_HOLDER)
 		store_del(s, ri);
