@@ -136,18 +136,18 @@ const struct topo_node *topo_node(const struct prealloc_ctx *ctx, int node);
 int node_meminfo_sum(const struct prealloc_ctx *ctx, int node, const char *const *keys,
 		     uint64_t *const *slots, size_t nr);
 
-/* plan.c: pure; cut extents into page-aligned chunks. */
-struct plan_chunk {
+/* memory/chunks.c: pure; split a length into extents, cut extents into page-aligned chunks. */
+struct chunk {
 	uint64_t offset;
 	uint64_t length;
 	unsigned int extent;	/* index into the extent array */
 };
-uint64_t plan_chunk_size(uint64_t extent_len, uint64_t page_size, unsigned int threads);
+uint64_t chunk_size_for(uint64_t extent_len, uint64_t page_size, unsigned int threads);
 /* Returns the number of chunks written (call with ret NULL to count). */
-size_t plan_chunks(const struct prealloc_extent *extents, unsigned int nr_extents,
-		   uint64_t page_size, uint64_t chunk_size, struct plan_chunk *ret);
+size_t chunks_cut(const struct prealloc_extent *extents, unsigned int nr_extents,
+		   uint64_t page_size, uint64_t chunk_size, struct chunk *ret);
 /* Splits length over nr nodes: explicit sizes or even in page units. */
-int plan_extents(uint64_t length, uint64_t page_size, const int *nodes,
+int extents_split(uint64_t length, uint64_t page_size, const int *nodes,
 		 const uint64_t *node_bytes, unsigned int nr, struct prealloc_extent *ret);
 
 /* engine.c: a job's per-node pool and its chunks (engine.h has the API). */
@@ -233,7 +233,7 @@ struct prealloc_job {
 /* Records the job's first error and cancels the rest. */
 void job_fail(struct prealloc_job *job, int err, int node, uint64_t offset);
 void job_free(struct prealloc_job *job);
-/* job_plan.c: one pool per node from the extents and extra ranges. */
+/* pools.c: one pool per node from the extents and extra ranges. */
 int pools_build(struct prealloc_job *job, const struct job_range *extra, size_t nr_extra);
 /*
  * Where worker t of pool runs (set in attr): the node's CPUs, the one CPU

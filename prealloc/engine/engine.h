@@ -185,7 +185,7 @@ struct job_spec {
 
 /*
  * prealloc_job_start is job_start_spec(region, opts, NULL, ret_job). Extra
- * ranges (node -1 or not) are cut into page-aligned chunks by plan_chunks
+ * ranges (node -1 or not) are cut into page-aligned chunks by chunks_cut
  * like the extents; they are worked and zero-checked, never counted for
  * placement. The job copies what its report needs (page size, backing) at
  * start and does not touch region->addr after finish: a flow may free the

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A job's work, per node: the region's extents on each node and the flow's
- * extra ranges, cut into page-aligned chunks by plan_chunks, one pool (and
+ * extra ranges, cut into page-aligned chunks by chunks_cut, one pool (and
  * one queue) per node. Extra ranges of node -1 are dealt round-robin by
  * chunk over the pools. Only chunks from the extents count for placement.
  * And where each worker runs: its node's CPUs, or one of them when the
@@ -34,15 +34,15 @@ static struct node_pool *pool_get(struct prealloc_job *job, int node)
 static size_t pool_cut(struct node_pool *pool, const struct prealloc_extent *ranges,
 		       unsigned int n, uint64_t page, uint64_t chunk, bool placed)
 {
-	struct plan_chunk *c;
-	size_t k = plan_chunks(ranges, n, page, chunk, NULL);
+	struct chunk *c;
+	size_t k = chunks_cut(ranges, n, page, chunk, NULL);
 
 	if (!pool->chunks)
 		return k;
 	c = calloc(MAX(k, (size_t)1), sizeof(*c));
 	if (!c)
 		return SIZE_MAX;
-	plan_chunks(ranges, n, page, chunk, c);
+	chunks_cut(ranges, n, page, chunk, c);
 	for (size_t i = 0; i < k; i++)
 		pool->chunks[pool->nr_chunks++] =
 			(struct job_chunk){ c[i].offset, c[i].length, placed };
@@ -67,7 +67,7 @@ static int pools_cut(struct prealloc_job *job, const struct prealloc_extent *all
 		struct node_pool *pool = &job->pools[p];
 		uint64_t chunk = job->opts.chunk_size
 					 ? job->opts.chunk_size
-					 : plan_chunk_size(pool->bytes, page, pool->threads);
+					 : chunk_size_for(pool->bytes, page, pool->threads);
 
 		for (int placed = 1; placed >= 0; placed--) {
 			unsigned int k = 0;
@@ -86,8 +86,8 @@ static int pools_cut(struct prealloc_job *job, const struct prealloc_extent *all
 	for (unsigned int e = 0; e < nr_spread; e++) {
 		uint64_t chunk = job->opts.chunk_size
 					 ? job->opts.chunk_size
-					 : plan_chunk_size(spread[e].length, page, job->nr_pools);
-		size_t k = plan_chunks(&spread[e], 1, page, chunk, NULL);
+					 : chunk_size_for(spread[e].length, page, job->nr_pools);
+		size_t k = chunks_cut(&spread[e], 1, page, chunk, NULL);
 
 		for (size_t i = 0; i < k; i++) {
 			struct node_pool *pool = &job->pools[i % job->nr_pools];

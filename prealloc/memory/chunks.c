@@ -2,7 +2,7 @@
 /*
  * Plan: a region's bytes split over nodes (extents), and each extent cut into
  * page-aligned chunks that workers take from a queue. Pure code: no system
- * calls, unit-tested in tests/unit/test-plan.c.
+ * calls, unit-tested in tests/unit/test-chunks.c.
  */
 #include "internal.h"
 
@@ -10,7 +10,7 @@
 #define CHUNK_MIN (UINT64_C(2) << 20)	/* small regions: not below 2 MiB */
 #define CHUNKS_PER_THREAD 4		/* enough for the queue to balance */
 
-int plan_extents(uint64_t length, uint64_t page_size, const int *nodes,
+int extents_split(uint64_t length, uint64_t page_size, const int *nodes,
 		 const uint64_t *node_bytes, unsigned int nr, struct prealloc_extent *ret)
 {
 	uint64_t offset = 0;
@@ -43,7 +43,7 @@ int plan_extents(uint64_t length, uint64_t page_size, const int *nodes,
 	return 0;
 }
 
-uint64_t plan_chunk_size(uint64_t extent_len, uint64_t page_size, unsigned int threads)
+uint64_t chunk_size_for(uint64_t extent_len, uint64_t page_size, unsigned int threads)
 {
 	uint64_t size;
 
@@ -56,8 +56,8 @@ uint64_t plan_chunk_size(uint64_t extent_len, uint64_t page_size, unsigned int t
 	return MAX(size, page_size);
 }
 
-size_t plan_chunks(const struct prealloc_extent *extents, unsigned int nr_extents,
-		   uint64_t page_size, uint64_t chunk_size, struct plan_chunk *ret)
+size_t chunks_cut(const struct prealloc_extent *extents, unsigned int nr_extents,
+		   uint64_t page_size, uint64_t chunk_size, struct chunk *ret)
 {
 	size_t n = 0;
 
@@ -67,7 +67,7 @@ size_t plan_chunks(const struct prealloc_extent *extents, unsigned int nr_extent
 
 		for (uint64_t off = extents[e].offset; off < end; off += chunk_size) {
 			if (ret)
-				ret[n] = (struct plan_chunk){ off, MIN(chunk_size, end - off), e };
+				ret[n] = (struct chunk){ off, MIN(chunk_size, end - off), e };
 			n++;
 		}
 	}

@@ -230,7 +230,7 @@ static int region_place(struct prealloc_region *r, const struct prealloc_region_
 		memcpy(nodes, o->nodes, nr * sizeof(*nodes));
 	else
 		default_nodes(ctx, nodes, &nr);
-	ret = plan_extents(r->length, r->page_size, nodes, nr ? o->node_bytes : NULL, nr,
+	ret = extents_split(r->length, r->page_size, nodes, nr ? o->node_bytes : NULL, nr,
 			   r->extents);
 	free(nodes);
 	if (ret < 0)

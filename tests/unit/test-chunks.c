@@ -13,14 +13,14 @@
 static bool check_chunks(const struct prealloc_extent *ext, unsigned int nr, uint64_t page,
 			 uint64_t chunk, const char **why)
 {
-	size_t n = plan_chunks(ext, nr, page, chunk, NULL);
-	struct plan_chunk *c = calloc(n ? n : 1, sizeof(*c));
+	size_t n = chunks_cut(ext, nr, page, chunk, NULL);
+	struct chunk *c = calloc(n ? n : 1, sizeof(*c));
 	unsigned int e = 0;
 	uint64_t expect = nr ? ext[0].offset : 0;
 	bool ok = true;
 
 	*why = "";
-	if (plan_chunks(ext, nr, page, chunk, c) != n) {
+	if (chunks_cut(ext, nr, page, chunk, c) != n) {
 		*why = "count differs between passes";
 		ok = false;
 	}
@@ -83,7 +83,7 @@ int main(void)
 				len = npages * pages[p];
 				threads = 1 + (unsigned int)((seed >> 20) % 64);
 				cases++;
-				if (plan_extents(len, pages[p], nodes, NULL, nr, ext) < 0) {
+				if (extents_split(len, pages[p], nodes, NULL, nr, ext) < 0) {
 					bad_extents++;
 					continue;
 				}
@@ -100,7 +100,7 @@ int main(void)
 				ok &= sum == len && hi - lo <= pages[p];
 				if (!ok)
 					bad_extents++;
-				uint64_t chunk = plan_chunk_size(ext[0].length, pages[p], threads);
+				uint64_t chunk = chunk_size_for(ext[0].length, pages[p], threads);
 				if (chunk % pages[p] || chunk == 0 || chunk > (UINT64_C(1) << 30) + pages[p] ||
 				    !check_chunks(ext, nr, pages[p], chunk, &why))
 					bad_chunks++;
@@ -115,35 +115,35 @@ int main(void)
 	/* Explicit sizes: honoured in order; must add up and be page multiples. */
 	const uint64_t M = UINT64_C(1) << 20, G = M << 10;
 	int two[] = { 0, 1 };
-	tap_ok(plan_extents(3 * G, 2 * M, two, (uint64_t[]){ G, 2 * G }, 2, ext) == 0 &&
+	tap_ok(extents_split(3 * G, 2 * M, two, (uint64_t[]){ G, 2 * G }, 2, ext) == 0 &&
 		       ext[0].length == G && ext[1].offset == G && ext[1].length == 2 * G,
 	       "explicit sizes honoured in order");
-	tap_ok(plan_extents(3 * G, 2 * M, two, (uint64_t[]){ G, G }, 2, ext) == -EINVAL,
+	tap_ok(extents_split(3 * G, 2 * M, two, (uint64_t[]){ G, G }, 2, ext) == -EINVAL,
 	       "explicit sizes that do not add up are refused");
-	tap_ok(plan_extents(3 * G, 2 * M, two, (uint64_t[]){ G + 4096, 2 * G - 4096 }, 2, ext) ==
+	tap_ok(extents_split(3 * G, 2 * M, two, (uint64_t[]){ G + 4096, 2 * G - 4096 }, 2, ext) ==
 		       -EINVAL,
 	       "explicit sizes off the page grid are refused");
-	tap_ok(plan_extents(3 * G, 2 * M, two, (uint64_t[]){ 0, 3 * G }, 2, ext) == -EINVAL,
+	tap_ok(extents_split(3 * G, 2 * M, two, (uint64_t[]){ 0, 3 * G }, 2, ext) == -EINVAL,
 	       "a zero-size node is refused");
-	tap_ok(plan_extents(2 * M, 2 * M, two, NULL, 2, ext) == -EINVAL,
+	tap_ok(extents_split(2 * M, 2 * M, two, NULL, 2, ext) == -EINVAL,
 	       "fewer pages than nodes is refused");
-	tap_ok(plan_extents(3 * M, 2 * M, two, NULL, 1, ext) == -EINVAL,
+	tap_ok(extents_split(3 * M, 2 * M, two, NULL, 1, ext) == -EINVAL,
 	       "a length off the page grid is refused");
 
 	/* Chunk size: ~1 GiB for big regions, smaller for small, >= one page. */
-	tap_ok(plan_chunk_size(1024 * G, 2 * M, 16) == G, "1 TiB over 16 threads: 1 GiB chunks");
-	tap_ok(plan_chunk_size(64 * M, 4096, 2) == 8 * M, "64 MiB over 2 threads: 8 MiB chunks");
-	tap_ok(plan_chunk_size(4 * G, 1 * G, 8) == G, "1G pages: never below one page");
+	tap_ok(chunk_size_for(1024 * G, 2 * M, 16) == G, "1 TiB over 16 threads: 1 GiB chunks");
+	tap_ok(chunk_size_for(64 * M, 4096, 2) == 8 * M, "64 MiB over 2 threads: 8 MiB chunks");
+	tap_ok(chunk_size_for(4 * G, 1 * G, 8) == G, "1G pages: never below one page");
 	/* 4 KiB / (1 thread * 4 chunks) = 1 KiB, raised to the 2 MiB floor (CHUNK_MIN):
-	 * a chunk may be longer than the extent; plan_chunks() clips it to the end. */
-	tap_ok(plan_chunk_size(4096, 4096, 1) == 2 * M, "tiny region: the 2 MiB minimum chunk (%llu)",
-	       (unsigned long long)plan_chunk_size(4096, 4096, 1));
+	 * a chunk may be longer than the extent; chunks_cut() clips it to the end. */
+	tap_ok(chunk_size_for(4096, 4096, 1) == 2 * M, "tiny region: the 2 MiB minimum chunk (%llu)",
+	       (unsigned long long)chunk_size_for(4096, 4096, 1));
 
 	/* Balance: with 4 chunks per thread no worker waits on a lone big chunk. */
 	uint64_t len = 16 * G;
 	unsigned int threads = 16;
-	uint64_t chunk = plan_chunk_size(len, 2 * M, threads);
-	size_t n = plan_chunks(&(struct prealloc_extent){ 0, 0, len }, 1, 2 * M, chunk, NULL);
+	uint64_t chunk = chunk_size_for(len, 2 * M, threads);
+	size_t n = chunks_cut(&(struct prealloc_extent){ 0, 0, len }, 1, 2 * M, chunk, NULL);
 	tap_ok(n >= (size_t)threads * 4 - 1, "16 GiB over 16 threads gives >= 4 chunks each (%zu)", n);
 	return tap_done();
 }
