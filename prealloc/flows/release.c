@@ -140,3 +140,28 @@ out:
 		copy_sized_out(ret_info, &info, sizeof(info));
 	return r;
 }
+
+static bool pick_holder(struct prealloc_ctx *ctx, const struct record *r, const void *arg,
+			bool *ret_remove_ready)
+{
+	(void)ctx;
+	*ret_remove_ready = true;
+	return r->owner.kind == PREALLOC_OWNER_HOLDER && !strcmp(r->owner.holder, arg);
+}
+
+EXPORT int prealloc_release_holder(struct prealloc_ctx *ctx, const char *holder,
+				   struct prealloc_release_info *ret_info)
+{
+	struct prealloc_release_info info = { .size = sizeof(info) };
+	unsigned int matched = 0;
+	int r;
+
+	if (!ctx || !holder || !*holder)
+		return -EINVAL;
+	r = settle_matching(ctx, ADMIT_LOCK_TIMEOUT_MS, pick_holder, holder, &info, &matched);
+	if (r == 0 && !matched)
+		r = -ENOENT;
+	if (ret_info && ret_info->size >= sizeof(size_t))
+		copy_sized_out(ret_info, &info, sizeof(info));
+	return r;
+}

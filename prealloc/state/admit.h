@@ -63,7 +63,20 @@ struct node_capacity {
 };
 int node_capacity(const struct prealloc_ctx *ctx, int node, struct node_capacity *ret);
 
-/* Commit: READY, held by its holder or file; lines that added nothing go. */
+/* settle.c. Commit: READY, held by its holder or file; lines that added nothing go. */
 void record_commit(struct record *r, const struct rec_owner *owner);
+/* Whether settle_matching settles r, and whether a READY file goes with it. */
+typedef bool (*settle_pick_fn)(struct prealloc_ctx *ctx, const struct record *r, const void *arg,
+			       bool *ret_remove_ready);
+/*
+ * Settles every record pick selects, under the store's lock (timeout_ms);
+ * adds to info what went back, *ret_matched the records that left the
+ * store. Says what it removed through the ctx's log once unlocked. The
+ * first error, after trying every record.
+ */
+int settle_matching(struct prealloc_ctx *ctx, unsigned int timeout_ms, settle_pick_fn pick,
+		    const void *arg, struct prealloc_release_info *info, unsigned int *ret_matched);
+/* pool.c: a record's file path, its holder's name, or "-". */
+const char *owner_label(const struct record *r);
 
 #endif

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the store says, for callers: pool status, the records, the older
- * per-line ledger view, and garbage collection of records whose owner is
- * gone.
+ * What the store says, for callers: pool status, the records (read once per
+ * version of the store file), and the older per-line ledger view.
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -52,7 +51,7 @@ EXPORT int prealloc_pool_status(struct prealloc_ctx *ctx, int node, uint64_t pag
 	return 0;
 }
 
-static const char *owner_label(const struct record *r)
+const char *owner_label(const struct record *r)
 {
 	if (r->has_file && r->path[0])
 		return r->path;
@@ -204,156 +203,4 @@ EXPORT int prealloc_record(struct prealloc_ctx *ctx, unsigned int index,
 	pthread_mutex_unlock(&ctx->records_lock);
 	copy_sized_out(ret_info, &out, sizeof(out));
 	return 0;
-}
-
-/* What gc does with a record: keep it, or settle it (and whether a ready file goes too). */
-static bool gc_wants(struct prealloc_ctx *ctx, const struct record *r, bool *ret_remove_ready)
-{
-	bool alive = owner_alive(ctx, &r->owner);
-
-	*ret_remove_ready = false;
-	switch (r->state) {
-	case PREALLOC_RECORD_PREPARING:
-		return !alive;
-	case PREALLOC_RECORD_READY:
-		if (r->owner.kind == PREALLOC_OWNER_HOLDER) {
-			/* The holder's files go with it: it was the only reason they existed. */
-			*ret_remove_ready = !alive;
-			return !alive;
-		}
-		/* Held by its file: settled once the file is gone. */
-		return r->has_file && record_file_where(r) != 1;
-	case PREALLOC_RECORD_RELEASING:
-		*ret_remove_ready = true;
-		return true;
-	default:
-		return true;
-	}
-}
-
-/* What gc removed, said through the log once the lock is released. */
-struct removal {
-	char what[PATH_MAX + 32];
-	bool died;		/* a run that died before its file was ready */
-	uint64_t vanished;	/* growth no longer in the pool, settled */
-};
-
-/*
- * Settles every record pick() selects; counts what went back and the
- * records that left the store (one that stays, ORPHAN with pages in use, is
- * not settled). A record that cannot be settled (say, its pool is gone)
- * does not stop the others: the first error is returned.
- */
-static int settle_matching(struct prealloc_ctx *ctx, unsigned int timeout_ms,
-			   bool (*pick)(struct prealloc_ctx *ctx, const struct record *r,
-					const void *arg, bool *ret_remove_ready),
-			   const void *arg, struct prealloc_release_info *info,
-			   unsigned int *ret_matched)
-{
-	struct removal *gone = NULL;
-	uint64_t *ids = NULL;
-	struct store s;
-	size_t nr = 0, nr_gone = 0;
-	int fd, r, first = 0;
-
-	*ret_matched = 0;
-	r = store_open(ctx, timeout_ms, &s, &fd);
-	if (r < 0)
-		return r;
-	ids = calloc(s.nr + 1, sizeof(*ids));
-	gone = calloc(s.nr + 1, sizeof(*gone));
-	if (!ids || !gone) {
-		first = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < s.nr; i++)
-		ids[nr++] = s.r[i].id;
-	for (size_t k = 0; k < nr; k++) {
-		long i = store_find(&s, ids[k]);
-		struct prealloc_release_info one = { .size = sizeof(one) };
-		bool remove_ready;
-		struct removal rm;
-
-		if (i < 0 || !pick(ctx, &s.r[i], arg, &remove_ready))
-			continue;
-		snprintf(rm.what, sizeof(rm.what), "%s", owner_label(&s.r[i]));
-		rm.died = s.r[i].state == PREALLOC_RECORD_PREPARING;
-		r = record_settle(ctx, &s, (size_t)i, remove_ready, &one);
-		if (r < 0 && !first)
-			first = r;
-		info->removed |= one.removed;
-		info->returned += one.returned;
-		info->in_use += one.in_use;
-		info->vanished += one.vanished;
-		if (store_find(&s, ids[k]) < 0)
-			(*ret_matched)++;
-		rm.vanished = one.vanished;
-		if (r == 0 && (one.removed || one.vanished))
-			gone[nr_gone++] = rm;
-	}
-out:
-	store_close(&s, fd);
-	/* The log callback may call back into the library: never with the lock held. */
-	for (size_t k = 0; k < nr_gone; k++) {
-		if (gone[k].vanished)
-			ctx_log(ctx, PREALLOC_LOG_WARNING,
-				"%s: %llu hugepages it had added were no longer in the pool (taken "
-				"back by hand): settled", gone[k].what,
-				(unsigned long long)gone[k].vanished);
-		else
-			ctx_log(ctx, PREALLOC_LOG_INFO, "removed %s: %s", gone[k].what,
-				gone[k].died ? "its run died before it was ready" : "released");
-	}
-	free(gone);
-	free(ids);
-	return first;
-}
-
-static bool pick_stale(struct prealloc_ctx *ctx, const struct record *r, const void *arg,
-		       bool *ret_remove_ready)
-{
-	(void)arg;
-	return gc_wants(ctx, r, ret_remove_ready);
-}
-
-EXPORT int prealloc_pool_gc(struct prealloc_ctx *ctx, uint64_t *ret_returned,
-			    unsigned int *ret_entries)
-{
-	struct prealloc_release_info info = { 0 };
-	unsigned int matched = 0;
-	int r;
-
-	if (!ctx)
-		return -EINVAL;
-	r = settle_matching(ctx, ADMIT_LOCK_TIMEOUT_MS, pick_stale, NULL, &info, &matched);
-	if (ret_returned)
-		*ret_returned = info.returned;
-	if (ret_entries)
-		*ret_entries = matched;
-	return r;
-}
-
-static bool pick_holder(struct prealloc_ctx *ctx, const struct record *r, const void *arg,
-			bool *ret_remove_ready)
-{
-	(void)ctx;
-	*ret_remove_ready = true;
-	return r->owner.kind == PREALLOC_OWNER_HOLDER && !strcmp(r->owner.holder, arg);
-}
-
-EXPORT int prealloc_release_holder(struct prealloc_ctx *ctx, const char *holder,
-				   struct prealloc_release_info *ret_info)
-{
-	struct prealloc_release_info info = { .size = sizeof(info) };
-	unsigned int matched = 0;
-	int r;
-
-	if (!ctx || !holder || !*holder)
-		return -EINVAL;
-	r = settle_matching(ctx, ADMIT_LOCK_TIMEOUT_MS, pick_holder, holder, &info, &matched);
-	if (r == 0 && !matched)
-		r = -ENOENT;
-	if (ret_info && ret_info->size >= sizeof(size_t))
-		copy_sized_out(ret_info, &info, sizeof(info));
-	return r;
 }

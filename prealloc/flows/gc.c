@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * prealloc_pool_gc: every record whose owner is gone is settled (a run that
+ * died, a holder whose check failed or expired, a ready file removed by
+ * hand, a release a crash interrupted).
+ */
+#include "admit.h"
+
+/* What gc does with a record: keep it, or settle it (and whether a ready file goes too). */
+static bool gc_wants(struct prealloc_ctx *ctx, const struct record *r, bool *ret_remove_ready)
+{
+	bool alive = owner_alive(ctx, &r->owner);
+
+	*ret_remove_ready = false;
+	switch (r->state) {
+	case PREALLOC_RECORD_PREPARING:
+		return !alive;
+	case PREALLOC_RECORD_READY:
+		if (r->owner.kind == PREALLOC_OWNER_HOLDER) {
+			/* The holder's files go with it: it was the only reason they existed. */
+			*ret_remove_ready = !alive;
+			return !alive;
+		}
+		/* Held by its file: settled once the file is gone. */
+		return r->has_file && record_file_where(r) != 1;
+	case PREALLOC_RECORD_RELEASING:
+		*ret_remove_ready = true;
+		return true;
+	default:
+		return true;
+	}
+}
+
+static bool pick_stale(struct prealloc_ctx *ctx, const struct record *r, const void *arg,
+		       bool *ret_remove_ready)
+{
+	(void)arg;
+	return gc_wants(ctx, r, ret_remove_ready);
+}
+
+EXPORT int prealloc_pool_gc(struct prealloc_ctx *ctx, uint64_t *ret_returned,
+			    unsigned int *ret_entries)
+{
+	struct prealloc_release_info info = { 0 };
+	unsigned int matched = 0;
+	int r;
+
+	if (!ctx)
+		return -EINVAL;
+	r = settle_matching(ctx, ADMIT_LOCK_TIMEOUT_MS, pick_stale, NULL, &info, &matched);
+	if (ret_returned)
+		*ret_returned = info.returned;
+	if (ret_entries)
+		*ret_entries = matched;
+	return r;
+}

@@ -1,0 +1,299 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * How a record ends. Commit: READY, held by its file or its holder.
+ * Settling, once its owner is gone or it is released: the file goes if
+ * prealloc made it, then the growth goes back to the pool, as far as free
+ * pages nobody else was promised allow (written ahead: the store forgets
+ * the pages before they go back). settle_matching settles every record a
+ * flow picks (gc, a holder's release) under one lock.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "admit.h"
+#include "file_users.h"
+#include "hugetlb.h"
+#include "statedir.h"
+
+/* Growth the other records say they added to the pool of p's node and size. */
+static uint64_t others_added(const struct store *s, size_t ri, const struct rec_pool *p)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < s->nr; i++)
+		for (unsigned int k = 0; i != ri && k < s->r[i].nr_pools; k++)
+			if (s->r[i].pools[k].node == p->node &&
+			    s->r[i].pools[k].page_size == p->page_size)
+				sum += s->r[i].pools[k].added;
+	return sum;
+}
+
+int record_return_growth(struct prealloc_ctx *ctx, struct store *s, size_t ri, unsigned int k,
+			 uint64_t *ret_returned, uint64_t *ret_vanished)
+{
+	struct rec_pool *p = &s->r[ri].pools[k];
+	uint64_t total = 0, free_pages = 0, others, held, give, returned = 0;
+	int r;
+
+	*ret_returned = 0;
+	if (!p->added)
+		return 0;
+	r = hugetlb_read(ctx, p->node, p->page_size, &total, &free_pages, NULL);
+	if (r < 0)
+		return r;
+	/*
+	 * Growth the pool no longer has: an administrator wrote nr_hugepages
+	 * down by hand. What this record claims beyond the pool less the other
+	 * records' growth can never come back: it is settled, and said so.
+	 */
+	others = others_added(s, ri, p);
+	held = total > others ? total - others : 0;
+	if (p->added > held) {
+		*ret_vanished += p->added - held;
+		p->added = held;
+		r = store_save(ctx, s);
+		if (r < 0 || !p->added)
+			return r;
+	}
+	/*
+	 * A share still marked growing was settled by store_open() before we
+	 * got here. Never take pages another run was promised and has not
+	 * faulted yet.
+	 */
+	others = store_node_outstanding(ctx, s, p->node, p->page_size, s->r[ri].id);
+	give = free_pages > others ? MIN(p->added, free_pages - others) : 0;
+	if (!give)
+		return 0;
+	/*
+	 * Write ahead: record the pages as returned before returning them. A
+	 * crash in between leaves growth in the pool (an administrator sees
+	 * it) rather than a store that would shrink the pool a second time.
+	 */
+	p->added -= give;
+	r = store_save(ctx, s);
+	if (r < 0) {
+		s->r[ri].pools[k].added += give;
+		return r;
+	}
+	r = hugetlb_shrink(ctx, p->node, p->page_size, give, &returned);
+	returned = r < 0 ? 0 : MIN(returned, give);
+	if (returned < give) {
+		s->r[ri].pools[k].added += give - returned; /* what the kernel kept is still ours */
+		store_save(ctx, s);
+	}
+	*ret_returned = returned;
+	return r < 0 ? r : 0;
+}
+
+/*
+ * Unlinks path, if it is still the record's file, through a descriptor of
+ * its directory: the directory cannot be swapped under us between the
+ * check and the unlink. by_name: the file was never known by identity; its
+ * name (the record's hidden name) is.
+ */
+static int unlink_record_file(const struct record *r, const char *path, bool by_name)
+{
+	char dir[PATH_MAX];
+	const char *base = strrchr(path, '/');
+	struct statx stx;
+	int dfd, ret;
+
+	if (!base || (size_t)(base - path) >= sizeof(dir))
+		return -EINVAL;
+	snprintf(dir, sizeof(dir), "%.*s", base == path ? 1 : (int)(base - path), path);
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	ret = file_statx(dfd, base + 1, 0, &stx);
+	if (ret == 0 && (by_name ? S_ISREG(stx.stx_mode) : record_is_file(r, &stx)) &&
+	    unlinkat(dfd, base + 1, 0) < 0)
+		ret = -errno;
+	close(dfd);
+	return ret == -ENOENT ? 0 : ret;
+}
+
+/*
+ * Removes the record's file if prealloc made it, by every name it has
+ * (its path, its hidden name); the state says so first. *ret_in_use: a
+ * process still maps or holds it, so its pages do not go back to the pool
+ * with the unlink.
+ */
+static int settle_file(struct prealloc_ctx *ctx, struct store *s, size_t ri, bool remove_ready,
+		       bool *ret_removed, bool *ret_in_use)
+{
+	struct record *r = &s->r[ri];
+	unsigned int unreadable, names;
+	int ret;
+
+	if (!r->has_file || !r->created)
+		return 0;	/* adopted (--reuse): its data stays */
+	if (r->state == PREALLOC_RECORD_READY && !remove_ready)
+		return 0;
+	names = record_file_names(r);
+	if (names) {
+		*ret_in_use = r->ino && file_user(ctx, r->dev, r->ino, 0, &unreadable) != 0;
+		r->state = PREALLOC_RECORD_RELEASING;
+		ret = store_save(ctx, s);
+		if (ret < 0)
+			return ret;
+		if (names & RECORD_AT_PATH) {
+			ret = unlink_record_file(r, r->path, false);
+			if (ret < 0)
+				return ret;
+		}
+		if (names & RECORD_AT_TMP) {
+			ret = unlink_record_file(r, r->tmp, !r->ino);
+			if (ret < 0)
+				return ret;
+		}
+		*ret_removed = true;
+	}
+	/* Gone from its path: a new file there is not ours. dev/ino stay for the file-user check. */
+	r->has_file = false;
+	return 0;
+}
+
+/* An unlinked file of ours that a process still maps or holds: its pages are not free. */
+static bool inode_in_use(const struct prealloc_ctx *ctx, const struct record *r)
+{
+	unsigned int unreadable;
+
+	return !r->has_file && r->ino && file_user(ctx, r->dev, r->ino, 0, &unreadable) != 0;
+}
+
+int record_settle(struct prealloc_ctx *ctx, struct store *s, size_t ri, bool remove_ready,
+		  struct prealloc_release_info *info)
+{
+	bool in_use = false, removed = false;
+	uint64_t left = 0;
+	int r;
+
+	r = settle_file(ctx, s, ri, remove_ready, &removed, &in_use);
+	info->removed |= removed;
+	if (r < 0)
+		return r;
+	/*
+	 * Give back only what the unlink really freed: while a process still
+	 * maps or holds the file, its pages stay in use and the growth stays
+	 * ORPHAN for a later gc (which asks /proc again), instead of taking
+	 * free pages somebody else added.
+	 */
+	in_use = in_use || inode_in_use(ctx, &s->r[ri]);
+	for (unsigned int k = 0; k < s->r[ri].nr_pools; k++) {
+		uint64_t returned = 0;
+
+		if (!in_use) {
+			r = record_return_growth(ctx, s, ri, k, &returned, &info->vanished);
+			if (r < 0)
+				return r;
+		}
+		info->returned += returned;
+		left += s->r[ri].pools[k].added;
+	}
+	info->in_use += left;
+	if (left) {
+		/* Pages still in use (mapped or open elsewhere): a later gc gives them back. */
+		s->r[ri].state = PREALLOC_RECORD_ORPHAN;
+		s->r[ri].owner.kind = PREALLOC_OWNER_NONE;
+	} else {
+		store_del(s, ri);
+	}
+	return store_save(ctx, s);
+}
+
+void record_commit(struct record *r, const struct rec_owner *owner)
+{
+	unsigned int n = 0;
+
+	/* A holder's lines stay whole: its claim counts until its guest takes it up. */
+	for (unsigned int k = 0; k < r->nr_pools; k++)
+		if (r->pools[k].added || (owner && owner->kind == PREALLOC_OWNER_HOLDER &&
+					  !r->has_file))
+			r->pools[n++] = r->pools[k];
+	r->nr_pools = n;
+	r->state = PREALLOC_RECORD_READY;
+	if (owner && owner->kind == PREALLOC_OWNER_HOLDER)
+		r->owner = *owner;
+	else
+		memset(&r->owner, 0, sizeof(r->owner));
+	r->tmp[0] = '\0';
+}
+
+/* What gc removed, said through the log once the lock is released. */
+struct removal {
+	char what[PATH_MAX + 32];
+	bool died;		/* a run that died before its file was ready */
+	uint64_t vanished;	/* growth no longer in the pool, settled */
+};
+
+/*
+ * Settles every record pick() selects; counts what went back and the
+ * records that left the store (one that stays, ORPHAN with pages in use, is
+ * not settled). A record that cannot be settled (say, its pool is gone)
+ * does not stop the others: the first error is returned.
+ */
+int settle_matching(struct prealloc_ctx *ctx, unsigned int timeout_ms, settle_pick_fn pick,
+		    const void *arg, struct prealloc_release_info *info, unsigned int *ret_matched)
+{
+	struct removal *gone = NULL;
+	uint64_t *ids = NULL;
+	struct store s;
+	size_t nr = 0, nr_gone = 0;
+	int fd, r, first = 0;
+
+	*ret_matched = 0;
+	r = store_open(ctx, timeout_ms, &s, &fd);
+	if (r < 0)
+		return r;
+	ids = calloc(s.nr + 1, sizeof(*ids));
+	gone = calloc(s.nr + 1, sizeof(*gone));
+	if (!ids || !gone) {
+		first = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < s.nr; i++)
+		ids[nr++] = s.r[i].id;
+	for (size_t k = 0; k < nr; k++) {
+		long i = store_find(&s, ids[k]);
+		struct prealloc_release_info one = { .size = sizeof(one) };
+		bool remove_ready;
+		struct removal rm;
+
+		if (i < 0 || !pick(ctx, &s.r[i], arg, &remove_ready))
+			continue;
+		snprintf(rm.what, sizeof(rm.what), "%s", owner_label(&s.r[i]));
+		rm.died = s.r[i].state == PREALLOC_RECORD_PREPARING;
+		r = record_settle(ctx, &s, (size_t)i, remove_ready, &one);
+		if (r < 0 && !first)
+			first = r;
+		info->removed |= one.removed;
+		info->returned += one.returned;
+		info->in_use += one.in_use;
+		info->vanished += one.vanished;
+		if (store_find(&s, ids[k]) < 0)
+			(*ret_matched)++;
+		rm.vanished = one.vanished;
+		if (r == 0 && (one.removed || one.vanished))
+			gone[nr_gone++] = rm;
+	}
+out:
+	store_close(&s, fd);
+	/* The log callback may call back into the library: never with the lock held. */
+	for (size_t k = 0; k < nr_gone; k++) {
+		if (gone[k].vanished)
+			ctx_log(ctx, PREALLOC_LOG_WARNING,
+				"%s: %llu hugepages it had added were no longer in the pool (taken "
+				"back by hand): settled", gone[k].what,
+				(unsigned long long)gone[k].vanished);
+		else
+			ctx_log(ctx, PREALLOC_LOG_INFO, "removed %s: %s", gone[k].what,
+				gone[k].died ? "its run died before it was ready" : "released");
+	}
+	free(gone);
+	free(ids);
+	return first;
+}
