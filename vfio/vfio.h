@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "internal.h"
+#include "engine.h"
 
 /*
  * Records a failure in an info struct's step, error and message fields (both

@@ -8,7 +8,6 @@
  */
 #include <stdatomic.h>
 
-#include "internal.h"
 #include "engine.h"
 
 /* Placement is counted in pages of this size: THP may be split, so 4K there. */

@@ -16,7 +16,6 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "internal.h"
 #include "engine.h"
 
 void job_fail(struct prealloc_job *job, int err, int node, uint64_t offset)

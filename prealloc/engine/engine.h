@@ -11,10 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "prealloc.h"
-
-struct prealloc_region;
-struct prealloc_job;
+#include "memory.h"
 
 /*
  * Workers do a chunk in steps of at most max(page size, JOB_STEP) bytes,
@@ -22,37 +19,6 @@ struct prealloc_job;
  * within one step (plus one page's fault) whatever the chunk size.
  */
 #define JOB_STEP (UINT64_C(16) << 20)
-
-/* ---- the SIGBUS guard (populate.c) ------------------------------------------ */
-
-/*
- * A store or load into a file's pages past its end (its owner truncated it),
- * into a hugetlb page the pool could not supply, or into poisoned memory
- * raises SIGBUS, which kills the process by default. Workers run what may
- * meet one through sigbus_guarded(): the touch fallback, a clear and the
- * zero check over a file or a caller's mapping.
- *
- * The handler is process-wide and an embedding VMM may have its own (memory
- * errors): an op installs it at setup only for a job that needs it, once,
- * and removes it at teardown. Installs nest (a count); the last remove puts
- * back the handler found at the first install, unless another was set
- * meanwhile, which stays. A SIGBUS that is not a guarded call's goes to the
- * handler found at install (SIG_DFL: the process dies as it would have).
- */
-int sigbus_guard_install(void);
-void sigbus_guard_remove(void);
-/*
- * Runs fn(arg), which touches [addr, addr + len) only, on this thread. A
- * SIGBUS the kernel raises for an address in that range ends fn there: the
- * call returns -EHWPOISON for a memory error (BUS_MCEERR_AR), else -EFAULT
- * (the page is gone or could not be had: what MADV_POPULATE_WRITE says),
- * with *ret_fault (may be NULL) the faulting byte's offset from addr; else
- * fn's result. Calls nest: an inner call restores the outer's target, and
- * a fault in the outer's range alone returns from the outer. Without the
- * handler installed (by any job) it is fn(arg) and a SIGBUS kills.
- */
-int sigbus_guarded(const void *addr, uint64_t len, int (*fn)(void *arg), void *arg,
-		   uint64_t *ret_fault);
 
 /* ---- ops (ops.c) ---------------------------------------------------------- */
 
@@ -127,7 +93,7 @@ struct job_sink {
 	void *data;
 };
 
-/* ---- io_uring completion (notify_uring.c) ----------------------------------- */
+/* ---- io_uring completion (notify.c) ----------------------------------- */
 
 /*
  * The completion sink for c (a caller's struct, copied; NULL: none, and
@@ -199,5 +165,103 @@ void job_fill_report(struct prealloc_job *job, struct prealloc_report *ret_repor
 /* -ENOENT past the last node. */
 int job_fill_node_report(struct prealloc_job *job, unsigned int index,
 			 struct prealloc_node_report *ret_report);
+
+/* ---- the job: its per-node pools and their chunks (engine.c) ----------------- */
+
+struct job_chunk {
+	uint64_t offset;
+	uint64_t length;
+	bool placed;		/* from the region's extents: counted for placement */
+};
+
+struct node_pool {
+	const struct topo_node *topo;
+	int node;
+	unsigned int threads;
+	uint64_t bytes;			/* extents and extra ranges, one pass */
+	uint64_t placed_bytes;		/* extents only */
+	struct job_chunk *chunks;
+	size_t nr_chunks;
+	atomic_size_t next;		/* op queue, over the chunks */
+	atomic_size_t next_check;	/* check queue */
+	atomic_uint finished;		/* workers past the check phase */
+	atomic_uint_fast64_t bytes_done;
+	atomic_uint_fast64_t on, off, missing;
+	atomic_uint_fast64_t huge_bytes;
+	atomic_uint_fast64_t cpu_samples_off;
+	atomic_uint_fast64_t cpus_seen[PREALLOC_MAX_CPUS / 64];
+	atomic_uint_fast64_t nonzero;	/* lowest non-zero region offset + 1, 0 none */
+	double end;			/* latest worker end, under job->lock */
+};
+
+struct job_op;
+struct job_sink;
+struct job_flow;
+
+struct job_worker {
+	struct prealloc_job *job;
+	struct node_pool *pool;
+	unsigned int index;		/* within its pool */
+	pthread_t tid;
+};
+
+#define JOB_MAGIC 0x6a6f6221u	/* "job!"; poisoned by prealloc_job_free */
+#define JOB_FREED 0x66726565u	/* "free" */
+
+struct prealloc_job {
+	atomic_uint magic;
+	struct prealloc_region *region;	/* not touched after the flow's finish */
+	bool region_held;		/* counted in region->jobs */
+	uint8_t *addr;			/* region->addr, for the workers */
+	uint64_t page_size;		/* copied at start for the report */
+	int backing;
+	bool adopted;			/* extents with node -1: placement is no verdict */
+	struct prealloc_job_opts opts;
+	const struct job_op *op, *serial;
+	void *op_state, *serial_state;
+	unsigned int rounds;		/* 1 for the op, + 1 with a serial op */
+	bool fixed_workers;		/* job_spec.fixed_workers */
+	struct job_flow flow;		/* finish NULL: none */
+	struct job_sink sinks[3];	/* [0] the eventfd; [1] the spec's; [2] io_uring completion */
+	struct node_pool *pools;
+	unsigned int nr_pools;
+	struct job_worker *workers;
+	unsigned int nr_workers;
+	pthread_cond_t gate;		/* workers wait here until all exist */
+	bool gate_open, gate_abandon;	/* under lock */
+	pthread_barrier_t barrier;	/* before and after the check phase */
+	bool barrier_ready;
+	pthread_mutex_t lock;
+	atomic_int cancel;
+	atomic_uint finished;
+	atomic_int done;		/* finish ran; result is set */
+	int result;
+	int error, error_node;
+	uint64_t error_offset;
+	double t_start, t_op_end, t_check_start, t_check_end;
+	int efd;
+	pthread_mutex_t join_lock;	/* one joiner; later waiters wait for it */
+	atomic_bool joined;
+	bool placement_scanned;	/* counts came from numa_maps; skip move_pages */
+	bool start_failed;	/* workers released cancelled: no finish, no sinks */
+};
+
+/* engine.c */
+/* Records the job's first error and cancels the rest. */
+void job_fail(struct prealloc_job *job, int err, int node, uint64_t offset);
+void job_free(struct prealloc_job *job);
+/* pools.c: one pool per node from the extents and extra ranges. */
+int pools_build(struct prealloc_job *job, const struct job_range *extra, size_t nr_extra);
+/*
+ * Where worker t of pool runs (set in attr): the node's CPUs, the one CPU
+ * t picks (wrapping) when the job's workers are fixed, or anywhere allowed.
+ */
+void worker_affinity(const struct prealloc_job *job, const struct node_pool *pool, unsigned int t,
+		     pthread_attr_t *attr);
+/* check.c: the check phase. Once per job (one thread), then per chunk. */
+void check_scan_job(struct prealloc_job *job);
+/* 0, or the first error and where (region offset) into *ret_at: the caller fails the job. */
+int check_chunk(struct prealloc_job *job, struct node_pool *pool, const struct job_chunk *c,
+		uint64_t *ret_at);
 
 #endif

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
 #include "engine.h"
 
 EXPORT int prealloc_job_start(struct prealloc_region *region, const struct prealloc_job_opts *opts,

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "internal.h"
+#include "engine.h"
 
 #if PREALLOC_HAVE_LIBURING
 #include <liburing.h>

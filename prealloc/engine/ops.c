@@ -12,8 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-#include "clear.h"
 #include "engine.h"
 
 /* A job's hold on the SIGBUS guard: taken at most once, dropped at teardown. */

@@ -9,7 +9,7 @@
  */
 #include <stdlib.h>
 
-#include "internal.h"
+#include "engine.h"
 
 /* The pool for node, made (with its thread count) if the job has none yet. */
 static struct node_pool *pool_get(struct prealloc_job *job, int node)

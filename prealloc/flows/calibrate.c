@@ -17,8 +17,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "internal.h"
-#include "engine.h"
+#include "flows.h"
 
 #define NK PREALLOC_CALIBRATE_KERNELS
 /* Each sample clears at least this much, in passes over small buffers. */

@@ -16,8 +16,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "clear_file.h"
-#include "file_users.h"
+#include "flows.h"
 
 /* Who else maps the file: -EBUSY naming them, unless FORCE. */
 static int check_mappers(struct clear_flow *flow)

@@ -19,7 +19,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "clear_file.h"
+#include "flows.h"
 
 /* ---- the file as a region ------------------------------------------------ */
 

@@ -4,7 +4,7 @@
  * died, a holder whose check failed or expired, a ready file removed by
  * hand, a release a crash interrupted).
  */
-#include "admit.h"
+#include "flows.h"
 
 /* What gc does with a record: keep it, or settle it (and whether a ready file goes too). */
 static bool gc_wants(struct prealloc_ctx *ctx, const struct record *r, bool *ret_remove_ready)

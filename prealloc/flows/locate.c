@@ -15,8 +15,7 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
-#include "file_users.h"
-#include "prepare.h"
+#include "flows.h"
 
 #define SHMEM_THP "/kernel/mm/transparent_hugepage/shmem_enabled"
 

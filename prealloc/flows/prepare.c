@@ -23,9 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "admit.h"
-#include "prepare.h"
-#include "statedir.h"
+#include "flows.h"
 
 /* Runs fn on the record of req under the lock, then saves. */
 static int record_update(struct prepare_req *req,

@@ -15,10 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "admit.h"
-#include "prepare.h"
-#include "staging.h"
-#include "statedir.h"
+#include "flows.h"
 
 void node_ranges(const int *nodes, unsigned int nr, char *buf, size_t len)
 {

@@ -13,9 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "admit.h"
-#include "file_users.h"
-#include "statedir.h"
+#include "flows.h"
 
 /*
  * A file DMA-mapped by prealloc_vfio_map carries a shared flock while

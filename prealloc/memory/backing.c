@@ -13,7 +13,7 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "memory.h"
 
 #ifndef MFD_HUGETLB
 #define MFD_HUGETLB 0x0004U

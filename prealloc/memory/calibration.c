@@ -31,8 +31,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
-#include "clear.h"
+#include "memory.h"
 
 #define CAL_VERSION 1
 #define CAL_MAX_TEXT 8192

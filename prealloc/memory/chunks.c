@@ -4,7 +4,7 @@
  * page-aligned chunks that workers take from a queue. Pure code: no system
  * calls, unit-tested in tests/unit/test-chunks.c.
  */
-#include "internal.h"
+#include "memory.h"
 
 #define CHUNK_MAX (UINT64_C(1) << 30)	/* big regions: about 1 GiB */
 #define CHUNK_MIN (UINT64_C(2) << 20)	/* small regions: not below 2 MiB */

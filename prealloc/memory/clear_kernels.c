@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "config.h"
-#include "clear.h"
+#include "memory.h"
 
 #if PREALLOC_VECTOR_KERNELS
 #include <immintrin.h>

@@ -28,8 +28,7 @@
  */
 #include <stdbool.h>
 
-#include "internal.h"
-#include "clear.h"
+#include "memory.h"
 
 #define PROBE_HANDICAP 1.4
 #define PROBE_DECISIVE 3.0

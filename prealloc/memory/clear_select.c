@@ -18,8 +18,7 @@
 #include <string.h>
 
 #include "config.h"
-#include "internal.h"
-#include "clear.h"
+#include "memory.h"
 
 #if PREALLOC_VECTOR_KERNELS
 #define VEC(fn) (fn)

@@ -15,7 +15,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "file_users.h"
+#include "memory.h"
 
 /* 1 when pid maps dev/ino ("start-end perms offset maj:min inode path"), 0 not, <0 unreadable. */
 static int maps_file(const struct prealloc_ctx *ctx, const char *pid, uint64_t dev, uint64_t ino)

@@ -11,7 +11,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "internal.h"
+#include "memory.h"
 
 #define QUERY_BATCH 1024
 

@@ -15,8 +15,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "internal.h"
-#include "engine.h"
+#include "memory.h"
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23

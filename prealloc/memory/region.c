@@ -14,7 +14,7 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "memory.h"
 
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "staging.h"
+#include "memory.h"
 
 /* The mount a descriptor is on, from /proc/self/fdinfo (Linux 3.15+). */
 static int fd_mount_id(const struct prealloc_ctx *ctx, int fd, int *ret)

@@ -16,10 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "admit.h"
-#include "cgroup.h"
-#include "hugetlb.h"
-#include "statedir.h"
+#include "state.h"
 
 /* 4K and THP: the node's free memory. */
 static uint64_t node_free_memory(struct prealloc_ctx *ctx, int node)

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "prepare.h"
+#include "state.h"
 
 #define BOOT_1G_ADVICE                                                                         \
 	"; runtime allocation of 1G pages often fails because memory is fragmented: reserve "    \

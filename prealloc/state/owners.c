@@ -13,7 +13,7 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include "records.h"
+#include "state.h"
 
 uint64_t process_start_time(const struct prealloc_ctx *ctx, int pid)
 {

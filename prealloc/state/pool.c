@@ -10,9 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "admit.h"
-#include "hugetlb.h"
-#include "statedir.h"
+#include "state.h"
 
 EXPORT int prealloc_pool_status(struct prealloc_ctx *ctx, int node, uint64_t page_size,
 				struct prealloc_pool_status *ret_status)

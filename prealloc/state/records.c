@@ -22,8 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "records.h"
-#include "statedir.h"
+#include "state.h"
 
 static const char *const state_names[] = {
 	[PREALLOC_RECORD_PREPARING] = "preparing",

@@ -10,10 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "admit.h"
-#include "file_users.h"
-#include "hugetlb.h"
-#include "statedir.h"
+#include "state.h"
 
 struct prealloc_reservation {
 	struct prealloc_ctx *ctx;

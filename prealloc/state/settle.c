@@ -14,10 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "admit.h"
-#include "file_users.h"
-#include "hugetlb.h"
-#include "statedir.h"
+#include "state.h"
 
 /* Growth the other records say they added to the pool of p's node and size. */
 static uint64_t others_added(const struct store *s, size_t ri, const struct rec_pool *p)

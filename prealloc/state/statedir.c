@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "statedir.h"
+#include "state.h"
 
 int statedir_path(const struct prealloc_ctx *ctx, char *buf, size_t len, const char *leaf)
 {

@@ -9,7 +9,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include "records.h"
+#include "state.h"
 
 void store_free(struct store *s)
 {

@@ -10,9 +10,7 @@
  */
 #include <string.h>
 
-#include "hugetlb.h"
-#include "records.h"
-#include "statedir.h"
+#include "state.h"
 
 /* 1 when a stale growing share was resolved (the store needs saving). */
 static int resolve_growing(struct prealloc_ctx *ctx, struct store *s)

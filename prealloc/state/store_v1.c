@@ -12,8 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "records.h"
-#include "statedir.h"
+#include "state.h"
 
 static const char *const v1_states[] = { "in-flight", "held", "orphan" };
 

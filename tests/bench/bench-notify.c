@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "engine.h"
 
 static struct prealloc_ctx *ctx;
 static _Atomic int64_t t_end;	/* ns, set by the flow's finish */

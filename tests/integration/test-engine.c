@@ -20,7 +20,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
 #include "engine.h"
 #include "../unit/tap.h"
 #include "../unit/fakenodes.h"

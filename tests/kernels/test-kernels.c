@@ -19,8 +19,8 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "internal.h"
-#include "clear.h"
+#include "engine.h"
+#include "memory.h"
 #include "tap.h"
 
 #define CANARY 0xa5

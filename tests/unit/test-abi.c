@@ -2,7 +2,7 @@
 /* Options structs that start with their size: older and newer callers. */
 #include <string.h>
 
-#include "internal.h"
+#include "engine.h"
 #include "tap.h"
 
 /* Versions of one options struct; fields grow in 8-byte steps, no padding. */

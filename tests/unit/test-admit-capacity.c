@@ -14,7 +14,7 @@
  */
 #include <string.h>
 
-#include "internal.h"
+#include "engine.h"
 #include "fakeroot.h"
 #include "tap.h"
 

@@ -19,9 +19,9 @@
 #include <string.h>
 #include <sys/statfs.h>
 
-#include "internal.h"
-#include "prepare.h"
-#include "records.h"
+#include "engine.h"
+#include "flows.h"
+#include "state.h"
 #include "fakeroot.h"
 #include "tap.h"
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "engine.h"
 #include "tap.h"
 
 static bool check_chunks(const struct prealloc_extent *ext, unsigned int nr, uint64_t page,

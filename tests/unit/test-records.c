@@ -10,8 +10,8 @@
 #include <dirent.h>
 #include <string.h>
 
-#include "internal.h"
-#include "records.h"
+#include "engine.h"
+#include "state.h"
 #include "fakeroot.h"
 #include "tap.h"
 

@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "internal.h"
-#include "clear.h"
+#include "engine.h"
+#include "memory.h"
 #include "tap.h"
 
 #define MiB (UINT64_C(1) << 20)

@@ -1,16 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The record store: every reservation and every file prealloc owns, in one
- * versioned file under the state directory. Never installed.
+ * The state layer, private to the library: the record store (its records,
+ * format and owners), the state directory and its one lock, admission,
+ * reservations and how a record ends. Calls only the memory layer and the
+ * root (tests/unit/test-layers.sh). Never installed.
  */
-#ifndef PREALLOC_RECORDS_H
-#define PREALLOC_RECORDS_H
+#ifndef PREALLOC_STATE_H
+#define PREALLOC_STATE_H
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
 
-#include "internal.h"
+#include "memory.h"
+
+/* ---- records and the store (store.c, records.c, owners.c, store_v1.c) -------- */
 
 #define STORE_LEAF "store"
 #define STORE_VERSION 2
@@ -155,5 +159,94 @@ uint64_t record_outstanding(const struct prealloc_ctx *ctx, const struct record 
 /* Sum over every record's pool on node/page_size, skipping record skip_id. */
 uint64_t store_node_outstanding(const struct prealloc_ctx *ctx, const struct store *s, int node,
 				uint64_t page_size, uint64_t skip_id);
+
+/* ---- the state directory (statedir.c, store_lock.c) -------------------------- */
+
+/* "<state dir>/<leaf>". */
+int statedir_path(const struct prealloc_ctx *ctx, char *buf, size_t len, const char *leaf);
+/* Creates it (0700) if missing; -EPERM unless a directory of ours nobody else may write. */
+int statedir_ensure(const struct prealloc_ctx *ctx);
+/* Whether the state directory is ours alone: 0, -EPERM, -ENOENT (not made yet). */
+int statedir_check(const struct prealloc_ctx *ctx);
+/*
+ * The one lock; waits up to timeout_ms, then -ETIMEDOUT, or until cancel_fd
+ * (-1: none; polled, never read) turns readable, then -ECANCELED.
+ */
+int statedir_lock(const struct prealloc_ctx *ctx, unsigned int timeout_ms, int cancel_fd,
+		  int *ret_fd);
+/* The same for another lock file in the state dir (0.1's pool.lock while converting). */
+int statedir_lock_leaf(const struct prealloc_ctx *ctx, const char *leaf, unsigned int timeout_ms,
+		       int cancel_fd, int *ret_fd);
+void statedir_unlock(int fd);
+/* Replaces leaf whole: temp file, fsync, rename, fsync of the directory. */
+int statedir_write(const struct prealloc_ctx *ctx, const char *leaf, const char *buf, size_t len);
+/* All of leaf, NUL-terminated (*ret_buf to free); -ENOENT when missing. */
+int statedir_read(const struct prealloc_ctx *ctx, const char *leaf, char **ret_buf,
+		  size_t *ret_len);
+
+/* ---- admission, reservations, settling (admit*.c, reservation.c, settle.c) --- */
+
+#define ADMIT_RESERVE_TIMEOUT_MS 5000
+#define ADMIT_LOCK_TIMEOUT_MS 30000
+
+/* Copies and checks a caller's admission options, filling in the defaults. */
+int admit_check_opts(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *opts,
+		     struct prealloc_admit_opts *o);
+/* The reason for err: the store or a pool not writable (ACCESS), else reason. */
+int admit_reason(int err, int reason);
+/* A refused admission's record goes too (under the lock). */
+void admit_forget(struct prealloc_ctx *ctx, struct store *s, uint64_t id);
+/* o's cancel fd where its flag says there is one, else -1. */
+static inline int admit_cancel_fd(const struct prealloc_admit_opts *o)
+{
+	return (o->flags & PREALLOC_ADMIT_CANCEL_FD) ? o->cancel_fd : -1;
+}
+/*
+ * Takes the store's lock (waiting up to o's lock timeout) and loads it; res
+ * says why not. o's cancel fd ends the wait: -ECANCELED, reason CANCELED.
+ */
+int admit_lock_load(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *o,
+		    struct store *s, int *ret_fd, struct prealloc_admit_result *res);
+/*
+ * Under the lock, for record id (already in s): appends one share per node
+ * and saves s. Hugetlb: checks pools and cgroups, grows short pools with
+ * RESERVE (each share saved before its growth). 4K/THP: checks memory
+ * cgroups and each node's free memory less other runs' 4K shares. On
+ * failure the shares are dropped and their growth given back; res says why.
+ */
+int admit_locked(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *o, struct store *s,
+		 uint64_t id, struct prealloc_admit_result *res);
+
+/*
+ * Gives back pool line k of record ri's growth as far as the node has free
+ * pages nobody else was promised; written ahead (the store forgets the
+ * pages before they go back). ret_left: growth still owed.
+ */
+int record_return_growth(struct prealloc_ctx *ctx, struct store *s, size_t ri, unsigned int k,
+			 uint64_t *ret_returned, uint64_t *ret_vanished);
+/*
+ * Settles record ri whose owner is gone or which is being released: the
+ * file goes if prealloc created it and (unless ready) it never became
+ * ready, then the growth is given back. The record leaves the store, or
+ * stays ORPHAN with the growth still in use. Saves s. Adds to info's
+ * returned, in_use (growth still owed) and vanished; sets removed.
+ */
+int record_settle(struct prealloc_ctx *ctx, struct store *s, size_t ri, bool remove_ready,
+		  struct prealloc_release_info *info);
+/* settle.c. Commit: READY, held by its holder or file; lines that added nothing go. */
+void record_commit(struct record *r, const struct rec_owner *owner);
+/* Whether settle_matching settles r, and whether a READY file goes with it. */
+typedef bool (*settle_pick_fn)(struct prealloc_ctx *ctx, const struct record *r, const void *arg,
+			       bool *ret_remove_ready);
+/*
+ * Settles every record pick selects, under the store's lock (timeout_ms);
+ * adds to info what went back, *ret_matched the records that left the
+ * store. Says what it removed through the ctx's log once unlocked. The
+ * first error, after trying every record.
+ */
+int settle_matching(struct prealloc_ctx *ctx, unsigned int timeout_ms, settle_pick_fn pick,
+		    const void *arg, struct prealloc_release_info *info, unsigned int *ret_matched);
+/* pool.c: a record's file path, its holder's name, or "-". */
+const char *owner_label(const struct record *r);
 
 #endif

@@ -1,14 +1,22 @@
 /* SPDX-License-Identifier: MIT */
-/* The prepare flow's request as it is resolved, shared by its files. Never installed. */
-#ifndef PREALLOC_PREPARE_H
-#define PREALLOC_PREPARE_H
+/*
+ * The flows, private to the library: prepare (its request as it is
+ * resolved), clear a file, and what their files share. Each flow is one
+ * public call over the state and engine layers (tests/unit/test-layers.sh).
+ * Never installed.
+ */
+#ifndef PREALLOC_FLOWS_H
+#define PREALLOC_FLOWS_H
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <time.h>
 
-#include "internal.h"
-#include "records.h"
+#include "engine.h"
+#include "state.h"
+
+/* ---- prepare (prepare.c, prepare_req.c, locate.c) ----------------------------- */
 
 #define PREPARE_MAGIC 0x70726570u	/* "prep": a job's flow arg is a prepare_req */
 
@@ -65,5 +73,47 @@ int prepare_admit(struct prepare_req *req);
 /* admit_message.c: the admission failure in one line. */
 void admit_message(const struct prealloc_admit_result *res, int err, bool reserve, char *buf,
 		   size_t len);
+
+/* ---- clear a file (clear_file.c, clear_checks.c) ----------------------------- */
+
+#define CLEAR_FLOW_MAGIC 0x636c7266u	/* "clrf": a job's flow arg is a clear_flow */
+
+/*
+ * What the flow opened and mapped; the job's once it has started (its
+ * destroy frees it at prealloc_job_free), else freed by the start call.
+ */
+struct clear_flow {
+	uint32_t magic;			/* first, as in every flow's arg */
+	struct prealloc_ctx *ctx;
+	struct prealloc_clear_file_opts opts;
+	struct prealloc_clear_file_info info;
+	struct stat st;
+	bool in_memory;			/* hugetlbfs or tmpfs */
+	int fd;
+	void *map;			/* our own mapping (partial last page, disk), or NULL */
+	uint64_t map_len;
+	struct prealloc_region *region;
+	struct clear_choice choice;	/* name NULL until chosen */
+	struct job_range *swapped;	/* swapped-out tmpfs pages: the job's extra ranges */
+	size_t nr_swapped;
+	int result;			/* set by the job's finish */
+};
+
+static inline int flow_fail(struct clear_flow *flow, int step, int err)
+{
+	flow->info.error_step = step;
+	return err;
+}
+
+/*
+ * clear_checks.c: that it is the file the caller meant. Each returns 0 or
+ * a negative errno with info.error_step set.
+ */
+/* The kernel: the one named, or (once the region exists) the one auto picks. */
+int clear_check_kernel(struct clear_flow *flow);
+/* Before opening: not a link, a regular file, the filesystem, other mappers. */
+int clear_check_file(struct clear_flow *flow, const char *path);
+/* Opens the file checked into flow->fd; -ESTALE when another took its place. */
+int clear_open_checked(struct clear_flow *flow, const char *path);
 
 #endif

@@ -1,0 +1,373 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The memory layer, private to the library: regions and their backing,
+ * chunks, populate and the SIGBUS guard, placement, the clear kernels and
+ * their selection and calibration, hugepage pools, cgroup limits, node
+ * capacity, the staging directory, and who uses a file. Calls nothing
+ * above it (tests/unit/test-layers.sh). Never installed.
+ */
+#ifndef PREALLOC_MEMORY_H
+#define PREALLOC_MEMORY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "internal.h"
+
+/* ---- regions (region.c, backing.c) ------------------------------------------ */
+
+struct prealloc_region {
+	struct prealloc_ctx *ctx;
+	int backing;
+	uint8_t *addr;
+	uint64_t length;
+	uint64_t page_size;
+	int fd;
+	bool owns_mapping;
+	bool created_file;
+	char *path;		/* FILE: relative to dir_fd */
+	int dir_fd;		/* FILE: AT_FDCWD, or region_new_at's directory (our dup) */
+	unsigned int nr_extents;
+	struct prealloc_extent *extents;
+	/* Jobs still working on it (until their finish): free waits for them. */
+	pthread_mutex_t jobs_lock;
+	pthread_cond_t jobs_done;
+	unsigned int jobs;
+};
+
+/* backing.c: r's memory made and mapped as o says (r->addr, fd, page_size, path). */
+int backing_map(struct prealloc_region *r, const struct prealloc_region_opts *o);
+/*
+ * prealloc_region_new with a FILE's path taken relative to dir_fd (kept,
+ * duplicated, for discard's unlink): the file is made in a directory the
+ * caller opened, whatever its path names meanwhile.
+ */
+int region_new_at(struct prealloc_ctx *ctx, const struct prealloc_region_opts *opts, int dir_fd,
+		  struct prealloc_region **ret_region);
+
+/* ---- chunks (chunks.c) -------------------------------------------------------- */
+
+/* Pure: split a length into extents, cut extents into page-aligned chunks. */
+struct chunk {
+	uint64_t offset;
+	uint64_t length;
+	unsigned int extent;	/* index into the extent array */
+};
+uint64_t chunk_size_for(uint64_t extent_len, uint64_t page_size, unsigned int threads);
+/* Returns the number of chunks written (call with ret NULL to count). */
+size_t chunks_cut(const struct prealloc_extent *extents, unsigned int nr_extents,
+		   uint64_t page_size, uint64_t chunk_size, struct chunk *ret);
+/* Splits length over nr nodes: explicit sizes or even in page units. */
+int extents_split(uint64_t length, uint64_t page_size, const int *nodes,
+		 const uint64_t *node_bytes, unsigned int nr, struct prealloc_extent *ret);
+
+
+/* ---- the SIGBUS guard (populate.c) ------------------------------------------ */
+
+/*
+ * A store or load into a file's pages past its end (its owner truncated it),
+ * into a hugetlb page the pool could not supply, or into poisoned memory
+ * raises SIGBUS, which kills the process by default. Workers run what may
+ * meet one through sigbus_guarded(): the touch fallback, a clear and the
+ * zero check over a file or a caller's mapping.
+ *
+ * The handler is process-wide and an embedding VMM may have its own (memory
+ * errors): an op installs it at setup only for a job that needs it, once,
+ * and removes it at teardown. Installs nest (a count); the last remove puts
+ * back the handler found at the first install, unless another was set
+ * meanwhile, which stays. A SIGBUS that is not a guarded call's goes to the
+ * handler found at install (SIG_DFL: the process dies as it would have).
+ */
+int sigbus_guard_install(void);
+void sigbus_guard_remove(void);
+/*
+ * Runs fn(arg), which touches [addr, addr + len) only, on this thread. A
+ * SIGBUS the kernel raises for an address in that range ends fn there: the
+ * call returns -EHWPOISON for a memory error (BUS_MCEERR_AR), else -EFAULT
+ * (the page is gone or could not be had: what MADV_POPULATE_WRITE says),
+ * with *ret_fault (may be NULL) the faulting byte's offset from addr; else
+ * fn's result. Calls nest: an inner call restores the outer's target, and
+ * a fault in the outer's range alone returns from the outer. Without the
+ * handler installed (by any job) it is fn(arg) and a SIGBUS kills.
+ */
+int sigbus_guarded(const void *addr, uint64_t len, int (*fn)(void *arg), void *arg,
+		   uint64_t *ret_fault);
+
+/* populate.c */
+int populate_chunk(uint8_t *addr, uint64_t len, uint64_t page_size, bool touch);
+
+/* placement.c */
+/* Counts pages of [addr, addr+len) on node, elsewhere and missing. */
+int placement_query(uint8_t *addr, uint64_t len, uint64_t page_size, int node,
+		    uint64_t *ret_on, uint64_t *ret_off, uint64_t *ret_missing);
+/*
+ * Calls fn once per mapping of [addr, addr+len) with its per-node page
+ * counts (counts[node], in pages of unit bytes) from /proc/self/numa_maps.
+ * -ENOTSUP when the range is not made of whole mappings, -EAGAIN when the
+ * mappings changed while reading: then ask move_pages instead.
+ */
+typedef int (*placement_fn)(void *arg, uint64_t start, uint64_t end, uint64_t unit,
+			    const uint64_t *counts);
+int placement_scan(uint8_t *addr, uint64_t len, placement_fn fn, void *arg);
+/*
+ * Calls fn once per mapping of [addr, addr+len) in /proc/self/smaps with
+ * the bytes huge pages map there (AnonHugePages + ShmemPmdMapped +
+ * FilePmdMapped) and whether it is MADV_HUGEPAGE (VmFlags hg).
+ */
+typedef int (*huge_fn)(void *arg, uint64_t start, uint64_t end, uint64_t huge_bytes,
+		       bool madv_huge);
+int huge_scan(uint8_t *addr, uint64_t len, huge_fn fn, void *arg);
+/* Offset of the first non-zero byte, or len when all zero. */
+uint64_t zero_check(const uint8_t *addr, uint64_t len);
+
+/* calibrate_figures.c: what the calibration's figures say, pure (the probe takes its median). */
+/* The median of v[0..n) (n > 0); sorts v. */
+double calibrate_median(double *v, unsigned int n);
+/* Per kernel k < nk, the median of s[k][0..rep) into gbps; -EIO if a sample failed (<= 0). */
+int calibrate_medians(const double (*s)[PREALLOC_CALIBRATE_REPEAT_MAX], unsigned int nk,
+		      unsigned int rep, double *gbps);
+/*
+ * The paired ratio of kernel chosen to kernel best in samples s (rep each,
+ * GB/s, sample i of every kernel from the same repetition): the median of
+ * s[chosen][i] / s[best][i]. *ret_error (may be NULL): that median's
+ * standard error relative to it, estimated from the ratios' interquartile
+ * range (1, unknown, with fewer than 4 repetitions). Pure.
+ */
+double calibrate_paired_ratio(const double (*s)[PREALLOC_CALIBRATE_REPEAT_MAX], unsigned int rep,
+			      unsigned int chosen, unsigned int best, double *ret_error);
+/* The kernel with the highest figure among gbps[0..nk). */
+unsigned int calibrate_best(unsigned int nk, const double *gbps);
+/*
+ * Whether rep repetitions of nk columns (the last auto's) are enough: rep
+ * >= max; or rep >= min and auto's paired ratio to the best kernel (by the
+ * medians) known to PREALLOC_CALIBRATE_PRECISION. Pure.
+ */
+bool calibrate_enough(const double (*s)[PREALLOC_CALIBRATE_REPEAT_MAX], unsigned int nk,
+		      unsigned int rep, unsigned int min, unsigned int max);
+/* order[] gets 0..n-1 shuffled, the same for the same seed: one repetition's kernel order. */
+void calibrate_order(unsigned int *order, unsigned int n, unsigned int seed);
+/*
+ * res->calibration from res's medians: per measured size the fastest kernel
+ * (the last column, auto, is not one), or the probe auto ran there
+ * (res->size_auto) where it came within 0.95 of it; for anything larger
+ * the kernel never far behind over the thread counts.
+ */
+void calibrate_build(struct prealloc_calibrate_result *res);
+
+/* ---- clear kernels, their selection and calibration (clear_*.c, calibration.c) - */
+
+/* Zeroes [dst, dst + len); any alignment, any length; NT kernels end with SFENCE. */
+typedef void (*clear_fn)(void *dst, size_t len);
+
+struct clear_kernel {
+	const char *name;
+	clear_fn fn;		/* NULL: not built (-Dvector_kernels=false) */
+	uint64_t requires;	/* PREALLOC_CPU_* bits */
+	bool nontemporal;
+	const char *probe;	/* NT kernels: the name of the probe of memset against it */
+};
+
+/* The table, best first. */
+extern const struct clear_kernel clear_kernels[];
+extern const unsigned int clear_kernels_count;
+
+/* The kernels themselves (clear_kernels.c); the vector ones exist only when built. */
+void clear_c(void *dst, size_t len);
+void clear_rep_stosb(void *dst, size_t len);
+void clear_movnti(void *dst, size_t len);
+void clear_avx2_nt(void *dst, size_t len);
+void clear_avx512_nt(void *dst, size_t len);
+void clear_clzero(void *dst, size_t len);
+
+const struct clear_kernel *clear_kernel_find(const char *name);
+/* Built, and every required feature present. */
+bool clear_kernel_usable(const struct clear_kernel *k, uint64_t features);
+
+/* True when cal was measured on a CPU of cpu's vendor, family, model and name. */
+bool clear_calibration_matches(const struct clear_calibration *cal, const struct cpu_id *cpu);
+
+/*
+ * What automatic selection gives a clear: one kernel, or a probe (nt set):
+ * each piece is cleared by whichever of kernel (cached stores) and nt is
+ * faster on it, measured on the piece itself (clear_probe.c).
+ */
+struct clear_choice {
+	const struct clear_kernel *kernel;	/* the kernel; with a probe, the cached one */
+	const struct clear_kernel *nt;		/* a probe's NT kernel; NULL: no probe */
+	const char *name;			/* "c", or a probe's "c/avx2_nt" */
+};
+
+/*
+ * The footprint (bytes per worker x workers sharing the cache) up to which
+ * cached stores win wherever the memory is: half the LLC (llc 0: unknown,
+ * 32 MiB assumed), at most 8 MiB. Up to the probe limit (twice the LLC,
+ * at most 128 MiB) a probe decides per piece; above it, NT stores.
+ */
+uint64_t clear_cached_limit(uint64_t llc);
+uint64_t clear_probe_limit(uint64_t llc);
+
+/*
+ * Picks for clearing size bytes per worker with threads workers sharing a
+ * last-level cache, under an optional calibration (NULL: none). A pure
+ * function of its inputs; why gets a short reason.
+ */
+struct clear_choice clear_select(const struct cpu_id *cpu, uint64_t size, unsigned int threads,
+				 const struct clear_calibration *cal, char *why, size_t why_len);
+
+/*
+ * The probe (clear_probe.c): one slice with each kernel at each of up to
+ * SPOTS places, one place per SPOT_BYTES of the piece (at least one);
+ * pieces under MIN get the cached kernel unprobed.
+ */
+#define CLEAR_PROBE_SLICE (UINT64_C(16) << 10)
+#define CLEAR_PROBE_SPOTS 4
+#define CLEAR_PROBE_SPOT_BYTES (UINT64_C(4) << 20)
+#define CLEAR_PROBE_MIN (UINT64_C(2) << 20)
+
+/*
+ * A choice by name: a kernel, or a probe's pair ("c/avx2_nt"). -ENOENT
+ * unknown, -EOPNOTSUPP not built or not usable with these features.
+ */
+int clear_choice_find(const char *name, uint64_t features, struct clear_choice *ret);
+
+/*
+ * Clears [dst, dst + len) as c says: with its kernel, or with a probe.
+ * Returns the bytes cleared by the cached kernel (all of them without a
+ * probe when c->kernel is cached, none when it is NT).
+ */
+uint64_t clear_choice_run(const struct clear_choice *c, void *dst, size_t len);
+
+/* ---- calibrate.c: the ctx's calibration, and the choices made under it ---- */
+/*
+ * clear.c above is pure and knows nothing of files or contexts; calibrate.c
+ * builds on it: it owns each ctx's calibration and makes the choices that
+ * need one (clear_select_region, prealloc_clear_choose).
+ */
+
+/*
+ * clear_select() for a job on region: per node, its bytes spread over its
+ * workers (threads, 0: the node's CPUs), under the region's ctx's
+ * calibration. The node with the largest footprint decides.
+ */
+struct clear_choice clear_select_region(const struct prealloc_region *region, unsigned int threads,
+					char *why, size_t why_len);
+
+/*
+ * Copies ctx's calibration into ret; false when none applies. The first
+ * call on a ctx that has not loaded, saved or unloaded one reads the
+ * default file; a foreign or unreadable one is ignored and said once
+ * through the ctx's log at PREALLOC_LOG_INFO.
+ */
+bool ctx_calibration(struct prealloc_ctx *ctx, struct clear_calibration *ret);
+
+/*
+ * Default file: $PREALLOC_CALIBRATION, else /var/lib/prealloc/calibration
+ * as root, else the user's cache.
+ */
+int calibration_default_path(char *buf, size_t len);
+/* Parses a calibration file's text; -EINVAL when malformed. Pure. */
+int calibration_parse(const char *text, struct clear_calibration *ret);
+/* Formats cal as a file's text; returns the length or -ENOSPC. Pure. */
+int calibration_format(const struct clear_calibration *cal, char *buf, size_t len);
+int calibration_read(const char *path, struct clear_calibration *ret);
+int calibration_write(const char *path, const struct clear_calibration *cal);
+
+/* ---- who uses a file (file_users.c) ------------------------------------------- */
+
+/*
+ * The first process other than skip that maps the file dev/ino or holds it
+ * open (also once it is unlinked), from <proc>/PID/maps and <proc>/PID/fd.
+ * Returns its pid, 0 when none, or a negative errno when <proc> cannot be
+ * read; *ret_unreadable counts processes that could not be looked at.
+ */
+pid_t file_user(const struct prealloc_ctx *ctx, uint64_t dev, uint64_t ino, pid_t skip,
+		  unsigned int *ret_unreadable);
+
+/* ---- hugepage pools (hugetlb.c) ----------------------------------------------- */
+
+/* nr_hugepages, free_hugepages and surplus_hugepages of node's pool (each may be NULL). */
+int hugetlb_read(const struct prealloc_ctx *ctx, int node, uint64_t page_size,
+		 uint64_t *ret_total, uint64_t *ret_free, uint64_t *ret_surplus);
+/* The system-wide free and reserved (mapped, not yet faulted) counts. */
+int hugetlb_global(const struct prealloc_ctx *ctx, uint64_t page_size, uint64_t *ret_free,
+		   uint64_t *ret_resv);
+
+struct grow_result {
+	uint64_t before;	/* nr_hugepages before */
+	uint64_t requested;	/* nr_hugepages written */
+	uint64_t got;		/* nr_hugepages read back at the end */
+	uint64_t added;		/* pages kept (0 when the growth was undone) */
+	double seconds;
+};
+/*
+ * Grows node's pool by pages in steps of max(1 GiB, 5% of the node): each
+ * an absolute write read back; a short step compacts the node and retries
+ * until deadline (now_seconds() clock). All or nothing: a short pool is put
+ * back as it was and -ENOMEM returned. cancel_fd (-1: none) is polled
+ * before every write; readable: put back, -ECANCELED. Test point
+ * "grow-step" between steps. Call under the lock.
+ */
+int hugetlb_grow(const struct prealloc_ctx *ctx, int node, uint64_t page_size, uint64_t pages,
+		 double deadline, int cancel_fd, struct grow_result *ret);
+/* Shrinks node's pool by up to pages; ret_returned: what the kernel let go. */
+int hugetlb_shrink(const struct prealloc_ctx *ctx, int node, uint64_t page_size, uint64_t pages,
+		   uint64_t *ret_returned);
+
+/* ---- cgroup limits (cgroup.c) ------------------------------------------------- */
+
+/*
+ * Pages of page_size the calling process may still fault under its cgroup
+ * hugetlb limits (its cgroup and every ancestor; v2 max and rsvd.max, v1
+ * limit_in_bytes where that hierarchy is mounted); UINT64_MAX when
+ * unlimited. where gets the tightest limit file.
+ */
+uint64_t cgroup_hugetlb_left(const struct prealloc_ctx *ctx, uint64_t page_size, char *where,
+			     size_t where_len);
+
+/*
+ * Bytes the calling process may still charge under its memory cgroup limits
+ * (v2 memory.max, v1 memory.limit_in_bytes; its cgroup and every ancestor),
+ * counting the file cache those cgroups could reclaim as room; UINT64_MAX
+ * when unlimited. where gets the tightest limit file.
+ */
+uint64_t cgroup_memory_left(const struct prealloc_ctx *ctx, char *where, size_t where_len);
+
+/* Pure parsers, fuzzed (tests/fuzz/fuzz-cgroup.c). */
+/* A mountinfo line: 1 and mnt when it mounts controller's hierarchy (NULL: v2), else 0. */
+int cgroup_mountinfo_line(const char *line, const char *controller, char *mnt, size_t len);
+/* A /proc/self/cgroup line: 1 and rel ("" for the root) when it is controller's, else 0. */
+int cgroup_self_line(const char *line, const char *controller, char *rel, size_t len);
+/* A limit file's text: "max" (UINT64_MAX) or a decimal number; -EINVAL otherwise. */
+int cgroup_parse_limit(const char *text, uint64_t *ret);
+/* key's value in a memory.stat text, 0 when absent. */
+uint64_t cgroup_stat_value(const char *text, const char *key);
+
+/* ---- node capacity (capacity.c) ----------------------------------------------- */
+
+/* capacity.c: what node could still give a hugepage pool, in bytes. */
+struct node_capacity {
+	uint64_t mem_total, mem_free;
+	uint64_t file;		/* Active(file) + Inactive(file) */
+	uint64_t slab;		/* SReclaimable */
+	uint64_t estimate;	/* free + file + slab (one node: at least MemAvailable) */
+	uint64_t margin;	/* what stays with the host */
+};
+int node_capacity(const struct prealloc_ctx *ctx, int node, struct node_capacity *ret);
+
+/* ---- the staging directory (staging.c) ---------------------------------------- */
+
+#define STAGING_NAME ".prealloc"
+
+/*
+ * Opens (making it when missing) the caller's staging directory on the
+ * mount of dir_fd, whose path is dir_path; its path goes to ret_path.
+ * Returns the directory's descriptor, or a negative errno with why[]:
+ * -EPERM when the name is taken by something that is not the caller's own
+ * directory (never used then, never changed).
+ */
+int staging_open(const struct prealloc_ctx *ctx, int dir_fd, const char *dir_path,
+		 char *ret_path, size_t len, char *why, size_t why_len);
+
+#endif
