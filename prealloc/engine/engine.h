@@ -20,7 +20,7 @@
  */
 #define JOB_STEP (UINT64_C(16) << 20)
 
-/* ---- ops (ops.c) ---------------------------------------------------------- */
+/* ---- ops (ops.c) --------------------------------------------------------- */
 
 /* What an op's setup may look at. */
 struct job_op_args {
@@ -60,7 +60,7 @@ struct job_op {
 /* The table entry for a public enum prealloc_op; NULL if unknown. */
 const struct job_op *job_op_find(int op);
 
-/* ---- completion sinks ------------------------------------------------------ */
+/* ---- completion sinks ---------------------------------------------------- */
 
 /*
  * Completion is posted through sinks: node_done once per node, when that
@@ -76,7 +76,7 @@ const struct job_op *job_op_find(int op);
  *
  * sinks[0] is the eventfd (prealloc_job_eventfd), which always posts on
  * job_done; sinks[1] comes with job_spec.sink; sinks[2] is the io_uring
- * completion of prealloc_job_opts.completion (notify_uring.c), opened by
+ * completion of prealloc_job_opts.completion (notify.c), opened by
  * the engine once the eventfd exists: it posts IORING_OP_MSG_RING CQEs into
  * the caller's ring, or queues the events and writes the eventfd where
  * io_uring cannot be used.
@@ -93,7 +93,7 @@ struct job_sink {
 	void *data;
 };
 
-/* ---- io_uring completion (notify.c) ----------------------------------- */
+/* ---- io_uring completion (notify.c) -------------------------------------- */
 
 /*
  * The completion sink for c (a caller's struct, copied; NULL: none, and
@@ -108,7 +108,7 @@ int notify_path(const struct job_sink *sink, int *ret_error);
 /* The next queued event (EVENTFD path): 1 with it, 0 none. */
 int notify_event(const struct job_sink *sink, uint64_t *ret_user_data, int *ret_res);
 
-/* ---- flows ------------------------------------------------------------------ */
+/* ---- flows --------------------------------------------------------------- */
 
 /* A range of the region that a node's workers take, beyond the region's own extents. */
 struct job_range {
@@ -166,7 +166,7 @@ void job_fill_report(struct prealloc_job *job, struct prealloc_report *ret_repor
 int job_fill_node_report(struct prealloc_job *job, unsigned int index,
 			 struct prealloc_node_report *ret_report);
 
-/* ---- the job: its per-node pools and their chunks (engine.c) ----------------- */
+/* ---- the job: its per-node pools and their chunks (engine.c) ------------- */
 
 struct job_chunk {
 	uint64_t offset;

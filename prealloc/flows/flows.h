@@ -16,7 +16,7 @@
 #include "engine.h"
 #include "state.h"
 
-/* ---- prepare (prepare.c, prepare_req.c, locate.c) ----------------------------- */
+/* ---- prepare (prepare.c, prepare_req.c, locate.c) ------------------------ */
 
 #define PREPARE_MAGIC 0x70726570u	/* "prep": a job's flow arg is a prepare_req */
 
@@ -61,9 +61,9 @@ prepare_fail(struct prepare_req *req, int step, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* location.c: where the file goes and the page size (req->dir, req->page, req->exists). */
+/* locate.c: where the file goes and the page size (req->dir, req->page, req->exists). */
 int prepare_locate(struct prepare_req *req);
-/* prepare_request.c: the request checked and resolved; admission and the record. */
+/* prepare_req.c: the request checked and resolved; admission and the record. */
 int prepare_request(struct prepare_req *req);
 /* "0-3,5": nodes as ranges, in the given order. */
 void node_ranges(const int *nodes, unsigned int nr, char *buf, size_t len);
@@ -74,7 +74,7 @@ int prepare_admit(struct prepare_req *req);
 void admit_message(const struct prealloc_admit_result *res, int err, bool reserve, char *buf,
 		   size_t len);
 
-/* ---- clear a file (clear_file.c, clear_checks.c) ----------------------------- */
+/* ---- clear a file (clear_file.c, clear_checks.c) ------------------------- */
 
 #define CLEAR_FLOW_MAGIC 0x636c7266u	/* "clrf": a job's flow arg is a clear_flow */
 

@@ -2,7 +2,7 @@
 /*
  * What prealloc_calibrate's figures say, pure: the median, auto's paired
  * ratio to each kernel, the order the kernels run in per repetition, and
- * the calibration built from the medians (calibrate_run.c measures them).
+ * the calibration built from the medians (flows/calibrate.c measures them).
  */
 #include <math.h>
 #include <stdio.h>

@@ -18,9 +18,9 @@
  * CPU (vendor, family, model or model name differ) is foreign, never used,
  * and said once through the ctx's log.
  *
- * This file builds on clear.c (the kernel table and the pure clear_select)
- * and makes the choices that need a ctx's calibration; clear.c calls
- * nothing here.
+ * This file builds on clear_select.c (the kernel table and the pure
+ * clear_select) and makes the choices that need a ctx's calibration;
+ * clear_select.c calls nothing here.
  */
 #include <fcntl.h>
 #include <inttypes.h>
@@ -350,7 +350,7 @@ struct clear_choice clear_select_region(const struct prealloc_region *region, un
 	uint64_t best_footprint = 0, best_size = region->length;
 	unsigned int best_threads = 1;
 
-	/* Per node: its extents' bytes over its workers, as run.c will spread them. */
+	/* Per node: its extents' bytes over its workers, as the engine will spread them. */
 	for (unsigned int e = 0; e < region->nr_extents; e++) {
 		const struct topo_node *n = topo_node(ctx, region->extents[e].node);
 		unsigned int t = threads ? threads : (n && n->nr_cpus ? n->nr_cpus : 1);

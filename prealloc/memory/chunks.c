@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Plan: a region's bytes split over nodes (extents), and each extent cut into
+ * Chunks: a region's bytes split over nodes (extents), and each extent cut into
  * page-aligned chunks that workers take from a queue. Pure code: no system
  * calls, unit-tested in tests/unit/test-chunks.c.
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The probe: between the cached and probe limits (clear.c), whether cached
+ * The probe: between the cached and probe limits (clear_select.c), whether cached
  * or NT stores clear faster depends on where the memory is, not on its
  * size. Lines still in the cache, dirty: cached stores hit, NT stores must
  * take each line out first. Lines gone from it: cached stores read each

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Who uses a file (a process that maps it or has it open). A hugepage goes back to its pool only when no mapping
- * and no open descriptor of its file remains, and a guest's file is in use
- * while a VMM maps it: both questions are answered from procfs, by device
- * and inode (which survive an unlink), never by measuring free pages, which
- * races with everything else that faults pages.
+ * Who uses a file: a process that maps it or has it open. A hugepage goes
+ * back to its pool only when no mapping and no open descriptor of its file
+ * remains, and a guest's file is in use while a VMM maps it: both questions
+ * are answered from procfs, by device and inode (which survive an unlink),
+ * never by measuring free pages, which races with everything else that
+ * faults pages.
  */
 #include <ctype.h>
 #include <dirent.h>

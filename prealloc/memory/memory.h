@@ -16,7 +16,7 @@
 
 #include "internal.h"
 
-/* ---- regions (region.c, backing.c) ------------------------------------------ */
+/* ---- regions (region.c, backing.c) --------------------------------------- */
 
 struct prealloc_region {
 	struct prealloc_ctx *ctx;
@@ -47,7 +47,7 @@ int backing_map(struct prealloc_region *r, const struct prealloc_region_opts *o)
 int region_new_at(struct prealloc_ctx *ctx, const struct prealloc_region_opts *opts, int dir_fd,
 		  struct prealloc_region **ret_region);
 
-/* ---- chunks (chunks.c) -------------------------------------------------------- */
+/* ---- chunks (chunks.c) --------------------------------------------------- */
 
 /* Pure: split a length into extents, cut extents into page-aligned chunks. */
 struct chunk {
@@ -64,7 +64,7 @@ int extents_split(uint64_t length, uint64_t page_size, const int *nodes,
 		 const uint64_t *node_bytes, unsigned int nr, struct prealloc_extent *ret);
 
 
-/* ---- the SIGBUS guard (populate.c) ------------------------------------------ */
+/* ---- the SIGBUS guard (populate.c) --------------------------------------- */
 
 /*
  * A store or load into a file's pages past its end (its owner truncated it),
@@ -156,7 +156,7 @@ void calibrate_order(unsigned int *order, unsigned int n, unsigned int seed);
  */
 void calibrate_build(struct prealloc_calibrate_result *res);
 
-/* ---- clear kernels, their selection and calibration (clear_*.c, calibration.c) - */
+/* ---- clear kernels, their selection and calibration (clear_*.c, calibration.c) -- */
 
 /* Zeroes [dst, dst + len); any alignment, any length; NT kernels end with SFENCE. */
 typedef void (*clear_fn)(void *dst, size_t len);
@@ -239,9 +239,9 @@ int clear_choice_find(const char *name, uint64_t features, struct clear_choice *
  */
 uint64_t clear_choice_run(const struct clear_choice *c, void *dst, size_t len);
 
-/* ---- calibrate.c: the ctx's calibration, and the choices made under it ---- */
+/* ---- calibration.c: the ctx's calibration, and the choices made under it -- */
 /*
- * clear.c above is pure and knows nothing of files or contexts; calibrate.c
+ * clear_select.c is pure and knows nothing of files or contexts; calibration.c
  * builds on it: it owns each ctx's calibration and makes the choices that
  * need one (clear_select_region, prealloc_clear_choose).
  */
@@ -274,7 +274,7 @@ int calibration_format(const struct clear_calibration *cal, char *buf, size_t le
 int calibration_read(const char *path, struct clear_calibration *ret);
 int calibration_write(const char *path, const struct clear_calibration *cal);
 
-/* ---- who uses a file (file_users.c) ------------------------------------------- */
+/* ---- who uses a file (file_users.c) -------------------------------------- */
 
 /*
  * The first process other than skip that maps the file dev/ino or holds it
@@ -285,7 +285,7 @@ int calibration_write(const char *path, const struct clear_calibration *cal);
 pid_t file_user(const struct prealloc_ctx *ctx, uint64_t dev, uint64_t ino, pid_t skip,
 		  unsigned int *ret_unreadable);
 
-/* ---- hugepage pools (hugetlb.c) ----------------------------------------------- */
+/* ---- hugepage pools (hugetlb.c) ------------------------------------------ */
 
 /* nr_hugepages, free_hugepages and surplus_hugepages of node's pool (each may be NULL). */
 int hugetlb_read(const struct prealloc_ctx *ctx, int node, uint64_t page_size,
@@ -315,7 +315,7 @@ int hugetlb_grow(const struct prealloc_ctx *ctx, int node, uint64_t page_size, u
 int hugetlb_shrink(const struct prealloc_ctx *ctx, int node, uint64_t page_size, uint64_t pages,
 		   uint64_t *ret_returned);
 
-/* ---- cgroup limits (cgroup.c) ------------------------------------------------- */
+/* ---- cgroup limits (cgroup.c) -------------------------------------------- */
 
 /*
  * Pages of page_size the calling process may still fault under its cgroup
@@ -344,7 +344,7 @@ int cgroup_parse_limit(const char *text, uint64_t *ret);
 /* key's value in a memory.stat text, 0 when absent. */
 uint64_t cgroup_stat_value(const char *text, const char *key);
 
-/* ---- node capacity (capacity.c) ----------------------------------------------- */
+/* ---- node capacity (capacity.c) ------------------------------------------ */
 
 /* capacity.c: what node could still give a hugepage pool, in bytes. */
 struct node_capacity {
@@ -356,7 +356,7 @@ struct node_capacity {
 };
 int node_capacity(const struct prealloc_ctx *ctx, int node, struct node_capacity *ret);
 
-/* ---- the staging directory (staging.c) ---------------------------------------- */
+/* ---- the staging directory (staging.c) ----------------------------------- */
 
 #define STAGING_NAME ".prealloc"
 

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The record store's format and the liveness of its owners.
+ * The record store on disk: its text format, loaded and saved under the
+ * state directory (the store in memory is store.c's; owners.c says who
+ * owns a record and whether it lives).
  *
  *   prealloc-store 2
  *   rec <id> <state> <owner> <flags> <dev> <ino> <tag s.ns> <size> <page_size> <path> <tmp>

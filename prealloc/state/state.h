@@ -14,7 +14,7 @@
 
 #include "memory.h"
 
-/* ---- records and the store (store.c, records.c, owners.c, store_v1.c) -------- */
+/* ---- records and the store (store.c, records.c, owners.c, store_v1.c) ---- */
 
 #define STORE_LEAF "store"
 #define STORE_VERSION 2
@@ -90,7 +90,7 @@ void store_free(struct store *s);
 /* Parses/formats the text of a store: pure, for tests and the fuzzer. */
 int store_parse(const char *text, struct store *s);
 int store_format(const struct store *s, char **ret_text, size_t *ret_len);
-/* Parses the version-1 ledger text and registry records (legacy.c). */
+/* Parses the version-1 ledger text and registry records (store_v1.c). */
 int legacy_parse_ledger(const char *text, struct store *s);
 int legacy_parse_registry(const char *text, uint64_t dev, uint64_t ino, struct store *s);
 int legacy_load(const struct prealloc_ctx *ctx, struct store *s, bool *ret_found);
@@ -160,7 +160,7 @@ uint64_t record_outstanding(const struct prealloc_ctx *ctx, const struct record 
 uint64_t store_node_outstanding(const struct prealloc_ctx *ctx, const struct store *s, int node,
 				uint64_t page_size, uint64_t skip_id);
 
-/* ---- the state directory (statedir.c, store_lock.c) -------------------------- */
+/* ---- the state directory (statedir.c, store_lock.c) ---------------------- */
 
 /* "<state dir>/<leaf>". */
 int statedir_path(const struct prealloc_ctx *ctx, char *buf, size_t len, const char *leaf);
@@ -184,7 +184,7 @@ int statedir_write(const struct prealloc_ctx *ctx, const char *leaf, const char 
 int statedir_read(const struct prealloc_ctx *ctx, const char *leaf, char **ret_buf,
 		  size_t *ret_len);
 
-/* ---- admission, reservations, settling (admit*.c, reservation.c, settle.c) --- */
+/* ---- admission, reservations, settling (admit*.c, reservation.c, settle.c) -- */
 
 #define ADMIT_RESERVE_TIMEOUT_MS 5000
 #define ADMIT_LOCK_TIMEOUT_MS 30000

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The state directory (ctx.c says where it is): whether to trust it, its one lock, and
- * whole-file atomic writes into it.
+ * The state directory (ctx.c says where it is): whether to trust it, its
+ * one lock, and whole-file atomic writes into it.
  */
 #include <fcntl.h>
 #include <poll.h>

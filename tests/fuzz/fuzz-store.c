@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target for the record store's parsers: the store itself
- * (store_parse) and the version-1 ledger and registry (legacy.c). None may
+ * (store_parse) and the version-1 ledger and registry (store_v1.c). None may
  * crash, read out of bounds or leak; and whatever parses must format and
  * parse again to the very same records (a store we write we can read).
  *
