@@ -23,7 +23,7 @@
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
 
-#include "plan.h"
+#include "run.h"
 
 static bool quiet;
 

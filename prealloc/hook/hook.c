@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "install.h"
-#include "plan.h"
+#include "run.h"
 
 #define XML_MAX (64u << 20)
 

@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "plan.h"
+#include "run.h"
 
 #ifndef MIN
 #define MIN(a, b) ((a) < (b) ? (a) : (b))

@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "plan.h"
+#include "run.h"
 
 #define HUGETLBFS_MAGIC 0x958458f6
 #define TMPFS_MAGIC 0x01021994
