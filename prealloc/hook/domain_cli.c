@@ -27,17 +27,14 @@
 
 static bool quiet;
 
-void hook_log(int level, const char *fmt, ...)
+/* What the run did, to stderr; with --json only warnings and errors. */
+static void domain_vlog(int level, const char *fmt, va_list ap)
 {
-	va_list ap;
-
 	if (quiet && level > 4)
 		return;
-	va_start(ap, fmt);
 	fprintf(stderr, "prealloc-domain: ");
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
-	va_end(ap);
 }
 
 /* Libvirt knows: 1 defined and running, 0 undefined, -EAGAIN defined but off (record decides). */
@@ -170,7 +167,7 @@ static int act(virConnectPtr conn, const char *name, int what, bool json, unsign
 		rc = 1;
 		goto out;
 	}
-	r = run_init(run, xml, strlen(xml));
+	r = run_init(run, domain_vlog, xml, strlen(xml));
 	if (r == 0 && what == 'r') {
 		run->expires = (int64_t)time(NULL) + for_s;
 		r = run_claim(run);

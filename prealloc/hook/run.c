@@ -63,12 +63,13 @@ static bool tri(int v, bool host)
 	return v == TRI_UNSET ? host : v == TRI_YES;
 }
 
-int run_init(struct hook_run *run, const char *xml, size_t len)
+int run_init(struct hook_run *run, hook_log_fn *log, const char *xml, size_t len)
 {
 	struct prealloc_ctx_opts co = { .size = sizeof(co) };
 	char why[512] = "";
 	int r;
 
+	run->log = log;
 	r = settings_load(HOOK_CONF, &run->set, why, sizeof(why));
 	if (r == 0)
 		r = settings_backing_dir(&run->set, run->backing_dir, sizeof(run->backing_dir), why,
@@ -98,6 +99,15 @@ int run_init(struct hook_run *run, const char *xml, size_t len)
 	run->reserve = tri(run->dom.reserve, run->set.reserve);
 	run->prefault = tri(run->dom.prefault, run->set.prefault);
 	return 0;
+}
+
+void run_log(const struct hook_run *run, int level, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	run->log(level, fmt, ap);
+	va_end(ap);
 }
 
 void run_free(struct hook_run *run)
@@ -189,8 +199,8 @@ static int claim_size(struct hook_run *run, uint64_t ps, struct prealloc_reserva
 	if (r < 0)
 		refusal(run, r, &a);
 	else if (a.added)
-		hook_log(6, "%s: added %llu %s pages to the pools", run->dom.name,
-			 (unsigned long long)a.added, page_label(ps, (char[16]){ 0 }, 16));
+		run_log(run, 6, "%s: added %llu %s pages to the pools", run->dom.name,
+			(unsigned long long)a.added, page_label(ps, (char[16]){ 0 }, 16));
 	return r;
 }
 
