@@ -258,7 +258,7 @@ int run_prefault(struct hook_run *run)
 			return 0;
 		}
 	for (unsigned int i = 0; i < run->demand.nr_backends; i++)
-		if (run_prefaults(run, i))
+		if (run_backend_prefaulted(run, i))
 			bytes += run->demand.backends[i].bytes;
 	/* The deadline grows with the size at a conservative rate: a big guest is not cut off. */
 	deadline = now_s() + run->set.deadline_s + (double)bytes / (double)run->set.prefault_rate;
@@ -271,7 +271,7 @@ int run_prefault(struct hook_run *run)
 	if (dir_fd < 0)
 		return dir_fd;
 	for (unsigned int i = 0; r == 0 && i < run->demand.nr_backends; i++)
-		if (run_prefaults(run, i))
+		if (run_backend_prefaulted(run, i))
 			r = prefault_one(run, i, dir_fd, dir, deadline);
 	close(dir_fd);
 	if (r < 0)

@@ -116,7 +116,7 @@ void run_free(struct hook_run *run)
 	run->ctx = NULL;
 }
 
-bool run_prefaults(const struct hook_run *run, unsigned int i)
+bool run_backend_prefaulted(const struct hook_run *run, unsigned int i)
 {
 	return run->prefault && run->demand.backends[i].file && run->host.backing_page;
 }
@@ -213,7 +213,7 @@ static void drop_prefaulted(struct hook_run *run)
 	for (unsigned int i = 0; i < dd->nr_backends; i++) {
 		const struct dom_backend *be = &dd->backends[i];
 
-		if (be->page_size <= 4096 || run_prefaults(run, i))
+		if (be->page_size <= 4096 || run_backend_prefaulted(run, i))
 			continue;
 		for (unsigned int k = 0; k < be->nr_nodes; k++) {
 			unsigned int j;

@@ -5,8 +5,8 @@
  * its file backing, give it all back. Messages go through the program's
  * log function, which it passes to run_init.
  */
-#ifndef PREALLOC_HOOK_PLAN_H
-#define PREALLOC_HOOK_PLAN_H
+#ifndef PREALLOC_HOOK_RUN_H
+#define PREALLOC_HOOK_RUN_H
 
 #include <stdarg.h>
 
@@ -42,7 +42,7 @@ void run_log(const struct hook_run *run, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void run_free(struct hook_run *run);
 /* Whether backend i is a file the hook pre-faults at start begin. */
-bool run_prefaults(const struct hook_run *run, unsigned int i);
+bool run_backend_prefaulted(const struct hook_run *run, unsigned int i);
 /* Pages of (node, size) the holder has claimed already (prealloc-domain --reserve). */
 uint64_t run_claimed(struct hook_run *run, int node, uint64_t page_size);
 /* prepare begin: claim every hugepage the domain needs, or refuse. */
