@@ -119,69 +119,72 @@ static int parse_kernels(char *arg, struct prealloc_calibrate_opts *o)
 	return 0;
 }
 
+enum { OPT_SAVE = 256, OPT_JSON, OPT_LARGE };
+static const struct option bench_opts[] = {
+	{ "sizes", required_argument, NULL, 's' },
+	{ "threads", required_argument, NULL, 't' },
+	{ "large", required_argument, NULL, OPT_LARGE },
+	{ "kernels", required_argument, NULL, 'k' },
+	{ "repeat", required_argument, NULL, 'r' },
+	{ "writes", required_argument, NULL, 'w' },
+	{ "save", no_argument, NULL, OPT_SAVE },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "help", no_argument, NULL, 'h' },
+	{}
+};
+static const char bench_short_opts[] = "s:t:k:r:w:h";
+
+/* One option getopt_long returned: 0 taken, 1 --help (printed), or -exit code. */
+static int bench_option(int c, char **argv, struct bench_args *a)
+{
+	switch (c) {
+	case 's':
+		return parse_sizes(optarg, &a->o);
+	case 't':
+		return parse_thread_list(optarg, &a->o);
+	case OPT_LARGE:
+		if (prealloc_parse_size(optarg, &a->o.large_size) < 0 ||
+		    a->o.large_size < (UINT64_C(1) << 20)) {
+			cli_error("--large: invalid size '%s' (at least 1M)", optarg);
+			return -EXIT_USAGE;
+		}
+		return 0;
+	case 'k':
+		return parse_kernels(optarg, &a->o);
+	case 'r':
+		if (parse_u(optarg, MAX_REPEAT, &a->o.repeat) < 0) {
+			cli_error("--repeat: invalid count '%s' (1-%d)", optarg, MAX_REPEAT);
+			return -EXIT_USAGE;
+		}
+		return 0;
+	case 'w':
+		if (parse_u(optarg, PREALLOC_CALIBRATE_WRITES_MAX, &a->o.writes) < 0) {
+			cli_error("--writes: invalid count '%s' (1-%d)", optarg,
+				  PREALLOC_CALIBRATE_WRITES_MAX);
+			return -EXIT_USAGE;
+		}
+		return 0;
+	case OPT_SAVE:
+		a->o.flags |= PREALLOC_CALIBRATE_SAVE;
+		return 0;
+	case OPT_JSON:
+		a->json = true;
+		return 0;
+	case 'h':
+		fputs(usage_text, stdout);
+		return 1;
+	default:
+		return -option_error("bench", argv, bench_short_opts, bench_opts);
+	}
+}
+
 static int parse_args(int argc, char **argv, struct bench_args *a)
 {
-	enum { OPT_SAVE = 256, OPT_JSON, OPT_LARGE };
-	static const struct option opts[] = {
-		{ "sizes", required_argument, NULL, 's' },
-		{ "threads", required_argument, NULL, 't' },
-		{ "large", required_argument, NULL, OPT_LARGE },
-		{ "kernels", required_argument, NULL, 'k' },
-		{ "repeat", required_argument, NULL, 'r' },
-		{ "writes", required_argument, NULL, 'w' },
-		{ "save", no_argument, NULL, OPT_SAVE },
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "help", no_argument, NULL, 'h' },
-		{}
-	};
-	static const char short_opts[] = "s:t:k:r:w:h";
 	int c, r = 0;
 
 	optind = 1;
-	while (r == 0 && (c = getopt_long(argc, argv, short_opts, opts, NULL)) != -1) {
-		switch (c) {
-		case 's':
-			r = parse_sizes(optarg, &a->o);
-			break;
-		case 't':
-			r = parse_thread_list(optarg, &a->o);
-			break;
-		case OPT_LARGE:
-			if (prealloc_parse_size(optarg, &a->o.large_size) < 0 ||
-			    a->o.large_size < (UINT64_C(1) << 20)) {
-				cli_error("--large: invalid size '%s' (at least 1M)", optarg);
-				r = -EXIT_USAGE;
-			}
-			break;
-		case 'k':
-			r = parse_kernels(optarg, &a->o);
-			break;
-		case 'r':
-			if (parse_u(optarg, MAX_REPEAT, &a->o.repeat) < 0) {
-				cli_error("--repeat: invalid count '%s' (1-%d)", optarg, MAX_REPEAT);
-				r = -EXIT_USAGE;
-			}
-			break;
-		case 'w':
-			if (parse_u(optarg, PREALLOC_CALIBRATE_WRITES_MAX, &a->o.writes) < 0) {
-				cli_error("--writes: invalid count '%s' (1-%d)", optarg,
-					  PREALLOC_CALIBRATE_WRITES_MAX);
-				r = -EXIT_USAGE;
-			}
-			break;
-		case OPT_SAVE:
-			a->o.flags |= PREALLOC_CALIBRATE_SAVE;
-			break;
-		case OPT_JSON:
-			a->json = true;
-			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			return 1;
-		default:
-			return -option_error("bench", argv, short_opts, opts);
-		}
-	}
+	while (r == 0 && (c = getopt_long(argc, argv, bench_short_opts, bench_opts, NULL)) != -1)
+		r = bench_option(c, argv, a);
 	if (r == 0 && optind < argc) {
 		cli_error("bench: unexpected argument '%s'", argv[optind]);
 		r = -EXIT_USAGE;

@@ -151,6 +151,40 @@ static const struct option create_opts[] = {
 	{}
 };
 
+/* The options that only set a flag: false when c is not one of them. */
+static bool create_flag(int c, struct create_args *a)
+{
+	switch (c) {
+	case OPT_REUSE:
+		a->reuse = true;
+		break;
+	case OPT_FORCE:
+		a->force = true;
+		break;
+	case OPT_VERIFY:
+		a->verify = true;
+		break;
+	case OPT_JSON:
+		a->json = true;
+		break;
+	case 'q':
+		a->quiet = true;
+		break;
+	case OPT_TOUCH:
+		a->touch = true;
+		break;
+	case OPT_RESERVE:
+		a->reserve = true;
+		break;
+	case OPT_SKIP_ADMISSION:
+		a->skip_admission = true;
+		break;
+	default:
+		return false;
+	}
+	return true;
+}
+
 static int parse_args(int argc, char **argv, struct create_args *a)
 {
 	static const char short_opts[] = "n:p:f:t:qh";
@@ -160,6 +194,8 @@ static int parse_args(int argc, char **argv, struct create_args *a)
 	a->page = PAGE_SIZE_AUTO;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, short_opts, create_opts, NULL)) != -1) {
+		if (create_flag(c, a))
+			continue;
 		switch (c) {
 		case 'n':
 			if (parse_node_spec(optarg, &a->req, err, sizeof(err)) < 0) {
@@ -176,39 +212,15 @@ static int parse_args(int argc, char **argv, struct create_args *a)
 		case 'f':
 			a->file = optarg;
 			break;
-		case OPT_REUSE:
-			a->reuse = true;
-			break;
-		case OPT_FORCE:
-			a->force = true;
-			break;
 		case 't':
 			if (parse_threads(optarg, &a->threads, err, sizeof(err)) < 0) {
 				cli_error("--threads: %s", err);
 				return -EXIT_USAGE;
 			}
 			break;
-		case OPT_VERIFY:
-			a->verify = true;
-			break;
-		case OPT_JSON:
-			a->json = true;
-			break;
-		case 'q':
-			a->quiet = true;
-			break;
-		case OPT_TOUCH:
-			a->touch = true;
-			break;
-		case OPT_RESERVE:
-			a->reserve = true;
-			break;
 		case OPT_RESERVE_TIMEOUT:
 			if (parse_timeout(optarg, &a->reserve_timeout_ms) < 0)
 				return -EXIT_USAGE;
-			break;
-		case OPT_SKIP_ADMISSION:
-			a->skip_admission = true;
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
@@ -305,6 +317,37 @@ static int create_outcome(struct prealloc_job *job, const struct create_args *a,
 	return prepare_exit_status(info.step, info.admit.reason, r);
 }
 
+/* The flow did not start: interrupted while admitting, or refused; the exit code. */
+static int start_failed(int r, int sfd, const struct prealloc_prepare_info *info)
+{
+	int sig;
+
+	if (r == -ECANCELED && (sig = signal_pending(sfd))) {
+		/* In the lock wait or while a pool grew: given back, nothing else made. */
+		cli_error("interrupted by SIG%s: %s", sigabbrev_np(sig),
+			  info->message[0] ? info->message : "removed what this run created");
+		return 128 + sig;
+	}
+	cli_error("%s", info->message[0] ? info->message : strerror(-r));
+	return prepare_exit_status(info->step, info->admit.reason, r);
+}
+
+/* The started job, run to its end with progress drawn; the exit code. */
+static int create_run(struct prealloc_job *job, const struct create_args *a, struct cli_wait *w,
+		      int sfd)
+{
+	int sig, r;
+
+	/* A signal during admission cancels at once: the job rolls everything back. */
+	sig = signal_pending(sfd);
+	if (sig)
+		prealloc_job_cancel(job);
+	r = job_run(job, w, sfd, !a->quiet);
+	sig = sig ? sig : r;
+	r = prealloc_job_wait(job);
+	return create_outcome(job, a, r, r < 0 ? sig : 0);
+}
+
 int cmd_create(int argc, char **argv)
 {
 	struct create_args a = { 0 };
@@ -314,7 +357,7 @@ int cmd_create(int argc, char **argv)
 	struct prealloc_job *job = NULL;
 	struct cli_wait w;
 	sigset_t old_mask;
-	int sfd, sig, ret, r;
+	int sfd, ret, r;
 
 	r = parse_args(argc, argv, &a);
 	if (r)
@@ -338,16 +381,8 @@ int cmd_create(int argc, char **argv)
 		po.cancel_fd = sfd;
 	}
 	r = prealloc_prepare_start(ctx, &po, &job, &info);
-	if (r == -ECANCELED && (sig = signal_pending(sfd))) {
-		/* In the lock wait or while a pool grew: given back, nothing else made. */
-		cli_error("interrupted by SIG%s: %s", sigabbrev_np(sig),
-			  info.message[0] ? info.message : "removed what this run created");
-		ret = 128 + sig;
-		goto out;
-	}
 	if (r < 0) {
-		cli_error("%s", info.message[0] ? info.message : strerror(-r));
-		ret = prepare_exit_status(info.step, info.admit.reason, r);
+		ret = start_failed(r, sfd, &info);
 		goto out;
 	}
 	if (a.reserve && (info.page_size == PREALLOC_PAGE_4K || info.page_size == PREALLOC_PAGE_THP))
@@ -356,14 +391,7 @@ int cmd_create(int argc, char **argv)
 	if (info.added && !a.quiet && !a.json)
 		fprintf(stderr, "%s: reserved %llu %s hugepages more (prealloc rm gives them back)\n",
 			program_name, (unsigned long long)info.added, page_label(info.page_size));
-	/* A signal during admission cancels at once: the job rolls everything back. */
-	sig = signal_pending(sfd);
-	if (sig)
-		prealloc_job_cancel(job);
-	r = job_run(job, &w, sfd, !a.quiet);
-	sig = sig ? sig : r;
-	r = prealloc_job_wait(job);
-	ret = create_outcome(job, &a, r, r < 0 ? sig : 0);
+	ret = create_run(job, &a, &w, sfd);
 	prealloc_job_free(job);
 out:
 	signals_release(sfd, &old_mask);

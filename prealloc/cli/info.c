@@ -95,19 +95,12 @@ static json_object *clear_json(struct prealloc_ctx *ctx)
 	return o;
 }
 
-static json_object *info_json(struct prealloc_ctx *ctx)
+/* The CPU's identity, last-level cache and the features the clear kernels use. */
+static json_object *cpu_json(struct prealloc_ctx *ctx)
 {
-	json_object *o = json_object_new_object(), *nodes = json_object_new_array();
 	json_object *cpu = json_object_new_object(), *feat = json_object_new_array();
-	json_object *mounts = json_object_new_object(), *thp = json_object_new_object();
 	struct prealloc_cpu_info ci = { .size = sizeof(ci) };
-	int list[PREALLOC_MAX_NODES], nr;
-	struct utsname u;
-	char buf[64];
 
-	json_object_object_add(o, "version", json_object_new_string(prealloc_version()));
-	if (uname(&u) == 0)
-		json_object_object_add(o, "kernel", json_object_new_string(u.release));
 	prealloc_cpu_info(ctx, &ci);
 	json_object_object_add(cpu, "vendor", json_object_new_string(ci.vendor));
 	json_object_object_add(cpu, "model_name", json_object_new_string(ci.model_name));
@@ -119,7 +112,14 @@ static json_object *info_json(struct prealloc_ctx *ctx)
 		if (ci.features & cpu_features[i].bit)
 			json_object_array_add(feat, json_object_new_string(cpu_features[i].name));
 	json_object_object_add(cpu, "features", feat);
-	json_object_object_add(o, "cpu", cpu);
+	return cpu;
+}
+
+/* The transparent hugepage modes, for anonymous memory and for shmem. */
+static json_object *thp_json(void)
+{
+	json_object *thp = json_object_new_object();
+	char buf[64];
 
 	json_object_object_add(thp, "enabled",
 			       json_object_new_string(sysfs_mode(
@@ -129,7 +129,49 @@ static json_object *info_json(struct prealloc_ctx *ctx)
 			       json_object_new_string(sysfs_mode(
 				       "/sys/kernel/mm/transparent_hugepage/shmem_enabled", buf,
 				       sizeof(buf))));
-	json_object_object_add(o, "thp", thp);
+	return thp;
+}
+
+/* One node: its CPUs, memory, and 2M and 1G pools. */
+static json_object *node_json(struct prealloc_ctx *ctx, int node)
+{
+	struct prealloc_node_info ni = { .size = sizeof(ni) };
+	json_object *n = json_object_new_object(), *cpus = json_object_new_array();
+	json_object *hp = json_object_new_object(), *p2 = json_object_new_object();
+	json_object *p1 = json_object_new_object();
+	int c[PREALLOC_MAX_CPUS], nc;
+
+	prealloc_node_info(ctx, node, &ni);
+	json_object_object_add(n, "node", json_object_new_int(ni.node));
+	json_object_object_add(n, "cpu_node", json_object_new_int(ni.cpu_node));
+	nc = prealloc_node_cpus(ctx, node, c, PREALLOC_MAX_CPUS);
+	for (int k = 0; k < nc && k < PREALLOC_MAX_CPUS; k++)
+		json_object_array_add(cpus, json_object_new_int(c[k]));
+	json_object_object_add(n, "cpus", cpus);
+	json_object_object_add(n, "mem_total", json_object_new_uint64(ni.mem_total));
+	json_object_object_add(n, "mem_free", json_object_new_uint64(ni.mem_free));
+	json_object_object_add(p2, "total", json_object_new_uint64(ni.hp2m_total));
+	json_object_object_add(p2, "free", json_object_new_uint64(ni.hp2m_free));
+	json_object_object_add(p1, "total", json_object_new_uint64(ni.hp1g_total));
+	json_object_object_add(p1, "free", json_object_new_uint64(ni.hp1g_free));
+	json_object_object_add(hp, "2M", p2);
+	json_object_object_add(hp, "1G", p1);
+	json_object_object_add(n, "hugepages", hp);
+	return n;
+}
+
+static json_object *info_json(struct prealloc_ctx *ctx)
+{
+	json_object *o = json_object_new_object(), *nodes = json_object_new_array();
+	json_object *mounts = json_object_new_object();
+	int list[PREALLOC_MAX_NODES], nr;
+	struct utsname u;
+
+	json_object_object_add(o, "version", json_object_new_string(prealloc_version()));
+	if (uname(&u) == 0)
+		json_object_object_add(o, "kernel", json_object_new_string(u.release));
+	json_object_object_add(o, "cpu", cpu_json(ctx));
+	json_object_object_add(o, "thp", thp_json());
 	const char *m2 = prealloc_hugetlbfs_mount(ctx, PREALLOC_PAGE_2M);
 	const char *m1 = prealloc_hugetlbfs_mount(ctx, PREALLOC_PAGE_1G);
 	json_object_object_add(mounts, "2M", m2 ? json_object_new_string(m2) : NULL);
@@ -137,31 +179,8 @@ static json_object *info_json(struct prealloc_ctx *ctx)
 	json_object_object_add(o, "hugetlbfs", mounts);
 
 	nr = prealloc_nodes(ctx, list, PREALLOC_MAX_NODES);
-	for (int i = 0; i < nr && i < PREALLOC_MAX_NODES; i++) {
-		struct prealloc_node_info ni = { .size = sizeof(ni) };
-		json_object *n = json_object_new_object(), *cpus = json_object_new_array();
-		json_object *hp = json_object_new_object(), *p2 = json_object_new_object();
-		json_object *p1 = json_object_new_object();
-		int c[PREALLOC_MAX_CPUS], nc;
-
-		prealloc_node_info(ctx, list[i], &ni);
-		json_object_object_add(n, "node", json_object_new_int(ni.node));
-		json_object_object_add(n, "cpu_node", json_object_new_int(ni.cpu_node));
-		nc = prealloc_node_cpus(ctx, list[i], c, PREALLOC_MAX_CPUS);
-		for (int k = 0; k < nc && k < PREALLOC_MAX_CPUS; k++)
-			json_object_array_add(cpus, json_object_new_int(c[k]));
-		json_object_object_add(n, "cpus", cpus);
-		json_object_object_add(n, "mem_total", json_object_new_uint64(ni.mem_total));
-		json_object_object_add(n, "mem_free", json_object_new_uint64(ni.mem_free));
-		json_object_object_add(p2, "total", json_object_new_uint64(ni.hp2m_total));
-		json_object_object_add(p2, "free", json_object_new_uint64(ni.hp2m_free));
-		json_object_object_add(p1, "total", json_object_new_uint64(ni.hp1g_total));
-		json_object_object_add(p1, "free", json_object_new_uint64(ni.hp1g_free));
-		json_object_object_add(hp, "2M", p2);
-		json_object_object_add(hp, "1G", p1);
-		json_object_object_add(n, "hugepages", hp);
-		json_object_array_add(nodes, n);
-	}
+	for (int i = 0; i < nr && i < PREALLOC_MAX_NODES; i++)
+		json_object_array_add(nodes, node_json(ctx, list[i]));
 	json_object_object_add(o, "nodes", nodes);
 	json_object_object_add(o, "clear", clear_json(ctx));
 	return o;
@@ -194,41 +213,30 @@ static void print_clear(json_object *o)
 	}
 }
 
-static void print_human(json_object *o)
+static void print_cpu(json_object *cpu)
 {
-	json_object *cpu = json_object_object_get(o, "cpu");
-	json_object *nodes = json_object_object_get(o, "nodes");
 	json_object *feat = json_object_object_get(cpu, "features");
-	json_object *thp = json_object_object_get(o, "thp");
-	json_object *mounts = json_object_object_get(o, "hugetlbfs");
-	char s1[32], s2[32];
+	char s[32];
 
-	printf("prealloc %s on Linux %s\n", json_object_get_string(json_object_object_get(o, "version")),
-	       json_object_get_string(json_object_object_get(o, "kernel")));
 	printf("cpu: %s (%s family 0x%x model 0x%x stepping %d), LLC %s\n",
 	       json_object_get_string(json_object_object_get(cpu, "model_name")),
 	       json_object_get_string(json_object_object_get(cpu, "vendor")),
 	       json_object_get_int(json_object_object_get(cpu, "family")),
 	       json_object_get_int(json_object_object_get(cpu, "model")),
 	       json_object_get_int(json_object_object_get(cpu, "stepping")),
-	       format_size(json_object_get_uint64(json_object_object_get(cpu, "llc_bytes")), s1,
-			   sizeof(s1)));
+	       format_size(json_object_get_uint64(json_object_object_get(cpu, "llc_bytes")), s,
+			   sizeof(s)));
 	printf("cpu features:");
 	for (size_t i = 0; i < json_object_array_length(feat); i++)
 		printf(" %s", json_object_get_string(json_object_array_get_idx(feat, i)));
 	printf("\n");
-	printf("thp: anonymous %s, shmem %s%s\n",
-	       json_object_get_string(json_object_object_get(thp, "enabled")),
-	       json_object_get_string(json_object_object_get(thp, "shmem_enabled")),
-	       !strcmp(json_object_get_string(json_object_object_get(thp, "shmem_enabled")), "never")
-		       ? " (files on /dev/shm get 4k pages; thp there is not possible)"
-		       : "");
-	for (int i = 0; i < 2; i++) {
-		const char *size = i ? "1G" : "2M";
-		json_object *m = json_object_object_get(mounts, size);
+}
 
-		printf("hugetlbfs %s: %s\n", size, m ? json_object_get_string(m) : "not mounted");
-	}
+/* The nodes' table: CPUs, memory, and each pool as total/free. */
+static void print_nodes(json_object *nodes)
+{
+	char s1[32], s2[32];
+
 	printf("%-5s %-9s %-14s %12s %12s %14s %14s\n", "node", "cpu node", "cpus", "memory",
 	       "free", "2M total/free", "1G total/free");
 	for (size_t i = 0; i < json_object_array_length(nodes); i++) {
@@ -258,6 +266,29 @@ static void print_human(json_object *o)
 				   sizeof(s2)),
 		       h2, h1);
 	}
+}
+
+static void print_human(json_object *o)
+{
+	json_object *thp = json_object_object_get(o, "thp");
+	json_object *mounts = json_object_object_get(o, "hugetlbfs");
+
+	printf("prealloc %s on Linux %s\n", json_object_get_string(json_object_object_get(o, "version")),
+	       json_object_get_string(json_object_object_get(o, "kernel")));
+	print_cpu(json_object_object_get(o, "cpu"));
+	printf("thp: anonymous %s, shmem %s%s\n",
+	       json_object_get_string(json_object_object_get(thp, "enabled")),
+	       json_object_get_string(json_object_object_get(thp, "shmem_enabled")),
+	       !strcmp(json_object_get_string(json_object_object_get(thp, "shmem_enabled")), "never")
+		       ? " (files on /dev/shm get 4k pages; thp there is not possible)"
+		       : "");
+	for (int i = 0; i < 2; i++) {
+		const char *size = i ? "1G" : "2M";
+		json_object *m = json_object_object_get(mounts, size);
+
+		printf("hugetlbfs %s: %s\n", size, m ? json_object_get_string(m) : "not mounted");
+	}
+	print_nodes(json_object_object_get(o, "nodes"));
 	print_clear(o);
 }
 

@@ -52,6 +52,58 @@ static int add_node(struct node_request *req, int node, uint64_t bytes, char *er
 	return 0;
 }
 
+/* "N" or "N-M" at *p, which moves past it; spec is the whole list, for messages. */
+static int parse_node_range(const char **p, const char *spec, int *ret_first, int *ret_last,
+			    char *err, size_t err_len)
+{
+	int r;
+
+	r = parse_node_number(p, ret_first);
+	if (r == -ERANGE)
+		return fail(err, err_len, r, "node number too large in '%s'", spec);
+	if (r < 0)
+		return fail(err, err_len, r, "invalid node list '%s' (expected N, N-M, N,M or N:SIZE)",
+			    spec);
+	*ret_last = *ret_first;
+	if (**p == '-') {
+		(*p)++;
+		r = parse_node_number(p, ret_last);
+		if (r == -ERANGE)
+			return fail(err, err_len, r, "node number too large in '%s'", spec);
+		if (r < 0 || *ret_last < *ret_first)
+			return fail(err, err_len, -EINVAL, "invalid node range in '%s'", spec);
+	}
+	return 0;
+}
+
+/* The SIZE of "N:SIZE", *p at the ':' and moved past the size. */
+static int parse_node_size(const char **p, const char *spec, uint64_t *ret, char *err,
+			   size_t err_len)
+{
+	char size_buf[64];
+	uint64_t bytes = 0;
+	size_t n;
+	int r;
+
+	(*p)++;
+	n = strcspn(*p, ",");
+	if (n == 0 || n >= sizeof(size_buf))
+		return fail(err, err_len, -EINVAL, "invalid size in '%s'", spec);
+	memcpy(size_buf, *p, n);
+	size_buf[n] = '\0';
+	r = prealloc_parse_size(size_buf, &bytes);
+	if (r == -ERANGE)
+		return fail(err, err_len, r, "size too large in '%s'", spec);
+	if (r < 0)
+		return fail(err, err_len, r,
+			    "invalid size in '%s' (expected a number with K, M, G or T)", spec);
+	if (bytes == 0)
+		return fail(err, err_len, -EINVAL, "zero size in '%s'", spec);
+	*p += n;
+	*ret = bytes;
+	return 0;
+}
+
 int parse_node_spec(const char *spec, struct node_request *req, char *err, size_t err_len)
 {
 	const char *p = spec;
@@ -59,47 +111,19 @@ int parse_node_spec(const char *spec, struct node_request *req, char *err, size_
 	if (!spec || !*spec)
 		return fail(err, err_len, -EINVAL, "empty node list%s", "");
 	for (;;) {
-		char size_buf[64];
 		uint64_t bytes = 0;
 		int first, last, r;
 
-		r = parse_node_number(&p, &first);
-		if (r == -ERANGE)
-			return fail(err, err_len, r, "node number too large in '%s'", spec);
+		r = parse_node_range(&p, spec, &first, &last, err, err_len);
 		if (r < 0)
-			return fail(err, err_len, r, "invalid node list '%s' (expected N, N-M, N,M or N:SIZE)",
-				    spec);
-		last = first;
-		if (*p == '-') {
-			p++;
-			r = parse_node_number(&p, &last);
-			if (r == -ERANGE)
-				return fail(err, err_len, r, "node number too large in '%s'", spec);
-			if (r < 0 || last < first)
-				return fail(err, err_len, -EINVAL, "invalid node range in '%s'", spec);
-		}
+			return r;
+		if (*p == ':' && last != first)
+			return fail(err, err_len, -EINVAL,
+				    "a size applies to one node, not a range: '%s'", spec);
 		if (*p == ':') {
-			size_t n;
-
-			if (last != first)
-				return fail(err, err_len, -EINVAL,
-					    "a size applies to one node, not a range: '%s'", spec);
-			p++;
-			n = strcspn(p, ",");
-			if (n == 0 || n >= sizeof(size_buf))
-				return fail(err, err_len, -EINVAL, "invalid size in '%s'", spec);
-			memcpy(size_buf, p, n);
-			size_buf[n] = '\0';
-			r = prealloc_parse_size(size_buf, &bytes);
-			if (r == -ERANGE)
-				return fail(err, err_len, r, "size too large in '%s'", spec);
+			r = parse_node_size(&p, spec, &bytes, err, err_len);
 			if (r < 0)
-				return fail(err, err_len, r,
-					    "invalid size in '%s' (expected a number with K, M, G or T)",
-					    spec);
-			if (bytes == 0)
-				return fail(err, err_len, -EINVAL, "zero size in '%s'", spec);
-			p += n;
+				return r;
 		}
 		if (req->nr && req->sized != (bytes != 0))
 			return fail(err, err_len, -EINVAL,

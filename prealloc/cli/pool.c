@@ -143,6 +143,45 @@ static int records_show(struct prealloc_ctx *ctx, json_object *root)
 	return r;
 }
 
+/* One node's pools: a table row each with its owners, or (arr) an object each; -exit code. */
+static int node_pools_show(struct prealloc_ctx *ctx, int node, json_object *arr)
+{
+	for (size_t s = 0; s < sizeof(pool_sizes) / sizeof(pool_sizes[0]); s++) {
+		struct prealloc_pool_status st = { .size = sizeof(st) };
+		json_object *o;
+		int r = prealloc_pool_status(ctx, node, pool_sizes[s], &st);
+
+		if (r == -EPERM || r == -EBADMSG || r == -EACCES) {
+			/* The store, not the pool: nothing it says is shown. */
+			cli_error("pool: cannot read the record store in %s: %s%s",
+				  prealloc_ctx_state_dir(ctx), strerror(-r), store_hint(r));
+			return -EXIT_ENVIRONMENT;
+		}
+		if (r < 0)
+			continue;	/* no pool of this size here */
+		if (!arr) {
+			printf("%-5d %-4s %8llu %8llu %8llu %9llu %8llu %7u\n", st.node,
+			       size_label(st.page_size), (unsigned long long)st.total,
+			       (unsigned long long)st.free, (unsigned long long)st.surplus,
+			       (unsigned long long)st.reserved, (unsigned long long)st.added,
+			       st.owners);
+			owners_text(ctx, st.node, st.page_size);
+			continue;
+		}
+		o = json_object_new_object();
+		json_object_object_add(o, "node", json_object_new_int(st.node));
+		json_object_object_add(o, "page_size", json_object_new_int64((int64_t)st.page_size));
+		json_object_object_add(o, "total", json_object_new_int64((int64_t)st.total));
+		json_object_object_add(o, "free", json_object_new_int64((int64_t)st.free));
+		json_object_object_add(o, "surplus", json_object_new_int64((int64_t)st.surplus));
+		json_object_object_add(o, "reserved", json_object_new_int64((int64_t)st.reserved));
+		json_object_object_add(o, "added", json_object_new_int64((int64_t)st.added));
+		json_object_object_add(o, "owners", owners_json(ctx, st.node, st.page_size));
+		json_object_array_add(arr, o);
+	}
+	return 0;
+}
+
 static int pool_show(struct prealloc_ctx *ctx, bool json)
 {
 	int nodes[PREALLOC_MAX_NODES], nr;
@@ -161,42 +200,11 @@ static int pool_show(struct prealloc_ctx *ctx, bool json)
 		printf("%-5s %-4s %8s %8s %8s %9s %8s %7s\n", "node", "size", "total", "free", "surplus",
 		       "reserved", "added", "owners");
 	}
-	for (int i = 0; i < nr && i < PREALLOC_MAX_NODES; i++) {
-		for (size_t s = 0; s < sizeof(pool_sizes) / sizeof(pool_sizes[0]); s++) {
-			struct prealloc_pool_status st = { .size = sizeof(st) };
-			json_object *o;
-			int r = prealloc_pool_status(ctx, nodes[i], pool_sizes[s], &st);
-
-			if (r == -EPERM || r == -EBADMSG || r == -EACCES) {
-				/* The store, not the pool: nothing it says is shown. */
-				cli_error("pool: cannot read the record store in %s: %s%s",
-					  prealloc_ctx_state_dir(ctx), strerror(-r), store_hint(r));
-				json_object_put(root);
-				return EXIT_ENVIRONMENT;
-			}
-			if (r < 0)
-				continue;	/* no pool of this size here */
-			if (!json) {
-				printf("%-5d %-4s %8llu %8llu %8llu %9llu %8llu %7u\n", st.node,
-				       size_label(st.page_size), (unsigned long long)st.total,
-				       (unsigned long long)st.free, (unsigned long long)st.surplus,
-				       (unsigned long long)st.reserved, (unsigned long long)st.added,
-				       st.owners);
-				owners_text(ctx, st.node, st.page_size);
-				continue;
-			}
-			o = json_object_new_object();
-			json_object_object_add(o, "node", json_object_new_int(st.node));
-			json_object_object_add(o, "page_size", json_object_new_int64((int64_t)st.page_size));
-			json_object_object_add(o, "total", json_object_new_int64((int64_t)st.total));
-			json_object_object_add(o, "free", json_object_new_int64((int64_t)st.free));
-			json_object_object_add(o, "surplus", json_object_new_int64((int64_t)st.surplus));
-			json_object_object_add(o, "reserved", json_object_new_int64((int64_t)st.reserved));
-			json_object_object_add(o, "added", json_object_new_int64((int64_t)st.added));
-			json_object_object_add(o, "owners", owners_json(ctx, st.node, st.page_size));
-			json_object_array_add(arr, o);
+	for (int i = 0; i < nr && i < PREALLOC_MAX_NODES; i++)
+		if (node_pools_show(ctx, nodes[i], arr) < 0) {
+			json_object_put(root);
+			return EXIT_ENVIRONMENT;
 		}
-	}
 	if (records_show(ctx, root) < 0) {
 		json_object_put(root);
 		return EXIT_ENVIRONMENT;

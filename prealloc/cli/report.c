@@ -37,6 +37,19 @@ static const char *op_verb(int op)
 	}
 }
 
+/* "io_uring-registered", "io_uring-private-ring", "eventfd": the report's notify. */
+static const char *notify_name(int notify)
+{
+	switch (notify) {
+	case PREALLOC_NOTIFY_URING_REGISTERED:
+		return "io_uring-registered";
+	case PREALLOC_NOTIFY_URING_PRIVATE_RING:
+		return "io_uring-private-ring";
+	default:
+		return "eventfd";
+	}
+}
+
 static double gbps(uint64_t bytes, double seconds)
 {
 	return seconds > 0 ? bytes / seconds / 1e9 : 0;

@@ -160,15 +160,3 @@ int job_run(struct prealloc_job *job, struct cli_wait *w, int sfd, bool show_pro
 		progress_draw(job, now_wall() - start, true);
 	return sig;
 }
-
-const char *notify_name(int notify)
-{
-	switch (notify) {
-	case PREALLOC_NOTIFY_URING_REGISTERED:
-		return "io_uring-registered";
-	case PREALLOC_NOTIFY_URING_PRIVATE_RING:
-		return "io_uring-private-ring";
-	default:
-		return "eventfd";
-	}
-}

@@ -4,7 +4,7 @@
  * the same ahead of time. A binary of its own, so that libprealloc and the
  * core `prealloc` CLI never link libvirt.
  *
- *   prealloc-domain [-c URI] NAME [--json]        the plan
+ *   prealloc-domain [-c URI] NAME [--json]        its demand: needs, files to pre-fault
  *   prealloc-domain [-c URI] NAME --reserve [--for SECONDS]
  *   prealloc-domain [-c URI] NAME --release
  *   prealloc-domain [-c URI] --gc                 gc, asking libvirt which domains live
@@ -23,21 +23,18 @@
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
 
-#include "plan.h"
+#include "run.h"
 
 static bool quiet;
 
-void hook_log(int level, const char *fmt, ...)
+/* What the run did, to stderr; with --json only warnings and errors. */
+static void domain_vlog(int level, const char *fmt, va_list ap)
 {
-	va_list ap;
-
 	if (quiet && level > 4)
 		return;
-	va_start(ap, fmt);
 	fprintf(stderr, "prealloc-domain: ");
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
-	va_end(ap);
 }
 
 /* Libvirt knows: 1 defined and running, 0 undefined, -EAGAIN defined but off (record decides). */
@@ -57,7 +54,7 @@ static int holder_alive(void *userdata, const char *holder)
 	return active == 1 ? 1 : -EAGAIN;
 }
 
-static json_object *plan_json(struct hook_run *run)
+static json_object *demand_json(struct hook_run *run)
 {
 	json_object *o = json_object_new_object(), *needs = json_object_new_array();
 	json_object *files = json_object_new_array();
@@ -71,7 +68,7 @@ static json_object *plan_json(struct hook_run *run)
 	return o;
 }
 
-static void plan_need(struct hook_run *run, const struct dom_need *n, json_object *needs)
+static void need_show(struct hook_run *run, const struct dom_need *n, json_object *needs)
 {
 	struct prealloc_pool_status st = { .size = sizeof(st) };
 	uint64_t pages = n->bytes / n->page_size, claimed = run_claimed(run, n->node, n->page_size);
@@ -99,9 +96,9 @@ static void plan_need(struct hook_run *run, const struct dom_need *n, json_objec
 	       (unsigned long long)avail, (unsigned long long)grow);
 }
 
-static void plan_show(struct hook_run *run, bool json)
+static void demand_show(struct hook_run *run, bool json)
 {
-	json_object *o = json ? plan_json(run) : NULL;
+	json_object *o = json ? demand_json(run) : NULL;
 	json_object *needs = o ? json_object_object_get(o, "needs") : NULL;
 	json_object *files = o ? json_object_object_get(o, "files") : NULL;
 	char path[4096];
@@ -110,9 +107,10 @@ static void plan_show(struct hook_run *run, bool json)
 		printf("domain %s (holder %s): reserve %s, prefault %s\n", run->dom.name,
 		       run->holder, run->reserve ? "yes" : "no", run->prefault ? "yes" : "no");
 	for (unsigned int i = 0; i < run->demand.nr_needs; i++)
-		plan_need(run, &run->demand.needs[i], needs);
+		need_show(run, &run->demand.needs[i], needs);
 	for (unsigned int i = 0; i < run->demand.nr_backends; i++) {
-		if (!run_prefaults(run, i) || run_backend_path(run, i, path, sizeof(path)) < 0)
+		if (!run_backend_prefaulted(run, i) ||
+		    run_backend_path(run, i, path, sizeof(path)) < 0)
 			continue;
 		if (json)
 			json_object_array_add(files, json_object_new_string(path));
@@ -170,7 +168,7 @@ static int act(virConnectPtr conn, const char *name, int what, bool json, unsign
 		rc = 1;
 		goto out;
 	}
-	r = run_init(run, xml, strlen(xml));
+	r = run_init(run, domain_vlog, xml, strlen(xml));
 	if (r == 0 && what == 'r') {
 		run->expires = (int64_t)time(NULL) + for_s;
 		r = run_claim(run);
@@ -182,7 +180,7 @@ static int act(virConnectPtr conn, const char *name, int what, bool json, unsign
 			printf("released %s: %llu hugepages given back\n", run->holder,
 			       (unsigned long long)returned);
 	} else if (r == 0) {
-		plan_show(run, json);
+		demand_show(run, json);
 	}
 	if (r < 0) {
 		fprintf(stderr, "prealloc-domain: %s\n", run->msg[0] ? run->msg : strerror(-r));

@@ -27,23 +27,31 @@
 #include <unistd.h>
 
 #include "install.h"
-#include "plan.h"
+#include "run.h"
 
 #define XML_MAX (64u << 20)
 
 static const char *log_domain = "-";
 
-void hook_log(int level, const char *fmt, ...)
+/* Warnings and errors to stderr (virsh shows them), everything to syslog. */
+static void hook_vlog(int level, const char *fmt, va_list ap)
 {
 	char msg[2048];
-	va_list ap;
 
-	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 	if (level <= LOG_WARNING)
 		fprintf(stderr, "prealloc-libvirt-hook: %s\n", msg);
 	syslog(level, "%s: %s", log_domain, msg);
+}
+
+static void hook_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void hook_log(int level, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	hook_vlog(level, fmt, ap);
+	va_end(ap);
 }
 
 /* All of stdin: libvirt writes the whole XML and may block if we stop reading. */
@@ -109,7 +117,7 @@ static int stage(struct hook_run *run, const char *op, const char *sub, char *xm
 	uint64_t returned = 0;
 	int r;
 
-	r = run_init(run, xml, len);
+	r = run_init(run, hook_vlog, xml, len);
 	if (r < 0) {
 		/* Releasing never fails a domain; a refusal names what was wrong. */
 		hook_log(prepare || start ? LOG_ERR : LOG_WARNING, "%s", run->msg);

@@ -159,6 +159,51 @@ static int usage(FILE *f, int rc)
 	return rc;
 }
 
+/* --uninstall: the hook goes, the settings stay; 0 done, 1 failed. */
+static int uninstall(const char *hook, const char *conf)
+{
+	if (unlink(hook) < 0 && errno != ENOENT) {
+		fprintf(stderr, "prealloc-libvirt-hook: removing %s: %s\n", hook, strerror(errno));
+		return 1;
+	}
+	printf("removed %s (%s stays)\n", hook, conf);
+	printf("guests running now keep their pages until they stop; then "
+	       "`prealloc pool --gc` gives them back\n");
+	return 0;
+}
+
+/* --install: this binary at hook, the example settings at conf if none; 0 done, 1 failed. */
+static int install(const char *hook, const char *conf)
+{
+	char self[PATH_MAX];
+	ssize_t n;
+	int r;
+
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n < 0) {
+		fprintf(stderr, "prealloc-libvirt-hook: /proc/self/exe: %s\n", strerror(errno));
+		return 1;
+	}
+	self[n] = '\0';
+	r = make_parents(hook);
+	if (r == 0 && strcmp(self, hook))
+		r = copy_file(self, hook, 0755);
+	if (r < 0) {
+		fprintf(stderr, "prealloc-libvirt-hook: installing %s: %s\n", hook, strerror(-r));
+		return 1;
+	}
+	printf("installed %s\n", hook);
+	r = make_parents(conf);
+	if (r == 0)
+		r = write_example(conf);
+	if (r < 0) {
+		fprintf(stderr, "prealloc-libvirt-hook: writing %s: %s\n", conf, strerror(-r));
+		return 1;
+	}
+	printf(r ? "wrote %s (every setting at its default)\n" : "kept %s\n", conf);
+	return 0;
+}
+
 int hook_install_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -168,10 +213,9 @@ int hook_install_main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	char hook[PATH_MAX], conf[PATH_MAX], self[PATH_MAX];
+	char hook[PATH_MAX], conf[PATH_MAX];
 	const char *root = "";
 	int c, action = 0, r;
-	ssize_t n;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (c == 'i' || c == 'u') {
@@ -191,42 +235,9 @@ int hook_install_main(int argc, char **argv)
 		fprintf(stderr, "prealloc-libvirt-hook: --root %s: path too long\n", root);
 		return 2;
 	}
-	if (action == 'u') {
-		if (unlink(hook) < 0 && errno != ENOENT) {
-			fprintf(stderr, "prealloc-libvirt-hook: removing %s: %s\n", hook,
-				strerror(errno));
-			return 1;
-		}
-		printf("removed %s (%s stays)\n", hook, conf);
-		printf("guests running now keep their pages until they stop; then "
-		       "`prealloc pool --gc` gives them back\n");
-	} else {
-		n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-		if (n < 0) {
-			fprintf(stderr, "prealloc-libvirt-hook: /proc/self/exe: %s\n",
-				strerror(errno));
-			return 1;
-		}
-		self[n] = '\0';
-		r = make_parents(hook);
-		if (r == 0 && strcmp(self, hook))
-			r = copy_file(self, hook, 0755);
-		if (r < 0) {
-			fprintf(stderr, "prealloc-libvirt-hook: installing %s: %s\n", hook,
-				strerror(-r));
-			return 1;
-		}
-		printf("installed %s\n", hook);
-		r = make_parents(conf);
-		if (r == 0)
-			r = write_example(conf);
-		if (r < 0) {
-			fprintf(stderr, "prealloc-libvirt-hook: writing %s: %s\n", conf,
-				strerror(-r));
-			return 1;
-		}
-		printf(r ? "wrote %s (every setting at its default)\n" : "kept %s\n", conf);
-	}
+	r = action == 'u' ? uninstall(hook, conf) : install(hook, conf);
+	if (r)
+		return r;
 	if (!root[0])
 		rescan_hooks();
 	return 0;

@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "plan.h"
+#include "run.h"
 
 #ifndef MIN
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -236,9 +236,9 @@ static int prefault_one(struct hook_run *run, unsigned int i, int dir_fd, const 
 			 info.message[0] ? info.message : strerror(-r));
 		return r;
 	}
-	hook_log(6, "%s: pre-faulted %s (%llu MiB on %u node(s), %llu pages added)",
-		 run->dom.name, path, (unsigned long long)(be->bytes >> 20), be->nr_nodes,
-		 (unsigned long long)info.added);
+	run_log(run, 6, "%s: pre-faulted %s (%llu MiB on %u node(s), %llu pages added)",
+		run->dom.name, path, (unsigned long long)(be->bytes >> 20), be->nr_nodes,
+		(unsigned long long)info.added);
 	return 0;
 }
 
@@ -253,12 +253,12 @@ int run_prefault(struct hook_run *run)
 		return 0;
 	for (unsigned int i = 0; i < run->demand.nr_backends; i++)
 		if (run->demand.backends[i].file && !run->host.backing_page) {
-			hook_log(6, "%s: memory_backing_dir %s is on disk: nothing to pre-fault",
-				 run->dom.name, run->backing_dir);
+			run_log(run, 6, "%s: memory_backing_dir %s is on disk: "
+				"nothing to pre-fault", run->dom.name, run->backing_dir);
 			return 0;
 		}
 	for (unsigned int i = 0; i < run->demand.nr_backends; i++)
-		if (run_prefaults(run, i))
+		if (run_backend_prefaulted(run, i))
 			bytes += run->demand.backends[i].bytes;
 	/* The deadline grows with the size at a conservative rate: a big guest is not cut off. */
 	deadline = now_s() + run->set.deadline_s + (double)bytes / (double)run->set.prefault_rate;
@@ -271,7 +271,7 @@ int run_prefault(struct hook_run *run)
 	if (dir_fd < 0)
 		return dir_fd;
 	for (unsigned int i = 0; r == 0 && i < run->demand.nr_backends; i++)
-		if (run_prefaults(run, i))
+		if (run_backend_prefaulted(run, i))
 			r = prefault_one(run, i, dir_fd, dir, deadline);
 	close(dir_fd);
 	if (r < 0)

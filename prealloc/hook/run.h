@@ -2,10 +2,13 @@
 /*
  * What the hook (and prealloc-domain) do for a domain, through the
  * library's flows: claim its hugepages for it as a named holder, pre-fault
- * its file backing, give it all back. Messages go through hook_log.
+ * its file backing, give it all back. Messages go through the program's
+ * log function, which it passes to run_init.
  */
-#ifndef PREALLOC_HOOK_PLAN_H
-#define PREALLOC_HOOK_PLAN_H
+#ifndef PREALLOC_HOOK_RUN_H
+#define PREALLOC_HOOK_RUN_H
+
+#include <stdarg.h>
 
 #include <prealloc.h>
 
@@ -13,6 +16,9 @@
 #include "settings.h"
 
 #define HOLDER_PREFIX "libvirt:"
+
+/* One message at a syslog level: the hook's to stderr and syslog, prealloc-domain's to stderr. */
+typedef void hook_log_fn(int level, const char *fmt, va_list ap);
 
 struct hook_run {
 	struct prealloc_ctx *ctx;
@@ -26,15 +32,17 @@ struct hook_run {
 	int64_t expires;	/* a claim whose domain never starts is gone then */
 	bool reserve, prefault;
 	char msg[1024];		/* the refusal, for people */
+	hook_log_fn *log;
 };
 
-void hook_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
 /* Settings, domain, host view and demand; 0 or -errno with run->msg. */
-int run_init(struct hook_run *run, const char *xml, size_t len);
+int run_init(struct hook_run *run, hook_log_fn *log, const char *xml, size_t len);
+/* What the run did, through the program's log function. */
+void run_log(const struct hook_run *run, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 void run_free(struct hook_run *run);
 /* Whether backend i is a file the hook pre-faults at start begin. */
-bool run_prefaults(const struct hook_run *run, unsigned int i);
+bool run_backend_prefaulted(const struct hook_run *run, unsigned int i);
 /* Pages of (node, size) the holder has claimed already (prealloc-domain --reserve). */
 uint64_t run_claimed(struct hook_run *run, int node, uint64_t page_size);
 /* prepare begin: claim every hugepage the domain needs, or refuse. */

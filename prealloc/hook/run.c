@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "plan.h"
+#include "run.h"
 
 #define HUGETLBFS_MAGIC 0x958458f6
 #define TMPFS_MAGIC 0x01021994
@@ -63,12 +63,13 @@ static bool tri(int v, bool host)
 	return v == TRI_UNSET ? host : v == TRI_YES;
 }
 
-int run_init(struct hook_run *run, const char *xml, size_t len)
+int run_init(struct hook_run *run, hook_log_fn *log, const char *xml, size_t len)
 {
 	struct prealloc_ctx_opts co = { .size = sizeof(co) };
 	char why[512] = "";
 	int r;
 
+	run->log = log;
 	r = settings_load(HOOK_CONF, &run->set, why, sizeof(why));
 	if (r == 0)
 		r = settings_backing_dir(&run->set, run->backing_dir, sizeof(run->backing_dir), why,
@@ -100,13 +101,22 @@ int run_init(struct hook_run *run, const char *xml, size_t len)
 	return 0;
 }
 
+void run_log(const struct hook_run *run, int level, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	run->log(level, fmt, ap);
+	va_end(ap);
+}
+
 void run_free(struct hook_run *run)
 {
 	prealloc_ctx_free(run->ctx);
 	run->ctx = NULL;
 }
 
-bool run_prefaults(const struct hook_run *run, unsigned int i)
+bool run_backend_prefaulted(const struct hook_run *run, unsigned int i)
 {
 	return run->prefault && run->demand.backends[i].file && run->host.backing_page;
 }
@@ -189,8 +199,8 @@ static int claim_size(struct hook_run *run, uint64_t ps, struct prealloc_reserva
 	if (r < 0)
 		refusal(run, r, &a);
 	else if (a.added)
-		hook_log(6, "%s: added %llu %s pages to the pools", run->dom.name,
-			 (unsigned long long)a.added, page_label(ps, (char[16]){ 0 }, 16));
+		run_log(run, 6, "%s: added %llu %s pages to the pools", run->dom.name,
+			(unsigned long long)a.added, page_label(ps, (char[16]){ 0 }, 16));
 	return r;
 }
 
@@ -203,7 +213,7 @@ static void drop_prefaulted(struct hook_run *run)
 	for (unsigned int i = 0; i < dd->nr_backends; i++) {
 		const struct dom_backend *be = &dd->backends[i];
 
-		if (be->page_size <= 4096 || run_prefaults(run, i))
+		if (be->page_size <= 4096 || run_backend_prefaulted(run, i))
 			continue;
 		for (unsigned int k = 0; k < be->nr_nodes; k++) {
 			unsigned int j;
