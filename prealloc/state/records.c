@@ -26,6 +26,16 @@
 
 #include "state.h"
 
+static const char *const warm_names[] = {
+	[WARM_POPULATING] = "populating",
+	[WARM_READY] = "ready",
+	[WARM_HANDED] = "handed",
+	[WARM_RETURNING] = "returning",
+	[WARM_DIRTY] = "dirty",
+	[WARM_CLEARING] = "clearing",
+	[WARM_QUARANTINED] = "quarantined",
+};
+
 static const char *const state_names[] = {
 	[PREALLOC_RECORD_PREPARING] = "preparing",
 	[PREALLOC_RECORD_READY] = "ready",
@@ -175,7 +185,7 @@ int store_format(const struct store *s, char **ret_text, size_t *ret_len)
 	struct text t = { 0 };
 	size_t lines = 1;
 
-	text_add(&t, "prealloc-store %d\n", STORE_VERSION);
+	text_add(&t, "prealloc-store %d\n", store_version(s));
 	for (size_t i = 0; i < s->nr; i++) {
 		const struct record *r = &s->r[i];
 
@@ -190,6 +200,10 @@ int store_format(const struct store *s, char **ret_text, size_t *ret_len)
 		text_str(&t, r->tmp);
 		text_add(&t, "\n");
 		lines++;
+		if (r->warm != WARM_NONE) {
+			text_add(&t, "warm %s %d\n", warm_names[r->warm], r->warm_node);
+			lines++;
+		}
 		for (unsigned int k = 0; k < r->nr_pools; k++, lines++) {
 			const struct rec_pool *p = &r->pools[k];
 
@@ -305,6 +319,28 @@ static int parse_rec(char *line, struct store *s)
 	return 0;
 }
 
+/* "warm <state> <node>": the rec above is a warm file (version 3 only, once). */
+static int parse_warm(const char *line, struct store *s)
+{
+	char state[16];
+	struct record *r;
+	int node, end = 0;
+	size_t st;
+
+	if (!s->nr || sscanf(line, "warm %15s %d%n", state, &node, &end) != 2 || line[end] ||
+	    node < 0 || node >= PREALLOC_MAX_NODES)
+		return -EBADMSG;
+	for (st = 1; st < ARRAY_SIZE(warm_names); st++)
+		if (!strcmp(state, warm_names[st]))
+			break;
+	r = &s->r[s->nr - 1];
+	if (st == ARRAY_SIZE(warm_names) || r->warm != WARM_NONE)
+		return -EBADMSG;
+	r->warm = (int)st;
+	r->warm_node = node;
+	return 0;
+}
+
 static int parse_pool(const char *line, struct store *s)
 {
 	struct rec_pool p = { 0 };
@@ -326,15 +362,17 @@ static int parse_pool(const char *line, struct store *s)
 }
 
 /* Checks the header and the end line; NUL-terminates the body lines in place. */
-static int check_frame(char *text, char **ret_body_end)
+static int check_frame(char *text, char **ret_body_end, int *ret_version)
 {
 	char *last, *nl;
 	size_t lines = 0, count;
 	uint64_t sum;
 	int version, end = 0;
 
-	if (sscanf(text, "prealloc-store %d\n", &version) != 1 || version != STORE_VERSION)
+	if (sscanf(text, "prealloc-store %d\n", &version) != 1 ||
+	    (version != STORE_VERSION && version != STORE_VERSION_WARM))
 		return -EBADMSG;
+	*ret_version = version;
 	nl = text + strlen(text);
 	if (nl == text || nl[-1] != '\n')
 		return -EBADMSG;	/* cut short */
@@ -357,12 +395,12 @@ static int check_frame(char *text, char **ret_body_end)
 int store_parse(const char *text, struct store *s)
 {
 	char *copy = strdup(text), *body_end, *line, *save = NULL;
-	int r;
+	int version, r;
 
 	memset(s, 0, sizeof(*s));
 	if (!copy)
 		return -ENOMEM;
-	r = check_frame(copy, &body_end);
+	r = check_frame(copy, &body_end, &version);
 	if (r < 0)
 		goto out;
 	body_end[-1] = '\0';
@@ -370,7 +408,9 @@ int store_parse(const char *text, struct store *s)
 	while (r == 0 && (line = strtok_r(NULL, "\n", &save)))
 		r = !strncmp(line, "rec ", 4)	 ? parse_rec(line, s)
 		    : !strncmp(line, "pool ", 5) ? parse_pool(line, s)
-						 : -EBADMSG;
+		    : !strncmp(line, "warm ", 5) && version == STORE_VERSION_WARM
+			? parse_warm(line, s)
+			: -EBADMSG;
 out:
 	free(copy);
 	if (r < 0)

@@ -18,6 +18,24 @@
 
 #define STORE_LEAF "store"
 #define STORE_VERSION 2
+/*
+ * A store with a warm file in it (docs/warm.md) is written as version 3, a
+ * "warm" line after its rec line; one without stays version 2, so that a
+ * prealloc that knows no warm pool still reads it.
+ */
+#define STORE_VERSION_WARM 3
+
+/* A warm file's place in the pool's cycle (docs/warm.md); NONE: not a warm file. */
+enum warm_state {
+	WARM_NONE = 0,
+	WARM_POPULATING,	/* made on its node, being populated */
+	WARM_READY,		/* populated, every byte zero, every page on its node */
+	WARM_HANDED,		/* linked at a holder's path */
+	WARM_RETURNING,		/* given back, still mapped or held: not yet free */
+	WARM_DIRTY,		/* back, the pool's link alone: awaits its clear */
+	WARM_CLEARING,		/* being cleared and verified */
+	WARM_QUARANTINED,	/* never handed out again: removed, its pages given back */
+};
 
 /* One node's share of one page size's pool, for one record. */
 struct rec_pool {
@@ -69,6 +87,8 @@ struct record {
 	char tmp[PATH_MAX];	/* created files: the hidden name it is populated under */
 	unsigned int nr_pools;
 	struct rec_pool *pools;
+	int warm;		/* enum warm_state */
+	int warm_node;		/* a warm file's node */
 };
 
 struct store {
@@ -118,6 +138,8 @@ void store_del(struct store *s, size_t i);
 long store_find(const struct store *s, uint64_t id);
 int record_add_pool(struct record *r, const struct rec_pool *p);
 uint64_t record_new_id(void);
+/* The version s is written as: STORE_VERSION_WARM with a warm file in it. */
+int store_version(const struct store *s);
 
 /* Process start time from <proc>/<pid>/stat, 0 if gone. */
 uint64_t process_start_time(const struct prealloc_ctx *ctx, int pid);

@@ -72,3 +72,11 @@ uint64_t record_new_id(void)
 		id = ((uint64_t)getpid() << 32) ^ (uint64_t)(now_seconds() * 1e6);
 	return id ? id : 1;
 }
+
+int store_version(const struct store *s)
+{
+	for (size_t i = 0; i < s->nr; i++)
+		if (s->r[i].warm != WARM_NONE)
+			return STORE_VERSION_WARM;
+	return STORE_VERSION;
+}

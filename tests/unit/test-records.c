@@ -219,8 +219,12 @@ static void test_corrupt(void)
 	expect_corrupt(ctx, good, strlen("prealloc-store 2\n") + strlen(body),
 		       "cut short before the end line");
 	expect_corrupt(ctx, good, 0, "empty");
-	framed("prealloc-store 3", body, bad, sizeof(bad));
-	expect_corrupt(ctx, bad, strlen(bad), "unknown version 3 (checksum right)");
+	framed("prealloc-store 4", body, bad, sizeof(bad));
+	expect_corrupt(ctx, bad, strlen(bad), "unknown version 4 (checksum right)");
+	framed("prealloc-store 2", "rec 00000000000000cc ready none f 1 2 0.000000000 4194304 "
+				   "2097152 /mnt/a -\nwarm ready 0\n",
+	       bad, sizeof(bad));
+	expect_corrupt(ctx, bad, strlen(bad), "a warm line in a version 2 store");
 	framed("prealloc-store 2", "rec 00000000000000cc preparing run:4000000:1 fc 0 0 0.000000000 4194304 "
 				   "2097152 /mnt/a -\nbogus line\npool 0 2097152 2 2 0\n",
 	       bad, sizeof(bad));
@@ -286,6 +290,70 @@ static void test_identity(void)
 	tap_ok(!record_is_file(&r, &x), "identity: ... and only that mtime");
 }
 
+/*
+ * Warm files in the store: every state and the node survive a save and a
+ * load; a store with one is written as version 3, one without stays
+ * version 2 (an older prealloc still reads it); a warm line that is
+ * unknown, repeated, out of range or before any rec is refused.
+ */
+static void test_warm(void)
+{
+	static const char *const bad[][2] = {
+		{ "warm ready 0\n", "a warm line before any rec" },
+		{ "rec 0000000000000001 ready none f 1 2 0.000000000 4096 4096 /m/a -\n"
+		  "warm lukewarm 0\n", "an unknown warm state" },
+		{ "rec 0000000000000001 ready none f 1 2 0.000000000 4096 4096 /m/a -\n"
+		  "warm ready 0\nwarm dirty 0\n", "two warm lines for one rec" },
+		{ "rec 0000000000000001 ready none f 1 2 0.000000000 4096 4096 /m/a -\n"
+		  "warm ready 1024\n", "a warm node out of range" },
+		{ "rec 0000000000000001 ready none f 1 2 0.000000000 4096 4096 /m/a -\n"
+		  "warm ready 0 x\n", "a warm line with a field too many" },
+		{ "rec 0000000000000001 ready none f 1 2 0.000000000 4096 4096 /m/a -\n"
+		  "warm none 0\n", "the warm state none, written out" },
+	};
+	struct store s = { 0 }, back = { 0 };
+	char *text = NULL, framed_text[1024];
+	size_t len;
+	bool same = true;
+	int r;
+
+	for (int st = WARM_POPULATING; st <= WARM_QUARANTINED; st++) {
+		struct record *rec = store_add(&s, (uint64_t)st);
+
+		rec->state = PREALLOC_RECORD_READY;
+		rec->has_file = rec->created = true;
+		rec->warm = st;
+		rec->warm_node = st * 7;	/* a node per state: no two alike */
+		snprintf(rec->path, sizeof(rec->path), "/dev/hugepages/.prealloc/warm-%d", st);
+	}
+	store_add(&s, 99);	/* and one record that is no warm file */
+	r = store_format(&s, &text, &len);
+	tap_ok(r == 0 && !strncmp(text, "prealloc-store 3\n", 17),
+	       "a store with warm files is written as version 3");
+	r = r == 0 ? store_parse(text, &back) : r;
+	for (size_t i = 0; r == 0 && i < s.nr; i++)
+		same &= back.nr == s.nr && back.r[i].warm == s.r[i].warm &&
+			back.r[i].warm_node == s.r[i].warm_node &&
+			!strcmp(back.r[i].path, s.r[i].path);
+	tap_ok(r == 0 && same, "every warm state and its node read back as written (r %d)", r);
+	free(text);
+	store_free(&back);
+	store_free(&s);
+	store_add(&s, 1)->state = PREALLOC_RECORD_READY;
+	r = store_format(&s, &text, &len);
+	tap_ok(r == 0 && !strncmp(text, "prealloc-store 2\n", 17) && !strstr(text, "warm"),
+	       "a store without warm files stays version 2");
+	free(text);
+	store_free(&s);
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		framed("prealloc-store 3", bad[i][0], framed_text, sizeof(framed_text));
+		r = store_parse(framed_text, &back);
+		tap_ok(r == -EBADMSG, "%s: refused (r %d)", bad[i][1], r);
+		if (r == 0)
+			store_free(&back);
+	}
+}
+
 int main(void)
 {
 	if (fakeroot_make(&fr, 2) < 0) {
@@ -296,6 +364,7 @@ int main(void)
 	test_conversion();
 	test_corrupt();
 	test_identity();
+	test_warm();
 	fakeroot_remove(&fr);
 	return tap_done();
 }
