@@ -116,4 +116,22 @@ int clear_check_file(struct clear_flow *flow, const char *path);
 /* Opens the file checked into flow->fd; -ESTALE when another took its place. */
 int clear_open_checked(struct clear_flow *flow, const char *path);
 
+/* ---- the warm pool's targets (warm_conf.c) ---------------------------------- */
+
+/* One target of /etc/prealloc/warm.conf: bytes of warm files to keep. */
+struct warm_target {
+	int node;
+	uint64_t page_size;	/* 4K, 2M or 1G */
+	uint64_t bytes;
+	char mount[PATH_MAX];	/* "": the mount prealloc picks for page_size */
+	unsigned int line;	/* where it was set */
+};
+/*
+ * The targets in text (a warm.conf), in order; *ret is the caller's to
+ * free. -EINVAL with err saying which line and why: nothing is returned of
+ * a file with a bad line.
+ */
+int warm_conf_parse(const char *text, struct warm_target **ret, unsigned int *ret_nr, char *err,
+		    size_t err_len);
+
 #endif
