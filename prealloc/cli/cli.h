@@ -149,5 +149,8 @@ int cmd_clear(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_pool(int argc, char **argv);
 int cmd_vfio_map(int argc, char **argv);
+int cmd_warm(int argc, char **argv);
+/* warm.c: the exit status of a failed warm take (err: negative errno). */
+int warm_take_exit_status(int err);
 
 #endif

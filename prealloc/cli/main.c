@@ -51,6 +51,7 @@ static const struct {
 	{ "pool", cmd_pool },
 	{ "vfio-map", cmd_vfio_map },
 	{ "hook", cmd_hook },
+	{ "warm", cmd_warm },
 };
 
 int main(int argc, char **argv)
@@ -72,7 +73,7 @@ int main(int argc, char **argv)
 	/* A word that is neither a command, an option nor a size is a typo. */
 	if (argc > 1 && isalpha((unsigned char)argv[1][0])) {
 		cli_error("unknown command '%s' (commands: info, rm, clear, bench, pool, vfio-map, "
-			  "hook; or a SIZE to create memory, see --help)", argv[1]);
+			  "hook, warm; or a SIZE to create memory, see --help)", argv[1]);
 		return EXIT_USAGE;
 	}
 	/* No subcommand: create memory (the main job). */

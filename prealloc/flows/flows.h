@@ -47,6 +47,12 @@ struct prepare_req {
 	bool recorded;
 	struct prealloc_region *region;
 	struct rec_owner owner;
+	/*
+	 * A warm file (warm.c): recorded POPULATING, then READY in the pool, and
+	 * left at its staged name (the pool's own link) instead of being linked
+	 * at a path of its own.
+	 */
+	bool warm;
 };
 
 /* Fills info.step and info.message (inline: every prepare file fails the request). */
@@ -65,6 +71,9 @@ prepare_fail(struct prepare_req *req, int step, const char *fmt, ...)
 int prepare_locate(struct prepare_req *req);
 /* prepare_req.c: the request checked and resolved; admission and the record. */
 int prepare_request(struct prepare_req *req);
+/* prepare.c: prealloc_prepare_start, or (warm) a new warm file of the pool. */
+int prepare_start(struct prealloc_ctx *ctx, const struct prealloc_prepare_opts *opts, bool warm,
+		  struct prealloc_job **ret_job, struct prealloc_prepare_info *ret_info);
 /* "0-3,5": nodes as ranges, in the given order. */
 void node_ranges(const int *nodes, unsigned int nr, char *buf, size_t len);
 /* "512M", "1G", or bytes when no binary suffix is exact. */
@@ -122,7 +131,9 @@ int clear_open_checked(struct clear_flow *flow, const char *path);
 struct warm_target {
 	int node;
 	uint64_t page_size;	/* 4K, 2M or 1G */
-	uint64_t bytes;
+	uint64_t bytes;		/* files x file_bytes */
+	uint64_t file_bytes;
+	unsigned int files;
 	char mount[PATH_MAX];	/* "": the mount prealloc picks for page_size */
 	unsigned int line;	/* where it was set */
 };
@@ -133,5 +144,30 @@ struct warm_target {
  */
 int warm_conf_parse(const char *text, struct warm_target **ret, unsigned int *ret_nr, char *err,
 		    size_t err_len);
+/* The targets of path (NULL: $PREALLOC_WARM_CONF, else /etc/prealloc/warm.conf); none if absent. */
+int warm_conf_load(const char *path, struct warm_target **ret, unsigned int *ret_nr, char *err,
+		   size_t err_len);
+
+/* ---- the warm pool (warm.c, warm_fill.c, warm_status.c) --------------------- */
+
+/* The mount of warm files of page_size: mount, else prealloc's pick (NULL: none). */
+const char *warm_mount(struct prealloc_ctx *ctx, const char *mount, uint64_t page_size);
+/* Whether r is a warm file of node and page_size on device dev. */
+bool warm_is(const struct record *r, int node, uint64_t page_size, uint64_t dev);
+/* The pool's link of r opened O_RDWR and checked to be r's file; -ESTALE if not. */
+int warm_open(const struct record *r, struct stat *ret_st);
+/*
+ * A given-back file made root's (0600), then: 0 free, -EBUSY a process
+ * maps or holds it, -EMLINK it has a link besides the pool's.
+ */
+int warm_check(struct prealloc_ctx *ctx, struct record *r);
+/* r's state after warm_check said check: DIRTY, RETURNING or QUARANTINED; no holder. */
+void warm_returned(struct record *r, int check);
+/*
+ * A new warm file of length on node and mount, populated, verified zero
+ * and on its node, recorded READY (synchronous; prepare's flow, warm).
+ */
+int warm_create(struct prealloc_ctx *ctx, int node, uint64_t page_size, const char *mount,
+		uint64_t length, unsigned int threads, char *why, size_t why_len);
 
 #endif

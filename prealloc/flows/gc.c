@@ -12,6 +12,15 @@ static bool gc_wants(struct prealloc_ctx *ctx, const struct record *r, bool *ret
 	bool alive = owner_alive(ctx, &r->owner);
 
 	*ret_remove_ready = false;
+	/*
+	 * A warm file past populating is the pool's (warm_fill.c gives back
+	 * what its holder left and removes what is quarantined): gc settles
+	 * one only once no name of it is left.
+	 */
+	if (r->warm != WARM_NONE && r->state != PREALLOC_RECORD_PREPARING) {
+		*ret_remove_ready = true;
+		return record_file_where(r) == 0;
+	}
 	switch (r->state) {
 	case PREALLOC_RECORD_PREPARING:
 		return !alive;

@@ -40,7 +40,13 @@ static int set_ready(struct prealloc_ctx *ctx, struct store *s, size_t ri, void 
 	struct record *r = &s->r[ri];
 
 	record_commit(r, &req->owner);
-	snprintf(r->path, sizeof(r->path), "%s", req->final);
+	if (req->warm) {
+		/* The pool's link is the staged name; no path until a take. */
+		r->warm = PREALLOC_WARM_READY;
+		snprintf(r->tmp, sizeof(r->tmp), "%s", req->tmp);
+	} else {
+		snprintf(r->path, sizeof(r->path), "%s", req->final);
+	}
 	return store_save(ctx, s);
 }
 
@@ -123,19 +129,22 @@ static int prepare_commit(struct prepare_req *req)
 	int r;
 
 	test_pause("before-commit");
-	if (req->info.created && (r = place_file(req)) < 0)
+	if (req->info.created && !req->warm && (r = place_file(req)) < 0)
 		return r;
 	r = record_update(req, set_ready);
 	if (r < 0) {
 		prepare_fail(req, PREALLOC_STEP_COMMIT, "cannot record %s as ready in %s: %s",
 			     req->final, prealloc_ctx_state_dir(req->ctx), strerror(-r));
 		/* Its only name goes: the pages go with the region. */
-		if (req->info.created)
+		if (req->info.created && !req->warm)
 			unlink_final(req);
 		return r;
 	}
 	req->recorded = false;	/* the record is the file's now, not this run's to settle */
-	qemu_option(req);
+	if (req->warm)
+		snprintf(req->info.path, sizeof(req->info.path), "%s", req->tmp);
+	else
+		qemu_option(req);
 	test_pause("after-commit");
 	prealloc_region_free(req->region);	/* the file stays for the VMM */
 	req->region = NULL;
@@ -294,10 +303,8 @@ static int prepare_start_job(struct prepare_req *req, struct prealloc_job **ret_
 	return r;
 }
 
-EXPORT int prealloc_prepare_start(struct prealloc_ctx *ctx,
-				  const struct prealloc_prepare_opts *opts,
-				  struct prealloc_job **ret_job,
-				  struct prealloc_prepare_info *ret_info)
+int prepare_start(struct prealloc_ctx *ctx, const struct prealloc_prepare_opts *opts, bool warm,
+		  struct prealloc_job **ret_job, struct prealloc_prepare_info *ret_info)
 {
 	struct prepare_req *req;
 	int r;
@@ -309,6 +316,7 @@ EXPORT int prealloc_prepare_start(struct prealloc_ctx *ctx,
 		return -ENOMEM;
 	req->magic = PREPARE_MAGIC;
 	req->ctx = ctx;
+	req->warm = warm;
 	req->dir_fd = req->stage_fd = -1;
 	req->info.size = sizeof(req->info);
 	r = copy_sized_in(&req->o, sizeof(req->o), opts);
@@ -334,6 +342,14 @@ EXPORT int prealloc_prepare_start(struct prealloc_ctx *ctx,
 		prepare_req_free(req);
 	}
 	return r;
+}
+
+EXPORT int prealloc_prepare_start(struct prealloc_ctx *ctx,
+				  const struct prealloc_prepare_opts *opts,
+				  struct prealloc_job **ret_job,
+				  struct prealloc_prepare_info *ret_info)
+{
+	return prepare_start(ctx, opts, false, ret_job, ret_info);
 }
 
 EXPORT int prealloc_prepare_info(struct prealloc_job *job, struct prealloc_prepare_info *ret_info)

@@ -297,7 +297,12 @@ static int record_new(struct prepare_req *req, struct store *s, const struct sta
 	r->created = !req->exists;
 	r->size = req->length;
 	r->page_size = req->page;
-	snprintf(r->path, sizeof(r->path), "%s", req->final);
+	if (req->warm) {
+		r->warm = PREALLOC_WARM_POPULATING;
+		r->warm_node = req->nodes[0];
+	} else {
+		snprintf(r->path, sizeof(r->path), "%s", req->final);
+	}
 	if (req->exists) {
 		r->dev = (uint64_t)st->st_dev;
 		r->ino = (uint64_t)st->st_ino;

@@ -74,7 +74,8 @@ static long find_file_record(const struct store *s, const char *abs, const struc
 	for (size_t i = 0; i < s->nr; i++) {
 		const struct record *r = &s->r[i];
 
-		if (!r->has_file || strcmp(r->path, abs))
+		/* A warm file goes back with prealloc_warm_give, never removed by a release. */
+		if (!r->has_file || r->warm != WARM_NONE || strcmp(r->path, abs))
 			continue;
 		/* By identity: a file put at the path since, even on our inode number, is not ours. */
 		if (exists && !record_is_file(r, stx))
@@ -144,7 +145,8 @@ static bool pick_holder(struct prealloc_ctx *ctx, const struct record *r, const 
 {
 	(void)ctx;
 	*ret_remove_ready = true;
-	return r->owner.kind == PREALLOC_OWNER_HOLDER && !strcmp(r->owner.holder, arg);
+	return r->owner.kind == PREALLOC_OWNER_HOLDER && r->warm == WARM_NONE &&
+	       !strcmp(r->owner.holder, arg);
 }
 
 EXPORT int prealloc_release_holder(struct prealloc_ctx *ctx, const char *holder,

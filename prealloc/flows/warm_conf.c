@@ -6,11 +6,13 @@
  *
  *   # comment
  *   node0.2M = 16G
+ *   node0.2M = 4 x 4G @ /mnt/guests
  *   node1.1G = 8G @ /dev/hugepages-1G
- *   node0.4k = 4G
  *
- * A target without a mount lives on the one prealloc picks for its page
- * size (prealloc info shows it; /dev/shm for 4k). A bad line refuses the
+ * SIZE is one file of that size; N x SIZE, N files of SIZE (a take hands
+ * out a file at least as large as asked, cut to size). A target without a
+ * mount lives on the one prealloc picks for its page size (prealloc info
+ * shows it; /dev/shm for 4k). A bad line refuses the
  * whole file, naming the line: half a configuration is never applied.
  */
 #include <ctype.h>
@@ -74,11 +76,37 @@ static int parse_key(const char *key, struct warm_target *t)
 	return -EINVAL;
 }
 
-/* "<size> [@ <mount>]" into t->bytes and t->mount. */
+/* "<size>" or "<n> x <size>" into t->files, t->file_bytes and t->bytes. */
+static int parse_size(char *text, struct warm_target *t, char *err, size_t len, unsigned int line)
+{
+	char *x = strpbrk(text, "xX"), *size = text, *end;
+	unsigned long n = 1;
+
+	if (x) {
+		*x = '\0';
+		n = strtoul(trim(text), &end, 10);
+		if (*end || !*trim(text) || n == 0 || n > 4096)
+			return conf_error(err, len, line, "bad file count '%s' (1 to 4096)", trim(text));
+		size = x + 1;
+	}
+	size = trim(size);
+	if (prealloc_parse_size(size, &t->file_bytes) < 0)
+		return conf_error(err, len, line, "bad size '%s' (say 16G, or 4 x 4G)", size);
+	if (t->file_bytes % t->page_size)
+		return conf_error(err, len, line, "%s is not a whole number of %s pages", size,
+				  prealloc_page_name(t->page_size));
+	if (n > 1 && !t->file_bytes)
+		return conf_error(err, len, line, "files of size 0");
+	t->files = t->file_bytes ? (unsigned int)n : 0;
+	t->bytes = t->file_bytes * n;
+	return 0;
+}
+
+/* "<size> [@ <mount>]" into the sizes and t->mount. */
 static int parse_value(char *value, struct warm_target *t, char *err, size_t len,
 		       unsigned int line)
 {
-	char *at = strchr(value, '@'), *size = value, *mount;
+	char *at = strchr(value, '@'), *mount;
 
 	if (at) {
 		*at = '\0';
@@ -90,13 +118,7 @@ static int parse_value(char *value, struct warm_target *t, char *err, size_t len
 			return conf_error(err, len, line, "mount path too long");
 		snprintf(t->mount, sizeof(t->mount), "%s", mount);
 	}
-	size = trim(size);
-	if (prealloc_parse_size(size, &t->bytes) < 0)
-		return conf_error(err, len, line, "bad size '%s' (say 16G, 512M)", size);
-	if (t->bytes % t->page_size)
-		return conf_error(err, len, line, "%s is not a whole number of %s pages", size,
-				  prealloc_page_name(t->page_size));
-	return 0;
+	return parse_size(value, t, err, len, line);
 }
 
 /* One line into t (a target), or nothing (blank, comment): 1, 0, or -EINVAL. */
@@ -173,4 +195,40 @@ int warm_conf_parse(const char *text, struct warm_target **ret, unsigned int *re
 	*ret = t;
 	*ret_nr = nr;
 	return 0;
+}
+
+int warm_conf_load(const char *path, struct warm_target **ret, unsigned int *ret_nr, char *err,
+		   size_t err_len)
+{
+	const char *env = getenv("PREALLOC_WARM_CONF");
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+	int r;
+
+	if (!path)
+		path = env && *env ? env : "/etc/prealloc/warm.conf";
+	f = fopen(path, "re");
+	if (!f && errno == ENOENT) {
+		*ret = NULL;
+		*ret_nr = 0;
+		return 0;
+	}
+	if (!f) {
+		r = -errno;
+		snprintf(err, err_len, "%s: %s", path, strerror(errno));
+		return r;
+	}
+	r = getdelim(&text, &len, '\0', f) < 0 && !feof(f) ? -EIO : 0;
+	fclose(f);
+	if (r == 0)
+		r = warm_conf_parse(text ? text : "", ret, ret_nr, err, err_len);
+	if (r == -EINVAL) {
+		char line[256];
+
+		snprintf(line, sizeof(line), "%s", err);
+		snprintf(err, err_len, "%s: %s", path, line);
+	}
+	free(text);
+	return r;
 }

@@ -1324,6 +1324,144 @@ int prealloc_vfio_map(struct prealloc_vfio *vfio, struct prealloc_region *region
 /* Unmaps region (every segment); -ENOENT when the handle has not mapped it. */
 int prealloc_vfio_unmap(struct prealloc_vfio *vfio, struct prealloc_region *region);
 
+/* ---- the warm pool (docs/warm.md) -----------------------------------------
+ * Files populated on their node and proven zero ahead of time, kept in the
+ * root-only staging directory of their mount, handed to a guest by a link
+ * in O(1), taken back when it stops and cleared again by prealloc_warm_fill.
+ * A holder never sees a byte another holder wrote: a file is handed out
+ * only READY (cleared and verified since its last holder), and a file with
+ * a link the pool did not make is never handed out again.
+ */
+enum prealloc_warm_state {
+	PREALLOC_WARM_POPULATING = 1,	/* being made and populated on its node */
+	PREALLOC_WARM_READY,		/* every byte zero, every page on its node */
+	PREALLOC_WARM_HANDED,		/* linked at a holder's path */
+	PREALLOC_WARM_RETURNING,	/* given back, still mapped or held */
+	PREALLOC_WARM_DIRTY,		/* back, the pool's link alone: to be cleared */
+	PREALLOC_WARM_CLEARING,		/* being cleared and verified */
+	PREALLOC_WARM_QUARANTINED,	/* never handed out again; removed by the next fill */
+};
+
+enum prealloc_warm_take_flags {
+	PREALLOC_WARM_TAKE_CHOWN = 1 << 0,	/* give the file uid:gid */
+	PREALLOC_WARM_TAKE_FALLBACK = 1 << 1,	/* no READY file: prepare one cold */
+};
+
+struct prealloc_warm_take_opts {
+	size_t size;		/* sizeof(struct prealloc_warm_take_opts) */
+	unsigned int flags;	/* enum prealloc_warm_take_flags */
+	int node;
+	uint64_t page_size;	/* PREALLOC_PAGE_4K, _2M or _1G */
+	uint64_t length;	/* bytes, a whole number of pages */
+	/*
+	 * Where the file is linked (mode 0600): a new name on the mount of the
+	 * warm files (mount: NULL for the one prealloc picks for page_size).
+	 */
+	const char *path;
+	const char *mount;
+	unsigned int uid, gid;	/* CHOWN */
+	/* NULL: held while path exists or a process maps the file. */
+	const char *holder;
+	unsigned int lock_timeout_ms;	/* 0: 30000 */
+};
+
+enum prealloc_warm_hit {
+	PREALLOC_WARM_HIT = 1,		/* a READY file of exactly the size */
+	PREALLOC_WARM_HIT_CUT,		/* a larger one, cut to size (the rest given back) */
+	PREALLOC_WARM_COLD,		/* none: prepared cold (FALLBACK) */
+};
+
+struct prealloc_warm_take_info {
+	size_t size;		/* sizeof(struct prealloc_warm_take_info) */
+	int hit;		/* enum prealloc_warm_hit; 0 on failure */
+	int fd;			/* the file, O_RDWR | O_CLOEXEC, the caller's to close */
+	uint64_t id;		/* its record */
+	uint64_t file_bytes;	/* its size before a cut */
+	double seconds;		/* the take, lock to link */
+	char path[4096];
+	char message[512];	/* why it failed */
+};
+
+/*
+ * Links a READY warm file of node and page size at path, gives it its owner
+ * and records it HANDED to holder, in that order (the record first: a file
+ * at path is never READY for another take). -ENOENT (nothing touched) when
+ * no READY file of at least length is on that node and mount, unless
+ * FALLBACK; -EXDEV when path is on another mount; -EEXIST when path exists.
+ */
+int prealloc_warm_take(struct prealloc_ctx *ctx, const struct prealloc_warm_take_opts *opts,
+		       struct prealloc_warm_take_info *ret_info);
+
+struct prealloc_warm_give_info {
+	size_t size;		/* sizeof(struct prealloc_warm_give_info) */
+	unsigned int files;	/* files given back */
+	unsigned int returning;	/* of them, still mapped or held: RETURNING */
+	unsigned int quarantined; /* of them, with a link the pool did not make */
+	char message[512];
+};
+
+/*
+ * Takes files back: the one linked at path (which must be the link its take
+ * made: the record's inode), or every file handed to holder (path NULL).
+ * Each is removed from path, given to root with mode 0600, then DIRTY if no
+ * process maps or holds it and the pool's link is its only one, RETURNING
+ * while one does (a later fill looks again; the caller never waits), and
+ * QUARANTINED if it has another link.
+ */
+int prealloc_warm_give(struct prealloc_ctx *ctx, const char *path, const char *holder,
+		       struct prealloc_warm_give_info *ret_info);
+
+struct prealloc_warm_fill_opts {
+	size_t size;		/* sizeof(struct prealloc_warm_fill_opts) */
+	unsigned int flags;	/* none yet */
+	/* The targets; NULL: /etc/prealloc/warm.conf ($PREALLOC_WARM_CONF). */
+	const char *conf_path;
+	unsigned int threads;	/* per node; 0: every allowed CPU of the node */
+	unsigned int lock_timeout_ms;	/* 0: 30000 */
+};
+
+struct prealloc_warm_fill_info {
+	size_t size;		/* sizeof(struct prealloc_warm_fill_info) */
+	unsigned int returned;	/* RETURNING files found free: DIRTY */
+	unsigned int cleared;	/* DIRTY files cleared and verified: READY */
+	unsigned int created;	/* new files populated: READY */
+	unsigned int dropped;	/* files removed: quarantined, damaged or over target */
+	uint64_t cleared_bytes;
+	double clear_seconds;	/* the clears' own time */
+	char message[512];	/* the first failure, if any */
+};
+
+/*
+ * One pass over the pool, then returns: RETURNING files that are free
+ * become DIRTY; each DIRTY file is cleared by its node's workers (the auto
+ * kernel), every byte verified zero and every page on its node, then READY
+ * (a file its holder truncated or resized is removed); QUARANTINED files
+ * are removed and their pages given back; each target is filled with new
+ * files. Every state is written before the step it names.
+ */
+int prealloc_warm_fill(struct prealloc_ctx *ctx, const struct prealloc_warm_fill_opts *opts,
+		       struct prealloc_warm_fill_info *ret_info);
+
+struct prealloc_warm_status {
+	size_t size;		/* sizeof(struct prealloc_warm_status) */
+	int node;
+	uint64_t page_size;
+	char mount[4096];
+	uint64_t target_bytes;	/* from warm.conf; 0: none */
+	/* Bytes and files per state, [enum prealloc_warm_state]. */
+	uint64_t bytes[PREALLOC_WARM_QUARANTINED + 1];
+	unsigned int files[PREALLOC_WARM_QUARANTINED + 1];
+	double last_clear_gbps;	/* the last fill's clears here; 0 none yet */
+};
+
+/*
+ * The pool by mount, node and page size: entry index of them (sorted), or
+ * -ENOENT past the last. Targets of conf_path (NULL: the default) appear
+ * even with no file yet.
+ */
+int prealloc_warm_status(struct prealloc_ctx *ctx, const char *conf_path, unsigned int index,
+			 struct prealloc_warm_status *ret_status);
+
 #ifdef __cplusplus
 }
 #endif

@@ -27,13 +27,13 @@
 #include "state.h"
 
 static const char *const warm_names[] = {
-	[WARM_POPULATING] = "populating",
-	[WARM_READY] = "ready",
-	[WARM_HANDED] = "handed",
-	[WARM_RETURNING] = "returning",
-	[WARM_DIRTY] = "dirty",
-	[WARM_CLEARING] = "clearing",
-	[WARM_QUARANTINED] = "quarantined",
+	[PREALLOC_WARM_POPULATING] = "populating",
+	[PREALLOC_WARM_READY] = "ready",
+	[PREALLOC_WARM_HANDED] = "handed",
+	[PREALLOC_WARM_RETURNING] = "returning",
+	[PREALLOC_WARM_DIRTY] = "dirty",
+	[PREALLOC_WARM_CLEARING] = "clearing",
+	[PREALLOC_WARM_QUARANTINED] = "quarantined",
 };
 
 static const char *const state_names[] = {

@@ -25,17 +25,8 @@
  */
 #define STORE_VERSION_WARM 3
 
-/* A warm file's place in the pool's cycle (docs/warm.md); NONE: not a warm file. */
-enum warm_state {
-	WARM_NONE = 0,
-	WARM_POPULATING,	/* made on its node, being populated */
-	WARM_READY,		/* populated, every byte zero, every page on its node */
-	WARM_HANDED,		/* linked at a holder's path */
-	WARM_RETURNING,		/* given back, still mapped or held: not yet free */
-	WARM_DIRTY,		/* back, the pool's link alone: awaits its clear */
-	WARM_CLEARING,		/* being cleared and verified */
-	WARM_QUARANTINED,	/* never handed out again: removed, its pages given back */
-};
+/* record.warm of a record that is no warm file (else enum prealloc_warm_state). */
+#define WARM_NONE 0
 
 /* One node's share of one page size's pool, for one record. */
 struct rec_pool {
@@ -87,7 +78,7 @@ struct record {
 	char tmp[PATH_MAX];	/* created files: the hidden name it is populated under */
 	unsigned int nr_pools;
 	struct rec_pool *pools;
-	int warm;		/* enum warm_state */
+	int warm;		/* WARM_NONE, or enum prealloc_warm_state */
 	int warm_node;		/* a warm file's node */
 };
 

@@ -317,7 +317,7 @@ static void test_warm(void)
 	bool same = true;
 	int r;
 
-	for (int st = WARM_POPULATING; st <= WARM_QUARANTINED; st++) {
+	for (int st = PREALLOC_WARM_POPULATING; st <= PREALLOC_WARM_QUARANTINED; st++) {
 		struct record *rec = store_add(&s, (uint64_t)st);
 
 		rec->state = PREALLOC_RECORD_READY;

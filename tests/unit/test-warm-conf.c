@@ -21,7 +21,7 @@ static void test_good(void)
 				   "  node1.1G=8G @ /dev/hugepages-1G   # its own mount\n"
 				   "node0.4k = 4G\n"
 				   "node3.2M = 0\n"
-				   "node0.2M = 2G @ /mnt/guests";
+				   "node0.2M = 4 x 512M @ /mnt/guests";
 	struct warm_target *t = NULL;
 	unsigned int nr = 0;
 	char err[256] = "";
@@ -39,8 +39,11 @@ static void test_good(void)
 	       "node0.4k = 4G");
 	tap_ok(t[3].node == 3 && t[3].bytes == 0, "a target of 0: none kept there");
 	tap_ok(t[4].node == 0 && t[4].page_size == PREALLOC_PAGE_2M && t[4].bytes == 2 * G &&
+		       t[4].files == 4 && t[4].file_bytes == 512 * M &&
 		       !strcmp(t[4].mount, "/mnt/guests"),
-	       "node0.2M again on another mount is another target (last line, no newline)");
+	       "node0.2M = 4 x 512M on another mount: another target, 4 files (last line, no newline)");
+	tap_ok(t[0].files == 1 && t[0].file_bytes == 16 * G && t[3].files == 0,
+	       "SIZE alone is one file of that size; 0 is no file");
 	free(t);
 	r = warm_conf_parse("# nothing\n\n", &t, &nr, err, sizeof(err));
 	tap_ok(r == 0 && nr == 0, "comments and blank lines only: no target");
@@ -61,6 +64,10 @@ static void test_bad(void)
 		{ "node0.2M = -2G\n", "line 1", "bad size '-2G'" },
 		{ "node0.2M =\n", "line 1", "bad size ''" },
 		{ "node0.2M = 3M\n", "line 1", "3M is not a whole number of 2M pages" },
+		{ "node0.2M = 0 x 2G\n", "line 1", "bad file count '0'" },
+		{ "node0.2M = x 2G\n", "line 1", "bad file count ''" },
+		{ "node0.2M = 2 x 3M\n", "line 1", "3M is not a whole number of 2M pages" },
+		{ "node0.2M = 2 x 0\n", "line 1", "files of size 0" },
 		{ "node0.1G = 1536M\n", "line 1", "not a whole number of 1G pages" },
 		{ "node0.2M = 2G @ mnt\n", "line 1", "bad mount 'mnt'" },
 		{ "node0.2M = 2G @\n", "line 1", "bad mount ''" },

@@ -1,0 +1,368 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `prealloc warm take|give|fill|status`: the warm pool (docs/warm.md) over
+ * the library's prealloc_warm_* calls.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static const char *const state_names[] = {
+	[PREALLOC_WARM_POPULATING] = "populating", [PREALLOC_WARM_READY] = "ready",
+	[PREALLOC_WARM_HANDED] = "handed",	   [PREALLOC_WARM_RETURNING] = "returning",
+	[PREALLOC_WARM_DIRTY] = "dirty",	   [PREALLOC_WARM_CLEARING] = "clearing",
+	[PREALLOC_WARM_QUARANTINED] = "quarantined",
+};
+
+static void warm_usage(FILE *f)
+{
+	fprintf(f, "Usage: prealloc warm take --node N --page-size 4k|2M|1G SIZE --to PATH\n"
+		   "                          [--owner UID:GID] [--holder NAME] [--mount DIR]\n"
+		   "                          [--fallback] [--json]\n"
+		   "       prealloc warm give PATH | --holder NAME\n"
+		   "       prealloc warm fill [--conf FILE] [--threads N]\n"
+		   "       prealloc warm status [--conf FILE] [--json]\n"
+		   "Files populated on their node and proven zero ahead of time, handed to a\n"
+		   "guest in O(1) and cleared again after it (see prealloc(1), docs/warm.md).\n");
+}
+
+/* The exit status of a failed take (docs/prealloc.1.md). */
+int warm_take_exit_status(int err)
+{
+	switch (err) {
+	case -ENOENT:
+		return EXIT_NO_MEMORY;	/* no READY file: nothing was touched */
+	case -EINVAL:
+		return EXIT_USAGE;
+	case -EXDEV:
+	case -EEXIST:
+	case -ENODEV:
+	case -EACCES:
+	case -EPERM:
+	case -ETIMEDOUT:
+	case -EBADMSG:
+		return EXIT_ENVIRONMENT;
+	default:
+		return EXIT_FAILURE_RUN;
+	}
+}
+
+static int parse_owner(const char *s, unsigned int *uid, unsigned int *gid)
+{
+	char *end;
+	unsigned long u = strtoul(s, &end, 10), g;
+
+	if (end == s || *end != ':')
+		return -EINVAL;
+	s = end + 1;
+	g = strtoul(s, &end, 10);
+	if (end == s || *end || u > 0xfffffffeUL || g > 0xfffffffeUL)
+		return -EINVAL;
+	*uid = (unsigned int)u;
+	*gid = (unsigned int)g;
+	return 0;
+}
+
+static void take_print(const struct prealloc_warm_take_info *info, uint64_t length, bool json)
+{
+	static const char *const hits[] = { "", "a full hit", "cut from ", "populated cold" };
+	char a[32], b[32];
+
+	if (json) {
+		struct json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "path", json_object_new_string(info->path));
+		json_object_object_add(o, "id", json_object_new_uint64(info->id));
+		json_object_object_add(o, "hit", json_object_new_string(
+			info->hit == PREALLOC_WARM_HIT ? "full" :
+			info->hit == PREALLOC_WARM_HIT_CUT ? "cut" : "cold"));
+		json_object_object_add(o, "bytes", json_object_new_uint64(length));
+		json_object_object_add(o, "file_bytes", json_object_new_uint64(info->file_bytes));
+		json_object_object_add(o, "seconds", json_object_new_double(info->seconds));
+		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY));
+		json_object_put(o);
+		return;
+	}
+	printf("%s: warm file taken (%s, %s%s) in %.3f s\n", info->path,
+	       format_size(length, a, sizeof(a)), hits[info->hit > 0 && info->hit <= 3 ? info->hit : 0],
+	       info->file_bytes > length ? format_size(info->file_bytes, b, sizeof(b)) : "",
+	       info->seconds);
+}
+
+/* One of take's options into o: 0, -1 for --help (done), or the exit status of a bad one. */
+static int take_option(int c, struct prealloc_warm_take_opts *o, bool *json)
+{
+	char err[128], *end;
+
+	switch (c) {
+	case 'n':
+		o->node = (int)strtol(optarg, &end, 10);
+		if (end != optarg && !*end && o->node >= 0)
+			return 0;
+		cli_error("warm take: bad node '%s'", optarg);
+		return EXIT_USAGE;
+	case 'p':
+		if (parse_page_size(optarg, &o->page_size, err, sizeof(err)) == 0 &&
+		    o->page_size != PAGE_SIZE_AUTO && o->page_size != PAGE_SIZE_THP)
+			return 0;
+		cli_error("warm take: bad page size '%s' (4k, 2M or 1G)", optarg);
+		return EXIT_USAGE;
+	case 't':
+		o->path = optarg;
+		return 0;
+	case 'o':
+		o->flags |= PREALLOC_WARM_TAKE_CHOWN;
+		if (parse_owner(optarg, &o->uid, &o->gid) == 0)
+			return 0;
+		cli_error("warm take: bad owner '%s' (UID:GID, numbers)", optarg);
+		return EXIT_USAGE;
+	case 'H':
+		o->holder = optarg;
+		return 0;
+	case 'm':
+		o->mount = optarg;
+		return 0;
+	case 'f':
+		o->flags |= PREALLOC_WARM_TAKE_FALLBACK;
+		return 0;
+	case 'j':
+		*json = true;
+		return 0;
+	default:
+		warm_usage(stdout);	/* 'h' */
+		return -1;
+	}
+}
+
+/* Take's command line into o; 0, -1 after --help, or the exit status of a bad one. */
+static int take_args(int argc, char **argv, struct prealloc_warm_take_opts *o, bool *json)
+{
+	static const struct option opts[] = {
+		{ "node", required_argument, NULL, 'n' },  { "page-size", required_argument, NULL, 'p' },
+		{ "to", required_argument, NULL, 't' },	   { "owner", required_argument, NULL, 'o' },
+		{ "holder", required_argument, NULL, 'H' }, { "mount", required_argument, NULL, 'm' },
+		{ "fallback", no_argument, NULL, 'f' },	   { "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },	   {}
+	};
+	int c, r;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "n:p:t:o:H:m:fjh", opts, NULL)) != -1) {
+		if (c == '?' || c == ':')
+			return option_error("warm take", argv, "n:p:t:o:H:m:fjh", opts);
+		r = take_option(c, o, json);
+		if (r)
+			return r;
+	}
+	if (optind != argc - 1 || !o->path || !o->page_size || o->node < 0 ||
+	    prealloc_parse_size(argv[optind], &o->length) < 0) {
+		cli_error("warm take: give --node N --page-size 4k|2M|1G SIZE --to PATH");
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
+static int cmd_warm_take(int argc, char **argv)
+{
+	struct prealloc_warm_take_opts o = { .size = sizeof(o), .node = -1 };
+	struct prealloc_warm_take_info info = { .size = sizeof(info) };
+	struct prealloc_ctx *ctx;
+	bool json = false;
+	int r = take_args(argc, argv, &o, &json);
+
+	if (r)
+		return r < 0 ? EXIT_OK : r;
+	ctx = cli_context();
+	if (!ctx)
+		return EXIT_ENVIRONMENT;
+	r = prealloc_warm_take(ctx, &o, &info);
+	prealloc_ctx_free(ctx);
+	if (r < 0) {
+		cli_error("warm take: %s", info.message[0] ? info.message : strerror(-r));
+		return warm_take_exit_status(r);
+	}
+	close(info.fd);
+	take_print(&info, o.length, json);
+	return EXIT_OK;
+}
+
+static int cmd_warm_give(int argc, char **argv)
+{
+	struct prealloc_warm_give_info info = { .size = sizeof(info) };
+	const char *holder = NULL, *path = NULL;
+	struct prealloc_ctx *ctx;
+	int r;
+
+	if (argc == 3 && !strcmp(argv[1], "--holder"))
+		holder = argv[2];
+	else if (argc == 2 && argv[1][0] == '/')
+		path = argv[1];
+	else {
+		cli_error("warm give: give the PATH of a take (absolute), or --holder NAME");
+		return EXIT_USAGE;
+	}
+	ctx = cli_context();
+	if (!ctx)
+		return EXIT_ENVIRONMENT;
+	r = prealloc_warm_give(ctx, path, holder, &info);
+	prealloc_ctx_free(ctx);
+	if (r < 0) {
+		cli_error("warm give: %s", info.message[0] ? info.message : strerror(-r));
+		return r == -ENOENT || r == -ESTALE || r == -EBADMSG ? EXIT_ENVIRONMENT
+								    : EXIT_FAILURE_RUN;
+	}
+	printf("%u warm file%s given back (%u still in use, %u quarantined)\n", info.files,
+	       info.files == 1 ? "" : "s", info.returning, info.quarantined);
+	return EXIT_OK;
+}
+
+static int cmd_warm_fill(int argc, char **argv)
+{
+	struct prealloc_warm_fill_opts o = { .size = sizeof(o) };
+	struct prealloc_warm_fill_info info = { .size = sizeof(info) };
+	struct prealloc_ctx *ctx;
+	char err[128];
+	int r;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--conf") && i + 1 < argc) {
+			o.conf_path = argv[++i];
+		} else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+			if (parse_threads(argv[++i], &o.threads, err, sizeof(err)) < 0) {
+				cli_error("warm fill: %s", err);
+				return EXIT_USAGE;
+			}
+		} else {
+			cli_error("warm fill: unknown argument '%s' (--conf FILE, --threads N)",
+				  argv[i]);
+			return EXIT_USAGE;
+		}
+	}
+	ctx = cli_context();
+	if (!ctx)
+		return EXIT_ENVIRONMENT;
+	r = prealloc_warm_fill(ctx, &o, &info);
+	prealloc_ctx_free(ctx);
+	printf("warm fill: %u returned, %u cleared (%.2f GB/s), %u created, %u removed\n",
+	       info.returned, info.cleared,
+	       info.clear_seconds > 0 ? (double)info.cleared_bytes / info.clear_seconds / 1e9 : 0.0,
+	       info.created, info.dropped);
+	if (r < 0 || info.message[0])
+		cli_error("warm fill: %s", info.message[0] ? info.message : strerror(-r));
+	return r == -EINVAL ? EXIT_USAGE : r == -ENOMEM || r == -ENOSPC ? EXIT_NO_MEMORY
+				       : r < 0				  ? EXIT_ENVIRONMENT
+									  : EXIT_OK;
+}
+
+static struct json_object *status_json(const struct prealloc_warm_status *st)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "node", json_object_new_int(st->node));
+	json_object_object_add(o, "page_size", json_object_new_uint64(st->page_size));
+	json_object_object_add(o, "mount", json_object_new_string(st->mount));
+	json_object_object_add(o, "ready_bytes",
+			       json_object_new_uint64(st->bytes[PREALLOC_WARM_READY]));
+	json_object_object_add(o, "clearing_bytes",
+			       json_object_new_uint64(st->bytes[PREALLOC_WARM_CLEARING]));
+	json_object_object_add(o, "dirty_bytes",
+			       json_object_new_uint64(st->bytes[PREALLOC_WARM_DIRTY]));
+	json_object_object_add(o, "handed_bytes",
+			       json_object_new_uint64(st->bytes[PREALLOC_WARM_HANDED]));
+	json_object_object_add(o, "returning_bytes",
+			       json_object_new_uint64(st->bytes[PREALLOC_WARM_RETURNING]));
+	json_object_object_add(o, "populating_bytes",
+			       json_object_new_uint64(st->bytes[PREALLOC_WARM_POPULATING]));
+	json_object_object_add(o, "quarantined_bytes",
+			       json_object_new_uint64(st->bytes[PREALLOC_WARM_QUARANTINED]));
+	json_object_object_add(o, "target_bytes", json_object_new_uint64(st->target_bytes));
+	json_object_object_add(o, "last_clear_gbps", json_object_new_double(st->last_clear_gbps));
+	return o;
+}
+
+static void status_human(const struct prealloc_warm_status *st)
+{
+	char t[32], b[32];
+
+	printf("%s node %d %s: target %s", st->mount, st->node, page_label(st->page_size),
+	       format_size(st->target_bytes, t, sizeof(t)));
+	for (int s = PREALLOC_WARM_POPULATING; s <= PREALLOC_WARM_QUARANTINED; s++)
+		if (st->files[s])
+			printf(", %s %s (%u)", state_names[s], format_size(st->bytes[s], b, sizeof(b)),
+			       st->files[s]);
+	if (st->last_clear_gbps > 0)
+		printf(", last clear %.2f GB/s", st->last_clear_gbps);
+	printf("\n");
+}
+
+static int cmd_warm_status(int argc, char **argv)
+{
+	struct json_object *arr = json_object_new_array();
+	const char *conf = NULL;
+	struct prealloc_ctx *ctx;
+	bool json = false;
+	int r = 0;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json")) {
+			json = true;
+		} else if (!strcmp(argv[i], "--conf") && i + 1 < argc) {
+			conf = argv[++i];
+		} else {
+			cli_error("warm status: unknown argument '%s' (--conf FILE, --json)", argv[i]);
+			json_object_put(arr);
+			return EXIT_USAGE;
+		}
+	}
+	ctx = cli_context();
+	if (!ctx) {
+		json_object_put(arr);
+		return EXIT_ENVIRONMENT;
+	}
+	for (unsigned int i = 0;; i++) {
+		struct prealloc_warm_status st = { .size = sizeof(st) };
+
+		r = prealloc_warm_status(ctx, conf, i, &st);
+		if (r < 0)
+			break;
+		if (json)
+			json_object_array_add(arr, status_json(&st));
+		else
+			status_human(&st);
+	}
+	prealloc_ctx_free(ctx);
+	if (r != -ENOENT) {
+		cli_error("warm status: %s%s", strerror(-r), store_hint(r));
+		json_object_put(arr);
+		return r == -EINVAL ? EXIT_USAGE : EXIT_ENVIRONMENT;
+	}
+	if (json)
+		printf("%s\n", json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PRETTY));
+	json_object_put(arr);
+	return EXIT_OK;
+}
+
+int cmd_warm(int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		int (*fn)(int argc, char **argv);
+	} subs[] = {
+		{ "take", cmd_warm_take },
+		{ "give", cmd_warm_give },
+		{ "fill", cmd_warm_fill },
+		{ "status", cmd_warm_status },
+	};
+
+	for (size_t i = 0; argc > 1 && i < sizeof(subs) / sizeof(subs[0]); i++)
+		if (!strcmp(argv[1], subs[i].name))
+			return subs[i].fn(argc - 1, argv + 1);
+	warm_usage(argc == 2 && !strcmp(argv[1], "--help") ? stdout : stderr);
+	return argc == 2 && !strcmp(argv[1], "--help") ? EXIT_OK : EXIT_USAGE;
+}

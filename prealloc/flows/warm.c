@@ -1,0 +1,372 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The warm pool's hand-over (docs/warm.md): take links a READY file at a
+ * holder's path, give takes it back. Each writes the state it moves to
+ * before the step it names, so that a run killed at any instruction leaves
+ * the file in a state that is never READY unless the file is: a file at a
+ * holder's path is HANDED before the link exists, and RETURNING before the
+ * holder's link goes.
+ */
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "flows.h"
+
+const char *warm_mount(struct prealloc_ctx *ctx, const char *mount, uint64_t page_size)
+{
+	if (mount && *mount)
+		return mount;
+	if (page_size == PREALLOC_PAGE_4K)
+		return "/dev/shm";
+	return prealloc_hugetlbfs_mount(ctx, page_size);
+}
+
+bool warm_is(const struct record *r, int node, uint64_t page_size, uint64_t dev)
+{
+	return r->warm != WARM_NONE && r->warm_node == node && r->page_size == page_size &&
+	       r->dev == dev;
+}
+
+int warm_open(const struct record *r, struct stat *ret_st)
+{
+	struct statx stx;
+	int fd = open(r->tmp, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (file_statx(fd, "", AT_EMPTY_PATH, &stx) < 0 || !record_is_file(r, &stx) ||
+	    fstat(fd, ret_st) < 0) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+int warm_check(struct prealloc_ctx *ctx, struct record *r)
+{
+	unsigned int unreadable = 0;
+	struct stat st;
+	int fd = warm_open(r, &st), r_;
+
+	if (fd < 0)
+		return fd;
+	/*
+	 * The holder's uid loses the file first: with fs.protected_hardlinks
+	 * it can then make no new link to it, so the count below is final.
+	 */
+	r_ = fchown(fd, 0, 0) < 0 || fchmod(fd, 0600) < 0 ? -errno : 0;
+	if (r_ == 0 && st.st_nlink != 1)
+		r_ = -EMLINK;
+	else if (r_ == 0 && file_user(ctx, r->dev, r->ino, getpid(), &unreadable) != 0)
+		r_ = -EBUSY;
+	close(fd);
+	return r_;
+}
+
+void warm_returned(struct record *r, int check)
+{
+	r->warm = check == -EMLINK ? PREALLOC_WARM_QUARANTINED
+		  : check == -EBUSY ? PREALLOC_WARM_RETURNING
+		  : check == 0	    ? PREALLOC_WARM_DIRTY
+				    : PREALLOC_WARM_QUARANTINED;
+	r->path[0] = '\0';
+	memset(&r->owner, 0, sizeof(r->owner));
+}
+
+/* ---- take ----------------------------------------------------------------- */
+
+/* The best READY file for the request: exactly its size, else the smallest larger one. */
+static long take_pick(const struct store *s, const struct prealloc_warm_take_opts *o, uint64_t dev)
+{
+	long best = -1;
+
+	for (size_t i = 0; i < s->nr; i++) {
+		const struct record *r = &s->r[i];
+
+		if (!warm_is(r, o->node, o->page_size, dev) || r->warm != PREALLOC_WARM_READY ||
+		    r->size < o->length)
+			continue;
+		if (best < 0 || r->size < s->r[best].size)
+			best = (long)i;
+	}
+	return best;
+}
+
+__attribute__((format(printf, 3, 4))) static int take_fail(struct prealloc_warm_take_info *info,
+							  int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(info->message, sizeof(info->message), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+/* The request checked; the directory of path opened, on the mount's device. */
+static int take_check(struct prealloc_ctx *ctx, const struct prealloc_warm_take_opts *o,
+		      struct prealloc_warm_take_info *info, uint64_t *ret_dev, int *ret_dir)
+{
+	const char *mount = warm_mount(ctx, o->mount, o->page_size);
+	char dir[4096];
+	struct stat ms, ds;
+	int fd;
+
+	if (!topo_node(ctx, o->node))
+		return take_fail(info, -ENODEV, "node %d has no memory", o->node);
+	if ((o->page_size != PREALLOC_PAGE_4K && o->page_size != PREALLOC_PAGE_2M &&
+	     o->page_size != PREALLOC_PAGE_1G) || !o->length || o->length % o->page_size)
+		return take_fail(info, -EINVAL, "the size must be a whole number of 4k, 2M or 1G pages");
+	if (!o->path || o->path[0] != '/' || strlen(o->path) >= sizeof(dir))
+		return take_fail(info, -EINVAL, "the path must be absolute");
+	if (!mount || stat(mount, &ms) < 0)
+		return take_fail(info, -ENOENT, "no %s mount for the warm files",
+				 prealloc_page_name(o->page_size));
+	snprintf(dir, sizeof(dir), "%s", o->path);
+	fd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return take_fail(info, -errno, "cannot open the directory of %s: %s", o->path,
+				 strerror(errno));
+	if (fstat(fd, &ds) < 0 || ds.st_dev != ms.st_dev) {
+		close(fd);
+		return take_fail(info, -EXDEV, "%s is not on %s, where the warm files are", o->path,
+				 mount);
+	}
+	*ret_dev = (uint64_t)ms.st_dev;
+	*ret_dir = fd;
+	return 0;
+}
+
+/*
+ * Hands record ri's file to the caller: HANDED written first, then its
+ * owner, its size, the link at path. On failure the record is READY again
+ * (the file untouched but for a cut) or, with another link, QUARANTINED.
+ */
+static int take_file(struct prealloc_ctx *ctx, struct store *s, size_t ri, int dir,
+		     const struct prealloc_warm_take_opts *o, struct prealloc_warm_take_info *info)
+{
+	struct record *r = &s->r[ri];
+	const char *base = strrchr(o->path, '/') + 1;
+	struct stat st, there;
+	int fd = warm_open(r, &st), err;
+
+	if (fd < 0)
+		return take_fail(info, fd, "warm file %s: %s", r->tmp, strerror(-fd));
+	if (st.st_nlink != 1) {
+		close(fd);
+		r->warm = PREALLOC_WARM_QUARANTINED;
+		store_save(ctx, s);
+		return take_fail(info, -EMLINK, "warm file %s has a link the pool did not make: "
+						"quarantined", r->tmp);
+	}
+	info->file_bytes = r->size;
+	r->warm = PREALLOC_WARM_HANDED;
+	snprintf(r->path, sizeof(r->path), "%s", o->path);
+	if (o->holder)
+		owner_holder(&r->owner, o->holder, NULL, 0);
+	err = store_save(ctx, s);
+	test_pause("warm-take-recorded");
+	if (err == 0 && (o->flags & PREALLOC_WARM_TAKE_CHOWN) && fchown(fd, o->uid, o->gid) < 0)
+		err = -errno;
+	if (err == 0 && r->size > o->length && ftruncate(fd, (off_t)o->length) < 0)
+		err = -errno;
+	if (err == 0 && r->size > o->length)
+		r->size = o->length;
+	if (err == 0 && linkat(AT_FDCWD, r->tmp, dir, base, 0) < 0)
+		err = -errno;
+	if (err == 0 && (fstatat(dir, base, &there, AT_SYMLINK_NOFOLLOW) < 0 ||
+			 there.st_ino != st.st_ino || there.st_dev != st.st_dev))
+		err = -ESTALE;
+	if (err == 0)
+		err = store_save(ctx, s);	/* the size, after a cut */
+	if (err < 0) {
+		(void)!fchown(fd, 0, 0);
+		r->warm = PREALLOC_WARM_READY;
+		r->path[0] = '\0';
+		memset(&r->owner, 0, sizeof(r->owner));
+		store_save(ctx, s);
+		close(fd);
+		return take_fail(info, err, "cannot link the warm file at %s: %s", o->path,
+				 strerror(-err));
+	}
+	info->fd = fd;
+	info->id = r->id;
+	return 0;
+}
+
+/* Under the lock: the best READY file handed over (quarantined ones skipped). */
+static int take_locked(struct prealloc_ctx *ctx, const struct prealloc_warm_take_opts *o,
+		       uint64_t dev, int dir, struct prealloc_warm_take_info *info)
+{
+	char sz[32];
+	struct store s;
+	int lock = -1, r;
+	long ri;
+
+	r = store_open(ctx, o->lock_timeout_ms ? o->lock_timeout_ms : ADMIT_LOCK_TIMEOUT_MS, &s,
+		       &lock);
+	while (r == 0) {
+		ri = take_pick(&s, o, dev);
+		if (ri < 0) {
+			r = take_fail(info, -ENOENT,
+				      "no ready warm file of %s or more on node %d in %s pages",
+				      format_bytes(o->length, sz, sizeof(sz)), o->node,
+				      prealloc_page_name(o->page_size));
+			break;
+		}
+		r = take_file(ctx, &s, (size_t)ri, dir, o, info);
+		if (r == -EMLINK)
+			r = 0;	/* quarantined: the next one */
+		else
+			break;
+	}
+	if (lock >= 0)
+		store_close(&s, lock);
+	return r;
+}
+
+EXPORT int prealloc_warm_take(struct prealloc_ctx *ctx, const struct prealloc_warm_take_opts *opts,
+			      struct prealloc_warm_take_info *ret_info)
+{
+	struct prealloc_warm_take_info info = { .size = sizeof(info), .fd = -1 };
+	struct prealloc_warm_take_opts o = { .size = sizeof(o) };
+	double t0 = now_seconds();
+	int dir = -1, r, hit = PREALLOC_WARM_HIT;
+	uint64_t dev = 0;
+
+	if (!ctx || !opts || (ret_info && ret_info->size < sizeof(size_t)))
+		return -EINVAL;
+	r = copy_sized_in(&o, sizeof(o), opts);
+	if (r == 0)
+		r = take_check(ctx, &o, &info, &dev, &dir);
+	if (r == 0)
+		r = take_locked(ctx, &o, dev, dir, &info);
+	/* FALLBACK: a file made now, populated and proven zero as fill would, then taken. */
+	if (r == -ENOENT && (o.flags & PREALLOC_WARM_TAKE_FALLBACK)) {
+		hit = PREALLOC_WARM_COLD;
+		r = warm_create(ctx, o.node, o.page_size, warm_mount(ctx, o.mount, o.page_size),
+				o.length, 0, info.message, sizeof(info.message));
+		if (r == 0)
+			r = take_locked(ctx, &o, dev, dir, &info);
+	}
+	if (dir >= 0)
+		close(dir);
+	if (r == 0) {
+		info.message[0] = '\0';
+		info.hit = hit == PREALLOC_WARM_COLD		? hit
+			   : info.file_bytes > o.length ? PREALLOC_WARM_HIT_CUT
+							: PREALLOC_WARM_HIT;
+		info.seconds = now_seconds() - t0;
+		snprintf(info.path, sizeof(info.path), "%s", o.path);
+	}
+	if (ret_info)
+		copy_sized_out(ret_info, &info, sizeof(info));
+	else if (info.fd >= 0)
+		close(info.fd);
+	return r;
+}
+
+/* ---- give ----------------------------------------------------------------- */
+
+/* Removes the holder's link at r->path, if it is still this file's. */
+static int give_unlink(const struct record *r, bool must)
+{
+	char dir[4096];
+	struct statx stx;
+	int dfd, err;
+
+	snprintf(dir, sizeof(dir), "%s", r->path);
+	dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return must ? -errno : 0;
+	err = file_statx(dfd, strrchr(r->path, '/') + 1, AT_SYMLINK_NOFOLLOW, &stx);
+	if (err == 0 && !record_is_file(r, &stx))
+		err = -ESTALE;
+	if (err == 0 && unlinkat(dfd, strrchr(r->path, '/') + 1, 0) < 0)
+		err = -errno;
+	close(dfd);
+	return must || err == 0 ? err : 0;
+}
+
+/* One HANDED record back: RETURNING first, then the link, then what the file says. */
+static int give_one(struct prealloc_ctx *ctx, struct store *s, size_t ri, bool by_path,
+		    struct prealloc_warm_give_info *info)
+{
+	struct record *r = &s->r[ri];
+	int err;
+
+	r->warm = PREALLOC_WARM_RETURNING;
+	err = store_save(ctx, s);
+	test_pause("warm-give-recorded");
+	if (err == 0)
+		err = give_unlink(r, by_path);
+	if (err < 0)
+		return err;
+	warm_returned(r, warm_check(ctx, r));
+	info->files++;
+	info->returning += r->warm == PREALLOC_WARM_RETURNING;
+	info->quarantined += r->warm == PREALLOC_WARM_QUARANTINED;
+	return store_save(ctx, s);
+}
+
+/* by path: the link must be this file's before anything is written. */
+static int give_match(const struct record *r, const char *path, const char *holder)
+{
+	struct statx stx;
+
+	if (r->warm != PREALLOC_WARM_HANDED)
+		return 0;
+	if (holder)
+		return r->owner.kind == PREALLOC_OWNER_HOLDER && !strcmp(r->owner.holder, holder);
+	if (strcmp(r->path, path))
+		return 0;
+	if (file_statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, &stx) < 0 || !record_is_file(r, &stx))
+		return -ESTALE;
+	return 1;
+}
+
+EXPORT int prealloc_warm_give(struct prealloc_ctx *ctx, const char *path, const char *holder,
+			      struct prealloc_warm_give_info *ret_info)
+{
+	struct prealloc_warm_give_info info = { .size = sizeof(info) };
+	int lock, r, m, first = 0;
+	struct store s;
+
+	if (!ctx || (!path) == (!holder) || (path && path[0] != '/') ||
+	    (ret_info && ret_info->size < sizeof(size_t)))
+		return -EINVAL;
+	r = store_open(ctx, ADMIT_LOCK_TIMEOUT_MS, &s, &lock);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < s.nr; i++) {
+		m = give_match(&s.r[i], path, holder);
+		if (m < 0 && !first)
+			snprintf(info.message, sizeof(info.message),
+				 "%s is not the link its take made (another file is there)", path);
+		if (m < 0 && !first)
+			first = m;
+		if (m <= 0)
+			continue;
+		r = give_one(ctx, &s, i, path != NULL, &info);
+		if (r < 0 && !first) {
+			first = r;
+			snprintf(info.message, sizeof(info.message), "cannot give back %.400s: %s",
+				 s.r[i].path[0] ? s.r[i].path : s.r[i].tmp, strerror(-r));
+		}
+	}
+	store_close(&s, lock);
+	if (!first && !info.files) {
+		first = -ENOENT;
+		snprintf(info.message, sizeof(info.message), "%s%s holds no warm file",
+			 path ? path : "holder ", path ? "" : holder);
+	}
+	if (ret_info)
+		copy_sized_out(ret_info, &info, sizeof(info));
+	return first;
+}

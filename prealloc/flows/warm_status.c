@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * prealloc_warm_status: the warm pool by mount, node and page size, with
+ * the bytes and files in each state, the target warm.conf sets, and the
+ * last clear's rate there.
+ */
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "flows.h"
+
+/* A warm file's mount: its pool link is <mount>/.prealloc/<name>. */
+static void record_mount(const struct record *r, char *buf, size_t len)
+{
+	char tmp[PATH_MAX];
+
+	snprintf(tmp, sizeof(tmp), "%s", r->tmp);
+	snprintf(buf, len, "%s", dirname(dirname(tmp)));
+}
+
+static int status_cmp(const void *a, const void *b)
+{
+	const struct prealloc_warm_status *x = a, *y = b;
+	int c = strcmp(x->mount, y->mount);
+
+	if (c)
+		return c;
+	if (x->node != y->node)
+		return x->node < y->node ? -1 : 1;
+	return x->page_size < y->page_size ? -1 : x->page_size > y->page_size;
+}
+
+/* The entry for mount, node and page size in e[0..*nr), added when missing. */
+static struct prealloc_warm_status *status_entry(struct prealloc_warm_status *e, unsigned int *nr,
+						 const char *mount, int node, uint64_t page_size)
+{
+	for (unsigned int i = 0; i < *nr; i++)
+		if (e[i].node == node && e[i].page_size == page_size && !strcmp(e[i].mount, mount))
+			return &e[i];
+	e[*nr] = (struct prealloc_warm_status){ .size = sizeof(*e), .node = node,
+						.page_size = page_size };
+	snprintf(e[*nr].mount, sizeof(e[*nr].mount), "%s", mount);
+	return &e[(*nr)++];
+}
+
+/* The last clear's GB/s for the entry, from warm-clears ("<dev> <node> <page size> <GB/s>"). */
+static void status_rate(struct prealloc_ctx *ctx, struct prealloc_warm_status *e, unsigned int nr)
+{
+	char *text = NULL, *line, *save = NULL;
+	size_t len;
+
+	if (statedir_read(ctx, "warm-clears", &text, &len) < 0)
+		return;
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		unsigned long long dev, ps;
+		double gbps;
+		int node;
+
+		if (sscanf(line, "%llu %d %llu %lf", &dev, &node, &ps, &gbps) != 4)
+			continue;
+		for (unsigned int i = 0; i < nr; i++) {
+			struct stat st;
+
+			if (e[i].node == node && e[i].page_size == ps && stat(e[i].mount, &st) == 0 &&
+			    (unsigned long long)st.st_dev == dev)
+				e[i].last_clear_gbps = gbps;
+		}
+	}
+	free(text);
+}
+
+EXPORT int prealloc_warm_status(struct prealloc_ctx *ctx, const char *conf_path, unsigned int index,
+				struct prealloc_warm_status *ret_status)
+{
+	struct prealloc_warm_status *e;
+	struct warm_target *t = NULL;
+	unsigned int nr_t = 0, nr = 0;
+	char err[512], mount[PATH_MAX];
+	struct store s;
+	int r;
+
+	if (!ctx || !ret_status || ret_status->size < sizeof(size_t))
+		return -EINVAL;
+	r = warm_conf_load(conf_path, &t, &nr_t, err, sizeof(err));
+	if (r < 0)
+		return r;
+	r = store_load(ctx, &s);
+	if (r < 0) {
+		free(t);
+		return r;
+	}
+	e = calloc(s.nr + nr_t + 1, sizeof(*e));
+	for (unsigned int i = 0; e && i < nr_t; i++) {
+		const char *m = warm_mount(ctx, t[i].mount, t[i].page_size);
+
+		status_entry(e, &nr, m ? m : "-", t[i].node, t[i].page_size)->target_bytes +=
+			t[i].bytes;
+	}
+	for (size_t i = 0; e && i < s.nr; i++) {
+		const struct record *rec = &s.r[i];
+		struct prealloc_warm_status *x;
+
+		if (rec->warm == WARM_NONE)
+			continue;
+		record_mount(rec, mount, sizeof(mount));
+		x = status_entry(e, &nr, mount, rec->warm_node, rec->page_size);
+		x->bytes[rec->warm] += rec->size;
+		x->files[rec->warm]++;
+	}
+	store_free(&s);
+	free(t);
+	if (!e)
+		return -ENOMEM;
+	qsort(e, nr, sizeof(*e), status_cmp);
+	r = index < nr ? 0 : -ENOENT;
+	if (r == 0) {
+		status_rate(ctx, &e[index], 1);
+		copy_sized_out(ret_status, &e[index], sizeof(*e));
+	}
+	free(e);
+	return r;
+}
