@@ -148,7 +148,7 @@ int warm_conf_parse(const char *text, struct warm_target **ret, unsigned int *re
 int warm_conf_load(const char *path, struct warm_target **ret, unsigned int *ret_nr, char *err,
 		   size_t err_len);
 
-/* ---- the warm pool (warm.c, warm_fill.c, warm_status.c) --------------------- */
+/* ---- the warm pool (warm_file.c; warm.c, warm_fill.c, warm_status.c) ---- */
 
 /* The mount of warm files of page_size: mount, else prealloc's pick (NULL: none). */
 const char *warm_mount(struct prealloc_ctx *ctx, const char *mount, uint64_t page_size);

@@ -18,67 +18,6 @@
 
 #include "flows.h"
 
-const char *warm_mount(struct prealloc_ctx *ctx, const char *mount, uint64_t page_size)
-{
-	if (mount && *mount)
-		return mount;
-	if (page_size == PREALLOC_PAGE_4K)
-		return "/dev/shm";
-	return prealloc_hugetlbfs_mount(ctx, page_size);
-}
-
-bool warm_is(const struct record *r, int node, uint64_t page_size, uint64_t dev)
-{
-	return r->warm != WARM_NONE && r->warm_node == node && r->page_size == page_size &&
-	       r->dev == dev;
-}
-
-int warm_open(const struct record *r, struct stat *ret_st)
-{
-	struct statx stx;
-	int fd = open(r->tmp, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	if (file_statx(fd, "", AT_EMPTY_PATH, &stx) < 0 || !record_is_file(r, &stx) ||
-	    fstat(fd, ret_st) < 0) {
-		close(fd);
-		return -ESTALE;
-	}
-	return fd;
-}
-
-int warm_check(struct prealloc_ctx *ctx, struct record *r)
-{
-	unsigned int unreadable = 0;
-	struct stat st;
-	int fd = warm_open(r, &st), r_;
-
-	if (fd < 0)
-		return fd;
-	/*
-	 * The holder's uid loses the file first: with fs.protected_hardlinks
-	 * it can then make no new link to it, so the count below is final.
-	 */
-	r_ = fchown(fd, 0, 0) < 0 || fchmod(fd, 0600) < 0 ? -errno : 0;
-	if (r_ == 0 && st.st_nlink != 1)
-		r_ = -EMLINK;
-	else if (r_ == 0 && file_user(ctx, r->dev, r->ino, getpid(), &unreadable) != 0)
-		r_ = -EBUSY;
-	close(fd);
-	return r_;
-}
-
-void warm_returned(struct record *r, int check)
-{
-	r->warm = check == -EMLINK ? PREALLOC_WARM_QUARANTINED
-		  : check == -EBUSY ? PREALLOC_WARM_RETURNING
-		  : check == 0	    ? PREALLOC_WARM_DIRTY
-				    : PREALLOC_WARM_QUARANTINED;
-	r->path[0] = '\0';
-	memset(&r->owner, 0, sizeof(r->owner));
-}
-
 /* ---- take ----------------------------------------------------------------- */
 
 /* The best READY file for the request: exactly its size, else the smallest larger one. */

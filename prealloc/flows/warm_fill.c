@@ -234,34 +234,6 @@ static int fill_clears(struct prealloc_ctx *ctx, const struct prealloc_warm_fill
 	return found;
 }
 
-int warm_create(struct prealloc_ctx *ctx, int node, uint64_t page_size, const char *mount,
-		uint64_t length, unsigned int threads, char *why, size_t why_len)
-{
-	struct prealloc_prepare_info pinfo = { .size = sizeof(pinfo) };
-	struct prealloc_prepare_opts po = {
-		.size = sizeof(po),
-		.flags = PREALLOC_PREPARE_VERIFY | PREALLOC_PREPARE_RESERVE,
-		.page_size = page_size,
-		.length = length,
-		.nr_nodes = 1,
-		.nodes = &node,
-		.dir = mount,
-		.threads = threads,
-	};
-	struct prealloc_job *job;
-	int err;
-
-	err = prepare_start(ctx, &po, true, &job, &pinfo);
-	if (err == 0) {
-		err = prealloc_job_wait(job);
-		prealloc_prepare_info(job, &pinfo);
-		prealloc_job_free(job);
-	}
-	if (err < 0)
-		snprintf(why, why_len, "%s", pinfo.message[0] ? pinfo.message : strerror(-err));
-	return err;
-}
-
 /* Bytes of files (not quarantined) of target t, and the id of a READY one to drop. */
 static uint64_t target_held(const struct store *s, const struct warm_target *t, uint64_t dev,
 			    long *ret_ready)

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A warm file, as take, give, fill and status see it (docs/warm.md): where
+ * files of a page size live, which record is which file, the checks a file
+ * coming back from its holder must pass, and a new file made through
+ * prepare's own flow (warm: recorded POPULATING, kept at its staged name,
+ * the pool's own link, READY once populated and proven zero).
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "flows.h"
+
+const char *warm_mount(struct prealloc_ctx *ctx, const char *mount, uint64_t page_size)
+{
+	if (mount && *mount)
+		return mount;
+	if (page_size == PREALLOC_PAGE_4K)
+		return "/dev/shm";
+	return prealloc_hugetlbfs_mount(ctx, page_size);
+}
+
+bool warm_is(const struct record *r, int node, uint64_t page_size, uint64_t dev)
+{
+	return r->warm != WARM_NONE && r->warm_node == node && r->page_size == page_size &&
+	       r->dev == dev;
+}
+
+int warm_open(const struct record *r, struct stat *ret_st)
+{
+	struct statx stx;
+	int fd = open(r->tmp, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (file_statx(fd, "", AT_EMPTY_PATH, &stx) < 0 || !record_is_file(r, &stx) ||
+	    fstat(fd, ret_st) < 0) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+int warm_check(struct prealloc_ctx *ctx, struct record *r)
+{
+	unsigned int unreadable = 0;
+	struct stat st;
+	int fd = warm_open(r, &st), r_;
+
+	if (fd < 0)
+		return fd;
+	/*
+	 * The holder's uid loses the file first: with fs.protected_hardlinks
+	 * it can then make no new link to it, so the count below is final.
+	 */
+	r_ = fchown(fd, 0, 0) < 0 || fchmod(fd, 0600) < 0 ? -errno : 0;
+	if (r_ == 0 && st.st_nlink != 1)
+		r_ = -EMLINK;
+	else if (r_ == 0 && file_user(ctx, r->dev, r->ino, getpid(), &unreadable) != 0)
+		r_ = -EBUSY;
+	close(fd);
+	return r_;
+}
+
+void warm_returned(struct record *r, int check)
+{
+	r->warm = check == -EMLINK ? PREALLOC_WARM_QUARANTINED
+		  : check == -EBUSY ? PREALLOC_WARM_RETURNING
+		  : check == 0	    ? PREALLOC_WARM_DIRTY
+				    : PREALLOC_WARM_QUARANTINED;
+	r->path[0] = '\0';
+	memset(&r->owner, 0, sizeof(r->owner));
+}
+
+int warm_create(struct prealloc_ctx *ctx, int node, uint64_t page_size, const char *mount,
+		uint64_t length, unsigned int threads, char *why, size_t why_len)
+{
+	struct prealloc_prepare_info pinfo = { .size = sizeof(pinfo) };
+	struct prealloc_prepare_opts po = {
+		.size = sizeof(po),
+		.flags = PREALLOC_PREPARE_VERIFY | PREALLOC_PREPARE_RESERVE,
+		.page_size = page_size,
+		.length = length,
+		.nr_nodes = 1,
+		.nodes = &node,
+		.dir = mount,
+		.threads = threads,
+	};
+	struct prealloc_job *job;
+	int err;
+
+	err = prepare_start(ctx, &po, true, &job, &pinfo);
+	if (err == 0) {
+		err = prealloc_job_wait(job);
+		prealloc_prepare_info(job, &pinfo);
+		prealloc_job_free(job);
+	}
+	if (err < 0)
+		snprintf(why, why_len, "%s", pinfo.message[0] ? pinfo.message : strerror(-err));
+	return err;
+}
