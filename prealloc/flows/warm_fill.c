@@ -41,7 +41,8 @@ static bool handed_free(struct prealloc_ctx *ctx, const struct record *r)
 		return !owner_alive(ctx, &r->owner);
 	if (file_statx(AT_FDCWD, r->path, AT_SYMLINK_NOFOLLOW, &stx) == 0 && record_is_file(r, &stx))
 		return false;
-	return file_user(ctx, r->dev, r->ino, getpid(), &unreadable) == 0 && !unreadable;
+	/* As give's check: processes procfs does not show us (another pid namespace's) aside. */
+	return file_user(ctx, r->dev, r->ino, getpid(), &unreadable) == 0;
 }
 
 /*

@@ -1,0 +1,186 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# The warm pool (docs/warm.md) on private mounts: tmpfs (4k) and hugetlbfs
+# (2M), with warm.conf targets naming them.
+#
+# The invariant: a holder never sees a byte another holder wrote. A's file
+# is filled with a pattern through its mapping, given back, and `warm fill`
+# is SIGKILLed at each named point (its file marked CLEARING, before the
+# clear, after the clear's first step, between the clear and the verify,
+# after the verify and before the state write); after each kill, a take
+# yields a file that is all zero, or no file. A file with a link the pool
+# did not make is quarantined at give and never handed out; a file its
+# holder truncated is dropped; take and give killed at their named points
+# leave no file held twice. Everything goes at exit (mounts, pools, state).
+TAP=1
+. "$(dirname "$0")/lib-admit.sh"
+
+PAGES=${WARM_PAGES:-4k 2M}
+SHM=$TMP/shm
+mkdir -p "$SHM"
+mount -t tmpfs -o size=256M none "$SHM" || bail "cannot mount a tmpfs on $SHM"
+track_mount "$SHM"
+case " $PAGES " in *" 2M "*)
+	private_hugetlbfs 2M
+	reserve_2m 40 || bail "cannot make 40 more 2M pages free" ;;
+esac
+export PREALLOC_WARM_CONF=$TMP/warm.conf
+ZERO16=$(head -c $((16 << 20)) /dev/zero | sha256sum)
+
+# fill_pattern FILE: every byte of FILE non-zero, written through a shared mapping.
+fill_pattern() {
+	python3 - "$1" <<'PY'
+import mmap, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+n = os.fstat(fd).st_size
+m = mmap.mmap(fd, n)
+m[:] = (b'A holder\'s secret ' * (n // 18 + 1))[:n]
+m.close(); os.close(fd)
+PY
+}
+status() {	# status PAGE KEY: KEY of the status entry of node 0, PAGE
+	"$PREALLOC" warm status --json > "$TMP/st.json" 2> "$TMP/st.err" || { echo "status failed"; return; }
+	python3 -c "
+import json,sys
+for e in json.load(open('$TMP/st.json')):
+    if e['node'] == 0 and e['page_size'] == $2 and e['mount'] == '$3':
+        print(e['$1']); break
+else: print(0)"
+}
+staged() { find "$1/.prealloc" -type f 2> /dev/null | wc -l; }
+
+for page in $PAGES; do
+	case $page in
+	4k) dir=$SHM ps=4096 ;;
+	2M) dir=$MNT ps=2097152 ;;
+	esac
+	printf 'node0.%s = 2 x 16M @ %s\n' "$page" "$dir" > "$PREALLOC_WARM_CONF"
+
+	# fill: two files of 16M, READY, root's alone in the staging directory.
+	"$PREALLOC" warm fill > "$TMP/fill.out" 2>&1
+	rc=$?
+	check "$page: fill makes the target's two files (rc $rc: $(tail -1 "$TMP/fill.out"))" \
+		all_of '[ $rc -eq 0 ] && [ "$(status ready_bytes $ps "$dir")" -eq $((32 << 20)) ]'
+	check "$page: they sit in $dir/.prealloc, root's, mode 0600, one link each" \
+		all_of '[ "$(stat -c "%U %a %h" "$dir"/.prealloc/* | sort -u)" = "root 600 1" ]'
+
+	# take: a link at the holder's path, the holder's uid, mode 0600, all zero.
+	"$PREALLOC" warm take --node 0 --page-size "$page" --mount "$dir" --to "$dir/a" \
+		--owner 65534:65534 --holder guest-a 16M > "$TMP/take.out" 2>&1
+	rc=$?
+	check "$page: take hands a file to A (rc $rc: $(cat "$TMP/take.out"))" \
+		all_of '[ $rc -eq 0 ] && [ "$(stat -c "%u %a %s" "$dir/a")" = "65534 600 $((16 << 20))" ]'
+	check "$page: A's file reads all zero" [ "$(sha256sum < "$dir/a")" = "$ZERO16" ]
+	check "$page: status says 16M handed" [ "$(status handed_bytes $ps "$dir")" -eq $((16 << 20)) ]
+	# the invariant's first half: A writes, gives back; B gets zeroes only.
+	fill_pattern "$dir/a"
+	"$PREALLOC" warm give --holder guest-a > "$TMP/give.out" 2>&1
+	rc=$?
+	check "$page: give --holder takes A's file back, DIRTY (rc $rc: $(cat "$TMP/give.out"))" \
+		all_of '[ $rc -eq 0 ] && [ ! -e "$dir/a" ] && [ "$(status dirty_bytes $ps "$dir")" -eq $((16 << 20)) ]'
+	# Only READY files go out: the other one, never the dirty one.
+	"$PREALLOC" warm take --node 0 --page-size "$page" --mount "$dir" --to "$dir/b" 16M > /dev/null 2>&1
+	check "$page: B's take before the clear gets the other file, zero" \
+		[ "$(sha256sum < "$dir/b")" = "$ZERO16" ]
+	"$PREALLOC" warm take --node 0 --page-size "$page" --mount "$dir" --to "$dir/c" 16M > /dev/null 2> "$TMP/err"
+	rc=$?
+	check "$page: a third take finds nothing READY: exit 3, nothing at its path (rc $rc: $(cat "$TMP/err"))" \
+		all_of '[ $rc -eq 3 ] && [ ! -e "$dir/c" ]'
+	"$PREALLOC" warm give "$dir/b" > /dev/null 2>&1
+
+	# fill killed at each point of the clear: a take then gets zeroes, or nothing.
+	for point in warm-fill-clearing warm-fill-before-clear mid-op before-check warm-fill-after-verify; do
+		PREALLOC_TEST_PAUSE=$point "$PREALLOC" warm fill > /dev/null 2>&1 &
+		pid=$!
+		if wait_stopped $pid; then
+			kill -KILL $pid
+			wait $pid 2> /dev/null
+			stopped=yes
+		else
+			wait $pid 2> /dev/null
+			stopped="no (it ran to its end)"
+		fi
+		"$PREALLOC" warm take --node 0 --page-size "$page" --mount "$dir" --to "$dir/k" 16M > /dev/null 2>&1
+		rc=$?
+		if [ $rc -eq 0 ]; then
+			sum=$(sha256sum < "$dir/k")
+			check "$page: fill killed at $point (stopped: $stopped): the take gets all zero" \
+				[ "$sum" = "$ZERO16" ]
+			"$PREALLOC" warm give "$dir/k" > /dev/null 2>&1
+		else
+			check "$page: fill killed at $point (stopped: $stopped): no file handed (rc $rc)" \
+				all_of '[ $rc -eq 3 ] && [ ! -e "$dir/k" ]'
+		fi
+		# Dirty the files again for the next point.
+		for f in x y; do
+			"$PREALLOC" warm take --node 0 --page-size "$page" --mount "$dir" --to "$dir/$f" 16M > /dev/null 2>&1 &&
+				fill_pattern "$dir/$f"
+		done
+		"$PREALLOC" warm give "$dir/x" > /dev/null 2>&1
+		"$PREALLOC" warm give "$dir/y" > /dev/null 2>&1
+	done
+	"$PREALLOC" warm fill > /dev/null 2>&1
+	check "$page: after the kills, a fill leaves the target READY again ($(status ready_bytes $ps "$dir") bytes)" \
+		[ "$(status ready_bytes $ps "$dir")" -eq $((32 << 20)) ]
+
+	# A link A made to its file: quarantined at give, never handed out, removed by fill.
+	"$PREALLOC" warm take --node 0 --page-size "$page" --mount "$dir" --to "$dir/a" --holder guest-a 16M > /dev/null 2>&1
+	ln "$dir/a" "$dir/a-kept"
+	"$PREALLOC" warm give --holder guest-a > "$TMP/give.out" 2>&1
+	check "$page: a file with a link of A's own is quarantined at give ($(cat "$TMP/give.out"))" \
+		grep -q '1 quarantined' "$TMP/give.out"
+	"$PREALLOC" warm fill > /dev/null 2>&1
+	for f in b c d; do
+		"$PREALLOC" warm take --node 0 --page-size "$page" --mount "$dir" --to "$dir/$f" 16M > /dev/null 2>&1
+	done
+	kept=$(stat -c %i "$dir/a-kept")
+	check "$page: no take after a fill hands out the file A kept a link to" \
+		all_of '! stat -c %i "$dir/b" "$dir/c" "$dir/d" 2> /dev/null | grep -qx "$kept"'
+	check "$page: fill removed it from the pool (A's link alone is left: $(stat -c %h "$dir/a-kept") links)" \
+		all_of '[ "$(stat -c %h "$dir/a-kept")" -eq 1 ] && [ "$(status quarantined_bytes $ps "$dir")" -eq 0 ]'
+	for f in b c d; do "$PREALLOC" warm give "$dir/$f" > /dev/null 2>&1; done
+	rm -f "$dir/a-kept"
+	"$PREALLOC" warm fill > /dev/null 2>&1
+	# A second link to a READY file, made in the pool's own directory: take checks again.
+	ready=$(find "$dir/.prealloc" -type f | head -1)
+	ln "$ready" "$dir/sneaky"
+	"$PREALLOC" warm take --node 0 --page-size "$page" --mount "$dir" --to "$dir/s" 16M > /dev/null 2>&1
+	"$PREALLOC" warm take --node 0 --page-size "$page" --mount "$dir" --to "$dir/u" 16M > /dev/null 2>&1
+	check "$page: take never hands out a READY file with a second link" \
+		all_of '! stat -c %i "$dir/s" "$dir/u" 2> /dev/null | grep -qx "$(stat -c %i "$dir/sneaky")"'
+	rm -f "$dir/sneaky"
+	for f in s u; do "$PREALLOC" warm give "$dir/$f" > /dev/null 2>&1; done
+	"$PREALLOC" warm fill > /dev/null 2>&1
+
+	# A file its holder truncated is dropped, never handed out short.
+	"$PREALLOC" warm take --node 0 --page-size "$page" --mount "$dir" --to "$dir/t" 16M > /dev/null 2>&1
+	truncate -s $((8 << 20)) "$dir/t"
+	"$PREALLOC" warm give "$dir/t" > /dev/null 2>&1
+	"$PREALLOC" warm fill > /dev/null 2>&1
+	check "$page: a truncated file is dropped and replaced: every READY file is 16M ($(stat -c %s "$dir"/.prealloc/* | sort -u | tr '\n' ' '))" \
+		all_of '[ "$(stat -c %s "$dir"/.prealloc/* | sort -u)" = "$((16 << 20))" ]'
+
+	# take killed after HANDED is written, give killed after RETURNING: never two holders.
+	PREALLOC_TEST_PAUSE=warm-take-recorded "$PREALLOC" warm take --node 0 --page-size "$page" \
+		--mount "$dir" --to "$dir/p" 16M > /dev/null 2>&1 &
+	pid=$!
+	wait_stopped $pid && kill -KILL $pid
+	wait $pid 2> /dev/null
+	"$PREALLOC" warm take --node 0 --page-size "$page" --mount "$dir" --to "$dir/q" 16M > /dev/null 2>&1
+	"$PREALLOC" warm take --node 0 --page-size "$page" --mount "$dir" --to "$dir/r" 16M > /dev/null 2>&1
+	check "$page: a take killed after its record: its file is not handed again (q, r: $(ls "$dir" | tr '\n' ' '))" \
+		all_of '! { [ -e "$dir/q" ] && [ -e "$dir/r" ]; }'
+	for f in p q r; do "$PREALLOC" warm give "$dir/$f" > /dev/null 2>&1; done
+	"$PREALLOC" warm fill > /dev/null 2>&1
+	"$PREALLOC" warm fill > /dev/null 2>&1
+
+	# Target 0: fill drops the pool's READY files.
+	printf 'node0.%s = 0 @ %s\n' "$page" "$dir" > "$PREALLOC_WARM_CONF"
+	"$PREALLOC" warm fill > /dev/null 2>&1
+	left=$(staged "$dir")
+	[ "$left" -eq 0 ] || "$PREALLOC" warm status >&2
+	check "$page: a target of 0 leaves no warm file ($left left)" [ "$left" -eq 0 ]
+	rm -f "$dir"/[a-z]
+done
+"$PREALLOC" pool --gc > /dev/null 2>&1
+finish
