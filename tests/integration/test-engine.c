@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <numaif.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -688,6 +690,41 @@ static void test_node_sinks(void)
 	fakenodes_remove(&fake);
 }
 
+/*
+ * placement_query (move_pages, the path the check phase takes where a
+ * mapping spans extents): pages on the asked node are on it, pages on any
+ * other node off it, pages never touched missing. One node suffices: asked
+ * about a node the pages are not on, every present page must count as off.
+ */
+static void test_placement_query(void)
+{
+	enum { PAGES = 64, UNTOUCHED = 8 };
+	long ps = sysconf(_SC_PAGESIZE);
+	uint64_t on = 0, off = 0, missing = 0;
+	uint8_t *p = mmap(NULL, PAGES * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			  -1, 0);
+	void *first;
+	int here = -1, r;
+
+	if (!tap_ok(p != MAP_FAILED, "placement_query: an anonymous mapping"))
+		return;
+	for (int i = 0; i < PAGES - UNTOUCHED; i++)
+		p[i * ps] = 1;
+	first = p;
+	move_pages(0, 1, &first, NULL, &here, 0);
+	r = placement_query(p, PAGES * ps, (uint64_t)ps, here, &on, &off, &missing);
+	tap_ok(r == 0 && on == PAGES - UNTOUCHED && off == 0 && missing == UNTOUCHED,
+	       "placement_query on node %d, where the pages are: %llu on, %llu off, %llu missing",
+	       here, (unsigned long long)on, (unsigned long long)off, (unsigned long long)missing);
+	on = off = missing = 0;
+	r = placement_query(p, PAGES * ps, (uint64_t)ps, here + 1, &on, &off, &missing);
+	tap_ok(r == 0 && on == 0 && off == PAGES - UNTOUCHED && missing == UNTOUCHED,
+	       "placement_query on node %d, where they are not: %llu on, %llu off, %llu missing",
+	       here + 1, (unsigned long long)on, (unsigned long long)off,
+	       (unsigned long long)missing);
+	munmap(p, PAGES * ps);
+}
+
 int main(void)
 {
 	if (prealloc_ctx_new(&ctx) < 0) {
@@ -701,6 +738,7 @@ int main(void)
 	test_cancel_in_chunk();
 	test_fixed_workers();
 	test_node_sinks();
+	test_placement_query();
 	prealloc_ctx_free(ctx);
 	return tap_done();
 }
