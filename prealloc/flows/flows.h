@@ -157,6 +157,11 @@ bool warm_is(const struct record *r, int node, uint64_t page_size, uint64_t dev)
 /* The pool's link of r opened O_RDWR and checked to be r's file; -ESTALE if not. */
 int warm_open(const struct record *r, struct stat *ret_st);
 /*
+ * Removes the holder's link at r->path if it is still r's file (must: or
+ * fail, e.g. -ESTALE when another file is there; else 0 then).
+ */
+int warm_unlink_path(const struct record *r, bool must);
+/*
  * A given-back file made root's (0600), then: 0 free, -EBUSY a process
  * maps or holds it, -EMLINK it has a link besides the pool's.
  */

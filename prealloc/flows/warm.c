@@ -213,26 +213,6 @@ EXPORT int prealloc_warm_take(struct prealloc_ctx *ctx, const struct prealloc_wa
 
 /* ---- give ----------------------------------------------------------------- */
 
-/* Removes the holder's link at r->path, if it is still this file's. */
-static int give_unlink(const struct record *r, bool must)
-{
-	char dir[4096];
-	struct statx stx;
-	int dfd, err;
-
-	snprintf(dir, sizeof(dir), "%s", r->path);
-	dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return must ? -errno : 0;
-	err = file_statx(dfd, strrchr(r->path, '/') + 1, AT_SYMLINK_NOFOLLOW, &stx);
-	if (err == 0 && !record_is_file(r, &stx))
-		err = -ESTALE;
-	if (err == 0 && unlinkat(dfd, strrchr(r->path, '/') + 1, 0) < 0)
-		err = -errno;
-	close(dfd);
-	return must || err == 0 ? err : 0;
-}
-
 /* One HANDED record back: RETURNING first, then the link, then what the file says. */
 static int give_one(struct prealloc_ctx *ctx, struct store *s, size_t ri, bool by_path,
 		    struct prealloc_warm_give_info *info)
@@ -244,7 +224,7 @@ static int give_one(struct prealloc_ctx *ctx, struct store *s, size_t ri, bool b
 	err = store_save(ctx, s);
 	test_pause("warm-give-recorded");
 	if (err == 0)
-		err = give_unlink(r, by_path);
+		err = warm_unlink_path(r, by_path);
 	if (err < 0)
 		return err;
 	warm_returned(r, warm_check(ctx, r));

@@ -7,6 +7,7 @@
  * the pool's own link, READY once populated and proven zero).
  */
 #include <fcntl.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -42,6 +43,26 @@ int warm_open(const struct record *r, struct stat *ret_st)
 		return -ESTALE;
 	}
 	return fd;
+}
+
+/* Removes the holder's link at r->path, if it is still this file's. */
+int warm_unlink_path(const struct record *r, bool must)
+{
+	char dir[4096];
+	struct statx stx;
+	int dfd, err;
+
+	snprintf(dir, sizeof(dir), "%s", r->path);
+	dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return must ? -errno : 0;
+	err = file_statx(dfd, strrchr(r->path, '/') + 1, AT_SYMLINK_NOFOLLOW, &stx);
+	if (err == 0 && !record_is_file(r, &stx))
+		err = -ESTALE;
+	if (err == 0 && unlinkat(dfd, strrchr(r->path, '/') + 1, 0) < 0)
+		err = -errno;
+	close(dfd);
+	return must || err == 0 ? err : 0;
 }
 
 int warm_check(struct prealloc_ctx *ctx, struct record *r)

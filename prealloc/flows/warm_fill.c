@@ -64,6 +64,9 @@ static int fill_returns(struct prealloc_ctx *ctx, struct store *s,
 			err = store_save(ctx, s);
 		}
 		if (err == 0 && r->warm == PREALLOC_WARM_RETURNING) {
+			/* A give that died before the holder's link went, or a holder gone. */
+			if (r->path[0])
+				warm_unlink_path(r, false);
 			warm_returned(r, warm_check(ctx, r));
 			info->returned += r->warm == PREALLOC_WARM_DIRTY;
 			err = store_save(ctx, s);

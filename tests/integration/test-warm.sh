@@ -206,6 +206,28 @@ for page in $PAGES; do
 	"$PREALLOC" warm fill > /dev/null 2>&1
 	"$PREALLOC" warm fill > /dev/null 2>&1
 
+	# give killed after RETURNING is written, the holder's link still there: fill finishes it.
+	"$PREALLOC" warm take --node 0 --page-size "$page" --mount "$dir" --to "$dir/g" "$SZ" > /dev/null 2>&1
+	fill_pattern "$dir/g"
+	PREALLOC_TEST_PAUSE=warm-give-recorded "$PREALLOC" warm give "$dir/g" > /dev/null 2>&1 &
+	pid=$!
+	wait_stopped $pid && kill -KILL $pid
+	wait $pid 2> /dev/null
+	"$PREALLOC" warm fill > /dev/null 2>&1
+	check "$page: a give killed before it removed the link: fill removes it and clears the file, not quarantined ($(status ready_bytes $ps "$dir") ready, $(status quarantined_bytes $ps "$dir") quarantined)" \
+		all_of '[ ! -e "$dir/g" ] && [ "$(status ready_bytes $ps "$dir")" -eq $((2 * SZB)) ]'
+
+	# Holes its holder punched: the clear faults them again, on the node, and the file is whole.
+	"$PREALLOC" warm take --node 0 --page-size "$page" --mount "$dir" --to "$dir/h" "$SZ" > /dev/null 2>&1
+	fill_pattern "$dir/h"
+	fallocate -p -o 0 -l $((SZB / 2 / ps * ps + ps)) "$dir/h"
+	ino=$(stat -c %i "$dir/h")
+	"$PREALLOC" warm give "$dir/h" > /dev/null 2>&1
+	"$PREALLOC" warm fill > /dev/null 2>&1
+	hf=$(find "$dir/.prealloc" -inum "$ino")
+	check "$page: a punched file is whole again after fill: all its pages present, all zero ($(stat -c '%b*%B' "$hf" 2> /dev/null) of $SZB)" \
+		all_of '[ -n "$hf" ] && [ $(( $(stat -c "%b * %B" "$hf") )) -ge "$SZB" ] && [ "$(sha256sum < "$hf")" = "$ZERO" ]'
+
 	# Target 0: fill drops the pool's READY files.
 	printf 'node0.%s = 0 @ %s\n' "$page" "$dir" > "$PREALLOC_WARM_CONF"
 	"$PREALLOC" warm fill > /dev/null 2>&1
