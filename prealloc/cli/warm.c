@@ -71,7 +71,8 @@ static int parse_owner(const char *s, unsigned int *uid, unsigned int *gid)
 
 static void take_print(const struct prealloc_warm_take_info *info, uint64_t length, bool json)
 {
-	static const char *const hits[] = { "", "a full hit", "cut from ", "populated cold" };
+	static const char *const hits[] = { "", "a full hit", "cut from ", "a partial hit, grown from ",
+					    "populated cold" };
 	char a[32], b[32];
 
 	if (json) {
@@ -81,7 +82,8 @@ static void take_print(const struct prealloc_warm_take_info *info, uint64_t leng
 		json_object_object_add(o, "id", json_object_new_uint64(info->id));
 		json_object_object_add(o, "hit", json_object_new_string(
 			info->hit == PREALLOC_WARM_HIT ? "full" :
-			info->hit == PREALLOC_WARM_HIT_CUT ? "cut" : "cold"));
+			info->hit == PREALLOC_WARM_HIT_CUT ? "cut" :
+			info->hit == PREALLOC_WARM_HIT_GROWN ? "partial" : "cold"));
 		json_object_object_add(o, "bytes", json_object_new_uint64(length));
 		json_object_object_add(o, "file_bytes", json_object_new_uint64(info->file_bytes));
 		json_object_object_add(o, "seconds", json_object_new_double(info->seconds));
@@ -90,8 +92,10 @@ static void take_print(const struct prealloc_warm_take_info *info, uint64_t leng
 		return;
 	}
 	printf("%s: warm file taken (%s, %s%s) in %.3f s\n", info->path,
-	       format_size(length, a, sizeof(a)), hits[info->hit > 0 && info->hit <= 3 ? info->hit : 0],
-	       info->file_bytes > length ? format_size(info->file_bytes, b, sizeof(b)) : "",
+	       format_size(length, a, sizeof(a)), hits[info->hit > 0 && info->hit <= 4 ? info->hit : 0],
+	       info->file_bytes != length && info->hit != PREALLOC_WARM_COLD
+		       ? format_size(info->file_bytes, b, sizeof(b))
+		       : "",
 	       info->seconds);
 }
 

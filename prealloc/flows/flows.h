@@ -166,6 +166,11 @@ int warm_unlink_path(const struct record *r, bool must);
  * maps or holds it, -EMLINK it has a link besides the pool's.
  */
 int warm_check(struct prealloc_ctx *ctx, struct record *r);
+/*
+ * Grows r's file (fd) to length, the new pages populated on its node and
+ * the whole verified; r->size follows. On failure the file is cut back.
+ */
+int warm_grow(struct prealloc_ctx *ctx, struct record *r, int fd, uint64_t length);
 /* r's state after warm_check said check: DIRTY, RETURNING or QUARANTINED; no holder. */
 void warm_returned(struct record *r, int check);
 /*

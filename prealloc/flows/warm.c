@@ -20,21 +20,25 @@
 
 /* ---- take ----------------------------------------------------------------- */
 
-/* The best READY file for the request: exactly its size, else the smallest larger one. */
+/*
+ * The best READY file for the request: exactly its size, else the smallest
+ * larger one (cut), else the largest smaller one (grown: a partial hit).
+ */
 static long take_pick(const struct store *s, const struct prealloc_warm_take_opts *o, uint64_t dev)
 {
-	long best = -1;
+	long best = -1, grow = -1;
 
 	for (size_t i = 0; i < s->nr; i++) {
 		const struct record *r = &s->r[i];
 
-		if (!warm_is(r, o->node, o->page_size, dev) || r->warm != PREALLOC_WARM_READY ||
-		    r->size < o->length)
+		if (!warm_is(r, o->node, o->page_size, dev) || r->warm != PREALLOC_WARM_READY)
 			continue;
-		if (best < 0 || r->size < s->r[best].size)
+		if (r->size < o->length && (grow < 0 || r->size > s->r[grow].size))
+			grow = (long)i;
+		if (r->size >= o->length && (best < 0 || r->size < s->r[best].size))
 			best = (long)i;
 	}
-	return best;
+	return best >= 0 ? best : grow;
 }
 
 __attribute__((format(printf, 3, 4))) static int take_fail(struct prealloc_warm_take_info *info,
@@ -117,6 +121,8 @@ static int take_file(struct prealloc_ctx *ctx, struct store *s, size_t ri, int d
 		err = -errno;
 	if (err == 0 && r->size > o->length)
 		r->size = o->length;
+	if (err == 0 && r->size < o->length)
+		err = warm_grow(ctx, r, fd, o->length);
 	if (err == 0 && linkat(AT_FDCWD, r->tmp, dir, base, 0) < 0)
 		err = -errno;
 	if (err == 0 && (fstatat(dir, base, &there, AT_SYMLINK_NOFOLLOW) < 0 ||
@@ -200,6 +206,7 @@ EXPORT int prealloc_warm_take(struct prealloc_ctx *ctx, const struct prealloc_wa
 		info.message[0] = '\0';
 		info.hit = hit == PREALLOC_WARM_COLD		? hit
 			   : info.file_bytes > o.length ? PREALLOC_WARM_HIT_CUT
+			   : info.file_bytes < o.length ? PREALLOC_WARM_HIT_GROWN
 							: PREALLOC_WARM_HIT;
 		info.seconds = now_seconds() - t0;
 		snprintf(info.path, sizeof(info.path), "%s", o.path);

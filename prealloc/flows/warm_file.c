@@ -96,6 +96,41 @@ void warm_returned(struct record *r, int check)
 	memset(&r->owner, 0, sizeof(r->owner));
 }
 
+int warm_grow(struct prealloc_ctx *ctx, struct record *r, int fd, uint64_t length)
+{
+	struct prealloc_region_opts ro = {
+		.size = sizeof(ro),
+		.backing = PREALLOC_BACKING_FILE,
+		.flags = PREALLOC_REGION_EXISTING,
+		.length = length,
+		.path = r->tmp,
+		.page_size = r->page_size,
+		.nr_nodes = 1,
+		.nodes = &r->warm_node,
+	};
+	struct prealloc_job_opts jo = {
+		.size = sizeof(jo),
+		.op = PREALLOC_OP_POPULATE,
+		.flags = PREALLOC_JOB_VERIFY,
+	};
+	struct prealloc_region *region;
+	int err;
+
+	if (ftruncate(fd, (off_t)length) < 0)
+		return -errno;
+	err = region_new_at(ctx, &ro, AT_FDCWD, &region);
+	if (err == 0) {
+		err = prealloc_run(region, &jo, NULL);
+		prealloc_region_free(region);
+	}
+	if (err < 0) {
+		(void)!ftruncate(fd, (off_t)r->size);	/* its new pages go back */
+		return err;
+	}
+	r->size = length;
+	return 0;
+}
+
 int warm_create(struct prealloc_ctx *ctx, int node, uint64_t page_size, const char *mount,
 		uint64_t length, unsigned int threads, char *why, size_t why_len)
 {

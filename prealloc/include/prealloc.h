@@ -1368,6 +1368,7 @@ struct prealloc_warm_take_opts {
 enum prealloc_warm_hit {
 	PREALLOC_WARM_HIT = 1,		/* a READY file of exactly the size */
 	PREALLOC_WARM_HIT_CUT,		/* a larger one, cut to size (the rest given back) */
+	PREALLOC_WARM_HIT_GROWN,	/* a partial hit: a smaller one, the rest populated */
 	PREALLOC_WARM_COLD,		/* none: prepared cold (FALLBACK) */
 };
 
@@ -1385,8 +1386,10 @@ struct prealloc_warm_take_info {
 /*
  * Links a READY warm file of node and page size at path, gives it its owner
  * and records it HANDED to holder, in that order (the record first: a file
- * at path is never READY for another take). -ENOENT (nothing touched) when
- * no READY file of at least length is on that node and mount, unless
+ * at path is never READY for another take). The file is exactly length, or
+ * the smallest larger one cut to size, or (a partial hit) the largest
+ * smaller one grown, the rest populated on its node and verified. -ENOENT
+ * (nothing touched) when no READY file is on that node and mount, unless
  * FALLBACK; -EXDEV when path is on another mount; -EEXIST when path exists.
  */
 int prealloc_warm_take(struct prealloc_ctx *ctx, const struct prealloc_warm_take_opts *opts,

@@ -228,6 +228,18 @@ for page in $PAGES; do
 	check "$page: a punched file is whole again after fill: all its pages present, all zero ($(stat -c '%b*%B' "$hf" 2> /dev/null) of $SZB)" \
 		all_of '[ -n "$hf" ] && [ $(( $(stat -c "%b * %B" "$hf") )) -ge "$SZB" ] && [ "$(sha256sum < "$hf")" = "$ZERO" ]'
 
+	# A partial hit: only smaller READY files; the largest is grown, the rest populated on the node.
+	if [ "$page" != 1G ]; then
+		big=$((SZB + SZB / 2))
+		"$PREALLOC" warm take --node 0 --page-size "$page" --mount "$dir" --to "$dir/w" --json \
+			$((big >> 20))M > "$TMP/take.json" 2> "$TMP/err"
+		rc=$?
+		check "$page: a take larger than every READY file is a partial hit: grown to $((big >> 20))M, resident, zero (rc $rc: $(cat "$TMP/err"))" \
+			all_of '[ $rc -eq 0 ] && [ "$(json_get "$TMP/take.json" "d[\"hit\"]")" = partial ] && [ "$(stat -c %s "$dir/w")" -eq $big ] && [ $(( $(stat -c "%b * %B" "$dir/w") )) -ge $big ] && cmp -s -n $big "$dir/w" /dev/zero'
+		"$PREALLOC" warm give "$dir/w" > /dev/null 2>&1
+		"$PREALLOC" warm fill > /dev/null 2>&1
+	fi
+
 	# Target 0: fill drops the pool's READY files.
 	printf 'node0.%s = 0 @ %s\n' "$page" "$dir" > "$PREALLOC_WARM_CONF"
 	"$PREALLOC" warm fill > /dev/null 2>&1
