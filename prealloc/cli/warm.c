@@ -38,6 +38,8 @@ int warm_take_exit_status(int err)
 	switch (err) {
 	case -ENOENT:
 		return EXIT_NO_MEMORY;	/* no READY file: nothing was touched */
+	case -ENOMEM:
+		return EXIT_NO_MEMORY;	/* a partial hit's growth had no pages */
 	case -EINVAL:
 		return EXIT_USAGE;
 	case -EXDEV:

@@ -165,6 +165,27 @@ int main(void)
 		tap_ok(got == r->want, "clear: step %d err %d: exit %d, %s (got %d)", r->step,
 		       -r->err, r->want, r->why, got);
 	}
+	/* warm take (prealloc(1), "warm take"): no pages 3, bad request 2, place 4, else 1. */
+	static const struct {
+		int err, want;
+		const char *why;
+	} warm_rows[] = {
+		{ -ENOENT, 3, "no READY file on the node and mount: nothing touched" },
+		{ -EINVAL, 2, "a size that is no whole number of pages, a relative path" },
+		{ -EXDEV, 4, "the path on another mount than the warm files" },
+		{ -EEXIST, 4, "something already at the path" },
+		{ -ENODEV, 4, "a node without memory" },
+		{ -ETIMEDOUT, 4, "the store's lock" },
+		{ -EBADMSG, 4, "a corrupt store" },
+		{ -EIO, 1, "the take failed while it ran" },
+		{ -ENOMEM, 3, "a partial hit whose growth found no free pages" },
+	};
+	for (size_t i = 0; i < NR(warm_rows); i++) {
+		int got = warm_take_exit_status(warm_rows[i].err);
+
+		tap_ok(got == warm_rows[i].want, "warm take: err %d: exit %d, %s (got %d)",
+		       -warm_rows[i].err, warm_rows[i].want, warm_rows[i].why, got);
+	}
 	covers(prepare_rows, NR(prepare_rows), false, PREALLOC_STEP_NONE, PREALLOC_STEP_COMMIT,
 	       "prepare step");
 	covers(prepare_rows, NR(prepare_rows), true, PREALLOC_ADMIT_OK, PREALLOC_ADMIT_CANCELED,
