@@ -166,6 +166,9 @@ int warm_unlink_path(const struct record *r, bool must);
  * maps or holds it, -EMLINK it has a link besides the pool's.
  */
 int warm_check(struct prealloc_ctx *ctx, struct record *r);
+/* r's file at length as a region bound to its node (EXISTING: -EEXIST if resized). */
+int warm_region(struct prealloc_ctx *ctx, const struct record *r, uint64_t length,
+		struct prealloc_region **ret);
 /*
  * Grows r's file (fd) to length, the new pages populated on its node and
  * the whole verified; r->size follows. On failure the file is cut back.

@@ -96,7 +96,8 @@ void warm_returned(struct record *r, int check)
 	memset(&r->owner, 0, sizeof(r->owner));
 }
 
-int warm_grow(struct prealloc_ctx *ctx, struct record *r, int fd, uint64_t length)
+int warm_region(struct prealloc_ctx *ctx, const struct record *r, uint64_t length,
+		struct prealloc_region **ret)
 {
 	struct prealloc_region_opts ro = {
 		.size = sizeof(ro),
@@ -108,6 +109,12 @@ int warm_grow(struct prealloc_ctx *ctx, struct record *r, int fd, uint64_t lengt
 		.nr_nodes = 1,
 		.nodes = &r->warm_node,
 	};
+
+	return region_new_at(ctx, &ro, AT_FDCWD, ret);
+}
+
+int warm_grow(struct prealloc_ctx *ctx, struct record *r, int fd, uint64_t length)
+{
 	struct prealloc_job_opts jo = {
 		.size = sizeof(jo),
 		.op = PREALLOC_OP_POPULATE,
@@ -118,7 +125,7 @@ int warm_grow(struct prealloc_ctx *ctx, struct record *r, int fd, uint64_t lengt
 
 	if (ftruncate(fd, (off_t)length) < 0)
 		return -errno;
-	err = region_new_at(ctx, &ro, AT_FDCWD, &region);
+	err = warm_region(ctx, r, length, &region);
 	if (err == 0) {
 		err = prealloc_run(region, &jo, NULL);
 		prealloc_region_free(region);

@@ -121,16 +121,6 @@ static int next_dirty(struct prealloc_ctx *ctx, unsigned int timeout_ms, struct 
 static int warm_clear(struct prealloc_ctx *ctx, const struct record *r, unsigned int threads,
 		      struct prealloc_report *report)
 {
-	struct prealloc_region_opts ro = {
-		.size = sizeof(ro),
-		.backing = PREALLOC_BACKING_FILE,
-		.flags = PREALLOC_REGION_EXISTING,
-		.length = r->size,
-		.path = r->tmp,
-		.page_size = r->page_size,
-		.nr_nodes = 1,
-		.nodes = &r->warm_node,
-	};
 	struct prealloc_job_opts jo = {
 		.size = sizeof(jo),
 		.op = PREALLOC_OP_CLEAR,
@@ -141,7 +131,7 @@ static int warm_clear(struct prealloc_ctx *ctx, const struct record *r, unsigned
 	struct statx stx;
 	int err;
 
-	err = region_new_at(ctx, &ro, AT_FDCWD, &region);
+	err = warm_region(ctx, r, r->size, &region);
 	if (err < 0)
 		return err;
 	if (file_statx(prealloc_region_fd(region), "", AT_EMPTY_PATH, &stx) < 0 ||

@@ -259,21 +259,7 @@ cycle: prealloc/engine/c.c <-> prealloc/engine/d.c (d_fn / c_fn)
 cycle group: 3 files reach one another: prealloc/state/e.c prealloc/state/f.c prealloc/state/g.c
 cycle: prealloc/state/e.c -> prealloc/state/f.c -> prealloc/state/g.c -> prealloc/state/e.c (f_fn / g_fn / e_fn)'
 
-tap_n=0 tap_fails=0
-# point OK DESC [DIAGNOSTIC...]: one TAP line, diagnostics under it.
-point()
-{
-	local ok=$1 desc=$2 l
-	shift 2
-	tap_n=$((tap_n + 1))
-	if [ "$ok" = 1 ]; then echo "ok $tap_n - $desc"; else echo "not ok $tap_n - $desc"; tap_fails=$((tap_fails + 1)); fi
-	for l in "$@"; do [ -n "$l" ] && echo "# $l"; done
-	return 0
-}
-# lines KIND: the findings of that kind (regex on the line's start).
-lines() { grep -E "^($1): " <<< "$found" || true; }
-diag() { local -a a=(); mapfile -t a <<< "$1"; point "$2" "$3" "${a[@]}"; }
-none() { [ -z "$1" ] && echo 1 || echo 0; }
+. "$(dirname "${BASH_SOURCE[0]}")/tap.sh"
 
 main()
 {

@@ -131,21 +131,7 @@ SELFTEST_EXPECTED='long file: prealloc/cli/big.c 501 lines
 long function: prealloc/fn.c:9 long_one() 61 lines
 unclosed function: vfio/deep/unclosed.c:3 open_end() (no } alone at column 0 closes it before the file ends)'
 
-tap_n=0 tap_fails=0
-# point OK DESC [DIAGNOSTIC...]: one TAP line, diagnostics under it.
-point()
-{
-	local ok=$1 desc=$2 l
-	shift 2
-	tap_n=$((tap_n + 1))
-	if [ "$ok" = 1 ]; then echo "ok $tap_n - $desc"; else echo "not ok $tap_n - $desc"; tap_fails=$((tap_fails + 1)); fi
-	for l in "$@"; do [ -n "$l" ] && echo "# $l"; done
-	return 0
-}
-# lines KIND: the findings of that kind (regex on the line's start).
-lines() { grep -E "^($1): " <<< "$found" || true; }
-diag() { local -a a=(); mapfile -t a <<< "$1"; point "$2" "$3" "${a[@]}"; }
-none() { [ -z "$1" ] && echo 1 || echo 0; }
+. "$(dirname "${BASH_SOURCE[0]}")/tap.sh"
 
 main()
 {

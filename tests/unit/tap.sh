@@ -1,0 +1,21 @@
+# SPDX-License-Identifier: MIT
+# TAP for the unit suite's shell checks (test-layers.sh, test-shape.sh), the
+# shell twin of tap.h. Sourced, not run. A check collects its findings as
+# "kind: text" lines in $found and reports them through these.
+tap_n=0 tap_fails=0
+# point OK DESC [DIAGNOSTIC...]: one TAP line, diagnostics under it.
+point()
+{
+	local ok=$1 desc=$2 l
+	shift 2
+	tap_n=$((tap_n + 1))
+	if [ "$ok" = 1 ]; then echo "ok $tap_n - $desc"; else echo "not ok $tap_n - $desc"; tap_fails=$((tap_fails + 1)); fi
+	for l in "$@"; do [ -n "$l" ] && echo "# $l"; done
+	return 0
+}
+# lines KIND: the findings of that kind (regex on the line's start).
+lines() { grep -E "^($1): " <<< "$found" || true; }
+# diag FINDINGS OK DESC: a point whose diagnostics are the findings, one a line.
+diag() { local -a a=(); mapfile -t a <<< "$1"; point "$2" "$3" "${a[@]}"; }
+# none TEXT: 1 when TEXT is empty (no finding), else 0.
+none() { [ -z "$1" ] && echo 1 || echo 0; }
