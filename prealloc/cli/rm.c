@@ -36,6 +36,11 @@ static int rm_one(struct prealloc_ctx *ctx, const char *path)
 			  "(remove it by hand if it is no longer needed)", path);
 		return EXIT_ENVIRONMENT;
 	case -EBUSY:
+		if (info.warm) {
+			cli_error("rm: %s is a warm file the pool handed out; give it back with "
+				  "'prealloc warm give %s'", path, path);
+			return EXIT_ENVIRONMENT;
+		}
 		if (info.pinned) {
 			cli_error("rm: %s is in use: DMA-mapped (pinned) for a device by pid %d; "
 				  "stop that mapping first", path, info.pid);

@@ -66,7 +66,8 @@ static int absolute_path(const char *path, char *buf, size_t len)
 /*
  * The record of the file at abs: by identity when the file exists (a file
  * put at the path since is not ours), else by path (a run that died before
- * its file took the name). -ENOENT: none, or an adopted file.
+ * its file took the name). -ENOENT: none, or an adopted file; -EXFULL: a
+ * warm file of the pool.
  */
 static long find_file_record(const struct store *s, const char *abs, const struct statx *stx,
 			     bool exists)
@@ -74,12 +75,14 @@ static long find_file_record(const struct store *s, const char *abs, const struc
 	for (size_t i = 0; i < s->nr; i++) {
 		const struct record *r = &s->r[i];
 
-		/* A warm file goes back with prealloc_warm_give, never removed by a release. */
-		if (!r->has_file || r->warm != WARM_NONE || strcmp(r->path, abs))
+		if (!r->has_file || strcmp(r->path, abs))
 			continue;
 		/* By identity: a file put at the path since, even on our inode number, is not ours. */
 		if (exists && !record_is_file(r, stx))
 			continue;
+		/* A warm file goes back with prealloc_warm_give, never removed by a release. */
+		if (r->warm != WARM_NONE)
+			return -EXFULL;
 		return r->created ? (long)i : -ENOENT;
 	}
 	return -ENOENT;
@@ -93,6 +96,10 @@ static int release_locked(struct prealloc_ctx *ctx, struct store *s, const char 
 	long i = find_file_record(s, abs, &stx, exists);
 	struct record *r;
 
+	if (i == -EXFULL) {
+		info->warm = 1;
+		return -EBUSY;
+	}
 	if (i < 0)
 		return (int)i;
 	r = &s->r[i];

@@ -152,6 +152,18 @@ for page in $PAGES; do
 	check "$page: after the kills, a fill leaves the target READY again ($(status ready_bytes $ps "$dir") bytes)" \
 		[ "$(status ready_bytes $ps "$dir")" -eq $((2 * SZB)) ]
 
+	# The pool's files are the pool's: gc keeps them, rm refuses a handed one.
+	"$PREALLOC" pool --gc > /dev/null 2>&1
+	check "$page: pool --gc keeps the READY files ($(status ready_bytes $ps "$dir") bytes)" \
+		[ "$(status ready_bytes $ps "$dir")" -eq $((2 * SZB)) ]
+	"$PREALLOC" warm take --node 0 --page-size "$page" --mount "$dir" --to "$dir/m" "$SZ" > /dev/null 2>&1
+	"$PREALLOC" rm "$dir/m" > /dev/null 2> "$TMP/err"
+	rc=$?
+	check "$page: rm refuses a handed warm file, exit 4, the file stays (rc $rc: $(cat "$TMP/err"))" \
+		all_of '[ $rc -eq 4 ] && [ -e "$dir/m" ] && [ "$(status handed_bytes $ps "$dir")" -eq $SZB ]'
+	"$PREALLOC" warm give "$dir/m" > /dev/null 2>&1
+	"$PREALLOC" warm fill > /dev/null 2>&1
+
 	# A link A made to its file: quarantined at give, never handed out, removed by fill.
 	"$PREALLOC" warm take --node 0 --page-size "$page" --mount "$dir" --to "$dir/a" --holder guest-a "$SZ" > /dev/null 2>&1
 	ln "$dir/a" "$dir/a-kept"
