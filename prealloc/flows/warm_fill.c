@@ -71,8 +71,10 @@ static int fill_returns(struct prealloc_ctx *ctx, struct store *s,
 			info->returned += r->warm == PREALLOC_WARM_DIRTY;
 			err = store_save(ctx, s);
 		}
-		if (err == 0 && r->warm == PREALLOC_WARM_CLEARING) {
+		/* Only a dead fill's: a live one (another pass, now) is still clearing it. */
+		if (err == 0 && r->warm == PREALLOC_WARM_CLEARING && !owner_alive(ctx, &r->owner)) {
 			r->warm = PREALLOC_WARM_DIRTY;
+			memset(&r->owner, 0, sizeof(r->owner));
 			err = store_save(ctx, s);
 		}
 		if (err == 0 && r->warm == PREALLOC_WARM_QUARANTINED) {
@@ -102,6 +104,7 @@ static int next_dirty(struct prealloc_ctx *ctx, unsigned int timeout_ms, struct 
 		if (s.r[i].warm != PREALLOC_WARM_DIRTY)
 			continue;
 		s.r[i].warm = PREALLOC_WARM_CLEARING;
+		owner_self(ctx, &s.r[i].owner);	/* this pass clears it; another leaves it */
 		err = store_save(ctx, &s);
 		*ret = s.r[i];
 		ret->pools = NULL;	/* the copy does not own them */
@@ -188,7 +191,10 @@ static int clear_done(struct prealloc_ctx *ctx, unsigned int timeout_ms, const s
 	if (err < 0)
 		return err;
 	i = store_find(&s, c->id);
-	if (i >= 0 && s.r[i].warm == PREALLOC_WARM_CLEARING) {
+	/* Still ours to finish: CLEARING, by this pass (owner_self as next_dirty wrote it). */
+	if (i >= 0 && s.r[i].warm == PREALLOC_WARM_CLEARING && s.r[i].owner.kind == c->owner.kind &&
+	    s.r[i].owner.pid == c->owner.pid && s.r[i].owner.start == c->owner.start) {
+		memset(&s.r[i].owner, 0, sizeof(s.r[i].owner));
 		if (result == 0) {
 			s.r[i].warm = PREALLOC_WARM_READY;
 			err = store_save(ctx, &s);

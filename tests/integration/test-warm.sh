@@ -152,6 +152,29 @@ for page in $PAGES; do
 	check "$page: after the kills, a fill leaves the target READY again ($(status ready_bytes $ps "$dir") bytes)" \
 		[ "$(status ready_bytes $ps "$dir")" -eq $((2 * SZB)) ]
 
+	# Two fills at once: the second leaves alone the file the first (alive) is clearing.
+	for f in x y; do
+		"$PREALLOC" warm take --node 0 --page-size "$page" --mount "$dir" --to "$dir/$f" "$SZ" > /dev/null 2>&1 &&
+			fill_pattern "$dir/$f"
+		"$PREALLOC" warm give "$dir/$f" > /dev/null 2>&1
+	done
+	PREALLOC_TEST_PAUSE=mid-op "$PREALLOC" warm fill > /dev/null 2>&1 &
+	pid=$!
+	wait_stopped $pid || fail "$page: the first fill did not stop mid-clear"
+	"$PREALLOC" warm fill > /dev/null 2>&1
+	"$PREALLOC" warm take --node 0 --page-size "$page" --mount "$dir" --to "$dir/v1" "$SZ" > /dev/null 2>&1
+	"$PREALLOC" warm take --node 0 --page-size "$page" --mount "$dir" --to "$dir/v2" "$SZ" > /dev/null 2>&1
+	rc=$?
+	check "$page: a second fill leaves the file a live fill is clearing (CLEARING: $(status clearing_bytes $ps "$dir")); one take gets the other, zero; the next none (rc $rc)" \
+		all_of '[ "$(sha256sum < "$dir/v1")" = "$ZERO" ] && [ $rc -eq 3 ] && [ ! -e "$dir/v2" ] && [ "$(status clearing_bytes $ps "$dir")" -eq $SZB ]'
+	kill -CONT $pid
+	wait $pid
+	rc=$?
+	check "$page: the first fill, continued, finishes its file: READY (rc $rc, $(status ready_bytes $ps "$dir") ready)" \
+		all_of '[ $rc -eq 0 ] && [ "$(status ready_bytes $ps "$dir")" -eq $SZB ]'
+	"$PREALLOC" warm give "$dir/v1" > /dev/null 2>&1
+	"$PREALLOC" warm fill > /dev/null 2>&1
+
 	# The pool's files are the pool's: gc keeps them, rm refuses a handed one.
 	"$PREALLOC" pool --gc > /dev/null 2>&1
 	check "$page: pool --gc keeps the READY files ($(status ready_bytes $ps "$dir") bytes)" \
