@@ -281,6 +281,16 @@ for page in $PAGES; do
 	left=$(staged "$dir")
 	[ "$left" -eq 0 ] || "$PREALLOC" warm status >&2
 	check "$page: a target of 0 leaves no warm file ($left left)" [ "$left" -eq 0 ]
+	# Nothing READY: --fallback makes the file now (cold) and hands it over.
+	"$PREALLOC" warm take --node 0 --page-size "$page" --mount "$dir" --to "$dir/f" --fallback --json \
+		"$SZ" > "$TMP/take.json" 2> "$TMP/err"
+	rc=$?
+	check "$page: take --fallback with nothing READY populates one now: hit cold, $SZ, zero (rc $rc: $(cat "$TMP/err"))" \
+		all_of '[ $rc -eq 0 ] && [ "$(json_get "$TMP/take.json" "d[\"hit\"]")" = cold ] && [ "$(stat -c %s "$dir/f")" -eq $SZB ] && [ "$(sha256sum < "$dir/f")" = "$ZERO" ]'
+	"$PREALLOC" warm give "$dir/f" > /dev/null 2>&1
+	"$PREALLOC" warm fill > /dev/null 2>&1
+	check "$page: ... and given back, a fill at target 0 removes it too ($(staged "$dir") left)" \
+		[ "$(staged "$dir")" -eq 0 ]
 	rm -f "$dir"/[a-z]
 done
 "$PREALLOC" pool --gc > /dev/null 2>&1
