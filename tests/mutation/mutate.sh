@@ -10,28 +10,33 @@
 # STALE and one that does not compile STILLBORN: neither is counted.
 #
 #   tests/mutation/mutate.sh [--only N,M,...] [--list] [--no-baseline] [--dir DIR]
-#                            [--no-suite SUITE]...
+#                            [--no-suite SUITE]... [--hints RESULTS.tsv]
 #
 # --only runs those mutants; --no-baseline skips the unmutated run that
 # otherwise proves the suite passes first; --dir reuses a scratch directory
 # (its build is kept, so a second run only rebuilds what a mutant touches);
 # --no-suite leaves a suite out, only for one that fails unmutated here (say
 # why in the report: a suite that fails anyway would 'kill' every mutant).
+# --hints takes an earlier run's results.tsv: a mutant that run killed first
+# runs its killer alone, and the whole suite only if that passes; a kill is
+# still a test of the default suite failing twice, so the verdicts mean what
+# they mean without it, and a run takes minutes where it took hours.
 # Root, like the suite. Prints one line per mutant, then the kill ratio and
 # the survivors; results.tsv in the scratch directory keeps them.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(git -C "$HERE" rev-parse --show-toplevel) || exit 1
 LIST=$HERE/mutants.txt
-ONLY= BASELINE=1 WORK= NOSUITE=()
+ONLY= BASELINE=1 WORK= NOSUITE=() HINTS=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--only) ONLY=,$2, ; shift 2 ;;
 	--no-baseline) BASELINE=0; shift ;;
 	--dir) WORK=$2; shift 2 ;;
 	--no-suite) NOSUITE+=(--no-suite "$2"); shift 2 ;;
+	--hints) HINTS=$(cd "$(dirname "$2")" && pwd)/$(basename "$2"); shift 2 ;;
 	--list) grep -P '^\d+\t' "$LIST" | awk -F'\t' '{ printf "%3s  %s\n", $1, $4 }'; exit 0 ;;
-	*) echo "usage: $0 [--only N,M] [--list] [--no-baseline] [--dir DIR]" >&2; exit 2 ;;
+	*) echo "usage: $0 [--only N,M] [--list] [--no-baseline] [--dir DIR] [--no-suite S] [--hints TSV]" >&2; exit 2 ;;
 	esac
 done
 WORK=${WORK:-$(mktemp -d /tmp/prealloc-mutation.XXXXXX)}
@@ -62,6 +67,11 @@ run_suite() {	# run_suite LOG: the whole default suite, stopping at the first fa
 	meson test -C "$B" --no-rebuild --maxfail 1 --print-errorlogs "${NOSUITE[@]}" > "$1" 2>&1
 }
 
+# hint ID: the test an earlier run (--hints) saw kill mutant ID, or nothing.
+hint() {
+	[ -n "$HINTS" ] && awk -F'\t' -v id="$1" '$1 == id && $2 == "KILLED" && $3 != "-" { print $3; exit }' "$HINTS"
+}
+
 if [ $BASELINE = 1 ]; then
 	echo "# baseline: the unmutated suite must pass"
 	run_suite "$WORK/logs/baseline.log" ||
@@ -79,6 +89,14 @@ grep -P '^\d+\t' "$LIST" | while IFS=$'\t' read -r id file expr what; do
 		verdict=STALE by=-
 	elif ! ninja -C "$B" > "$WORK/logs/$id.build" 2>&1; then
 		verdict=STILLBORN by=-
+	elif [ -n "$(hint "$id")" ] &&
+		! meson test -C "$B" --no-rebuild --print-errorlogs "$(hint "$id")" > "$WORK/logs/$id.log" 2>&1; then
+		by=$(hint "$id")
+		if meson test -C "$B" --no-rebuild "$by" > "$WORK/logs/$id.confirm" 2>&1; then
+			verdict=FLAKY
+		else
+			verdict=KILLED
+		fi
 	elif run_suite "$WORK/logs/$id.log"; then
 		verdict=SURVIVED by=-
 	else
