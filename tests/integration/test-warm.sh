@@ -152,6 +152,20 @@ for page in $PAGES; do
 	check "$page: after the kills, a fill leaves the target READY again ($(status ready_bytes $ps "$dir") bytes)" \
 		[ "$(status ready_bytes $ps "$dir")" -eq $((2 * SZB)) ]
 
+	# No holder: held while its path exists or a process maps it, then back at the next fill.
+	"$PREALLOC" warm take --node 0 --page-size "$page" --mount "$dir" --to "$dir/n" "$SZ" > /dev/null 2>&1
+	fill_pattern "$dir/n"
+	map_file "$dir/n" $((SZB >> 20)) || fail "$page: cannot map $dir/n"
+	rm -f "$dir/n"	# as libvirt removes its memory directory
+	"$PREALLOC" warm fill > /dev/null 2>&1
+	check "$page: path gone but a process still maps the file: not back yet (handed $(status handed_bytes $ps "$dir"), returning $(status returning_bytes $ps "$dir"))" \
+		[ $(( $(status handed_bytes $ps "$dir") + $(status returning_bytes $ps "$dir") )) -eq $SZB ]
+	kill "$MAPPER"
+	wait "$MAPPER" 2> /dev/null
+	"$PREALLOC" warm fill > /dev/null 2>&1
+	check "$page: mapping gone too: the next fill takes it back and clears it, READY ($(status ready_bytes $ps "$dir"))" \
+		[ "$(status ready_bytes $ps "$dir")" -eq $((2 * SZB)) ]
+
 	# Two fills at once: the second leaves alone the file the first (alive) is clearing.
 	for f in x y; do
 		"$PREALLOC" warm take --node 0 --page-size "$page" --mount "$dir" --to "$dir/$f" "$SZ" > /dev/null 2>&1 &&
