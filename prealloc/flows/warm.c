@@ -98,15 +98,17 @@ static int take_file(struct prealloc_ctx *ctx, struct store *s, size_t ri, int d
 	const char *base = strrchr(o->path, '/') + 1;
 	struct stat st, there;
 	int fd = warm_open(r, &st), err;
+	bool linked = false;
 
-	if (fd < 0)
-		return take_fail(info, fd, "warm file %s: %s", r->tmp, strerror(-fd));
-	if (st.st_nlink != 1) {
-		close(fd);
+	/* Gone, replaced, or linked elsewhere: never handed out; the next one is tried. */
+	if (fd < 0 || st.st_nlink != 1) {
+		if (fd >= 0)
+			close(fd);
 		r->warm = PREALLOC_WARM_QUARANTINED;
 		store_save(ctx, s);
-		return take_fail(info, -EMLINK, "warm file %s has a link the pool did not make: "
-						"quarantined", r->tmp);
+		return take_fail(info, -EMLINK, "warm file %s is not the pool's alone (%s): "
+						"quarantined", r->tmp,
+				 fd < 0 ? strerror(-fd) : "another link");
 	}
 	info->file_bytes = r->size;
 	r->warm = PREALLOC_WARM_HANDED;
@@ -125,19 +127,24 @@ static int take_file(struct prealloc_ctx *ctx, struct store *s, size_t ri, int d
 		err = warm_grow(ctx, r, fd, o->length);
 	if (err == 0 && linkat(AT_FDCWD, r->tmp, dir, base, 0) < 0)
 		err = -errno;
+	linked = err == 0;
 	if (err == 0 && (fstatat(dir, base, &there, AT_SYMLINK_NOFOLLOW) < 0 ||
-			 there.st_ino != st.st_ino || there.st_dev != st.st_dev))
+			 there.st_ino != st.st_ino || there.st_dev != st.st_dev)) {
 		err = -ESTALE;
+		linked = false;	/* swapped at once: that name is not ours to remove */
+	}
 	if (err == 0)
 		err = store_save(ctx, s);	/* the size, after a cut */
 	if (err < 0) {
+		if (linked)
+			unlinkat(dir, base, 0);
 		(void)!fchown(fd, 0, 0);
 		r->warm = PREALLOC_WARM_READY;
 		r->path[0] = '\0';
 		memset(&r->owner, 0, sizeof(r->owner));
 		store_save(ctx, s);
 		close(fd);
-		return take_fail(info, err, "cannot link the warm file at %s: %s", o->path,
+		return take_fail(info, err, "cannot hand over the warm file at %s: %s", o->path,
 				 strerror(-err));
 	}
 	info->fd = fd;

@@ -233,6 +233,25 @@ for page in $PAGES; do
 	for f in s u; do "$PREALLOC" warm give "$dir/$f" > /dev/null 2>&1; done
 	"$PREALLOC" warm fill > /dev/null 2>&1
 
+	# A READY file removed from the pool's directory by hand: take passes over it to the other.
+	# The one a take would pick: the first READY record of the store (its pool link, decoded).
+	gone=$(python3 -c "
+import sys, urllib.parse
+tmp = None
+for l in open(sys.argv[1]):
+    f = l.split()
+    if f[0] == 'rec': tmp = f[-1]
+    elif f[:2] == ['warm', 'ready']: print(urllib.parse.unquote(tmp)); break" "$PREALLOC_STATE_DIR/store")
+	rm -f "$gone"
+	"$PREALLOC" warm take --node 0 --page-size "$page" --mount "$dir" --to "$dir/o" "$SZ" > /dev/null 2> "$TMP/err"
+	rc=$?
+	check "$page: a READY file gone from the pool by hand is passed over: the take gets the other (rc $rc: $(cat "$TMP/err"))" \
+		all_of '[ $rc -eq 0 ] && [ "$(sha256sum < "$dir/o")" = "$ZERO" ]'
+	"$PREALLOC" warm give "$dir/o" > /dev/null 2>&1
+	"$PREALLOC" warm fill > /dev/null 2>&1
+	check "$page: the next fill forgets it and makes a new one (ready $(status ready_bytes $ps "$dir"), quarantined $(status quarantined_bytes $ps "$dir"))" \
+		all_of '[ "$(status ready_bytes $ps "$dir")" -eq $((2 * SZB)) ] && [ "$(status quarantined_bytes $ps "$dir")" -eq 0 ]'
+
 	# A file its holder truncated is dropped, never handed out short.
 	"$PREALLOC" warm take --node 0 --page-size "$page" --mount "$dir" --to "$dir/t" "$SZ" > /dev/null 2>&1
 	truncate -s $((SZB / 2 / ps * ps)) "$dir/t"	# half, in whole pages (1G: none)
