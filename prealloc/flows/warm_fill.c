@@ -81,9 +81,11 @@ static int fill_returns(struct prealloc_ctx *ctx, struct store *s,
 			size_t before = s->nr;
 
 			err = record_settle(ctx, s, i, true, &rel);
-			info->dropped++;
-			if (s->nr < before)
+			/* Else its pages are still someone's: settled again by a later pass. */
+			if (s->nr < before) {
+				info->dropped++;
 				i--;	/* the record left the store */
+			}
 		}
 		if (err < 0)
 			return err;
