@@ -19,3 +19,24 @@ lines() { grep -E "^($1): " <<< "$found" || true; }
 diag() { local -a a=(); mapfile -t a <<< "$1"; point "$2" "$3" "${a[@]}"; }
 # none TEXT: 1 when TEXT is empty (no finding), else 0.
 none() { [ -z "$1" ] && echo 1 || echo 0; }
+# selftest GOT EXPECTED LEGAL 'WHAT|LINE'...: a check's report on its planted
+# tree: each LINE (the breach WHAT) among GOT, then GOT exactly EXPECTED (what
+# LEGAL names is not reported).
+selftest()
+{
+	local got=$1 expected=$2 legal=$3 want what
+	local -a d=()
+	shift 3
+	for want in "$@"; do
+		what=${want%%|*} want=${want#*|}
+		if grep -qxF -- "$want" <<< "$got"; then
+			point 1 "self-test: $what is caught"
+		else
+			point 0 "self-test: $what is caught" "wanted: $want"
+		fi
+	done
+	[ "$got" = "$expected" ] && { point 1 "self-test: nothing else reported ($legal)"; return; }
+	mapfile -t d < <(diff <(echo "$expected") <(echo "$got") | grep '^[<>]' |
+		sed 's/^</wanted, missing:/; s/^>/reported, unwanted:/')
+	point 0 "self-test: nothing else reported ($legal)" "${d[@]}"
+}
