@@ -182,7 +182,7 @@ static void note_rate(struct prealloc_ctx *ctx, const struct record *r, double g
 
 /* The cleared file's end: READY, or removed (with its growth) when it failed. */
 static int clear_done(struct prealloc_ctx *ctx, unsigned int timeout_ms, const struct record *c,
-		      int result, struct prealloc_warm_fill_info *info)
+		      int result, double seconds, struct prealloc_warm_fill_info *info)
 {
 	struct prealloc_release_info rel = { .size = sizeof(rel) };
 	struct store s;
@@ -200,6 +200,9 @@ static int clear_done(struct prealloc_ctx *ctx, unsigned int timeout_ms, const s
 		if (result == 0) {
 			s.r[i].warm = PREALLOC_WARM_READY;
 			err = store_save(ctx, &s);
+			/* Under the lock: two passes never lose each other's rates. */
+			if (err == 0 && seconds > 0)
+				note_rate(ctx, c, (double)c->size / seconds / 1e9);
 		} else {
 			err = record_settle(ctx, &s, (size_t)i, true, &rel);
 			info->dropped++;
@@ -222,15 +225,13 @@ static int fill_clears(struct prealloc_ctx *ctx, const struct prealloc_warm_fill
 		if (result < 0)
 			fill_note(info, "warm file %s could not be cleared (%s): removed", c.tmp,
 				  strerror(-result));
-		err = clear_done(ctx, o->lock_timeout_ms, &c, result, info);
+		err = clear_done(ctx, o->lock_timeout_ms, &c, result, rep.seconds, info);
 		if (err < 0)
 			return err;
 		if (result == 0) {
 			info->cleared++;
 			info->cleared_bytes += c.size;
 			info->clear_seconds += rep.seconds;
-			if (rep.seconds > 0)
-				note_rate(ctx, &c, (double)c.size / rep.seconds / 1e9);
 		}
 	}
 	return found;

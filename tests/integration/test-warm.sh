@@ -151,6 +151,9 @@ for page in $PAGES; do
 	"$PREALLOC" warm fill > /dev/null 2>&1
 	check "$page: after the kills, a fill leaves the target READY again ($(status ready_bytes $ps "$dir") bytes)" \
 		[ "$(status ready_bytes $ps "$dir")" -eq $((2 * SZB)) ]
+	rate=$(status last_clear_gbps $ps "$dir")
+	check "$page: status gives the last clear's rate there ($rate GB/s)" \
+		python3 -c "import sys; sys.exit(not float(sys.argv[1]) > 0)" "$rate"
 
 	# No holder: held while its path exists or a process maps it, then back at the next fill.
 	"$PREALLOC" warm take --node 0 --page-size "$page" --mount "$dir" --to "$dir/n" "$SZ" > /dev/null 2>&1
