@@ -255,10 +255,12 @@ static int cmd_warm_fill(int argc, char **argv)
 		return EXIT_ENVIRONMENT;
 	r = prealloc_warm_fill(ctx, &o, &info);
 	prealloc_ctx_free(ctx);
-	printf("warm fill: %u returned, %u cleared (%.2f GB/s), %u created, %u removed\n",
-	       info.returned, info.cleared,
-	       info.clear_seconds > 0 ? (double)info.cleared_bytes / info.clear_seconds / 1e9 : 0.0,
-	       info.created, info.dropped);
+	if (r != -EINVAL)	/* a refused conf did nothing to report */
+		printf("warm fill: %u returned, %u cleared (%.2f GB/s), %u created, %u removed\n",
+		       info.returned, info.cleared,
+		       info.clear_seconds > 0 ? (double)info.cleared_bytes / info.clear_seconds / 1e9
+					      : 0.0,
+		       info.created, info.dropped);
 	if (r < 0 || info.message[0])
 		cli_error("warm fill: %s", info.message[0] ? info.message : strerror(-r));
 	return r == -EINVAL ? EXIT_USAGE : r == -ENOMEM || r == -ENOSPC ? EXIT_NO_MEMORY
@@ -311,6 +313,7 @@ static int cmd_warm_status(int argc, char **argv)
 {
 	struct json_object *arr = json_object_new_array();
 	const char *conf = NULL;
+	char why[512] = "";
 	struct prealloc_ctx *ctx;
 	bool json = false;
 	int r = 0;
@@ -335,8 +338,10 @@ static int cmd_warm_status(int argc, char **argv)
 		struct prealloc_warm_status st = { .size = sizeof(st) };
 
 		r = prealloc_warm_status(ctx, conf, i, &st);
-		if (r < 0)
+		if (r < 0) {
+			snprintf(why, sizeof(why), "%s", st.message);
 			break;
+		}
 		if (json)
 			json_object_array_add(arr, status_json(&st));
 		else
@@ -344,7 +349,10 @@ static int cmd_warm_status(int argc, char **argv)
 	}
 	prealloc_ctx_free(ctx);
 	if (r != -ENOENT) {
-		cli_error("warm status: %s%s", strerror(-r), store_hint(r));
+		if (why[0])
+			cli_error("warm status: %s", why);
+		else
+			cli_error("warm status: %s%s", strerror(-r), store_hint(r));
 		json_object_put(arr);
 		return r == -EINVAL ? EXIT_USAGE : EXIT_ENVIRONMENT;
 	}

@@ -85,8 +85,13 @@ EXPORT int prealloc_warm_status(struct prealloc_ctx *ctx, const char *conf_path,
 	if (!ctx || !ret_status || ret_status->size < sizeof(size_t))
 		return -EINVAL;
 	r = warm_conf_load(conf_path, &t, &nr_t, err, sizeof(err));
-	if (r < 0)
+	if (r < 0) {
+		struct prealloc_warm_status bad = { .size = sizeof(bad) };
+
+		snprintf(bad.message, sizeof(bad.message), "%s", err);
+		copy_sized_out(ret_status, &bad, sizeof(bad));
 		return r;
+	}
 	r = store_load(ctx, &s);
 	if (r < 0) {
 		free(t);

@@ -1456,11 +1456,12 @@ struct prealloc_warm_status {
 	uint64_t bytes[PREALLOC_WARM_QUARANTINED + 1];
 	unsigned int files[PREALLOC_WARM_QUARANTINED + 1];
 	double last_clear_gbps;	/* the last fill's clears here; 0 none yet */
+	char message[512];	/* on failure, why: a bad line of the conf, named */
 };
 
 /*
  * The pool by mount, node and page size: entry index of them (sorted), or
- * -ENOENT past the last. Targets of conf_path (NULL: the default) appear
+ * -ENOENT past the last; -EINVAL with ret_status->message for a bad conf. Targets of conf_path (NULL: the default) appear
  * even with no file yet.
  */
 int prealloc_warm_status(struct prealloc_ctx *ctx, const char *conf_path, unsigned int index,

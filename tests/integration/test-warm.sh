@@ -70,6 +70,15 @@ else: print(0)"
 }
 staged() { find "$1/.prealloc" -type f 2> /dev/null | wc -l; }
 
+# A bad line of warm.conf: fill and status refuse the file, naming the line (exit 2), touching nothing.
+printf 'node0.4k = 16M @ %s\nnode0.2M = 3M\n' "$SHM" > "$PREALLOC_WARM_CONF"
+for cmd in fill status; do
+	"$PREALLOC" warm $cmd > "$TMP/out" 2> "$TMP/err"
+	rc=$?
+	check "warm $cmd with a bad line: exit 2, the line named, nothing made (rc $rc: $(cat "$TMP/err"))" \
+		all_of '[ $rc -eq 2 ] && grep -q "warm.conf: line 2: 3M is not a whole number of 2M pages" "$TMP/err" && [ ! -s "$TMP/out" ] && [ "$(staged "$SHM")" -eq 0 ]'
+done
+
 for page in $PAGES; do
 	case $page in
 	4k) dir=$SHM ps=4096 SZ=16M ;;
