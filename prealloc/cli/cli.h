@@ -110,6 +110,8 @@ struct run_view {
 	const char *qemu;	/* QEMU option to use the file, or NULL */
 	const char *note;	/* one line the user should see, or NULL */
 	bool verified;		/* zeroes were checked (--verify) */
+	/* create: where admission found the pages (NULL: no admission object). */
+	const struct prealloc_admit_result *admit;
 };
 void report_print(FILE *f, struct prealloc_job *job, const struct run_view *view, bool json);
 /*
@@ -151,6 +153,8 @@ int cmd_pool(int argc, char **argv);
 int cmd_vfio_map(int argc, char **argv);
 int cmd_warm(int argc, char **argv);
 /* warm.c: the exit status of a failed warm take (err: negative errno). */
+/* sd_notify(3)'s datagram to $NOTIFY_SOCKET (0 without one), libsystemd not needed. */
+int notify_service(const char *state);
 int warm_take_exit_status(int err);
 
 #endif

@@ -287,6 +287,7 @@ void create_view(const struct prealloc_prepare_info *info, bool verified, bool s
 	if (!succeeded)
 		return;
 	ret_view->qemu = info->qemu_option;
+	ret_view->admit = &info->admit;
 	ret_view->note = !info->created ? "existing pages kept their contents; run 'prealloc "
 					  "clear' to zero them"
 			 : info->page_reason[0] ? info->page_reason
@@ -388,6 +389,11 @@ int cmd_create(int argc, char **argv)
 	if (a.reserve && (info.page_size == PREALLOC_PAGE_4K || info.page_size == PREALLOC_PAGE_THP))
 		cli_warn("--reserve applies to hugepage pools; %s pages need none",
 			 page_label(info.page_size));
+	if (info.admit.warm_pages && !a.quiet && !a.json)
+		fprintf(stderr,
+			"%s: took %llu %s pages from the warm pool (%u files cut, %u removed)\n",
+			program_name, (unsigned long long)info.admit.warm_pages,
+			page_label(info.page_size), info.admit.warm_cut, info.admit.warm_removed);
 	if (info.added && !a.quiet && !a.json)
 		fprintf(stderr, "%s: reserved %llu %s hugepages more (prealloc rm gives them back)\n",
 			program_name, (unsigned long long)info.added, page_label(info.page_size));

@@ -128,6 +128,18 @@ json_object *report_json(const struct prealloc_report *rep,
 	} else {
 		json_object_object_add(o, "error", NULL);
 	}
+	if (view->admit) {
+		json_object *a = json_object_new_object();
+
+		/* Which way the pages came: free, taken from warm files, grown; docs/json.md. */
+		json_object_object_add(a, "warm_pages", json_object_new_uint64(view->admit->warm_pages));
+		json_object_object_add(a, "warm_files_cut",
+				       json_object_new_int((int)view->admit->warm_cut));
+		json_object_object_add(a, "warm_files_removed",
+				       json_object_new_int((int)view->admit->warm_removed));
+		json_object_object_add(a, "grown_pages", json_object_new_uint64(view->admit->added));
+		json_object_object_add(o, "admission", a);
+	}
 	if (view->qemu)
 		json_object_object_add(o, "qemu", json_object_new_string(view->qemu));
 	if (view->note)

@@ -10,10 +10,13 @@
  * What a worker does to memory lives in ops.c; the engine only calls it.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "engine.h"
@@ -50,6 +53,37 @@ static void sinks_progress(struct prealloc_job *job, uint64_t bytes)
 }
 
 /*
+ * max_rate: the node's bytes so far (writes and reads) may not run ahead of
+ * t_start + bytes / rate; the worker naps until they don't, seeing cancel.
+ */
+static void job_pace(struct prealloc_job *job, struct node_pool *pool, uint64_t bytes)
+{
+	uint64_t rate = job->opts.max_rate, done;
+	double ahead;
+
+	if (!rate)
+		return;
+	done = atomic_fetch_add(&pool->paced, bytes) + bytes;
+	ahead = job->t_start + (double)done / (double)rate - now_seconds();
+	while (ahead > 0 && !atomic_load(&job->cancel)) {
+		double nap = MIN(ahead, 0.05);
+		struct timespec ts = { 0, (long)(nap * 1e9) };
+
+		nanosleep(&ts, NULL);
+		ahead -= nap;
+	}
+}
+
+/* PREALLOC_JOB_IDLE: this worker runs only when nothing else wants the CPU. */
+static void worker_idle(void)
+{
+	struct sched_param sp = { 0 };
+
+	if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp) != 0)
+		setpriority(PRIO_PROCESS, (id_t)gettid(), 19);
+}
+
+/*
  * One chunk, in steps of at most max(page size, JOB_STEP): cancel is seen
  * and progress moves after each step. Returns 0, -ECANCELED or the op's error.
  */
@@ -71,6 +105,7 @@ static int work_chunk(struct prealloc_job *job, struct node_pool *pool, const st
 		}
 		atomic_fetch_add(&pool->bytes_done, len);
 		sinks_progress(job, len);
+		job_pace(job, pool, len);
 		/* Tests stop here: the region's first step done, the rest not. */
 		if (c->offset == 0 && off == 0)
 			test_pause("mid-op");
@@ -238,6 +273,8 @@ static void *worker_main(void *arg)
 	pthread_mutex_unlock(&job->lock);
 	if (job->gate_abandon)
 		return NULL;
+	if (job->opts.flags & PREALLOC_JOB_IDLE)
+		worker_idle();
 
 	op_phase(job, w);
 	time_max(job, &pool->end, &job->t_op_end);
@@ -262,6 +299,7 @@ static void *worker_main(void *arg)
 
 		if (r < 0)
 			job_fail(job, r, pool->node, at);
+		job_pace(job, pool, pool->chunks[i].length);
 	}
 	time_max(job, &job->t_check_end, NULL);
 

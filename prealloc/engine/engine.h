@@ -19,6 +19,8 @@
  * within one step (plus one page's fault) whatever the chunk size.
  */
 #define JOB_STEP (UINT64_C(16) << 20)
+/* With max_rate, chunks no larger than this: the check phase is paced per chunk. */
+#define JOB_PACED_CHUNK (UINT64_C(64) << 20)
 
 /* ---- ops (ops.c) --------------------------------------------------------- */
 
@@ -191,6 +193,7 @@ struct node_pool {
 	atomic_uint_fast64_t cpu_samples_off;
 	atomic_uint_fast64_t cpus_seen[PREALLOC_MAX_CPUS / 64];
 	atomic_uint_fast64_t nonzero;	/* lowest non-zero region offset + 1, 0 none */
+	atomic_uint_fast64_t paced;	/* max_rate: bytes written and read so far */
 	double end;			/* latest worker end, under job->lock */
 };
 

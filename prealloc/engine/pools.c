@@ -69,6 +69,9 @@ static int pools_cut(struct prealloc_job *job, const struct prealloc_extent *all
 					 ? job->opts.chunk_size
 					 : chunk_size_for(pool->bytes, page, pool->threads);
 
+		if (job->opts.max_rate && !job->opts.chunk_size)
+			chunk = MAX(MIN(chunk, JOB_PACED_CHUNK), page);
+
 		for (int placed = 1; placed >= 0; placed--) {
 			unsigned int k = 0;
 			size_t got;

@@ -18,6 +18,14 @@
 
 /* ---- prepare (prepare.c, prepare_req.c, locate.c) ------------------------ */
 
+/* How a warm file's job runs: in the background, or as fast as it goes. */
+struct warm_pace {
+	unsigned int threads;	/* per node; 0: every allowed CPU of the node */
+	uint64_t max_rate;	/* bytes per second per node; 0: no cap */
+	bool idle;		/* workers SCHED_IDLE */
+	int stop_fd;		/* -1, or readable: stop (a clear is cancelled, the file DIRTY again) */
+};
+
 #define PREPARE_MAGIC 0x70726570u	/* "prep": a job's flow arg is a prepare_req */
 
 struct prepare_req {
@@ -53,6 +61,7 @@ struct prepare_req {
 	 * at a path of its own.
 	 */
 	bool warm;
+	struct warm_pace pace;	/* warm: how its populate runs */
 };
 
 /* Fills info.step and info.message (inline: every prepare file fails the request). */
@@ -71,9 +80,10 @@ prepare_fail(struct prepare_req *req, int step, const char *fmt, ...)
 int prepare_locate(struct prepare_req *req);
 /* prepare_req.c: the request checked and resolved; admission and the record. */
 int prepare_request(struct prepare_req *req);
-/* prepare.c: prealloc_prepare_start, or (warm) a new warm file of the pool. */
-int prepare_start(struct prealloc_ctx *ctx, const struct prealloc_prepare_opts *opts, bool warm,
-		  struct prealloc_job **ret_job, struct prealloc_prepare_info *ret_info);
+/* prepare.c: prealloc_prepare_start, or (warm not NULL) a new warm file of the pool. */
+int prepare_start(struct prealloc_ctx *ctx, const struct prealloc_prepare_opts *opts,
+		  const struct warm_pace *warm, struct prealloc_job **ret_job,
+		  struct prealloc_prepare_info *ret_info);
 /* "0-3,5": nodes as ranges, in the given order. */
 void node_ranges(const int *nodes, unsigned int nr, char *buf, size_t len);
 /* "512M", "1G", or bytes when no binary suffix is exact. */
@@ -138,15 +148,42 @@ struct warm_target {
 	unsigned int line;	/* where it was set */
 };
 /*
- * The targets in text (a warm.conf), in order; *ret is the caller's to
- * free. -EINVAL with err saying which line and why: nothing is returned of
- * a file with a bad line.
+ * The settings of warm.conf (docs/warm.md), for serve and fill. A value
+ * of WARM_UNSET was not given: each user picks its own default.
  */
-int warm_conf_parse(const char *text, struct warm_target **ret, unsigned int *ret_nr, char *err,
-		    size_t err_len);
-/* The targets of path (NULL: $PREALLOC_WARM_CONF, else /etc/prealloc/warm.conf); none if absent. */
-int warm_conf_load(const char *path, struct warm_target **ret, unsigned int *ret_nr, char *err,
-		   size_t err_len);
+#define WARM_UNSET UINT64_MAX
+struct warm_settings {
+	uint64_t clear_threads;		/* per node */
+	uint64_t clear_rate;		/* bytes per second per node; 0: no cap */
+	uint64_t max_share;		/* percent of a node's memory the pool may hold */
+	uint64_t psi_stall_us;		/* pressure = some STALL WINDOW; 0: off */
+	uint64_t psi_window_us;
+	uint64_t psi_full;		/* 1: "full", 0: "some" */
+	uint64_t pressure_step;		/* bytes given back per pressure event */
+	uint64_t available_floor;	/* without PSI: MemAvailable below it is pressure */
+	uint64_t pressure_quiet_s;	/* no pressure this long: the targets hold again */
+	uint64_t check_interval_s;	/* how often serve looks for holders gone */
+};
+
+struct warm_conf {
+	struct warm_target *t;		/* in the file's order */
+	unsigned int nr;
+	struct warm_settings set;
+	bool found;			/* a file was read (else: no targets, no settings) */
+};
+/*
+ * The targets and settings in text (a warm.conf). -EINVAL with err saying
+ * which line and why: nothing is returned of a file with a bad line.
+ */
+int warm_conf_parse(const char *text, struct warm_conf *ret, char *err, size_t err_len);
+/* The conf at path (NULL: $PREALLOC_WARM_CONF, else /etc/prealloc/warm.conf); empty if absent. */
+int warm_conf_load(const char *path, struct warm_conf *ret, char *err, size_t err_len);
+void warm_conf_free(struct warm_conf *conf);
+/* A setting, or def when unset. */
+static inline uint64_t warm_setting(uint64_t value, uint64_t def)
+{
+	return value == WARM_UNSET ? def : value;
+}
 
 /* ---- the warm pool (warm_file.c; warm.c, warm_fill.c, warm_status.c) ---- */
 
@@ -181,6 +218,39 @@ void warm_returned(struct record *r, int check);
  * and on its node, recorded READY (synchronous; prepare's flow, warm).
  */
 int warm_create(struct prealloc_ctx *ctx, int node, uint64_t page_size, const char *mount,
-		uint64_t length, unsigned int threads, char *why, size_t why_len);
+		uint64_t length, const struct warm_pace *pace, char *why, size_t why_len);
+
+
+/* ---- a pass over the pool (warm_fill.c), for fill and serve ---------------- */
+
+#define WARM_MAX_SHARE 50	/* percent of a node's memory, when warm.conf sets none */
+
+struct warm_pass {
+	const struct warm_conf *conf;
+	const uint64_t *limit;		/* per target: the bytes it may hold now */
+	struct warm_pace pace;		/* clears and new files */
+	unsigned int lock_timeout_ms;
+	bool drop_untargeted;		/* files no target wants are given back */
+};
+/*
+ * Each target's limit now: its bytes, within max_share of its node's memory
+ * (the targets before it on the node first), less cut (NULL: none).
+ */
+void warm_limits(struct prealloc_ctx *ctx, const struct warm_conf *conf, const uint64_t *cut,
+		 uint64_t *ret_limit);
+/*
+ * One pass: returns checked, files over a limit given back (DIRTY first,
+ * then READY), DIRTY files cleared, targets grown to their limits. Stops
+ * early (0) once pace.stop_fd is readable.
+ */
+int warm_pass_run(struct prealloc_ctx *ctx, const struct warm_pass *p,
+		  struct prealloc_warm_fill_info *info);
+/*
+ * Memory pressure: warm files given back until bytes are (or none can go
+ * now): files no target wants, then DIRTY ones, then READY ones of the
+ * fullest target. What each target gave is added to cut[target].
+ */
+int warm_pass_shrink(struct prealloc_ctx *ctx, const struct warm_pass *p, uint64_t bytes,
+		     uint64_t *cut, struct prealloc_warm_fill_info *info);
 
 #endif

@@ -292,19 +292,23 @@ static int prepare_start_job(struct prepare_req *req, struct prealloc_job **ret_
 			 ((req->o.flags & PREALLOC_PREPARE_TOUCH) ? PREALLOC_JOB_TOUCH : 0),
 		.threads = req->o.threads,
 		.completion = req->o.completion,	/* read by the start only */
+		.max_rate = req->pace.max_rate,
 	};
 	struct job_flow flow = { .finish = prepare_finish, .destroy = prepare_destroy, .arg = req };
 	struct job_spec spec = { .flow = &flow };
 	int r;
 
+	if (req->pace.idle)
+		jo.flags |= PREALLOC_JOB_IDLE;
 	r = job_start_spec(req->region, &jo, &spec, ret_job);
 	if (r < 0)
 		prepare_fail(req, PREALLOC_STEP_POPULATE, "cannot start workers: %s", strerror(-r));
 	return r;
 }
 
-int prepare_start(struct prealloc_ctx *ctx, const struct prealloc_prepare_opts *opts, bool warm,
-		  struct prealloc_job **ret_job, struct prealloc_prepare_info *ret_info)
+int prepare_start(struct prealloc_ctx *ctx, const struct prealloc_prepare_opts *opts,
+		  const struct warm_pace *warm, struct prealloc_job **ret_job,
+		  struct prealloc_prepare_info *ret_info)
 {
 	struct prepare_req *req;
 	int r;
@@ -316,7 +320,9 @@ int prepare_start(struct prealloc_ctx *ctx, const struct prealloc_prepare_opts *
 		return -ENOMEM;
 	req->magic = PREPARE_MAGIC;
 	req->ctx = ctx;
-	req->warm = warm;
+	req->warm = warm != NULL;
+	if (warm)
+		req->pace = *warm;
 	req->dir_fd = req->stage_fd = -1;
 	req->info.size = sizeof(req->info);
 	r = copy_sized_in(&req->o, sizeof(req->o), opts);
@@ -349,7 +355,7 @@ EXPORT int prealloc_prepare_start(struct prealloc_ctx *ctx,
 				  struct prealloc_job **ret_job,
 				  struct prealloc_prepare_info *ret_info)
 {
-	return prepare_start(ctx, opts, false, ret_job, ret_info);
+	return prepare_start(ctx, opts, NULL, ret_job, ret_info);
 }
 
 EXPORT int prealloc_prepare_info(struct prealloc_job *job, struct prealloc_prepare_info *ret_info)

@@ -351,7 +351,9 @@ static struct prealloc_admit_opts admit_opts(const struct prepare_req *req, uint
 	    .size = sizeof(struct prealloc_admit_opts),
 	    .flags = ((f & PREALLOC_PREPARE_RESERVE) ? PREALLOC_ADMIT_RESERVE : 0) |
 		     ((f & PREALLOC_PREPARE_NO_CHECK) ? PREALLOC_ADMIT_NO_CHECK : 0) |
-		     ((f & PREALLOC_PREPARE_CANCEL_FD) ? PREALLOC_ADMIT_CANCEL_FD : 0),
+		     ((f & PREALLOC_PREPARE_CANCEL_FD) ? PREALLOC_ADMIT_CANCEL_FD : 0) |
+		     /* A warm file never takes another's pages. */
+		     (req->warm ? PREALLOC_ADMIT_KEEP_WARM : 0),
 	    .page_size = page,
 	    .nr_nodes = req->nr_nodes,
 	    .nodes = req->nodes,

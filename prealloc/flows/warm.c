@@ -203,7 +203,8 @@ EXPORT int prealloc_warm_take(struct prealloc_ctx *ctx, const struct prealloc_wa
 	if (r == -ENOENT && (o.flags & PREALLOC_WARM_TAKE_FALLBACK)) {
 		hit = PREALLOC_WARM_COLD;
 		r = warm_create(ctx, o.node, o.page_size, warm_mount(ctx, o.mount, o.page_size),
-				o.length, 0, info.message, sizeof(info.message));
+				o.length, &(struct warm_pace){ .stop_fd = -1 }, info.message,
+				sizeof(info.message));
 		if (r == 0)
 			r = take_locked(ctx, &o, dev, dir, &info);
 	}

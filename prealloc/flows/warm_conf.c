@@ -9,13 +9,21 @@
  *   node0.2M = 4 x 4G @ /mnt/guests
  *   node1.1G = 8G @ /dev/hugepages-1G
  *
+ *   clear_threads = 1
+ *   clear_rate = 2          # GB/s per node, 0: no cap
+ *   max_share = 50%         # of a node's memory
+ *   pressure = some 150ms 1s
+ *   pressure_step = 1G
+ *
  * SIZE is one file of that size; N x SIZE, N files of SIZE (a take hands
  * out a file at least as large as asked, cut to size). A target without a
  * mount lives on the one prealloc picks for its page size (prealloc info
- * shows it; /dev/shm for 4k). A bad line refuses the
- * whole file, naming the line: half a configuration is never applied.
+ * shows it; /dev/shm for 4k). The other keys are settings (struct
+ * warm_settings). A bad line refuses the whole file, naming the line: half
+ * a configuration is never applied.
  */
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,11 +129,140 @@ static int parse_value(char *value, struct warm_target *t, char *err, size_t len
 	return parse_size(value, t, err, len, line);
 }
 
-/* One line into t (a target), or nothing (blank, comment): 1, 0, or -EINVAL. */
-static int parse_line(char *text, struct warm_target *t, char *err, size_t len,
-		      unsigned int line)
+/* "150ms", "1s", "60s", "2m", "500us" into microseconds; -EINVAL. */
+static int parse_duration(const char *text, uint64_t *ret_us)
+{
+	static const struct {
+		const char *unit;
+		uint64_t us;
+	} units[] = { { "us", 1 }, { "ms", 1000 }, { "s", 1000000 }, { "m", 60000000 } };
+	char *end;
+	unsigned long long v;
+
+	if (!isdigit((unsigned char)*text))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(text, &end, 10);
+	if (errno || v > 86400000000ULL)
+		return -EINVAL;
+	for (size_t i = 0; i < ARRAY_SIZE(units); i++)
+		if (!strcmp(end, units[i].unit)) {
+			*ret_us = v * units[i].us;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+/* "N" within [lo, hi] (percent: "N%" too). */
+static int parse_count(const char *text, uint64_t lo, uint64_t hi, bool percent, uint64_t *ret)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!isdigit((unsigned char)*text))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(text, &end, 10);
+	if (percent && *end == '%')
+		end++;
+	if (errno || *end || v < lo || v > hi)
+		return -EINVAL;
+	*ret = v;
+	return 0;
+}
+
+/* "2", "1.5", "2GB/s": GB/s (10^9 bytes) into bytes per second; 0 is no cap. */
+static int parse_rate(const char *text, uint64_t *ret)
+{
+	char *end;
+	double v;
+
+	if (!isdigit((unsigned char)*text))
+		return -EINVAL;
+	v = strtod(text, &end);
+	if (*end && strcmp(end, "GB/s"))
+		return -EINVAL;
+	if (!isfinite(v) || v < 0 || v > 10000)
+		return -EINVAL;
+	*ret = (uint64_t)(v * 1e9);
+	return 0;
+}
+
+/* "some STALL WINDOW", "full STALL WINDOW" or "off" (the kernel's PSI trigger limits). */
+static int parse_pressure(char *text, struct warm_settings *set)
+{
+	char kind[8], stall[32], window[32], extra;
+	uint64_t s, w;
+
+	if (!strcmp(text, "off")) {
+		set->psi_stall_us = 0;
+		set->psi_window_us = 0;
+		return 0;
+	}
+	if (sscanf(text, "%7s %31s %31s %c", kind, stall, window, &extra) != 3 ||
+	    (strcmp(kind, "some") && strcmp(kind, "full")) || parse_duration(stall, &s) < 0 ||
+	    parse_duration(window, &w) < 0)
+		return -EINVAL;
+	/* psi(7): a window of 500ms to 10s, a stall within it. */
+	if (w < 500000 || w > 10000000 || s == 0 || s > w)
+		return -EINVAL;
+	set->psi_full = kind[0] == 'f';
+	set->psi_stall_us = s;
+	set->psi_window_us = w;
+	return 0;
+}
+
+/* One "key = value" setting into set: 0, 1 not a setting's key, -EINVAL. */
+static int parse_setting(const char *key, char *value, struct warm_settings *set, char *err,
+			 size_t len, unsigned int line)
+{
+	uint64_t us;
+	int r;
+
+	if (!strcmp(key, "clear_threads"))
+		r = parse_count(value, 1, PREALLOC_MAX_CPUS, false, &set->clear_threads);
+	else if (!strcmp(key, "clear_rate"))
+		r = parse_rate(value, &set->clear_rate);
+	else if (!strcmp(key, "max_share"))
+		r = parse_count(value, 1, 100, true, &set->max_share);
+	else if (!strcmp(key, "pressure"))
+		r = parse_pressure(value, set);
+	else if (!strcmp(key, "pressure_step"))
+		r = prealloc_parse_size(value, &set->pressure_step) < 0 || !set->pressure_step
+			    ? -EINVAL : 0;
+	else if (!strcmp(key, "available_floor"))
+		r = prealloc_parse_size(value, &set->available_floor) < 0 ? -EINVAL : 0;
+	else if (!strcmp(key, "pressure_quiet") || !strcmp(key, "check_interval")) {
+		r = parse_duration(value, &us);
+		if (r == 0 && us < 1000000)
+			r = -EINVAL;	/* whole seconds: these pace a loop, not a trigger */
+		else if (r == 0)
+			*(key[0] == 'p' ? &set->pressure_quiet_s : &set->check_interval_s) =
+				us / 1000000;
+	} else
+		return 1;
+	if (r < 0)
+		return conf_error(err, len, line, "bad %s '%s' (%s)", key, value,
+				  !strcmp(key, "clear_threads")	   ? "1 or more"
+				  : !strcmp(key, "clear_rate")	   ? "GB/s per node, 0 for no cap"
+				  : !strcmp(key, "max_share")	   ? "a percentage, 1% to 100%"
+				  : !strcmp(key, "pressure")	   ? "off, or some|full STALL WINDOW: "
+								     "a window of 500ms to 10s"
+				  : !strcmp(key, "pressure_step") ? "a size above 0, say 1G"
+				  : !strcmp(key, "available_floor") ? "a size, say 2G"
+								    : "whole seconds, say 60s");
+	return 0;
+}
+
+/*
+ * One line into t (a target), or a setting into set, or nothing (blank,
+ * comment): 1 a target, 0 else, or -EINVAL.
+ */
+static int parse_line(char *text, struct warm_target *t, struct warm_settings *set, char *err,
+		      size_t len, unsigned int line)
 {
 	char *hash = strchr(text, '#'), *eq, *key;
+	int r;
 
 	if (hash)
 		*hash = '\0';
@@ -137,10 +274,16 @@ static int parse_line(char *text, struct warm_target *t, char *err, size_t len,
 		return conf_error(err, len, line, "'%s' is not 'nodeN.PAGE = SIZE [@ MOUNT]'", text);
 	*eq = '\0';
 	key = trim(text);
+	r = parse_setting(key, trim(eq + 1), set, err, len, line);
+	if (r <= 0)
+		return r;
 	memset(t, 0, sizeof(*t));
 	t->line = line;
 	if (parse_key(key, t) < 0)
-		return conf_error(err, len, line, "bad target '%s' (say node0.2M: 4k, 2M or 1G)",
+		return conf_error(err, len, line,
+				  "bad target '%s' (say node0.2M: 4k, 2M or 1G; or a setting: "
+				  "clear_threads, clear_rate, max_share, pressure, pressure_step, "
+				  "available_floor, pressure_quiet, check_interval)",
 				  key);
 	return parse_value(eq + 1, t, err, len, line) < 0 ? -EINVAL : 1;
 }
@@ -158,23 +301,39 @@ static int check_repeats(const struct warm_target *t, unsigned int nr, char *err
 	return 0;
 }
 
-int warm_conf_parse(const char *text, struct warm_target **ret, unsigned int *ret_nr, char *err,
-		    size_t err_len)
+static void settings_unset(struct warm_settings *set)
+{
+	set->clear_threads = set->clear_rate = set->max_share = WARM_UNSET;
+	set->psi_stall_us = set->psi_window_us = set->psi_full = WARM_UNSET;
+	set->pressure_step = set->available_floor = WARM_UNSET;
+	set->pressure_quiet_s = set->check_interval_s = WARM_UNSET;
+}
+
+void warm_conf_free(struct warm_conf *conf)
+{
+	free(conf->t);
+	conf->t = NULL;
+	conf->nr = 0;
+}
+
+int warm_conf_parse(const char *text, struct warm_conf *ret, char *err, size_t err_len)
 {
 	char *copy = strdup(text), *line, *next;
+	struct warm_settings set;
 	struct warm_target *t = NULL;
 	unsigned int nr = 0, no = 0;
 	int r = 0;
 
 	if (!copy)
 		return -ENOMEM;
+	settings_unset(&set);
 	for (line = copy; r >= 0 && line; line = next) {
 		struct warm_target one, *n;
 
 		next = strchr(line, '\n');
 		if (next)
 			*next++ = '\0';
-		r = parse_line(line, &one, err, err_len, ++no);
+		r = parse_line(line, &one, &set, err, err_len, ++no);
 		if (r <= 0)
 			continue;
 		n = realloc(t, (nr + 1) * sizeof(*t));
@@ -192,13 +351,14 @@ int warm_conf_parse(const char *text, struct warm_target **ret, unsigned int *re
 		free(t);
 		return r;
 	}
-	*ret = t;
-	*ret_nr = nr;
+	ret->t = t;
+	ret->nr = nr;
+	ret->set = set;
+	ret->found = true;
 	return 0;
 }
 
-int warm_conf_load(const char *path, struct warm_target **ret, unsigned int *ret_nr, char *err,
-		   size_t err_len)
+int warm_conf_load(const char *path, struct warm_conf *ret, char *err, size_t err_len)
 {
 	const char *env = getenv("PREALLOC_WARM_CONF");
 	char *text = NULL;
@@ -210,8 +370,8 @@ int warm_conf_load(const char *path, struct warm_target **ret, unsigned int *ret
 		path = env && *env ? env : "/etc/prealloc/warm.conf";
 	f = fopen(path, "re");
 	if (!f && errno == ENOENT) {
-		*ret = NULL;
-		*ret_nr = 0;
+		memset(ret, 0, sizeof(*ret));
+		settings_unset(&ret->set);
 		return 0;
 	}
 	if (!f) {
@@ -222,7 +382,7 @@ int warm_conf_load(const char *path, struct warm_target **ret, unsigned int *ret
 	r = getdelim(&text, &len, '\0', f) < 0 && !feof(f) ? -EIO : 0;
 	fclose(f);
 	if (r == 0)
-		r = warm_conf_parse(text ? text : "", ret, ret_nr, err, err_len);
+		r = warm_conf_parse(text ? text : "", ret, err, err_len);
 	if (r == -EINVAL) {
 		char line[256];
 

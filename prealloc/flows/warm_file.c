@@ -139,7 +139,7 @@ int warm_grow(struct prealloc_ctx *ctx, struct record *r, int fd, uint64_t lengt
 }
 
 int warm_create(struct prealloc_ctx *ctx, int node, uint64_t page_size, const char *mount,
-		uint64_t length, unsigned int threads, char *why, size_t why_len)
+		uint64_t length, const struct warm_pace *pace, char *why, size_t why_len)
 {
 	struct prealloc_prepare_info pinfo = { .size = sizeof(pinfo) };
 	struct prealloc_prepare_opts po = {
@@ -150,12 +150,12 @@ int warm_create(struct prealloc_ctx *ctx, int node, uint64_t page_size, const ch
 		.nr_nodes = 1,
 		.nodes = &node,
 		.dir = mount,
-		.threads = threads,
+		.threads = pace->threads,
 	};
 	struct prealloc_job *job;
 	int err;
 
-	err = prepare_start(ctx, &po, true, &job, &pinfo);
+	err = prepare_start(ctx, &po, pace, &job, &pinfo);
 	if (err == 0) {
 		err = prealloc_job_wait(job);
 		prealloc_prepare_info(job, &pinfo);

@@ -9,6 +9,7 @@
  * loses READY files beyond it.
  */
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,11 +80,13 @@ static int fill_returns(struct prealloc_ctx *ctx, struct store *s,
 		}
 		if (err == 0 && r->warm == PREALLOC_WARM_QUARANTINED) {
 			size_t before = s->nr;
+			uint64_t bytes = r->size;
 
 			err = record_settle(ctx, s, i, true, &rel);
 			/* Else its pages are still someone's: settled again by a later pass. */
 			if (s->nr < before) {
 				info->dropped++;
+				info->dropped_bytes += bytes;
 				i--;	/* the record left the store */
 			}
 		}
@@ -118,21 +121,43 @@ static int next_dirty(struct prealloc_ctx *ctx, unsigned int timeout_ms, struct 
 	return err < 0 ? err : found;
 }
 
+/* The job to its end; a readable stop_fd cancels it first (-ECANCELED). */
+static int job_finish(struct prealloc_job *job, int stop_fd)
+{
+	struct pollfd p[2] = { { .fd = prealloc_job_eventfd(job), .events = POLLIN },
+			       { .fd = stop_fd, .events = POLLIN } };
+
+	while (stop_fd >= 0 && !prealloc_job_done(job)) {
+		if (poll(p, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (p[1].revents) {
+			prealloc_job_cancel(job);
+			break;
+		}
+		if (p[0].revents)
+			break;
+	}
+	return prealloc_job_wait(job);
+}
+
 /*
  * Clears the file of r on its node and verifies it: every byte zero, every
  * page present and on the node (holes its holder punched are faulted there
- * by the clear). -EEXIST when the holder resized it; the verify's verdict.
+ * by the clear). -ESTALE when the holder resized it or linked it again,
+ * -ECANCELED when pace's stop_fd stopped it; the verify's verdict.
  */
-static int warm_clear(struct prealloc_ctx *ctx, const struct record *r, unsigned int threads,
-		      struct prealloc_report *report)
+static int warm_clear(struct prealloc_ctx *ctx, const struct record *r,
+		      const struct warm_pace *pace, struct prealloc_report *report)
 {
 	struct prealloc_job_opts jo = {
 		.size = sizeof(jo),
 		.op = PREALLOC_OP_CLEAR,
-		.flags = PREALLOC_JOB_VERIFY,
-		.threads = threads,
+		.flags = PREALLOC_JOB_VERIFY | (pace->idle ? PREALLOC_JOB_IDLE : 0),
+		.threads = pace->threads,
+		.max_rate = pace->max_rate,
 	};
 	struct prealloc_region *region;
+	struct prealloc_job *job;
 	struct statx stx;
 	int err;
 
@@ -145,7 +170,12 @@ static int warm_clear(struct prealloc_ctx *ctx, const struct record *r, unsigned
 		return -ESTALE;
 	}
 	test_pause("warm-fill-before-clear");
-	err = prealloc_run(region, &jo, report);
+	err = prealloc_job_start(region, &jo, &job);
+	if (err == 0) {
+		err = job_finish(job, pace->stop_fd);
+		prealloc_job_report(job, report);
+		prealloc_job_free(job);
+	}
 	prealloc_region_free(region);
 	test_pause("warm-fill-after-verify");
 	return err;
@@ -203,29 +233,43 @@ static int clear_done(struct prealloc_ctx *ctx, unsigned int timeout_ms, const s
 			/* Under the lock: two passes never lose each other's rates. */
 			if (err == 0 && seconds > 0)
 				note_rate(ctx, c, (double)c->size / seconds / 1e9);
+		} else if (result == -ECANCELED) {
+			/* Stopped, not failed: cleared again from the start by the next pass. */
+			s.r[i].warm = PREALLOC_WARM_DIRTY;
+			err = store_save(ctx, &s);
 		} else {
-			err = record_settle(ctx, &s, (size_t)i, true, &rel);
 			info->dropped++;
+			info->dropped_bytes += s.r[i].size;
+			err = record_settle(ctx, &s, (size_t)i, true, &rel);
 		}
 	}
 	store_close(&s, lock);
 	return err;
 }
 
+/* Whether fd (-1: none) is readable now: serve was asked to stop. */
+static bool stop_asked(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return fd >= 0 && poll(&p, 1, 0) > 0;
+}
+
 /* Every DIRTY file, one at a time: CLEARING, cleared and verified, then READY or removed. */
-static int fill_clears(struct prealloc_ctx *ctx, const struct prealloc_warm_fill_opts *o,
+static int fill_clears(struct prealloc_ctx *ctx, const struct warm_pass *p,
 		       struct prealloc_warm_fill_info *info)
 {
 	struct prealloc_report rep = { .size = sizeof(rep) };
 	struct record c;
 	int found, err, result;
 
-	while ((found = next_dirty(ctx, o->lock_timeout_ms, &c)) > 0) {
-		result = warm_clear(ctx, &c, o->threads, &rep);
-		if (result < 0)
+	while (!stop_asked(p->pace.stop_fd) &&
+	       (found = next_dirty(ctx, p->lock_timeout_ms, &c)) > 0) {
+		result = warm_clear(ctx, &c, &p->pace, &rep);
+		if (result < 0 && result != -ECANCELED)
 			fill_note(info, "warm file %s could not be cleared (%s): removed", c.tmp,
 				  strerror(-result));
-		err = clear_done(ctx, o->lock_timeout_ms, &c, result, rep.seconds, info);
+		err = clear_done(ctx, p->lock_timeout_ms, &c, result, rep.seconds, info);
 		if (err < 0)
 			return err;
 		if (result == 0) {
@@ -234,63 +278,136 @@ static int fill_clears(struct prealloc_ctx *ctx, const struct prealloc_warm_fill
 			info->clear_seconds += rep.seconds;
 		}
 	}
-	return found;
+	return 0;
 }
 
-/* Bytes of files (not quarantined) of target t, and the id of a READY one to drop. */
-static uint64_t target_held(const struct store *s, const struct warm_target *t, uint64_t dev,
-			    long *ret_ready)
+/* The device of target t's mount (-ENOENT: none), its path in *ret_mount. */
+static int target_dev(struct prealloc_ctx *ctx, const struct warm_target *t, uint64_t *ret_dev,
+		      const char **ret_mount)
 {
-	uint64_t sum = 0;
+	const char *mount = warm_mount(ctx, t->mount, t->page_size);
+	struct stat ms;
 
-	*ret_ready = -1;
+	if (!mount || stat(mount, &ms) < 0)
+		return -ENOENT;
+	*ret_dev = (uint64_t)ms.st_dev;
+	*ret_mount = mount;
+	return 0;
+}
+
+/* The target of warm file r, or -1: none wants it. devs: each target's mount, 0 none. */
+static long record_target(const struct warm_conf *conf, const uint64_t *devs,
+			  const struct record *r)
+{
+	for (unsigned int i = 0; i < conf->nr; i++)
+		if (devs[i] && warm_is(r, conf->t[i].node, conf->t[i].page_size, devs[i]))
+			return i;
+	return -1;
+}
+
+/*
+ * The file to give back first of those of target want (-1: of no target),
+ * DIRTY before READY (a dirty one saves its clear), or -1: none can go now.
+ */
+static long drop_pick(const struct store *s, const struct warm_conf *conf, const uint64_t *devs,
+		      long want)
+{
+	long ready = -1;
+
 	for (size_t i = 0; i < s->nr; i++) {
 		const struct record *r = &s->r[i];
 
-		if (!warm_is(r, t->node, t->page_size, dev) || r->warm == PREALLOC_WARM_QUARANTINED)
+		if (r->warm == WARM_NONE || record_target(conf, devs, r) != want)
 			continue;
-		sum += r->size;
+		if (r->warm == PREALLOC_WARM_DIRTY)
+			return (long)i;
 		if (r->warm == PREALLOC_WARM_READY)
-			*ret_ready = (long)i;
+			ready = (long)i;
+	}
+	return ready;
+}
+
+/* Bytes of warm files (not quarantined) of target want (-1: of none). */
+static uint64_t target_held(const struct store *s, const struct warm_conf *conf,
+			    const uint64_t *devs, long want)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < s->nr; i++) {
+		const struct record *r = &s->r[i];
+
+		if (r->warm != WARM_NONE && r->warm != PREALLOC_WARM_QUARANTINED &&
+		    record_target(conf, devs, r) == want)
+			sum += r->size;
 	}
 	return sum;
 }
 
-/*
- * Target t, one step: 1 when a file was made or removed (look again), 0
- * when it holds what it should, a negative errno.
- */
-static int target_step(struct prealloc_ctx *ctx, const struct prealloc_warm_fill_opts *o,
-		       const struct warm_target *t, struct prealloc_warm_fill_info *info)
+/* Under the lock: file i removed, its pages (and the pool's growth for it) given back. */
+static int drop_one(struct prealloc_ctx *ctx, struct store *s, long i,
+		    struct prealloc_warm_fill_info *info)
 {
 	struct prealloc_release_info rel = { .size = sizeof(rel) };
-	const char *mount = warm_mount(ctx, t->mount, t->page_size);
-	char why[512];
-	struct stat ms;
+
+	info->dropped++;
+	info->dropped_bytes += s->r[i].size;
+	test_pause("warm-drop");
+	return record_settle(ctx, s, (size_t)i, true, &rel);
+}
+
+/*
+ * Files over each target's limit given back, DIRTY first, then READY; with
+ * drop_untargeted, those of no target too. Files handed out, returning or
+ * being cleared count but stay: they go once they are DIRTY or READY.
+ */
+static int fill_trims(struct prealloc_ctx *ctx, const struct warm_pass *p, const uint64_t *devs,
+		      struct prealloc_warm_fill_info *info)
+{
 	struct store s;
-	uint64_t held;
-	long ready;
 	int lock, err;
 
-	if (!mount || stat(mount, &ms) < 0) {
-		fill_note(info, "no mount for node%d.%s (line %u)", t->node,
-			  prealloc_page_name(t->page_size), t->line);
-		return -ENOENT;
-	}
-	err = store_open(ctx, o->lock_timeout_ms, &s, &lock);
+	err = store_open(ctx, p->lock_timeout_ms, &s, &lock);
 	if (err < 0)
 		return err;
-	held = target_held(&s, t, (uint64_t)ms.st_dev, &ready);
-	if (held > t->bytes && ready >= 0) {
-		err = record_settle(ctx, &s, (size_t)ready, true, &rel);
-		info->dropped++;
+	for (long want = p->drop_untargeted ? -1 : 0; err == 0 && want < (long)p->conf->nr;
+	     want++) {
+		uint64_t limit = want < 0 ? 0 : p->limit[want];
+		long i;
+
+		if (want >= 0 && !devs[want])
+			continue;
+		while (err == 0 && target_held(&s, p->conf, devs, want) > limit &&
+		       (i = drop_pick(&s, p->conf, devs, want)) >= 0)
+			err = drop_one(ctx, &s, i, info);
 	}
 	store_close(&s, lock);
-	if (err < 0 || (held > t->bytes && ready >= 0))
-		return err < 0 ? err : 1;
-	if (!t->file_bytes || held + t->file_bytes > t->bytes)
+	return err;
+}
+
+/*
+ * Target i, one step: 1 when a file was made (look again), 0 when it holds
+ * what its limit allows, a negative errno.
+ */
+static int target_grow(struct prealloc_ctx *ctx, const struct warm_pass *p, unsigned int i,
+		       const uint64_t *devs, struct prealloc_warm_fill_info *info)
+{
+	const struct warm_target *t = &p->conf->t[i];
+	const char *mount = warm_mount(ctx, t->mount, t->page_size);
+	char why[512];
+	struct store s;
+	uint64_t held;
+	int lock, err;
+
+	if (!t->file_bytes || stop_asked(p->pace.stop_fd))
 		return 0;
-	err = warm_create(ctx, t->node, t->page_size, mount, t->file_bytes, o->threads, why,
+	err = store_open(ctx, p->lock_timeout_ms, &s, &lock);
+	if (err < 0)
+		return err;
+	held = target_held(&s, p->conf, devs, i);
+	store_close(&s, lock);
+	if (held + t->file_bytes > p->limit[i])
+		return 0;
+	err = warm_create(ctx, t->node, t->page_size, mount, t->file_bytes, &p->pace, why,
 			  sizeof(why));
 	if (err < 0) {
 		fill_note(info, "node%d.%s: %s", t->node, prealloc_page_name(t->page_size), why);
@@ -300,45 +417,159 @@ static int target_step(struct prealloc_ctx *ctx, const struct prealloc_warm_fill
 	return 1;
 }
 
+void warm_limits(struct prealloc_ctx *ctx, const struct warm_conf *conf, const uint64_t *cut,
+		 uint64_t *ret_limit)
+{
+	uint64_t share = warm_setting(conf->set.max_share, WARM_MAX_SHARE);
+
+	for (unsigned int i = 0; i < conf->nr; i++) {
+		const struct warm_target *t = &conf->t[i];
+		struct prealloc_node_info ni = { .size = sizeof(ni) };
+		uint64_t cap = UINT64_MAX, before = 0;
+
+		/* The node's share, less what the targets before this one on it take. */
+		if (prealloc_node_info(ctx, t->node, &ni) == 0 && ni.mem_total)
+			cap = ALIGN_DOWN(ni.mem_total / 100 * share, t->page_size);
+		for (unsigned int j = 0; j < i; j++)
+			if (conf->t[j].node == t->node)
+				before += ret_limit[j];
+		ret_limit[i] = MIN(t->bytes, cap > before ? cap - before : 0);
+		if (cut)
+			ret_limit[i] = ret_limit[i] > cut[i] ? ret_limit[i] - cut[i] : 0;
+	}
+}
+
+int warm_pass_run(struct prealloc_ctx *ctx, const struct warm_pass *p,
+		  struct prealloc_warm_fill_info *info)
+{
+	uint64_t *devs = calloc(p->conf->nr + 1, sizeof(*devs));
+	const char *mount;
+	struct store s;
+	int lock, err, first = 0;
+
+	if (!devs)
+		return -ENOMEM;
+	for (unsigned int i = 0; i < p->conf->nr; i++)
+		if (target_dev(ctx, &p->conf->t[i], &devs[i], &mount) < 0) {
+			fill_note(info, "no mount for node%d.%s (line %u)", p->conf->t[i].node,
+				  prealloc_page_name(p->conf->t[i].page_size), p->conf->t[i].line);
+			first = -ENOENT;	/* the other targets still get theirs */
+		}
+	err = store_open(ctx, p->lock_timeout_ms, &s, &lock);
+	if (err == 0) {
+		err = fill_returns(ctx, &s, info);
+		store_close(&s, lock);
+	}
+	/* Before the clears: a file over its target is not cleared to be dropped. */
+	if (err == 0)
+		err = fill_trims(ctx, p, devs, info);
+	if (err == 0)
+		err = fill_clears(ctx, p, info);
+	for (unsigned int i = 0; err == 0 && i < p->conf->nr; i++) {
+		int r = 0;
+
+		/* Bounded: a target needs at most its files made. */
+		for (unsigned int n = 0; devs[i] && n <= p->conf->t[i].files &&
+					 (r = target_grow(ctx, p, i, devs, info)) > 0;
+		     n++)
+			;
+		if (r < 0 && !first)
+			first = r;
+	}
+	free(devs);
+	return err < 0 ? err : first;
+}
+
+int warm_pass_shrink(struct prealloc_ctx *ctx, const struct warm_pass *p, uint64_t bytes,
+		     uint64_t *cut, struct prealloc_warm_fill_info *info)
+{
+	uint64_t *devs = calloc(p->conf->nr + 1, sizeof(*devs)), done = 0;
+	const char *mount;
+	struct store s;
+	int lock, err;
+
+	if (!devs)
+		return -ENOMEM;
+	for (unsigned int i = 0; i < p->conf->nr; i++)
+		target_dev(ctx, &p->conf->t[i], &devs[i], &mount);
+	err = store_open(ctx, p->lock_timeout_ms, &s, &lock);
+	if (err < 0) {
+		free(devs);
+		return err;
+	}
+	while (err == 0 && done < bytes) {
+		long i = -1, from = -1;
+		uint64_t most = 0;
+
+		/* Files no target wants, then a DIRTY one anywhere, then the fullest target's. */
+		if (p->drop_untargeted)
+			i = drop_pick(&s, p->conf, devs, -1);
+		for (long t = 0; i < 0 && t < (long)p->conf->nr; t++) {
+			long d = drop_pick(&s, p->conf, devs, t);
+
+			if (d >= 0 && s.r[d].warm == PREALLOC_WARM_DIRTY) {
+				i = d;
+				from = t;
+			}
+		}
+		for (long t = 0; i < 0 && t < (long)p->conf->nr; t++) {
+			uint64_t held = target_held(&s, p->conf, devs, t);
+
+			if (held > most && drop_pick(&s, p->conf, devs, t) >= 0) {
+				most = held;
+				from = t;
+			}
+		}
+		if (i < 0 && from >= 0)
+			i = drop_pick(&s, p->conf, devs, from);
+		if (i < 0)
+			break;	/* nothing can go now: handed out, returning or being cleared */
+		done += s.r[i].size;
+		if (from >= 0)
+			cut[from] += s.r[i].size;
+		err = drop_one(ctx, &s, i, info);
+	}
+	store_close(&s, lock);
+	free(devs);
+	return err;
+}
+
 EXPORT int prealloc_warm_fill(struct prealloc_ctx *ctx, const struct prealloc_warm_fill_opts *opts,
 			      struct prealloc_warm_fill_info *ret_info)
 {
 	struct prealloc_warm_fill_info info = { .size = sizeof(info) };
 	struct prealloc_warm_fill_opts o = { .size = sizeof(o) };
-	struct warm_target *t = NULL;
-	unsigned int nr = 0;
-	struct store s;
-	int lock, err, first = 0;
+	struct warm_conf conf = { 0 };
+	struct warm_pass p = { .conf = &conf };
+	uint64_t *limit = NULL;
+	int err;
 
 	if (!ctx || (ret_info && ret_info->size < sizeof(size_t)))
 		return -EINVAL;
 	err = opts ? copy_sized_in(&o, sizeof(o), opts) : 0;
-	if (!o.lock_timeout_ms)
-		o.lock_timeout_ms = ADMIT_LOCK_TIMEOUT_MS;
 	if (err == 0)
-		err = warm_conf_load(o.conf_path, &t, &nr, info.message, sizeof(info.message));
-	if (err == 0)
-		err = store_open(ctx, o.lock_timeout_ms, &s, &lock);
+		err = warm_conf_load(o.conf_path, &conf, info.message, sizeof(info.message));
 	if (err == 0) {
-		err = fill_returns(ctx, &s, &info);
-		store_close(&s, lock);
+		/* A one-shot pass runs as fast as it may, unless told (options, then warm.conf). */
+		p.pace = (struct warm_pace){
+			.threads = o.threads ? o.threads
+					     : (unsigned int)warm_setting(conf.set.clear_threads, 0),
+			.max_rate = o.clear_rate ? o.clear_rate : warm_setting(conf.set.clear_rate, 0),
+			.idle = o.flags & PREALLOC_WARM_FILL_IDLE,
+			.stop_fd = -1,
+		};
+		p.lock_timeout_ms = o.lock_timeout_ms ? o.lock_timeout_ms : ADMIT_LOCK_TIMEOUT_MS;
+		p.drop_untargeted = conf.found;
+		p.limit = limit = calloc(conf.nr + 1, sizeof(*limit));
+		err = limit ? 0 : -ENOMEM;
 	}
-	if (err == 0)
-		err = fill_clears(ctx, &o, &info);
-	for (unsigned int i = 0; err >= 0 && i < nr; i++) {
-		int r;
-
-		/* Bounded: a target needs at most its files made, or its excess dropped. */
-		for (unsigned int n = 0; (r = target_step(ctx, &o, &t[i], &info)) > 0; n++)
-			if (n > t[i].files + 4096)
-				break;
-		if (r < 0 && !first)
-			first = r;	/* the other targets still get theirs */
+	if (err == 0) {
+		warm_limits(ctx, &conf, NULL, limit);
+		err = warm_pass_run(ctx, &p, &info);
 	}
-	free(t);
-	if (err < 0)
-		first = err;
+	free(limit);
+	warm_conf_free(&conf);
 	if (ret_info)
 		copy_sized_out(ret_info, &info, sizeof(info));
-	return first;
+	return err;
 }

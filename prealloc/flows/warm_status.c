@@ -76,15 +76,15 @@ EXPORT int prealloc_warm_status(struct prealloc_ctx *ctx, const char *conf_path,
 				struct prealloc_warm_status *ret_status)
 {
 	struct prealloc_warm_status *e;
-	struct warm_target *t = NULL;
-	unsigned int nr_t = 0, nr = 0;
+	struct warm_conf conf;
+	unsigned int nr = 0;
 	char err[512], mount[PATH_MAX];
 	struct store s;
 	int r;
 
 	if (!ctx || !ret_status || ret_status->size < sizeof(size_t))
 		return -EINVAL;
-	r = warm_conf_load(conf_path, &t, &nr_t, err, sizeof(err));
+	r = warm_conf_load(conf_path, &conf, err, sizeof(err));
 	if (r < 0) {
 		struct prealloc_warm_status bad = { .size = sizeof(bad) };
 
@@ -94,15 +94,15 @@ EXPORT int prealloc_warm_status(struct prealloc_ctx *ctx, const char *conf_path,
 	}
 	r = store_load(ctx, &s);
 	if (r < 0) {
-		free(t);
+		warm_conf_free(&conf);
 		return r;
 	}
-	e = calloc(s.nr + nr_t + 1, sizeof(*e));
-	for (unsigned int i = 0; e && i < nr_t; i++) {
-		const char *m = warm_mount(ctx, t[i].mount, t[i].page_size);
+	e = calloc(s.nr + conf.nr + 1, sizeof(*e));
+	for (unsigned int i = 0; e && i < conf.nr; i++) {
+		const struct warm_target *t = &conf.t[i];
+		const char *m = warm_mount(ctx, t->mount, t->page_size);
 
-		status_entry(e, &nr, m ? m : "-", t[i].node, t[i].page_size)->target_bytes +=
-			t[i].bytes;
+		status_entry(e, &nr, m ? m : "-", t->node, t->page_size)->target_bytes += t->bytes;
 	}
 	for (size_t i = 0; e && i < s.nr; i++) {
 		const struct record *rec = &s.r[i];
@@ -116,7 +116,7 @@ EXPORT int prealloc_warm_status(struct prealloc_ctx *ctx, const char *conf_path,
 		x->files[rec->warm]++;
 	}
 	store_free(&s);
-	free(t);
+	warm_conf_free(&conf);
 	if (!e)
 		return -ENOMEM;
 	qsort(e, nr, sizeof(*e), status_cmp);

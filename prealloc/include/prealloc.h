@@ -256,6 +256,7 @@ enum prealloc_job_flags {
 	PREALLOC_JOB_NO_PLACEMENT = 1u << 1, /* skip the move_pages placement query */
 	PREALLOC_JOB_TOUCH = 1u << 2,	   /* force the touch fallback (tests) */
 	PREALLOC_JOB_NO_PIN = 1u << 3,	   /* do not pin workers to node CPUs */
+	PREALLOC_JOB_IDLE = 1u << 4,	   /* workers run SCHED_IDLE (else nice 19): background */
 };
 
 enum prealloc_method {
@@ -277,6 +278,12 @@ struct prealloc_job_opts {
 	 * (see "completion" below). NULL: the eventfd alone. Read at start only.
 	 */
 	const struct prealloc_completion *completion;
+	/*
+	 * Bytes per second per node, the op's writes and the check's reads
+	 * together; 0: as fast as the memory goes. Workers sleep between steps
+	 * to stay under it, so that a background job leaves bandwidth to others.
+	 */
+	uint64_t max_rate;
 };
 
 struct prealloc_node_report {
@@ -773,6 +780,11 @@ enum prealloc_admit_flags {
 	PREALLOC_ADMIT_RESERVE = 1u << 0,  /* grow short node pools to fit */
 	PREALLOC_ADMIT_NO_CHECK = 1u << 1, /* tests only: reserve without checking capacity */
 	PREALLOC_ADMIT_CANCEL_FD = 1u << 2, /* cancel_fd is set (0 is a valid fd, so a flag) */
+	/*
+	 * A node short of free pages takes none from READY warm files (which
+	 * it otherwise cuts or removes first, before growing or refusing).
+	 */
+	PREALLOC_ADMIT_KEEP_WARM = 1u << 3,
 };
 
 enum prealloc_admit_reason {
@@ -857,6 +869,14 @@ struct prealloc_admit_result {
 	 */
 	uint64_t capacity_estimate;
 	uint64_t capacity_margin;
+	/*
+	 * Pages taken from READY warm files of the node (prepared ahead for
+	 * other guests) because its free pages were short, before any growth:
+	 * warm_cut files cut to a smaller size, warm_removed removed. Their
+	 * growth of the pool moved to this request (in added).
+	 */
+	uint64_t warm_pages;
+	unsigned int warm_cut, warm_removed;
 };
 
 /*
@@ -1415,13 +1435,20 @@ struct prealloc_warm_give_info {
 int prealloc_warm_give(struct prealloc_ctx *ctx, const char *path, const char *holder,
 		       struct prealloc_warm_give_info *ret_info);
 
+enum prealloc_warm_fill_flags {
+	PREALLOC_WARM_FILL_IDLE = 1 << 0,	/* workers SCHED_IDLE (else nice 19) */
+};
+
 struct prealloc_warm_fill_opts {
 	size_t size;		/* sizeof(struct prealloc_warm_fill_opts) */
-	unsigned int flags;	/* none yet */
+	unsigned int flags;	/* enum prealloc_warm_fill_flags */
 	/* The targets; NULL: /etc/prealloc/warm.conf ($PREALLOC_WARM_CONF). */
 	const char *conf_path;
-	unsigned int threads;	/* per node; 0: every allowed CPU of the node */
+	/* Per node; 0: warm.conf's clear_threads, else every allowed CPU of the node. */
+	unsigned int threads;
 	unsigned int lock_timeout_ms;	/* 0: 30000 */
+	/* Bytes per second per node; 0: warm.conf's clear_rate, else no cap. */
+	uint64_t clear_rate;
 };
 
 struct prealloc_warm_fill_info {
@@ -1433,6 +1460,7 @@ struct prealloc_warm_fill_info {
 	uint64_t cleared_bytes;
 	double clear_seconds;	/* the clears' own time */
 	char message[512];	/* the first failure, if any */
+	uint64_t dropped_bytes;	/* of the files removed */
 };
 
 /*
@@ -1445,6 +1473,53 @@ struct prealloc_warm_fill_info {
  */
 int prealloc_warm_fill(struct prealloc_ctx *ctx, const struct prealloc_warm_fill_opts *opts,
 		       struct prealloc_warm_fill_info *ret_info);
+
+/*
+ * The daemon's loop (prealloc warm serve): fill's pass whenever there may
+ * be work (a give or take changed the store, check_interval passed and a
+ * holder may be gone, warm.conf was read again), its clears and new files
+ * in the background (SCHED_IDLE workers, warm.conf's clear_threads and
+ * clear_rate), and warm files given back under memory pressure (a PSI
+ * trigger, else a MemAvailable floor). docs/warm.md.
+ */
+struct prealloc_warm_serve;
+
+struct prealloc_warm_serve_opts {
+	size_t size;		/* sizeof(struct prealloc_warm_serve_opts) */
+	unsigned int flags;	/* none yet */
+	const char *conf_path;	/* NULL: /etc/prealloc/warm.conf ($PREALLOC_WARM_CONF) */
+	/*
+	 * Readable: prealloc_warm_serve_run returns (a clear under way is
+	 * cancelled, its file DIRTY again). Not read: the caller's to drain.
+	 */
+	int stop_fd;
+	/*
+	 * Readable: warm.conf is read again (what is readable is read and
+	 * dropped: a signalfd, eventfd or pipe); a bad one is logged and the
+	 * targets stay. -1: none.
+	 */
+	int reload_fd;
+	unsigned int lock_timeout_ms;	/* 0: 30000 */
+};
+
+struct prealloc_warm_serve_info {
+	size_t size;		/* sizeof(struct prealloc_warm_serve_info) */
+	unsigned int passes;
+	unsigned int returned, cleared, created, dropped;	/* as prealloc_warm_fill's */
+	uint64_t cleared_bytes, dropped_bytes;
+	uint64_t pressure_events;	/* PSI events, or MemAvailable under the floor */
+	uint64_t pressure_dropped_bytes; /* of dropped_bytes, given back under pressure */
+	char message[512];	/* why _new failed: a bad line of warm.conf, named */
+};
+
+/* Reads warm.conf and arms the pressure trigger; -EINVAL with info->message for a bad conf. */
+int prealloc_warm_serve_new(struct prealloc_ctx *ctx, const struct prealloc_warm_serve_opts *opts,
+			    struct prealloc_warm_serve **ret_serve,
+			    struct prealloc_warm_serve_info *ret_info);
+/* Serves until stop_fd is readable: 0, or a negative errno if it cannot wait. */
+int prealloc_warm_serve_run(struct prealloc_warm_serve *serve,
+			    struct prealloc_warm_serve_info *ret_info);
+void prealloc_warm_serve_free(struct prealloc_warm_serve *serve);
 
 struct prealloc_warm_status {
 	size_t size;		/* sizeof(struct prealloc_warm_status) */

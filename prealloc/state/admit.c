@@ -10,6 +10,7 @@
  * faulted its pages (commit) or given up (rollback). A line is written
  * before the growth it names.
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,6 +198,80 @@ static uint64_t foreign_reserved(struct prealloc_ctx *ctx, const struct store *s
 	return gresv > mine ? gresv - mine : 0;
 }
 
+/* The pool link of READY warm file w opened, checked to be its file with no other link. */
+static int warm_link_open(const struct record *w)
+{
+	struct statx stx;
+	int fd = open(w->tmp, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (file_statx(fd, "", AT_EMPTY_PATH, &stx) < 0 || !record_is_file(w, &stx) ||
+	    stx.stx_nlink != 1) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+/*
+ * Pages of READY warm files on node i of the request freed for record id
+ * (line: its line for the node): each file cut by what is still short, or
+ * removed when it has no more. What a file's lines added to the pool moves
+ * to id's line, so that it is given back with id's own growth, not now
+ * (the pages are this request's). Written ahead: the store says the file
+ * is smaller (or gone) before it is; the pages go back to the pool's free
+ * list at the cut (nothing maps a READY file). Returns the pages freed.
+ */
+static uint64_t take_warm(struct prealloc_ctx *ctx, struct store *s, uint64_t id,
+			  unsigned int line, int node, uint64_t ps, uint64_t short_pages,
+			  struct prealloc_admit_result *res)
+{
+	uint64_t freed = 0;
+
+	for (size_t i = 0; i < s->nr && freed < short_pages; i++) {
+		struct record *w = &s->r[i];
+		uint64_t pages = w->size / ps, cut = MIN(pages, short_pages - freed);
+		char link[PATH_MAX];
+		struct rec_pool *mine;
+		int fd, r;
+
+		if (w->warm != PREALLOC_WARM_READY || w->warm_node != node || w->page_size != ps ||
+		    !pages || (fd = warm_link_open(w)) < 0)
+			continue;
+		snprintf(link, sizeof(link), "%s", w->tmp);
+		mine = &s->r[store_find(s, id)].pools[line];
+		for (unsigned int k = 0; k < w->nr_pools; k++) {
+			struct rec_pool *p = &w->pools[k];
+			uint64_t moved = MIN(p->added, cut);
+
+			if (p->node != node || p->page_size != ps)
+				continue;
+			p->added -= moved;
+			p->pages -= MIN(p->pages, cut);
+			mine->added += moved;
+		}
+		if (cut == pages)
+			store_del(s, i--);
+		else
+			w->size -= cut * ps;
+		r = store_save(ctx, s);
+		test_pause("admit-warm-taken");
+		if (r == 0)
+			r = cut == pages ? unlink(link) : ftruncate(fd, (off_t)((pages - cut) * ps));
+		close(fd);
+		if (r < 0)
+			break;	/* the store is ahead: a later pass or gc settles the file */
+		freed += cut;
+		res->warm_pages += cut;
+		if (cut == pages)
+			res->warm_removed++;
+		else
+			res->warm_cut++;
+	}
+	return freed;
+}
+
 /* One node of the request: enough free pages (less others' promises), or grow, or fail. */
 static int admit_node(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *o,
 		      struct store *s, uint64_t id, unsigned int i, double deadline,
@@ -222,6 +297,11 @@ static int admit_node(struct prealloc_ctx *ctx, const struct prealloc_admit_opts
 	if (ctx->nr_nodes == 1)
 		others += foreign_reserved(ctx, s, ps, id, &gfree);
 	avail = free_pages > others ? free_pages - others : 0;
+	/* Short: READY warm files on the node first, before any growth (docs/warm.md). */
+	if (avail < need && !(o->flags & (PREALLOC_ADMIT_NO_CHECK | PREALLOC_ADMIT_KEEP_WARM)) &&
+	    take_warm(ctx, s, id, s->r[ri].nr_pools - 1, o->nodes[i], ps, need - avail, res) &&
+	    hugetlb_read(ctx, o->nodes[i], ps, &total, &free_pages, NULL) == 0)
+		avail = free_pages > others ? free_pages - others : 0;
 	res->pool_total = total;
 	res->pool_free = free_pages;
 	res->reserved_others = others;

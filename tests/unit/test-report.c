@@ -181,11 +181,19 @@ static void test_create_json(void)
 	static const char *const keys[] = { "command", "bytes", "bytes_done", "seconds",
 		"gb_per_s", "page_size", "page_label", "file", "method", "threads",
 		"verify_seconds", "verified", "first_nonzero_offset", "cancelled", "notify",
-		"notify_error", "error", "qemu", "note", "nodes", NULL };
+		"notify_error", "error", "admission", "qemu", "note", "nodes", NULL };
 	static const char *const error_keys[] = { "errno", "message", "node", "offset", NULL };
+	static const char *const admit_keys[] = { "warm_pages", "warm_files_cut",
+		"warm_files_removed", "grown_pages", NULL };
+	/* Each count its own value: two swapped would show. */
+	static const struct prealloc_admit_result admit = {
+		.size = sizeof(admit), .warm_pages = 1536, .warm_cut = 1, .warm_removed = 3,
+		.added = 512,
+	};
 	struct prealloc_node_report n[2];
 	struct prealloc_report rep;
 	struct run_view view = {
+		.admit = &admit,
 		.command = "create",
 		.file = "/dev/hugepages/guest-file",
 		.page_label = "2M",
@@ -220,6 +228,12 @@ static void test_create_json(void)
 	is_string(o, w, "notify_error", strerror(EPERM));
 	is_string(o, w, "qemu", view.qemu);
 	is_string(o, w, "note", view.note);
+	e = json_object_object_get(o, "admission");
+	has_keys(e, "create admission", admit_keys);
+	is_u64(e, "create admission", "warm_pages", 1536);
+	is_int(e, "create admission", "warm_files_cut", 1);
+	is_int(e, "create admission", "warm_files_removed", 3);
+	is_u64(e, "create admission", "grown_pages", 512);
 	e = json_object_object_get(o, "error");
 	has_keys(e, "create error", error_keys);
 	is_int(e, "create error", "errno", ENOSPC);
@@ -493,6 +507,7 @@ static void test_create_view(void)
 	is_string(o, "create view", "qemu", info.qemu_option);
 	is_string(o, "create view", "note", info.page_reason);
 	is_bool(o, "create view", "verified", true);
+	tap_ok(view.admit == &info.admit, "create view: the admission is the run's");
 	json_object_put(o);
 
 	/* Adopted (--reuse): the note says the contents stayed, whatever auto said. */

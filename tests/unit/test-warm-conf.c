@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * /etc/prealloc/warm.conf (flows/warm_conf.c): the targets a good file
- * names, in order, with and without a mount; every kind of bad line refused
- * with its line number and the reason, and nothing returned for the file.
+ * names, in order, with and without a mount; its settings, and unset ones
+ * left unset; every kind of bad line refused with its line number and the
+ * reason, and nothing returned for the file.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -22,10 +23,11 @@ static void test_good(void)
 				   "node0.4k = 4G\n"
 				   "node3.2M = 0\n"
 				   "node0.2M = 4 x 512M @ /mnt/guests";
-	struct warm_target *t = NULL;
-	unsigned int nr = 0;
+	struct warm_conf conf;
 	char err[256] = "";
-	int r = warm_conf_parse(text, &t, &nr, err, sizeof(err));
+	int r = warm_conf_parse(text, &conf, err, sizeof(err));
+	struct warm_target *t = conf.t;
+	unsigned int nr = conf.nr;
 
 	if (!tap_ok(r == 0 && nr == 5, "a good file: 5 targets (r %d, nr %u, '%s')", r, nr, err))
 		return;
@@ -44,10 +46,56 @@ static void test_good(void)
 	       "node0.2M = 4 x 512M on another mount: another target, 4 files (last line, no newline)");
 	tap_ok(t[0].files == 1 && t[0].file_bytes == 16 * G && t[3].files == 0,
 	       "SIZE alone is one file of that size; 0 is no file");
-	free(t);
-	r = warm_conf_parse("# nothing\n\n", &t, &nr, err, sizeof(err));
-	tap_ok(r == 0 && nr == 0, "comments and blank lines only: no target");
-	free(t);
+	tap_ok(conf.set.clear_threads == WARM_UNSET && conf.set.clear_rate == WARM_UNSET &&
+		       conf.set.max_share == WARM_UNSET && conf.set.psi_stall_us == WARM_UNSET &&
+		       conf.set.pressure_step == WARM_UNSET &&
+		       conf.set.available_floor == WARM_UNSET &&
+		       conf.set.pressure_quiet_s == WARM_UNSET &&
+		       conf.set.check_interval_s == WARM_UNSET,
+	       "no setting given: every one unset (its user's default)");
+	warm_conf_free(&conf);
+	r = warm_conf_parse("# nothing\n\n", &conf, err, sizeof(err));
+	tap_ok(r == 0 && conf.nr == 0, "comments and blank lines only: no target");
+	warm_conf_free(&conf);
+}
+
+static void test_settings(void)
+{
+	static const char text[] = "clear_threads = 2\n"
+				   "clear_rate = 1.5   # GB/s\n"
+				   "max_share = 40%\n"
+				   "node0.2M = 4G\n"
+				   "pressure = full 200ms 2s\n"
+				   "pressure_step = 512M\n"
+				   "available_floor = 3G\n"
+				   "pressure_quiet = 2m\n"
+				   "check_interval = 7s\n";
+	struct warm_conf conf;
+	char err[256] = "";
+	int r = warm_conf_parse(text, &conf, err, sizeof(err));
+
+	if (!tap_ok(r == 0 && conf.nr == 1, "settings and a target (r %d, '%s')", r, err))
+		return;
+	tap_ok(conf.t[0].line == 4 && conf.t[0].bytes == 4 * G, "the target among them: line 4");
+	tap_ok(conf.set.clear_threads == 2, "clear_threads 2 (%llu)",
+	       (unsigned long long)conf.set.clear_threads);
+	tap_ok(conf.set.clear_rate == 1500000000, "clear_rate 1.5 GB/s in bytes (%llu)",
+	       (unsigned long long)conf.set.clear_rate);
+	tap_ok(conf.set.max_share == 40, "max_share 40%%");
+	tap_ok(conf.set.psi_full == 1 && conf.set.psi_stall_us == 200000 &&
+		       conf.set.psi_window_us == 2000000,
+	       "pressure full 200ms 2s (%llu us in %llu us)",
+	       (unsigned long long)conf.set.psi_stall_us, (unsigned long long)conf.set.psi_window_us);
+	tap_ok(conf.set.pressure_step == 512 * M && conf.set.available_floor == 3 * G,
+	       "pressure_step 512M, available_floor 3G: different values, each its own");
+	tap_ok(conf.set.pressure_quiet_s == 120 && conf.set.check_interval_s == 7,
+	       "pressure_quiet 2m is 120 s, check_interval 7 s");
+	warm_conf_free(&conf);
+	r = warm_conf_parse("pressure = off\nclear_rate = 0\n", &conf, err, sizeof(err));
+	tap_ok(r == 0 && conf.set.psi_stall_us == 0 && conf.set.psi_window_us == 0 &&
+		       conf.set.clear_rate == 0,
+	       "pressure off and clear_rate 0 (no cap) are set, not unset");
+	warm_conf_free(&conf);
 }
 
 static void test_bad(void)
@@ -75,16 +123,33 @@ static void test_bad(void)
 		  "node0.2M is already set on line 1" },
 		{ "node1.4k = 2G @ /dev/shm\nnode1.4k = 1G @ /dev/shm\n", "line 2",
 		  "node1.4k is already set on line 1" },
+		{ "clear_threads = 0\n", "line 1", "bad clear_threads '0'" },
+		{ "clear_threads = two\n", "line 1", "bad clear_threads 'two'" },
+		{ "clear_rate = -1\n", "line 1", "bad clear_rate '-1'" },
+		{ "clear_rate = 2G\n", "line 1", "bad clear_rate '2G'" },
+		{ "max_share = 0%\n", "line 1", "bad max_share '0%'" },
+		{ "max_share = 101%\n", "line 1", "bad max_share '101%'" },
+		{ "pressure = some 150ms\n", "line 1", "bad pressure 'some 150ms'" },
+		{ "pressure = some 150ms 100ms\n", "line 1", "bad pressure" },
+		{ "pressure = some 2s 1s\n", "line 1", "bad pressure" },
+		{ "pressure = some 100ms 11s\n", "line 1", "bad pressure" },
+		{ "pressure = most 100ms 1s\n", "line 1", "bad pressure" },
+		{ "pressure = some 100 1s\n", "line 1", "bad pressure" },
+		{ "pressure_step = 0\n", "line 1", "bad pressure_step '0'" },
+		{ "available_floor = lots\n", "line 1", "bad available_floor 'lots'" },
+		{ "pressure_quiet = 500ms\n", "line 1", "bad pressure_quiet '500ms'" },
+		{ "check_interval = 5\n", "line 1", "bad check_interval '5'" },
+		{ "clear_thread = 1\n", "line 1", "bad target 'clear_thread'" },
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
-		struct warm_target *t = (struct warm_target *)1;
-		unsigned int nr = 77;
+		struct warm_conf conf = { .t = (struct warm_target *)1, .nr = 77 };
 		char err[256] = "";
-		int r = warm_conf_parse(bad[i][0], &t, &nr, err, sizeof(err));
+		int r = warm_conf_parse(bad[i][0], &conf, err, sizeof(err));
 
 		tap_ok(r == -EINVAL && !strncmp(err, bad[i][1], strlen(bad[i][1])) &&
-			       strstr(err, bad[i][2]) && t == (struct warm_target *)1 && nr == 77,
+			       strstr(err, bad[i][2]) && conf.t == (struct warm_target *)1 &&
+			       conf.nr == 77,
 		       "refused, nothing returned: '%s' (want %s: %s)", err, bad[i][1], bad[i][2]);
 	}
 }
@@ -92,6 +157,7 @@ static void test_bad(void)
 int main(void)
 {
 	test_good();
+	test_settings();
 	test_bad();
 	return tap_done();
 }

@@ -1,0 +1,392 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * prealloc_warm_serve_*: the daemon's loop (docs/warm.md). It runs fill's
+ * pass (warm_fill.c) whenever there may be work: the store changed (a give,
+ * a take; inotify on the state directory), check_interval passed (a holder
+ * may have died: the liveness checks are fill's own), warm.conf was read
+ * again (reload_fd, SIGHUP in the CLI). Clears and new files run in the
+ * background: SCHED_IDLE workers, clear_threads per node, clear_rate.
+ *
+ * Pressure: a PSI trigger on /proc/pressure/memory (psi(7)) where it
+ * exists, else MemAvailable below available_floor. Each event gives back
+ * pressure_step of warm files (DIRTY first, then READY, the fullest target
+ * first) and lowers that target's limit by as much, so that the pass does
+ * not make them again; pressure_quiet after the last event the targets
+ * hold again.
+ */
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include "flows.h"
+
+#define SERVE_CLEAR_THREADS 1
+#define SERVE_CLEAR_RATE UINT64_C(2000000000)	/* bytes per second per node */
+#define SERVE_PSI_STALL_US 150000
+#define SERVE_PSI_WINDOW_US 1000000
+#define SERVE_PRESSURE_STEP (UINT64_C(1) << 30)
+#define SERVE_AVAILABLE_FLOOR (UINT64_C(1) << 30)
+#define SERVE_PRESSURE_QUIET_S 60
+#define SERVE_CHECK_INTERVAL_S 5
+#define SERVE_FLOOR_POLL_MS 1000
+
+struct prealloc_warm_serve {
+	struct prealloc_ctx *ctx;
+	struct prealloc_warm_serve_opts o;
+	char conf_path[PATH_MAX];	/* "" : the default */
+	struct warm_conf conf;
+	uint64_t *cut;			/* per target: given back under pressure */
+	uint64_t *limit;
+	int inotify_fd;
+	int psi_fd;			/* -1: none (floor, or off) */
+	uint64_t floor;			/* without PSI: MemAvailable floor; 0 off */
+	double last_pressure;		/* 0: none since the targets last held */
+	bool dirty;			/* a pass is due */
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Reads what is readable from fd without blocking (a signalfd's, an eventfd's, a pipe's). */
+static void drain(int fd)
+{
+	char buf[4096] __attribute__((aligned(8)));
+
+	while (fd >= 0 && read(fd, buf, sizeof(buf)) > 0)
+		;
+}
+
+static uint64_t set_or(uint64_t v, uint64_t def)
+{
+	return warm_setting(v, def);
+}
+
+/*
+ * The pressure source of the settings: a PSI trigger (psi_fd), else the
+ * floor. The trigger is written as psi(7) says: "some|full STALL WINDOW",
+ * in microseconds, and lives as long as the fd.
+ */
+static void pressure_arm(struct prealloc_warm_serve *srv)
+{
+	const struct warm_settings *set = &srv->conf.set;
+	uint64_t stall = set_or(set->psi_stall_us, SERVE_PSI_STALL_US);
+	uint64_t window = set_or(set->psi_window_us, SERVE_PSI_WINDOW_US);
+	char path[PATH_MAX], trig[64];
+	int fd = -1, n;
+
+	if (srv->psi_fd >= 0)
+		close(srv->psi_fd);
+	srv->psi_fd = -1;
+	srv->floor = 0;
+	if (stall == 0)
+		return;		/* pressure = off */
+	n = snprintf(trig, sizeof(trig), "%s %llu %llu", set->psi_full == 1 ? "full" : "some",
+		     (unsigned long long)stall, (unsigned long long)window);
+	if (proc_path(srv->ctx, path, sizeof(path), "/pressure/memory") == 0)
+		fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	if (fd >= 0 && write(fd, trig, (size_t)n + 1) == n + 1) {
+		srv->psi_fd = fd;
+		ctx_log(srv->ctx, PREALLOC_LOG_INFO, "warm serve: pressure from PSI (%s)", trig);
+		return;
+	}
+	if (fd >= 0)
+		close(fd);
+	srv->floor = set_or(set->available_floor, SERVE_AVAILABLE_FLOOR);
+	ctx_log(srv->ctx, PREALLOC_LOG_INFO,
+		"warm serve: no PSI trigger (%s): pressure is MemAvailable under %llu MiB",
+		strerror(errno), (unsigned long long)(srv->floor >> 20));
+}
+
+/* MemAvailable in bytes, or UINT64_MAX when it cannot be read. */
+static uint64_t mem_available(struct prealloc_ctx *ctx)
+{
+	char path[PATH_MAX], line[256];
+	unsigned long long kb;
+	uint64_t r = UINT64_MAX;
+	FILE *f;
+
+	if (proc_path(ctx, path, sizeof(path), "/meminfo") < 0 || !(f = fopen(path, "re")))
+		return r;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
+			r = (uint64_t)kb << 10;
+			break;
+		}
+	fclose(f);
+	return r;
+}
+
+/* warm.conf (again): on success the new targets replace the old and the cuts start over. */
+static int serve_load(struct prealloc_warm_serve *srv, char *err, size_t len)
+{
+	struct warm_conf conf;
+	uint64_t *cut, *limit;
+	int r;
+
+	r = warm_conf_load(srv->conf_path[0] ? srv->conf_path : NULL, &conf, err, len);
+	if (r < 0)
+		return r;
+	cut = calloc(conf.nr + 1, sizeof(*cut));
+	limit = calloc(conf.nr + 1, sizeof(*limit));
+	if (!cut || !limit) {
+		free(cut);
+		free(limit);
+		warm_conf_free(&conf);
+		return -ENOMEM;
+	}
+	warm_conf_free(&srv->conf);
+	free(srv->cut);
+	free(srv->limit);
+	srv->conf = conf;
+	srv->cut = cut;
+	srv->limit = limit;
+	srv->last_pressure = 0;
+	srv->dirty = true;
+	pressure_arm(srv);
+	return 0;
+}
+
+static void serve_pass_opts(struct prealloc_warm_serve *srv, struct warm_pass *p)
+{
+	const struct warm_settings *set = &srv->conf.set;
+
+	warm_limits(srv->ctx, &srv->conf, srv->cut, srv->limit);
+	*p = (struct warm_pass){
+		.conf = &srv->conf,
+		.limit = srv->limit,
+		.pace = {
+			.threads = (unsigned int)set_or(set->clear_threads, SERVE_CLEAR_THREADS),
+			.max_rate = set_or(set->clear_rate, SERVE_CLEAR_RATE),
+			.idle = true,
+			.stop_fd = srv->o.stop_fd,
+		},
+		.lock_timeout_ms = srv->o.lock_timeout_ms,
+		.drop_untargeted = srv->conf.found,
+	};
+}
+
+static void fill_add(struct prealloc_warm_serve_info *info,
+		     const struct prealloc_warm_fill_info *f)
+{
+	info->returned += f->returned;
+	info->cleared += f->cleared;
+	info->created += f->created;
+	info->dropped += f->dropped;
+	info->cleared_bytes += f->cleared_bytes;
+	info->dropped_bytes += f->dropped_bytes;
+}
+
+/* One pass, logged when it did something. */
+static void serve_pass(struct prealloc_warm_serve *srv, struct prealloc_warm_serve_info *info)
+{
+	struct prealloc_warm_fill_info f = { .size = sizeof(f) };
+	struct warm_pass p;
+	int r;
+
+	serve_pass_opts(srv, &p);
+	r = warm_pass_run(srv->ctx, &p, &f);
+	info->passes++;
+	fill_add(info, &f);
+	if (f.returned || f.cleared || f.created || f.dropped)
+		ctx_log(srv->ctx, PREALLOC_LOG_INFO,
+			"warm serve: %u returned, %u cleared (%llu MiB, %.2f GB/s), %u made, "
+			"%u given back (%llu MiB)",
+			f.returned, f.cleared, (unsigned long long)(f.cleared_bytes >> 20),
+			f.clear_seconds > 0 ? (double)f.cleared_bytes / f.clear_seconds / 1e9 : 0.0,
+			f.created, f.dropped, (unsigned long long)(f.dropped_bytes >> 20));
+	if (r < 0 || f.message[0])
+		ctx_log(srv->ctx, PREALLOC_LOG_WARNING, "warm serve: %s",
+			f.message[0] ? f.message : strerror(-r));
+}
+
+/* A pressure event: pressure_step of warm files given back, their targets' limits cut. */
+static void serve_pressure(struct prealloc_warm_serve *srv, struct prealloc_warm_serve_info *info)
+{
+	struct prealloc_warm_fill_info f = { .size = sizeof(f) };
+	uint64_t step = set_or(srv->conf.set.pressure_step, SERVE_PRESSURE_STEP);
+	struct warm_pass p;
+	int r;
+
+	serve_pass_opts(srv, &p);
+	r = warm_pass_shrink(srv->ctx, &p, step, srv->cut, &f);
+	info->pressure_events++;
+	info->pressure_dropped_bytes += f.dropped_bytes;
+	fill_add(info, &f);
+	srv->last_pressure = now_s();
+	ctx_log(srv->ctx, r < 0 ? PREALLOC_LOG_WARNING : PREALLOC_LOG_INFO,
+		"warm serve: memory pressure: %u files given back (%llu MiB)%s%s", f.dropped,
+		(unsigned long long)(f.dropped_bytes >> 20), r < 0 ? ": " : "",
+		r < 0 ? strerror(-r) : "");
+}
+
+EXPORT int prealloc_warm_serve_new(struct prealloc_ctx *ctx,
+				   const struct prealloc_warm_serve_opts *opts,
+				   struct prealloc_warm_serve **ret_serve,
+				   struct prealloc_warm_serve_info *ret_info)
+{
+	struct prealloc_warm_serve_info info = { .size = sizeof(info) };
+	struct prealloc_warm_serve *srv;
+	int r;
+
+	if (!ctx || !ret_serve || (ret_info && ret_info->size < sizeof(size_t)))
+		return -EINVAL;
+	srv = calloc(1, sizeof(*srv));
+	if (!srv)
+		return -ENOMEM;
+	srv->ctx = ctx;
+	srv->psi_fd = srv->inotify_fd = -1;
+	srv->o = (struct prealloc_warm_serve_opts){ .size = sizeof(srv->o), .stop_fd = -1,
+						    .reload_fd = -1 };
+	r = opts ? copy_sized_in(&srv->o, sizeof(srv->o), opts) : 0;
+	if (!srv->o.lock_timeout_ms)
+		srv->o.lock_timeout_ms = ADMIT_LOCK_TIMEOUT_MS;
+	if (r == 0 && srv->o.conf_path &&
+	    snprintf(srv->conf_path, sizeof(srv->conf_path), "%s", srv->o.conf_path) >=
+		    (int)sizeof(srv->conf_path))
+		r = -ENAMETOOLONG;
+	srv->o.conf_path = NULL;	/* the copy is ours */
+	if (r == 0)
+		r = serve_load(srv, info.message, sizeof(info.message));
+	/* Every save of the store is a rename onto "store": one event per change. */
+	if (r == 0)
+		r = statedir_ensure(ctx);
+	if (r == 0) {
+		srv->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+		if (srv->inotify_fd < 0 ||
+		    inotify_add_watch(srv->inotify_fd, ctx->state_dir, IN_MOVED_TO) < 0)
+			r = -errno;
+	}
+	if (r < 0 && !info.message[0])
+		snprintf(info.message, sizeof(info.message), "%s", strerror(-r));
+	if (ret_info)
+		copy_sized_out(ret_info, &info, sizeof(info));
+	if (r < 0) {
+		prealloc_warm_serve_free(srv);
+		return r;
+	}
+	*ret_serve = srv;
+	return 0;
+}
+
+/* Whether the store itself changed among the queued events (our own saves too). */
+static bool store_changed(int fd)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	bool changed = false;
+	ssize_t n;
+
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		for (char *p = buf; p < buf + n;) {
+			const struct inotify_event *ev = (const struct inotify_event *)p;
+
+			if (ev->len && !strcmp(ev->name, STORE_LEAF))
+				changed = true;
+			p += sizeof(*ev) + ev->len;
+		}
+	return changed;
+}
+
+/* How long to wait for the next event, in ms. */
+static int serve_timeout(const struct prealloc_warm_serve *srv, double last_pass)
+{
+	double wait = (double)set_or(srv->conf.set.check_interval_s, SERVE_CHECK_INTERVAL_S);
+	double quiet = (double)set_or(srv->conf.set.pressure_quiet_s, SERVE_PRESSURE_QUIET_S);
+	double now = now_s();
+
+	wait = last_pass + wait - now;
+	if (srv->last_pressure > 0)
+		wait = MIN(wait, srv->last_pressure + quiet - now);
+	if (srv->floor)
+		wait = MIN(wait, SERVE_FLOOR_POLL_MS / 1000.0);
+	return wait <= 0 ? 0 : (int)(wait * 1000) + 1;
+}
+
+EXPORT int prealloc_warm_serve_run(struct prealloc_warm_serve *srv,
+				   struct prealloc_warm_serve_info *ret_info)
+{
+	struct prealloc_warm_serve_info info = { .size = sizeof(info) };
+	double last_pass = 0;
+	int r = 0;
+
+	if (!srv || (ret_info && ret_info->size < sizeof(size_t)))
+		return -EINVAL;
+	for (;;) {
+		struct pollfd p[4] = {
+			{ .fd = srv->o.stop_fd, .events = POLLIN },
+			{ .fd = srv->o.reload_fd, .events = POLLIN },
+			{ .fd = srv->inotify_fd, .events = POLLIN },
+			{ .fd = srv->psi_fd, .events = POLLPRI },
+		};
+		double quiet = (double)set_or(srv->conf.set.pressure_quiet_s,
+					      SERVE_PRESSURE_QUIET_S);
+		double now = now_s();
+
+		if (srv->last_pressure > 0 && now >= srv->last_pressure + quiet) {
+			memset(srv->cut, 0, (srv->conf.nr + 1) * sizeof(*srv->cut));
+			srv->last_pressure = 0;
+			srv->dirty = true;
+			ctx_log(srv->ctx, PREALLOC_LOG_INFO,
+				"warm serve: no pressure for %.0f s: the targets hold again", quiet);
+		}
+		if (srv->dirty || now >= last_pass + (double)set_or(srv->conf.set.check_interval_s,
+								    SERVE_CHECK_INTERVAL_S)) {
+			srv->dirty = false;
+			serve_pass(srv, &info);	/* what failed is logged: the next pass tries again */
+			last_pass = now_s();
+			test_pause("warm-serve-pass");
+		}
+		if (poll(p, ARRAY_SIZE(p), serve_timeout(srv, last_pass)) < 0 && errno != EINTR) {
+			r = -errno;
+			break;
+		}
+		if (p[0].revents)
+			break;
+		if (p[1].revents) {
+			char err[512];
+
+			drain(srv->o.reload_fd);
+			if (serve_load(srv, err, sizeof(err)) < 0)
+				ctx_log(srv->ctx, PREALLOC_LOG_ERR,
+					"warm serve: %s: the targets stay as they were", err);
+			else
+				ctx_log(srv->ctx, PREALLOC_LOG_INFO,
+					"warm serve: warm.conf read again: %u targets", srv->conf.nr);
+		}
+		if (p[2].revents && store_changed(srv->inotify_fd))
+			srv->dirty = true;
+		if ((p[3].revents & POLLPRI) ||
+		    (srv->floor && mem_available(srv->ctx) < srv->floor))
+			serve_pressure(srv, &info);
+		if (p[3].revents & (POLLERR | POLLNVAL)) {
+			ctx_log(srv->ctx, PREALLOC_LOG_WARNING, "warm serve: the PSI trigger failed");
+			close(srv->psi_fd);
+			srv->psi_fd = -1;
+		}
+	}
+	if (ret_info)
+		copy_sized_out(ret_info, &info, sizeof(info));
+	return r;
+}
+
+EXPORT void prealloc_warm_serve_free(struct prealloc_warm_serve *srv)
+{
+	if (!srv)
+		return;
+	if (srv->inotify_fd >= 0)
+		close(srv->inotify_fd);
+	if (srv->psi_fd >= 0)
+		close(srv->psi_fd);
+	warm_conf_free(&srv->conf);
+	free(srv->cut);
+	free(srv->limit);
+	free(srv);
+}
