@@ -48,4 +48,20 @@ check "examples/embed.c builds against the installed libprealloc.pc ($pc)" [ $? 
 	echo "$out" | sed 's/^/# /'
 needed=$(readelf -d "$TMP/embed" 2>&1)
 check "it links to the installed libprealloc.so.0" grep -q 'NEEDED.*libprealloc.so.0' <<< "$needed"
+
+# The warm pool's unit: installed under the prefix, Type=notify, starting
+# the installed program, and clean for systemd's own checker (PID 1 is not
+# systemd here: it is verified, not started). --man=no: man-db may be absent.
+unit=$PREFIX/lib/systemd/system/prealloc-warm.service
+check "prealloc-warm.service is installed at $unit" [ -f "$unit" ]
+check "it is Type=notify and starts the installed $BINDIR/prealloc warm serve" \
+	all_of 'grep -qx "Type=notify" "$unit" && grep -qx "ExecStart=$BINDIR/prealloc warm serve" "$unit"'
+if command -v systemd-analyze > /dev/null; then
+	out=$(cd / && systemd-analyze verify --man=no "$unit" 2>&1)
+	rc=$?
+	check "systemd-analyze verify finds nothing to say about it (rc $rc)" \
+		all_of '[ $rc -eq 0 ] && [ -z "$out" ]' || echo "$out" | sed 's/^/# /'
+else
+	ok "# SKIP systemd-analyze verify: systemd-analyze is not installed ($(command -v systemctl || echo no systemd))"
+fi
 finish
