@@ -143,8 +143,9 @@ static int job_finish(struct prealloc_job *job, int stop_fd)
 /*
  * Clears the file of r on its node and verifies it: every byte zero, every
  * page present and on the node (holes its holder punched are faulted there
- * by the clear). -ESTALE when the holder resized it or linked it again,
- * -ECANCELED when pace's stop_fd stopped it; the verify's verdict.
+ * by the clear). -EEXIST when its holder resized it, -ESTALE when it is not
+ * the record's file or has another link, -ECANCELED when pace's stop_fd
+ * stopped it; else the verify's verdict.
  */
 static int warm_clear(struct prealloc_ctx *ctx, const struct record *r,
 		      const struct warm_pace *pace, struct prealloc_report *report)
@@ -261,7 +262,7 @@ static int fill_clears(struct prealloc_ctx *ctx, const struct warm_pass *p,
 {
 	struct prealloc_report rep = { .size = sizeof(rep) };
 	struct record c;
-	int found, err, result;
+	int found = 0, err, result;
 
 	while (!stop_asked(p->pace.stop_fd) &&
 	       (found = next_dirty(ctx, p->lock_timeout_ms, &c)) > 0) {
@@ -278,7 +279,7 @@ static int fill_clears(struct prealloc_ctx *ctx, const struct warm_pass *p,
 			info->clear_seconds += rep.seconds;
 		}
 	}
-	return 0;
+	return found < 0 ? found : 0;
 }
 
 /* The device of target t's mount (-ENOENT: none), its path in *ret_mount. */
@@ -376,9 +377,12 @@ static int fill_trims(struct prealloc_ctx *ctx, const struct warm_pass *p, const
 
 		if (want >= 0 && !devs[want])
 			continue;
-		while (err == 0 && target_held(&s, p->conf, devs, want) > limit &&
-		       (i = drop_pick(&s, p->conf, devs, want)) >= 0)
+		for (size_t before = SIZE_MAX; err == 0 && s.nr < before &&
+					       target_held(&s, p->conf, devs, want) > limit &&
+					       (i = drop_pick(&s, p->conf, devs, want)) >= 0;) {
+			before = s.nr;	/* a file that stays (still in use) ends the loop */
 			err = drop_one(ctx, &s, i, info);
+		}
 	}
 	store_close(&s, lock);
 	return err;
@@ -483,9 +487,10 @@ int warm_pass_run(struct prealloc_ctx *ctx, const struct warm_pass *p,
 int warm_pass_shrink(struct prealloc_ctx *ctx, const struct warm_pass *p, uint64_t bytes,
 		     uint64_t *cut, struct prealloc_warm_fill_info *info)
 {
-	uint64_t *devs = calloc(p->conf->nr + 1, sizeof(*devs)), done = 0;
+	uint64_t *devs = calloc(p->conf->nr + 1, sizeof(*devs)), done = 0, size;
 	const char *mount;
 	struct store s;
+	size_t before;
 	int lock, err;
 
 	if (!devs)
@@ -524,10 +529,14 @@ int warm_pass_shrink(struct prealloc_ctx *ctx, const struct warm_pass *p, uint64
 			i = drop_pick(&s, p->conf, devs, from);
 		if (i < 0)
 			break;	/* nothing can go now: handed out, returning or being cleared */
-		done += s.r[i].size;
-		if (from >= 0)
-			cut[from] += s.r[i].size;
+		size = s.r[i].size;
+		before = s.nr;
 		err = drop_one(ctx, &s, i, info);
+		if (s.nr == before)
+			break;	/* it stayed (still in use): not given back */
+		done += size;
+		if (from >= 0)
+			cut[from] += size;
 	}
 	store_close(&s, lock);
 	free(devs);

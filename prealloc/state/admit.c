@@ -57,6 +57,92 @@ static void fail_with(struct prealloc_admit_result *res, int reason, int node, u
 	res->available = available;
 }
 
+/* Pages of READY warm files of node and page size ps: what a short node can take. */
+static uint64_t warm_ready_pages(const struct store *s, int node, uint64_t ps)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < s->nr; i++)
+		if (s->r[i].warm == PREALLOC_WARM_READY && s->r[i].warm_node == node &&
+		    s->r[i].page_size == ps)
+			n += s->r[i].size / ps;
+	return n;
+}
+
+/* The pool link of READY warm file w opened, checked to be its file with no other link. */
+static int warm_link_open(const struct record *w)
+{
+	struct statx stx;
+	int fd = open(w->tmp, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (file_statx(fd, "", AT_EMPTY_PATH, &stx) < 0 || !record_is_file(w, &stx) ||
+	    stx.stx_nlink != 1) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+/*
+ * Pages of READY warm files on node i of the request freed for record id
+ * (line: its line for the node): each file cut by what is still short, or
+ * removed when it has no more. What a file's lines added to the pool moves
+ * to id's line, so that it is given back with id's own growth, not now
+ * (the pages are this request's). Written ahead: the store says the file
+ * is smaller (or gone) before it is; the pages go back to the pool's free
+ * list at the cut (nothing maps a READY file). Returns the pages freed.
+ */
+static uint64_t take_warm(struct prealloc_ctx *ctx, struct store *s, uint64_t id,
+			  unsigned int line, int node, uint64_t ps, uint64_t short_pages,
+			  struct prealloc_admit_result *res)
+{
+	uint64_t freed = 0;
+
+	for (size_t i = 0; i < s->nr && freed < short_pages; i++) {
+		struct record *w = &s->r[i];
+		uint64_t pages = w->size / ps, cut = MIN(pages, short_pages - freed);
+		char link[PATH_MAX];
+		struct rec_pool *mine;
+		int fd, r;
+
+		if (w->warm != PREALLOC_WARM_READY || w->warm_node != node || w->page_size != ps ||
+		    !pages || (fd = warm_link_open(w)) < 0)
+			continue;
+		snprintf(link, sizeof(link), "%s", w->tmp);
+		mine = &s->r[store_find(s, id)].pools[line];
+		for (unsigned int k = 0; k < w->nr_pools; k++) {
+			struct rec_pool *p = &w->pools[k];
+			uint64_t moved = MIN(p->added, cut);
+
+			if (p->node != node || p->page_size != ps)
+				continue;
+			p->added -= moved;
+			p->pages -= MIN(p->pages, cut);
+			mine->added += moved;
+		}
+		if (cut == pages)
+			store_del(s, i--);
+		else
+			w->size -= cut * ps;
+		r = store_save(ctx, s);
+		test_pause("admit-warm-taken");
+		if (r == 0)
+			r = cut == pages ? unlink(link) : ftruncate(fd, (off_t)((pages - cut) * ps));
+		close(fd);
+		if (r < 0)
+			break;	/* the store is ahead: a later pass or gc settles the file */
+		freed += cut;
+		res->warm_pages += cut;
+		if (cut == pages)
+			res->warm_removed++;
+		else
+			res->warm_cut++;
+	}
+	return freed;
+}
+
 /*
  * 4K and THP, under the lock: the memory cgroups' room for the whole
  * request, and each node's free memory less what other preparing runs have
@@ -69,7 +155,6 @@ static int admit_memory(struct prealloc_ctx *ctx, const struct prealloc_admit_op
 {
 	bool check = !(o->flags & PREALLOC_ADMIT_NO_CHECK);
 	uint64_t total = 0, room;
-	long ri = store_find(s, id);
 	int r;
 
 	for (unsigned int i = 0; i < o->nr_nodes; i++) {
@@ -91,15 +176,29 @@ static int admit_memory(struct prealloc_ctx *ctx, const struct prealloc_admit_op
 						  PREALLOC_PAGE_4K };
 
 		free_bytes = free_bytes > others ? free_bytes - others : 0;
+		r = record_add_pool(&s->r[store_find(s, id)], &line);
+		if (r < 0)
+			return r;
+		/* Short: READY warm files of the node first (their memory is reclaimable). */
+		/* Only when they are enough: a request refused anyway takes nothing. */
+		if (check && o->node_bytes[i] > free_bytes &&
+		    !(o->flags & PREALLOC_ADMIT_KEEP_WARM) &&
+		    free_bytes / PREALLOC_PAGE_4K +
+				    warm_ready_pages(s, o->nodes[i], PREALLOC_PAGE_4K) >=
+			    line.pages &&
+		    take_warm(ctx, s, id, s->r[store_find(s, id)].nr_pools - 1, o->nodes[i],
+			      PREALLOC_PAGE_4K,
+			      (o->node_bytes[i] - free_bytes + PREALLOC_PAGE_4K - 1) / PREALLOC_PAGE_4K,
+			      res)) {
+			free_bytes = node_free_memory(ctx, o->nodes[i]);
+			free_bytes = free_bytes > others ? free_bytes - others : 0;
+		}
 		if (check && o->node_bytes[i] > free_bytes) {
 			fail_with(res, PREALLOC_ADMIT_MEMORY, o->nodes[i], o->node_bytes[i],
 				  free_bytes);
 			res->reserved_others = others;
 			return -ENOMEM;
 		}
-		r = record_add_pool(&s->r[ri], &line);
-		if (r < 0)
-			return r;
 	}
 	return store_save(ctx, s);
 }
@@ -198,80 +297,6 @@ static uint64_t foreign_reserved(struct prealloc_ctx *ctx, const struct store *s
 	return gresv > mine ? gresv - mine : 0;
 }
 
-/* The pool link of READY warm file w opened, checked to be its file with no other link. */
-static int warm_link_open(const struct record *w)
-{
-	struct statx stx;
-	int fd = open(w->tmp, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	if (file_statx(fd, "", AT_EMPTY_PATH, &stx) < 0 || !record_is_file(w, &stx) ||
-	    stx.stx_nlink != 1) {
-		close(fd);
-		return -ESTALE;
-	}
-	return fd;
-}
-
-/*
- * Pages of READY warm files on node i of the request freed for record id
- * (line: its line for the node): each file cut by what is still short, or
- * removed when it has no more. What a file's lines added to the pool moves
- * to id's line, so that it is given back with id's own growth, not now
- * (the pages are this request's). Written ahead: the store says the file
- * is smaller (or gone) before it is; the pages go back to the pool's free
- * list at the cut (nothing maps a READY file). Returns the pages freed.
- */
-static uint64_t take_warm(struct prealloc_ctx *ctx, struct store *s, uint64_t id,
-			  unsigned int line, int node, uint64_t ps, uint64_t short_pages,
-			  struct prealloc_admit_result *res)
-{
-	uint64_t freed = 0;
-
-	for (size_t i = 0; i < s->nr && freed < short_pages; i++) {
-		struct record *w = &s->r[i];
-		uint64_t pages = w->size / ps, cut = MIN(pages, short_pages - freed);
-		char link[PATH_MAX];
-		struct rec_pool *mine;
-		int fd, r;
-
-		if (w->warm != PREALLOC_WARM_READY || w->warm_node != node || w->page_size != ps ||
-		    !pages || (fd = warm_link_open(w)) < 0)
-			continue;
-		snprintf(link, sizeof(link), "%s", w->tmp);
-		mine = &s->r[store_find(s, id)].pools[line];
-		for (unsigned int k = 0; k < w->nr_pools; k++) {
-			struct rec_pool *p = &w->pools[k];
-			uint64_t moved = MIN(p->added, cut);
-
-			if (p->node != node || p->page_size != ps)
-				continue;
-			p->added -= moved;
-			p->pages -= MIN(p->pages, cut);
-			mine->added += moved;
-		}
-		if (cut == pages)
-			store_del(s, i--);
-		else
-			w->size -= cut * ps;
-		r = store_save(ctx, s);
-		test_pause("admit-warm-taken");
-		if (r == 0)
-			r = cut == pages ? unlink(link) : ftruncate(fd, (off_t)((pages - cut) * ps));
-		close(fd);
-		if (r < 0)
-			break;	/* the store is ahead: a later pass or gc settles the file */
-		freed += cut;
-		res->warm_pages += cut;
-		if (cut == pages)
-			res->warm_removed++;
-		else
-			res->warm_cut++;
-	}
-	return freed;
-}
-
 /* One node of the request: enough free pages (less others' promises), or grow, or fail. */
 static int admit_node(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *o,
 		      struct store *s, uint64_t id, unsigned int i, double deadline,
@@ -298,10 +323,14 @@ static int admit_node(struct prealloc_ctx *ctx, const struct prealloc_admit_opts
 		others += foreign_reserved(ctx, s, ps, id, &gfree);
 	avail = free_pages > others ? free_pages - others : 0;
 	/* Short: READY warm files on the node first, before any growth (docs/warm.md). */
+	/* Only when they are enough, or growth can make up the rest: a refusal takes nothing. */
 	if (avail < need && !(o->flags & (PREALLOC_ADMIT_NO_CHECK | PREALLOC_ADMIT_KEEP_WARM)) &&
+	    ((o->flags & PREALLOC_ADMIT_RESERVE) ||
+	     avail + warm_ready_pages(s, o->nodes[i], ps) >= need) &&
 	    take_warm(ctx, s, id, s->r[ri].nr_pools - 1, o->nodes[i], ps, need - avail, res) &&
 	    hugetlb_read(ctx, o->nodes[i], ps, &total, &free_pages, NULL) == 0)
 		avail = free_pages > others ? free_pages - others : 0;
+	ri = store_find(s, id);	/* a warm file taken whole left the store */
 	res->pool_total = total;
 	res->pool_free = free_pages;
 	res->reserved_others = others;

@@ -173,6 +173,10 @@ if [ "$free" -gt 0 ]; then
 	# Pages free besides the warm file's: used up by a file of our own first, so they are short.
 	"$PREALLOC" --node 0 --page-size 2M --file "$DIR/fillup" "$((free * 2))M" > /dev/null 2>&1
 fi
+"$PREALLOC" --node 0 --page-size 2M --file "$DIR/big" 64M > /dev/null 2> "$TMP/err"
+rc=$?
+check "a cold 64M request the warm file could not cover is refused (exit 3) and takes nothing from it ($(status ready_bytes) READY; rc $rc: $(cat "$TMP/err"))" \
+	all_of '[ $rc -eq 3 ] && ready_is $SZB && [ ! -e "$DIR/big" ]'
 "$PREALLOC" --node 0 --page-size 2M --file "$DIR/cold1" --json 8M > "$TMP/cold1.json" 2> "$TMP/err"
 rc=$?
 check "a cold 8M request with no free page succeeds from the warm file (rc $rc: $(cat "$TMP/err"))" [ $rc -eq 0 ]
