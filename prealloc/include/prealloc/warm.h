@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libprealloc: the warm pool: take, give, fill, serve, status.
+ * Included by <prealloc.h>, the one header a user includes; the
+ * conventions are there. docs/abi.md: how it may change.
+ */
+#ifndef LIBPREALLOC_WARM_H
+#define LIBPREALLOC_WARM_H
+
+#include "ctx.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- the warm pool (docs/warm.md) -----------------------------------------
+ * Files populated on their node and proven zero ahead of time, kept in the
+ * root-only staging directory of their mount, handed to a guest by a link
+ * in O(1), taken back when it stops and cleared again by prealloc_warm_fill.
+ * A holder never sees a byte another holder wrote: a file is handed out
+ * only READY (cleared and verified since its last holder), and a file with
+ * a link the pool did not make is never handed out again.
+ */
+enum prealloc_warm_state {
+	PREALLOC_WARM_POPULATING = 1,	/* being made and populated on its node */
+	PREALLOC_WARM_READY,		/* every byte zero, every page on its node */
+	PREALLOC_WARM_HANDED,		/* linked at a holder's path */
+	PREALLOC_WARM_RETURNING,	/* given back, still mapped or held */
+	PREALLOC_WARM_DIRTY,		/* back, the pool's link alone: to be cleared */
+	PREALLOC_WARM_CLEARING,		/* being cleared and verified */
+	PREALLOC_WARM_QUARANTINED,	/* never handed out again; removed by the next fill */
+};
+
+enum prealloc_warm_take_flags {
+	PREALLOC_WARM_TAKE_CHOWN = 1 << 0,	/* give the file uid:gid */
+	PREALLOC_WARM_TAKE_FALLBACK = 1 << 1,	/* no READY file: prepare one cold */
+};
+
+struct prealloc_warm_take_opts {
+	size_t size;		/* sizeof(struct prealloc_warm_take_opts) */
+	unsigned int flags;	/* enum prealloc_warm_take_flags */
+	int node;
+	uint64_t page_size;	/* PREALLOC_PAGE_4K, _2M or _1G */
+	uint64_t length;	/* bytes, a whole number of pages */
+	/*
+	 * Where the file is linked (mode 0600): a new name on the mount of the
+	 * warm files (mount: NULL for the one prealloc picks for page_size).
+	 */
+	const char *path;
+	const char *mount;
+	unsigned int uid, gid;	/* CHOWN */
+	/* NULL: held while path exists or a process maps the file. */
+	const char *holder;
+	unsigned int lock_timeout_ms;	/* 0: 30000 */
+};
+
+enum prealloc_warm_hit {
+	PREALLOC_WARM_HIT = 1,		/* a READY file of exactly the size */
+	PREALLOC_WARM_HIT_CUT,		/* a larger one, cut to size (the rest given back) */
+	PREALLOC_WARM_HIT_GROWN,	/* a partial hit: a smaller one, the rest populated */
+	PREALLOC_WARM_COLD,		/* none: prepared cold (FALLBACK) */
+};
+
+struct prealloc_warm_take_info {
+	size_t size;		/* sizeof(struct prealloc_warm_take_info) */
+	int hit;		/* enum prealloc_warm_hit; 0 on failure */
+	int fd;			/* the file, O_RDWR | O_CLOEXEC, the caller's to close */
+	uint64_t id;		/* its record */
+	uint64_t file_bytes;	/* its size before a cut */
+	double seconds;		/* the take, lock to link */
+	char path[4096];
+	char message[512];	/* why it failed */
+};
+
+/*
+ * Links a READY warm file of node and page size at path, gives it its owner
+ * and records it HANDED to holder, in that order (the record first: a file
+ * at path is never READY for another take). The file is exactly length, or
+ * the smallest larger one cut to size, or (a partial hit) the largest
+ * smaller one grown, the rest populated on its node and verified. -ENOENT
+ * (nothing touched) when no READY file is on that node and mount, unless
+ * FALLBACK; -EXDEV when path is on another mount; -EEXIST when path exists.
+ */
+int prealloc_warm_take(struct prealloc_ctx *ctx, const struct prealloc_warm_take_opts *opts,
+		       struct prealloc_warm_take_info *ret_info);
+
+struct prealloc_warm_give_info {
+	size_t size;		/* sizeof(struct prealloc_warm_give_info) */
+	unsigned int files;	/* files given back */
+	unsigned int returning;	/* of them, still mapped or held: RETURNING */
+	unsigned int quarantined; /* of them, with a link the pool did not make */
+	char message[512];
+};
+
+/*
+ * Takes files back: the one linked at path (which must be the link its take
+ * made: the record's inode), or every file handed to holder (path NULL).
+ * Each is removed from path, given to root with mode 0600, then DIRTY if no
+ * process maps or holds it and the pool's link is its only one, RETURNING
+ * while one does (a later fill looks again; the caller never waits), and
+ * QUARANTINED if it has another link.
+ */
+int prealloc_warm_give(struct prealloc_ctx *ctx, const char *path, const char *holder,
+		       struct prealloc_warm_give_info *ret_info);
+
+enum prealloc_warm_fill_flags {
+	PREALLOC_WARM_FILL_IDLE = 1 << 0,	/* workers SCHED_IDLE (else nice 19) */
+};
+
+struct prealloc_warm_fill_opts {
+	size_t size;		/* sizeof(struct prealloc_warm_fill_opts) */
+	unsigned int flags;	/* enum prealloc_warm_fill_flags */
+	/* The targets; NULL: /etc/prealloc/warm.conf ($PREALLOC_WARM_CONF). */
+	const char *conf_path;
+	/* Per node; 0: warm.conf's clear_threads, else every allowed CPU of the node. */
+	unsigned int threads;
+	unsigned int lock_timeout_ms;	/* 0: 30000 */
+	/* Bytes per second per node; 0: warm.conf's clear_rate, else no cap. */
+	uint64_t clear_rate;
+};
+
+struct prealloc_warm_fill_info {
+	size_t size;		/* sizeof(struct prealloc_warm_fill_info) */
+	unsigned int returned;	/* RETURNING files found free: DIRTY */
+	unsigned int cleared;	/* DIRTY files cleared and verified: READY */
+	unsigned int created;	/* new files populated: READY */
+	unsigned int dropped;	/* files removed: quarantined, damaged or over target */
+	uint64_t cleared_bytes;
+	double clear_seconds;	/* the clears' own time */
+	char message[512];	/* the first failure, if any */
+	uint64_t dropped_bytes;	/* of the files removed */
+};
+
+/*
+ * One pass over the pool, then returns: RETURNING files that are free
+ * become DIRTY; each DIRTY file is cleared by its node's workers (the auto
+ * kernel), every byte verified zero and every page on its node, then READY
+ * (a file its holder truncated or resized is removed); QUARANTINED files
+ * are removed and their pages given back; each target is filled with new
+ * files. Every state is written before the step it names.
+ */
+int prealloc_warm_fill(struct prealloc_ctx *ctx, const struct prealloc_warm_fill_opts *opts,
+		       struct prealloc_warm_fill_info *ret_info);
+
+/*
+ * The daemon's loop (prealloc warm serve): fill's pass whenever there may
+ * be work (a give or take changed the store, check_interval passed and a
+ * holder may be gone, warm.conf was read again), its clears and new files
+ * in the background (SCHED_IDLE workers, warm.conf's clear_threads and
+ * clear_rate), and warm files given back under memory pressure (a PSI
+ * trigger, else a MemAvailable floor). docs/warm.md.
+ */
+struct prealloc_warm_serve;
+
+struct prealloc_warm_serve_opts {
+	size_t size;		/* sizeof(struct prealloc_warm_serve_opts) */
+	unsigned int flags;	/* none yet */
+	const char *conf_path;	/* NULL: /etc/prealloc/warm.conf ($PREALLOC_WARM_CONF) */
+	/*
+	 * Readable: prealloc_warm_serve_run returns (a clear under way is
+	 * cancelled, its file DIRTY again). Not read: the caller's to drain.
+	 */
+	int stop_fd;
+	/*
+	 * Readable: warm.conf is read again (what is readable is read and
+	 * dropped: a signalfd, eventfd or pipe); a bad one is logged and the
+	 * targets stay. -1: none.
+	 */
+	int reload_fd;
+	unsigned int lock_timeout_ms;	/* 0: 30000 */
+};
+
+struct prealloc_warm_serve_info {
+	size_t size;		/* sizeof(struct prealloc_warm_serve_info) */
+	unsigned int passes;
+	unsigned int returned, cleared, created, dropped;	/* as prealloc_warm_fill's */
+	uint64_t cleared_bytes, dropped_bytes;
+	uint64_t pressure_events;	/* PSI events, or MemAvailable under the floor */
+	uint64_t pressure_dropped_bytes; /* of dropped_bytes, given back under pressure */
+	char message[512];	/* why _new failed: a bad line of warm.conf, named */
+};
+
+/* Reads warm.conf and arms the pressure trigger; -EINVAL with info->message for a bad conf. */
+int prealloc_warm_serve_new(struct prealloc_ctx *ctx, const struct prealloc_warm_serve_opts *opts,
+			    struct prealloc_warm_serve **ret_serve,
+			    struct prealloc_warm_serve_info *ret_info);
+/* Serves until stop_fd is readable: 0, or a negative errno if it cannot wait. */
+int prealloc_warm_serve_run(struct prealloc_warm_serve *serve,
+			    struct prealloc_warm_serve_info *ret_info);
+void prealloc_warm_serve_free(struct prealloc_warm_serve *serve);
+
+struct prealloc_warm_status {
+	size_t size;		/* sizeof(struct prealloc_warm_status) */
+	int node;
+	uint64_t page_size;
+	char mount[4096];
+	uint64_t target_bytes;	/* from warm.conf; 0: none */
+	/* Bytes and files per state, [enum prealloc_warm_state]. */
+	uint64_t bytes[PREALLOC_WARM_QUARANTINED + 1];
+	unsigned int files[PREALLOC_WARM_QUARANTINED + 1];
+	double last_clear_gbps;	/* the last fill's clears here; 0 none yet */
+	char message[512];	/* on failure, why: a bad line of the conf, named */
+};
+
+/*
+ * The pool by mount, node and page size: entry index of them (sorted), or
+ * -ENOENT past the last; -EINVAL with ret_status->message for a bad conf. Targets of conf_path (NULL: the default) appear
+ * even with no file yet.
+ */
+int prealloc_warm_status(struct prealloc_ctx *ctx, const char *conf_path, unsigned int index,
+			 struct prealloc_warm_status *ret_status);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
