@@ -129,6 +129,16 @@ static int parse_value(char *value, struct warm_target *t, char *err, size_t len
 	return parse_size(value, t, err, len, line);
 }
 
+/* The whole number text starts with (digits, no sign) into *ret, *ret_end after it. */
+static int leading_number(const char *text, unsigned long long *ret, char **ret_end)
+{
+	if (!isdigit((unsigned char)*text))
+		return -EINVAL;
+	errno = 0;
+	*ret = strtoull(text, ret_end, 10);
+	return errno ? -EINVAL : 0;
+}
+
 /* "150ms", "1s", "60s", "2m", "500us" into microseconds; -EINVAL. */
 static int parse_duration(const char *text, uint64_t *ret_us)
 {
@@ -139,11 +149,7 @@ static int parse_duration(const char *text, uint64_t *ret_us)
 	char *end;
 	unsigned long long v;
 
-	if (!isdigit((unsigned char)*text))
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(text, &end, 10);
-	if (errno || v > 86400000000ULL)
+	if (leading_number(text, &v, &end) < 0 || v > 86400000000ULL)
 		return -EINVAL;
 	for (size_t i = 0; i < ARRAY_SIZE(units); i++)
 		if (!strcmp(end, units[i].unit)) {
@@ -159,13 +165,11 @@ static int parse_count(const char *text, uint64_t lo, uint64_t hi, bool percent,
 	char *end;
 	unsigned long long v;
 
-	if (!isdigit((unsigned char)*text))
+	if (leading_number(text, &v, &end) < 0)
 		return -EINVAL;
-	errno = 0;
-	v = strtoull(text, &end, 10);
 	if (percent && *end == '%')
 		end++;
-	if (errno || *end || v < lo || v > hi)
+	if (*end || v < lo || v > hi)
 		return -EINVAL;
 	*ret = v;
 	return 0;

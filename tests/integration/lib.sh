@@ -239,6 +239,19 @@ print('mapped', flush=True); time.sleep(60)" "$1" "$2" > "$out" &
 	return 1
 }
 
+# fill_pattern FILE: every byte of FILE non-zero, written through a shared
+# mapping (a guest's memory, as the next holder must never see it).
+fill_pattern() {
+	python3 - "$1" <<'PY'
+import mmap, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+n = os.fstat(fd).st_size
+m = mmap.mmap(fd, n)
+m[:] = (b'A holder\'s secret ' * (n // 18 + 1))[:n]
+m.close(); os.close(fd)
+PY
+}
+
 hp_free() { awk '/^HugePages_Free/ {print $2}' /proc/meminfo; }
 hp_total() { awk '/^HugePages_Total/ {print $2}' /proc/meminfo; }
 

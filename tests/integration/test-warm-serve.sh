@@ -29,16 +29,6 @@ ZERO=$(head -c "$SZB" /dev/zero | sha256sum)
 export PREALLOC_WARM_CONF=$TMP/warm.conf
 POOL=/proc/sys/vm/nr_hugepages
 
-fill_pattern() {	# every byte of FILE non-zero, through a shared mapping
-	python3 - "$1" <<'PY'
-import mmap, os, sys
-fd = os.open(sys.argv[1], os.O_RDWR)
-n = os.fstat(fd).st_size
-m = mmap.mmap(fd, n)
-m[:] = (b'A holder\'s secret ' * (n // 18 + 1))[:n]
-m.close(); os.close(fd)
-PY
-}
 status() {	# status KEY: KEY of node 0's 2M entry on $DIR
 	"$PREALLOC" warm status --json > "$TMP/st.json" 2> /dev/null || { echo -1; return; }
 	python3 -c "

@@ -48,17 +48,6 @@ case " $PAGES " in *" 1G "*)
 esac
 export PREALLOC_WARM_CONF=$TMP/warm.conf
 
-# fill_pattern FILE: every byte of FILE non-zero, written through a shared mapping.
-fill_pattern() {
-	python3 - "$1" <<'PY'
-import mmap, os, sys
-fd = os.open(sys.argv[1], os.O_RDWR)
-n = os.fstat(fd).st_size
-m = mmap.mmap(fd, n)
-m[:] = (b'A holder\'s secret ' * (n // 18 + 1))[:n]
-m.close(); os.close(fd)
-PY
-}
 status() {	# status PAGE KEY: KEY of the status entry of node 0, PAGE
 	"$PREALLOC" warm status --json > "$TMP/st.json" 2> "$TMP/st.err" || { echo "status failed"; return; }
 	python3 -c "
