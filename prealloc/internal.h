@@ -120,7 +120,6 @@ int proc_path(const struct prealloc_ctx *ctx, char *buf, size_t len, const char 
 	__attribute__((format(printf, 4, 5)));
 
 /* "1.5 GiB"-style sizes for messages. */
-const char *format_bytes(uint64_t bytes, char *buf, size_t len);
 /*
  * Stops the process with SIGSTOP when $PREALLOC_TEST_PAUSE names point: the
  * crash tests kill a run at named points this way (docs/testing.md).

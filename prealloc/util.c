@@ -241,7 +241,7 @@ void test_pause(const char *point)
 		raise(SIGSTOP);
 }
 
-const char *format_bytes(uint64_t bytes, char *buf, size_t len)
+EXPORT const char *prealloc_format_size(uint64_t bytes, char *buf, size_t len)
 {
 	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
 	double v = (double)bytes;
@@ -255,5 +255,34 @@ const char *format_bytes(uint64_t bytes, char *buf, size_t len)
 		snprintf(buf, len, "%.0f %s", v, units[u]);
 	else
 		snprintf(buf, len, "%.2f %s", v, units[u]);
+	return buf;
+}
+
+EXPORT const char *prealloc_format_list(const int *v, unsigned int nr, char *buf, size_t len)
+{
+	bool seen[PREALLOC_MAX_NODES] = { false };
+	size_t off = 0;
+
+	if (!buf || !len)
+		return buf;
+	buf[0] = '\0';
+	for (unsigned int i = 0; v && i < nr; i++)
+		if (v[i] >= 0 && v[i] < PREALLOC_MAX_NODES)
+			seen[v[i]] = true;
+	for (int n = 0; n < PREALLOC_MAX_NODES; n++) {
+		int end = n;
+
+		if (!seen[n])
+			continue;
+		while (end + 1 < PREALLOC_MAX_NODES && seen[end + 1])
+			end++;
+		if (end == n)
+			off += (size_t)snprintf(buf + off, off < len ? len - off : 0, "%s%d",
+						off ? "," : "", n);
+		else
+			off += (size_t)snprintf(buf + off, off < len ? len - off : 0, "%s%d-%d",
+						off ? "," : "", n, end);
+		n = end;
+	}
 	return buf;
 }

@@ -102,7 +102,7 @@ static int map_finish(struct prealloc_job *job, int status, void *arg)
 		if (status != -ECANCELED && !f->info.step)
 			vfio_fail(&f->info, PREALLOC_VFIO_STEP_MAP, status,
 				 "VFIO_IOMMU_MAP_DMA failed after %s: %s%s",
-				 format_bytes(f->info.bytes, where, sizeof(where)), strerror(-status),
+				 prealloc_format_size(f->info.bytes, where, sizeof(where)), strerror(-status),
 				 status == -ENOMEM ? " (RLIMIT_MEMLOCK, or memory)"
 				 : status == -ENOSPC ? " (the container's mapping limit)" : "");
 		else if (status == -ECANCELED)
@@ -173,9 +173,9 @@ static int memlock_check(struct vfio_map_flow *f)
 			"pinning needs %s of locked memory (%s locked already), RLIMIT_MEMLOCK allows "
 			"%s: raise it (ulimit -l, systemd LimitMEMLOCK=, libvirt <memtune>"
 			"<hard_limit>) or run with CAP_IPC_LOCK",
-			format_bytes(info->locked_needed, need, sizeof(need)),
-			format_bytes(info->locked_now, now, sizeof(now)),
-			format_bytes(info->locked_limit, lim, sizeof(lim)));
+			prealloc_format_size(info->locked_needed, need, sizeof(need)),
+			prealloc_format_size(info->locked_now, now, sizeof(now)),
+			prealloc_format_size(info->locked_limit, lim, sizeof(lim)));
 }
 
 /* Where the region goes, and whether the container has mappings enough for it. */

@@ -256,7 +256,7 @@ static void print_human(const struct prealloc_calibrate_result *res,
 	char s[32];
 
 	printf("cpu: %s (%s family 0x%x model 0x%x), LLC %s\n", ci->model_name, ci->vendor,
-	       ci->family, ci->model, format_size(ci->llc_bytes, s, sizeof(s)));
+	       ci->family, ci->model, prealloc_format_size(ci->llc_bytes, s, sizeof(s)));
 	printf("GB/s, median of the runs, each clear on memory written %u time%s since it\n"
 	       "left the caches; c is glibc memset; auto: the built-in rules as they run, a\n"
 	       "kernel (*) or a probe per piece between two (c/NT, with the share cleared by\n"
@@ -274,11 +274,11 @@ static void print_human(const struct prealloc_calibrate_result *res,
 	printf("\nsingle thread, by size:\n");
 	print_header(res, "size");
 	for (unsigned int i = 0; i < res->nr_sizes; i++) {
-		printf("%-9s", format_size(res->sizes[i], s, sizeof(s)));
+		printf("%-9s", prealloc_format_size(res->sizes[i], s, sizeof(s)));
 		print_row_values(res, res->size_gbps[i], res->size_auto[i], res->size_auto_cached[i],
 				 res->size_auto_ratio[i], res->size_repeat[i]);
 	}
-	printf("\n%s, by threads:\n", format_size(res->large_size, s, sizeof(s)));
+	printf("\n%s, by threads:\n", prealloc_format_size(res->large_size, s, sizeof(s)));
 	print_header(res, "threads");
 	for (unsigned int i = 0; i < res->nr_threads; i++) {
 		printf("%-9u", res->threads[i]);
@@ -395,19 +395,19 @@ static void print_saved(const struct prealloc_calibrate_result *res, const char 
 		if (c->max_bytes == UINT64_MAX)
 			printf("  larger          %-10s %.2f GB/s\n", c->kernel, c->gbps);
 		else
-			printf("  up to %-9s %-10s %.2f GB/s\n", format_size(c->max_bytes, s, sizeof(s)),
+			printf("  up to %-9s %-10s %.2f GB/s\n", prealloc_format_size(c->max_bytes, s, sizeof(s)),
 			       c->kernel, c->gbps);
 	}
 	printf("auto with it:");
 	for (unsigned int i = 0; i < res->nr_sizes; i++) {
-		printf(" %s %s", format_size(res->sizes[i], s, sizeof(s)), res->size_calibrated[i]);
+		printf(" %s %s", prealloc_format_size(res->sizes[i], s, sizeof(s)), res->size_calibrated[i]);
 		if (res->size_calibrated_ratio[i] > 0)
 			printf(" (%.2f)", res->size_calibrated_ratio[i]);
 	}
 	for (unsigned int i = 0; i < res->nr_threads; i++) {
 		unsigned int t = res->threads[i];
 
-		printf(" %ux%s %s", t, format_size((res->large_size + t - 1) / t, s, sizeof(s)),
+		printf(" %ux%s %s", t, prealloc_format_size((res->large_size + t - 1) / t, s, sizeof(s)),
 		       res->threads_calibrated[i]);
 		if (res->threads_calibrated_ratio[i] > 0)
 			printf(" (%.2f)", res->threads_calibrated_ratio[i]);
@@ -433,8 +433,8 @@ static int calibrate_failed(const struct bench_args *a, const struct prealloc_ca
 	}
 	if (r == -ENOMEM && res->buffer_bytes > res->buffer_limit) {
 		cli_error("%s to measure, but only %s may be used (half the available memory)",
-			  format_size(res->buffer_bytes, s1, sizeof(s1)),
-			  format_size(res->buffer_limit, s2, sizeof(s2)));
+			  prealloc_format_size(res->buffer_bytes, s1, sizeof(s1)),
+			  prealloc_format_size(res->buffer_limit, s2, sizeof(s2)));
 		return EXIT_NO_MEMORY;
 	}
 	cli_error("cannot measure the clear kernels: %s", strerror(-r));

@@ -224,7 +224,7 @@ static int run_failed(const struct clear_args *a, const struct prealloc_clear_fi
 	case PREALLOC_CLEAR_STEP_CLEAR:
 		/* -EFAULT: a SIGBUS the library caught (a page gone, or not to be had). */
 		cli_error("clearing %s failed on node %d at offset %s: %s", a->file, rep->error_node,
-			  format_size(rep->error_offset, off, sizeof(off)),
+			  prealloc_format_size(rep->error_offset, off, sizeof(off)),
 			  r == -EFAULT ? "the page faulted (SIGBUS)" : strerror(-r));
 		break;
 	case PREALLOC_CLEAR_STEP_SWAPPED:
@@ -270,11 +270,11 @@ void clear_note(const struct prealloc_clear_file_info *info, bool auto_kernel, c
 	if (info->hole_bytes)
 		note_add(note, "%s in %llu pages was not resident (holes, which read as zero) "
 			       "and was skipped",
-			 format_size(info->hole_bytes, sz, sizeof(sz)),
+			 prealloc_format_size(info->hole_bytes, sz, sizeof(sz)),
 			 (unsigned long long)(info->hole_bytes / info->page_size));
 	if (info->swapped_bytes)
 		note_add(note, "%s swapped out was read back in and cleared",
-			 format_size(info->swapped_bytes, sz, sizeof(sz)));
+			 prealloc_format_size(info->swapped_bytes, sz, sizeof(sz)));
 	if (auto_kernel && info->kernel_why[0])
 		note_add(note, "auto chose %s: %s", info->kernel, info->kernel_why);
 }

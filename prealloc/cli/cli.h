@@ -36,10 +36,11 @@ int parse_page_size(const char *s, uint64_t *ret, char *err, size_t err_len);
 int parse_threads(const char *s, unsigned int *ret, char *err, size_t err_len);
 /* "4k", "2M", "1G", "thp" or "auto" for a page size as parse_page_size gives it. */
 #define page_label prealloc_page_name
-/* "1.5 GiB"-style rendering for messages. */
-const char *format_size(uint64_t bytes, char *buf, size_t len);
-/* "0-3,5" from a list (ascending not required); "" for none. */
-const char *format_node_ranges(const int *nodes, unsigned int nr, char *buf, size_t len);
+/* Decimal GB/s of bytes in seconds (0 for none). */
+double gbps(uint64_t bytes, double seconds);
+struct json_object;
+/* A JSON number printed to the microsecond ("%.6f"), not as %.17g. */
+struct json_object *json_double(double v);
 
 #define MIN_LEN(a, b) ((a) < (b) ? (a) : (b))
 

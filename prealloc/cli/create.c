@@ -116,7 +116,7 @@ static int parse_operands(int argc, char **argv, struct create_args *a)
 			char s1[32], s2[32];
 
 			cli_error("the node sizes add up to %s, not the SIZE given (%s)",
-				  format_size(sum, s1, sizeof(s1)), format_size(a->size, s2, sizeof(s2)));
+				  prealloc_format_size(sum, s1, sizeof(s1)), prealloc_format_size(a->size, s2, sizeof(s2)));
 			return -EXIT_USAGE;
 		}
 		a->size = sum;
@@ -267,7 +267,7 @@ static void populate_error(struct prealloc_job *job, const struct prealloc_prepa
 		return;
 	}
 	cli_error("populating %s failed on node %d at offset %s: %s%s", info->path, rep.error_node,
-		  format_size(rep.error_offset, off, sizeof(off)), strerror(-r),
+		  prealloc_format_size(rep.error_offset, off, sizeof(off)), strerror(-r),
 		  r == -EHWPOISON ? " (a poisoned page)"
 		  : r == -EFAULT || r == -ENOMEM
 			  ? " (the node ran out of memory or hugepages, or a hugetlb cgroup limit was "

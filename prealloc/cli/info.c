@@ -205,7 +205,7 @@ static void print_clear(json_object *o)
 		json_object *c = json_object_object_get(clear, i ? "small" : "large");
 
 		printf("clear auto, %s per worker x %d: %s (%s)\n",
-		       format_size(json_object_get_uint64(json_object_object_get(c, "bytes_per_worker")),
+		       prealloc_format_size(json_object_get_uint64(json_object_object_get(c, "bytes_per_worker")),
 				   s, sizeof(s)),
 		       json_object_get_int(json_object_object_get(c, "threads")),
 		       json_object_get_string(json_object_object_get(c, "kernel")),
@@ -224,7 +224,7 @@ static void print_cpu(json_object *cpu)
 	       json_object_get_int(json_object_object_get(cpu, "family")),
 	       json_object_get_int(json_object_object_get(cpu, "model")),
 	       json_object_get_int(json_object_object_get(cpu, "stepping")),
-	       format_size(json_object_get_uint64(json_object_object_get(cpu, "llc_bytes")), s,
+	       prealloc_format_size(json_object_get_uint64(json_object_object_get(cpu, "llc_bytes")), s,
 			   sizeof(s)));
 	printf("cpu features:");
 	for (size_t i = 0; i < json_object_array_length(feat); i++)
@@ -250,7 +250,7 @@ static void print_nodes(json_object *nodes)
 
 		for (size_t k = 0; k < json_object_array_length(cpus) && nc < PREALLOC_MAX_CPUS; k++)
 			c[nc++] = json_object_get_int(json_object_array_get_idx(cpus, k));
-		format_node_ranges(c, nc, cl, sizeof(cl));
+		prealloc_format_list(c, nc, cl, sizeof(cl));
 		snprintf(h2, sizeof(h2), "%llu/%llu",
 			 (unsigned long long)json_object_get_uint64(json_object_object_get(p2, "total")),
 			 (unsigned long long)json_object_get_uint64(json_object_object_get(p2, "free")));
@@ -260,9 +260,9 @@ static void print_nodes(json_object *nodes)
 		printf("%-5d %-9d %-14s %12s %12s %14s %14s\n",
 		       json_object_get_int(json_object_object_get(n, "node")),
 		       json_object_get_int(json_object_object_get(n, "cpu_node")), cl[0] ? cl : "-",
-		       format_size(json_object_get_uint64(json_object_object_get(n, "mem_total")), s1,
+		       prealloc_format_size(json_object_get_uint64(json_object_object_get(n, "mem_total")), s1,
 				   sizeof(s1)),
-		       format_size(json_object_get_uint64(json_object_object_get(n, "mem_free")), s2,
+		       prealloc_format_size(json_object_get_uint64(json_object_object_get(n, "mem_free")), s2,
 				   sizeof(s2)),
 		       h2, h1);
 	}

@@ -50,19 +50,6 @@ static const char *notify_name(int notify)
 	}
 }
 
-static double gbps(uint64_t bytes, double seconds)
-{
-	return seconds > 0 ? bytes / seconds / 1e9 : 0;
-}
-
-static json_object *json_double(double v)
-{
-	char text[48];
-
-	/* Microseconds and kB/s are plenty; print them as such, not as %.17g. */
-	snprintf(text, sizeof(text), "%.6f", v);
-	return json_object_new_double_s(v, text);
-}
 
 static json_object *node_json(const struct prealloc_node_report *n)
 {
@@ -159,13 +146,13 @@ void report_human(FILE *f, const struct prealloc_report *rep,
 	/* A probe's pair ("c/avx2_nt") says how the pieces went. */
 	if (rep->method == PREALLOC_METHOD_CLEAR && strchr(rep->clear_kernel, '/'))
 		snprintf(extra, sizeof(extra), " with %s, probed: %s by cached stores",
-			 rep->clear_kernel, format_size(rep->clear_cached_bytes, cached, sizeof(cached)));
+			 rep->clear_kernel, prealloc_format_size(rep->clear_cached_bytes, cached, sizeof(cached)));
 	else if (rep->method == PREALLOC_METHOD_CLEAR)
 		snprintf(extra, sizeof(extra), " with the %s kernel", rep->clear_kernel);
 	else if (rep->method != PREALLOC_METHOD_NONE)
 		snprintf(extra, sizeof(extra), " with %s", method_name(rep->method));
 	fprintf(f, "%s %s in %s pages in %.3f s (%.2f GB/s, %u threads)%s\n",
-		format_size(rep->bytes_done, size, sizeof(size)), op_verb(rep->op),
+		prealloc_format_size(rep->bytes_done, size, sizeof(size)), op_verb(rep->op),
 		view->page_label, rep->seconds, gbps(rep->bytes_done, rep->seconds), rep->threads,
 		extra);
 	fprintf(f, "  %-5s %12s %8s %9s %8s %10s %10s %10s  %s\n", "node", "size", "threads",
@@ -179,9 +166,9 @@ void report_human(FILE *f, const struct prealloc_report *rep,
 			if (n->cpus_seen[c / 64] & (UINT64_C(1) << (c % 64)))
 				list[nr++] = c;
 		/* CPU numbers share the range syntax with node numbers. */
-		format_node_ranges(list, (unsigned int)nr, cpus, sizeof(cpus));
+		prealloc_format_list(list, (unsigned int)nr, cpus, sizeof(cpus));
 		fprintf(f, "  %-5d %12s %8u %9.3f %8.2f %10llu %10llu %10llu  %s\n", n->node,
-			format_size(n->bytes, size, sizeof(size)), n->threads, n->seconds,
+			prealloc_format_size(n->bytes, size, sizeof(size)), n->threads, n->seconds,
 			gbps(n->bytes_done, n->seconds), (unsigned long long)n->pages_on_node,
 			(unsigned long long)n->pages_off_node, (unsigned long long)n->pages_missing,
 			cpus);
@@ -191,8 +178,8 @@ void report_human(FILE *f, const struct prealloc_report *rep,
 		const struct prealloc_node_report *n = &nodes[i];
 
 		fprintf(f, "  node %d: huge pages map %s of %s (%.0f%%)\n", n->node,
-			format_size(n->huge_bytes, size, sizeof(size)),
-			format_size(n->bytes, extra, sizeof(extra)),
+			prealloc_format_size(n->huge_bytes, size, sizeof(size)),
+			prealloc_format_size(n->bytes, extra, sizeof(extra)),
 			n->bytes ? 100.0 * (double)n->huge_bytes / (double)n->bytes : 0.0);
 	}
 	if (rep->verify_seconds > 0)

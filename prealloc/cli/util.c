@@ -2,6 +2,7 @@
 /* Messages: one line, prefixed with the program name, on stderr. */
 #include <stdarg.h>
 #include <errno.h>
+#include <json-c/json.h>
 #include <getopt.h>
 #include <poll.h>
 #include <pthread.h>
@@ -64,6 +65,20 @@ void cli_log(void *userdata, int level, const char *msg)
 	(void)userdata;
 	if (level <= PREALLOC_LOG_WARNING)
 		fprintf(stderr, "%s: %s\n", program_name, msg);
+}
+
+double gbps(uint64_t bytes, double seconds)
+{
+	return seconds > 0 ? (double)bytes / seconds / 1e9 : 0;
+}
+
+struct json_object *json_double(double v)
+{
+	char text[48];
+
+	/* Microseconds and kB/s are plenty; print them as such, not as %.17g. */
+	snprintf(text, sizeof(text), "%.6f", v);
+	return json_object_new_double_s(v, text);
 }
 
 double now_wall(void)

@@ -104,18 +104,6 @@ static int open_failed(const struct vfio_args *a, const struct prealloc_vfio_inf
 	return vi->step == PREALLOC_VFIO_STEP_NONE ? EXIT_FAILURE_RUN : EXIT_ENVIRONMENT;
 }
 
-static double rate(uint64_t bytes, double s)
-{
-	return s > 0 ? bytes / s / 1e9 : 0;
-}
-
-static json_object *jdouble(double v)
-{
-	char text[48];
-
-	snprintf(text, sizeof(text), "%.6f", v);
-	return json_object_new_double_s(v, text);
-}
 
 static void print_json(const struct vfio_args *a, const struct prealloc_vfio_info *vi,
 		       const struct prealloc_vfio_map_info *mi, uint64_t page_size)
@@ -130,8 +118,8 @@ static void print_json(const struct vfio_args *a, const struct prealloc_vfio_inf
 	json_object_object_add(o, "iommu_type", json_object_new_int(vi->iommu_type));
 	json_object_object_add(o, "page_size", json_object_new_uint64(page_size));
 	json_object_object_add(o, "bytes", json_object_new_uint64(mi->bytes));
-	json_object_object_add(o, "seconds", jdouble(mi->seconds));
-	json_object_object_add(o, "gb_per_s", jdouble(rate(mi->bytes, mi->seconds)));
+	json_object_object_add(o, "seconds", json_double(mi->seconds));
+	json_object_object_add(o, "gb_per_s", json_double(gbps(mi->bytes, mi->seconds)));
 	json_object_object_add(o, "mappings", json_object_new_int((int)mi->mappings));
 	json_object_object_add(o, "locked_limit", mi->locked_limit == UINT64_MAX
 				? NULL : json_object_new_uint64(mi->locked_limit));
@@ -151,8 +139,8 @@ static void print_json(const struct vfio_args *a, const struct prealloc_vfio_inf
 
 		json_object_object_add(j, "node", json_object_new_int(n->node));
 		json_object_object_add(j, "bytes", json_object_new_uint64(n->bytes));
-		json_object_object_add(j, "seconds", jdouble(n->seconds));
-		json_object_object_add(j, "gb_per_s", jdouble(rate(n->bytes, n->seconds)));
+		json_object_object_add(j, "seconds", json_double(n->seconds));
+		json_object_object_add(j, "gb_per_s", json_double(gbps(n->bytes, n->seconds)));
 		json_object_array_add(nodes, j);
 	}
 	json_object_object_add(o, "nodes", nodes);
@@ -167,17 +155,17 @@ static void print_human(const struct vfio_args *a, const struct prealloc_vfio_in
 	char sz[32], nb[32];
 
 	printf("mapped %s (%s, %s pages) for %s, IOMMU group %d: %.6f s, %.2f GB/s, "
-	       "%u mappings\n", a->file, format_size(mi->bytes, sz, sizeof(sz)),
+	       "%u mappings\n", a->file, prealloc_format_size(mi->bytes, sz, sizeof(sz)),
 	       page_label(page_size), a->device, vi->group, mi->seconds,
-	       rate(mi->bytes, mi->seconds), mi->mappings);
+	       gbps(mi->bytes, mi->seconds), mi->mappings);
 	for (unsigned int i = 0; i < mi->nr_segments; i++)
 		printf("  IOVA 0x%" PRIx64 "-0x%" PRIx64 " <- file offset 0x%" PRIx64 "\n",
 		       mi->segments[i].iova, mi->segments[i].iova + mi->segments[i].length - 1,
 		       mi->segments[i].offset);
 	for (unsigned int i = 0; i < mi->nr_nodes; i++)
 		printf("  node %d: %s in %.6f s, %.2f GB/s\n", mi->nodes[i].node,
-		       format_size(mi->nodes[i].bytes, nb, sizeof(nb)), mi->nodes[i].seconds,
-		       rate(mi->nodes[i].bytes, mi->nodes[i].seconds));
+		       prealloc_format_size(mi->nodes[i].bytes, nb, sizeof(nb)), mi->nodes[i].seconds,
+		       gbps(mi->nodes[i].bytes, mi->nodes[i].seconds));
 }
 
 static int map_failed(const struct prealloc_vfio_map_info *mi, int r)

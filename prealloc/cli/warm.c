@@ -100,9 +100,9 @@ static void take_print(const struct prealloc_warm_take_info *info, uint64_t leng
 		return;
 	}
 	printf("%s: warm file taken (%s, %s%s) in %.3f s\n", info->path,
-	       format_size(length, a, sizeof(a)), hits[info->hit > 0 && info->hit <= 4 ? info->hit : 0],
+	       prealloc_format_size(length, a, sizeof(a)), hits[info->hit > 0 && info->hit <= 4 ? info->hit : 0],
 	       info->file_bytes != length && info->hit != PREALLOC_WARM_COLD
-		       ? format_size(info->file_bytes, b, sizeof(b))
+		       ? prealloc_format_size(info->file_bytes, b, sizeof(b))
 		       : "",
 	       info->seconds);
 }
@@ -427,10 +427,10 @@ static void status_human(const struct prealloc_warm_status *st)
 	char t[32], b[32];
 
 	printf("%s node %d %s: target %s", st->mount, st->node, page_label(st->page_size),
-	       format_size(st->target_bytes, t, sizeof(t)));
+	       prealloc_format_size(st->target_bytes, t, sizeof(t)));
 	for (int s = PREALLOC_WARM_POPULATING; s <= PREALLOC_WARM_QUARANTINED; s++)
 		if (st->files[s])
-			printf(", %s %s (%u)", state_names[s], format_size(st->bytes[s], b, sizeof(b)),
+			printf(", %s %s (%u)", state_names[s], prealloc_format_size(st->bytes[s], b, sizeof(b)),
 			       st->files[s]);
 	if (st->last_clear_gbps > 0)
 		printf(", last clear %.2f GB/s", st->last_clear_gbps);

@@ -84,8 +84,6 @@ int prepare_request(struct prepare_req *req);
 int prepare_start(struct prealloc_ctx *ctx, const struct prealloc_prepare_opts *opts,
 		  const struct warm_pace *warm, struct prealloc_job **ret_job,
 		  struct prealloc_prepare_info *ret_info);
-/* "0-3,5": nodes as ranges, in the given order. */
-void node_ranges(const int *nodes, unsigned int nr, char *buf, size_t len);
 /* "512M", "1G", or bytes when no binary suffix is exact. */
 void size_token(uint64_t bytes, char *buf, size_t len);
 int prepare_admit(struct prepare_req *req);

@@ -60,7 +60,7 @@ static void qemu_option(struct prepare_req *req)
 	off = (size_t)snprintf(buf, len,
 			       "-object memory-backend-file,id=mem0,mem-path=%s,size=%s,share=on,"
 			       "prealloc=off", req->final, sz);
-	node_ranges(req->nodes, req->nr_nodes, ranges, sizeof(ranges));
+	prealloc_format_list(req->nodes, req->nr_nodes, ranges, sizeof(ranges));
 	for (tok = strtok_r(ranges, ",", &save); tok && off < len; tok = strtok_r(NULL, ",", &save))
 		off += (size_t)snprintf(buf + off, len - off, ",host-nodes=%s", tok);
 	if (off < len)

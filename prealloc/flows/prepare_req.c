@@ -17,23 +17,6 @@
 
 #include "flows.h"
 
-void node_ranges(const int *nodes, unsigned int nr, char *buf, size_t len)
-{
-	size_t off = 0;
-
-	buf[0] = '\0';
-	for (unsigned int i = 0; i < nr && off < len; i++) {
-		unsigned int j = i;
-
-		while (j + 1 < nr && nodes[j + 1] == nodes[j] + 1)
-			j++;
-		off += (size_t)snprintf(buf + off, len - off, "%s%d", i ? "," : "", nodes[i]);
-		if (j > i && off < len)
-			off += (size_t)snprintf(buf + off, len - off, "-%d", nodes[j]);
-		i = j;
-	}
-}
-
 /* Every node must be online and have memory. */
 static int check_nodes(struct prepare_req *req)
 {
@@ -43,7 +26,7 @@ static int check_nodes(struct prepare_req *req)
 	for (unsigned int i = 0; i < req->nr_nodes; i++) {
 		if (topo_node(req->ctx, req->nodes[i]))
 			continue;
-		node_ranges(nodes, (unsigned int)MAX(nr, 0), list, sizeof(list));
+		prealloc_format_list(nodes, (unsigned int)MAX(nr, 0), list, sizeof(list));
 		sys_path(req->ctx, path, sizeof(path), "/devices/system/node/node%d",
 			 req->nodes[i]);
 		prepare_fail(req, PREALLOC_STEP_REQUEST,
@@ -89,8 +72,8 @@ static int request_nodes(struct prepare_req *req)
 	if (req->sized && o->length && o->length != sum) {
 		prepare_fail(req, PREALLOC_STEP_REQUEST,
 			     "the node sizes add up to %s, not the size given (%s)",
-			     format_bytes(sum, a, sizeof(a)),
-			     format_bytes(o->length, b, sizeof(b)));
+			     prealloc_format_size(sum, a, sizeof(a)),
+			     prealloc_format_size(o->length, b, sizeof(b)));
 		return -EINVAL;
 	}
 	if (!req->length) {
@@ -109,7 +92,7 @@ static int request_sizes(struct prepare_req *req)
 	if (req->length % unit) {
 		prepare_fail(
 		    req, PREALLOC_STEP_REQUEST, "size %s is not a multiple of the %s page size",
-		    format_bytes(req->length, sz, sizeof(sz)), prealloc_page_name(req->page));
+		    prealloc_format_size(req->length, sz, sizeof(sz)), prealloc_page_name(req->page));
 		return -EINVAL;
 	}
 	for (unsigned int i = 0; req->sized && i < req->nr_nodes; i++) {
@@ -117,7 +100,7 @@ static int request_sizes(struct prepare_req *req)
 			prepare_fail(req, PREALLOC_STEP_REQUEST,
 				     "node %d's size %s is not a multiple of the %s page size",
 				     req->nodes[i],
-				     format_bytes(req->node_bytes[i], sz, sizeof(sz)),
+				     prealloc_format_size(req->node_bytes[i], sz, sizeof(sz)),
 				     prealloc_page_name(req->page));
 			return -EINVAL;
 		}
@@ -126,7 +109,7 @@ static int request_sizes(struct prepare_req *req)
 	if (pages < req->nr_nodes) {
 		prepare_fail(
 		    req, PREALLOC_STEP_REQUEST, "size %s is fewer than one %s page per node",
-		    format_bytes(req->length, sz, sizeof(sz)), prealloc_page_name(req->page));
+		    prealloc_format_size(req->length, sz, sizeof(sz)), prealloc_page_name(req->page));
 		return -EINVAL;
 	}
 	for (unsigned int i = 0; !req->sized && i < req->nr_nodes; i++)
@@ -198,7 +181,7 @@ static int request_names(struct prepare_req *req)
 	}
 	if (!strcmp(real, "/"))
 		real[0] = '\0';
-	node_ranges(req->nodes, req->nr_nodes, ranges, sizeof(ranges));
+	prealloc_format_list(req->nodes, req->nr_nodes, ranges, sizeof(ranges));
 	size_token(req->length, sz, sizeof(sz));
 	for (int attempt = 0; attempt < 16; attempt++) {
 		unsigned char raw[7];

@@ -168,7 +168,7 @@ static int take_locked(struct prealloc_ctx *ctx, const struct prealloc_warm_take
 		if (ri < 0) {
 			r = take_fail(info, -ENOENT,
 				      "no ready warm file of %s or more on node %d in %s pages",
-				      format_bytes(o->length, sz, sizeof(sz)), o->node,
+				      prealloc_format_size(o->length, sz, sizeof(sz)), o->node,
 				      prealloc_page_name(o->page_size));
 			break;
 		}

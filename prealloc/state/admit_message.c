@@ -34,9 +34,9 @@ static bool growth_message(const struct prealloc_admit_result *res, char *buf, s
 			 "hugepages) and %s must stay free for the host, which leaves room for %llu "
 			 "of them; the pool was not touched; use a smaller size or another node",
 			 res->node, (unsigned long long)res->needed, lbl,
-			 format_bytes(res->needed * res->page_size, a, sizeof(a)),
-			 format_bytes(res->capacity_estimate, b, sizeof(b)), lbl,
-			 format_bytes(res->capacity_margin, c, sizeof(c)),
+			 prealloc_format_size(res->needed * res->page_size, a, sizeof(a)),
+			 prealloc_format_size(res->capacity_estimate, b, sizeof(b)), lbl,
+			 prealloc_format_size(res->capacity_margin, c, sizeof(c)),
 			 (unsigned long long)res->available);
 		return true;
 	case PREALLOC_ADMIT_CANCELED:
@@ -57,8 +57,8 @@ static bool memory_message(const struct prealloc_admit_result *res, char *buf, s
 {
 	char a[32], b[32];
 
-	format_bytes(res->available, a, sizeof(a));
-	format_bytes(res->needed, b, sizeof(b));
+	prealloc_format_size(res->available, a, sizeof(a));
+	prealloc_format_size(res->needed, b, sizeof(b));
 	switch (res->reason) {
 	case PREALLOC_ADMIT_MEMORY:
 		snprintf(buf, len,

@@ -160,9 +160,9 @@ int main(void)
 	       "page labels round-trip the parser's values");
 
 	char buf[64];
-	tap_ok(!strcmp(format_node_ranges((int[]){ 3, 0, 1, 2, 7 }, 5, buf, sizeof(buf)), "0-3,7"),
+	tap_ok(!strcmp(prealloc_format_list((int[]){ 3, 0, 1, 2, 7 }, 5, buf, sizeof(buf)), "0-3,7"),
 	       "node ranges render as 0-3,7 (%s)", buf);
-	tap_ok(!strcmp(format_size(512 << 20, buf, sizeof(buf)), "512 MiB"), "512 MiB renders (%s)",
+	tap_ok(!strcmp(prealloc_format_size(512 << 20, buf, sizeof(buf)), "512 MiB"), "512 MiB renders (%s)",
 	       buf);
 	return tap_done();
 }

@@ -354,7 +354,7 @@ static void summary_matches(const char *line, const struct prealloc_report *rep,
 	char both[48];
 
 	snprintf(both, sizeof(both), "%s %s", num, unit);
-	tap_ok(n >= 7 && !strcmp(both, format_size(rep->bytes_done, size, sizeof(size))),
+	tap_ok(n >= 7 && !strcmp(both, prealloc_format_size(rep->bytes_done, size, sizeof(size))),
 	       "summary: the size done (%s) [%s]", size, line);
 	tap_ok(n >= 7 && !strcmp(v, verb) && !strcmp(lab, label), "summary: %s in %s pages", verb,
 	       label);
@@ -380,7 +380,7 @@ static void row_matches(const char *line, const struct prealloc_node_report *n, 
 	if (!tap_ok(r == 10, "row of node %d parses [%s]", n->node, line))
 		return;
 	tap_ok(node == n->node, "row %d: node", n->node);
-	tap_ok(!strcmp(both, format_size(n->bytes, size, sizeof(size))), "row %d: size %s",
+	tap_ok(!strcmp(both, prealloc_format_size(n->bytes, size, sizeof(size))), "row %d: size %s",
 	       n->node, size);
 	tap_ok(t == n->threads, "row %d: threads %u", n->node, n->threads);
 	tap_ok(near(s, n->seconds, 3), "row %d: seconds %.3f", n->node, n->seconds);

@@ -322,6 +322,13 @@ int prealloc_run(struct prealloc_region *region, const struct prealloc_job_opts 
  * -EINVAL on garbage, -ERANGE on overflow.
  */
 int prealloc_parse_size(const char *s, uint64_t *ret_bytes);
+/* bytes as "512 MiB", "1.50 GiB", "4 KiB" (binary units) into buf; returns buf. */
+const char *prealloc_format_size(uint64_t bytes, char *buf, size_t len);
+/*
+ * A set of node (or CPU) numbers as sorted ranges, "0-3,7", into buf (cut
+ * to len; "" for none); returns buf. Numbers outside 0..1023 are left out.
+ */
+const char *prealloc_format_list(const int *v, unsigned int nr, char *buf, size_t len);
 
 #ifdef __cplusplus
 }
