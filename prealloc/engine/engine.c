@@ -74,13 +74,25 @@ static void job_pace(struct prealloc_job *job, struct node_pool *pool, uint64_t 
 	}
 }
 
-/* PREALLOC_JOB_IDLE: this worker runs only when nothing else wants the CPU. */
-static void worker_idle(void)
+/*
+ * PREALLOC_JOB_IDLE: this worker runs only when nothing else wants the CPU
+ * (idle true), or again as the caller's threads do (idle false: before the
+ * completion, whose flow finish may take the store's lock that a guest's
+ * start waits for: never behind a starved idle thread).
+ */
+static void worker_idle(bool idle, int *policy, struct sched_param *param, int *nice)
 {
 	struct sched_param sp = { 0 };
 
-	if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp) != 0)
-		setpriority(PRIO_PROCESS, (id_t)gettid(), 19);
+	if (idle) {
+		pthread_getschedparam(pthread_self(), policy, param);
+		*nice = getpriority(PRIO_PROCESS, (id_t)gettid());
+		if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp) != 0)
+			setpriority(PRIO_PROCESS, (id_t)gettid(), 19);
+		return;
+	}
+	pthread_setschedparam(pthread_self(), *policy, param);
+	setpriority(PRIO_PROCESS, (id_t)gettid(), *nice);
 }
 
 /*
@@ -264,6 +276,9 @@ static void *worker_main(void *arg)
 	struct job_worker *w = arg;
 	struct prealloc_job *job = w->job;
 	struct node_pool *pool = w->pool;
+	bool idle = job->opts.flags & PREALLOC_JOB_IDLE;
+	struct sched_param param = { 0 };
+	int policy = SCHED_OTHER, nice = 0;
 	size_t i;
 
 	/* The gate opens once every worker exists: all start together. */
@@ -273,8 +288,8 @@ static void *worker_main(void *arg)
 	pthread_mutex_unlock(&job->lock);
 	if (job->gate_abandon)
 		return NULL;
-	if (job->opts.flags & PREALLOC_JOB_IDLE)
-		worker_idle();
+	if (idle)
+		worker_idle(true, &policy, &param, &nice);
 
 	op_phase(job, w);
 	time_max(job, &pool->end, &job->t_op_end);
@@ -302,6 +317,8 @@ static void *worker_main(void *arg)
 		job_pace(job, pool, pool->chunks[i].length);
 	}
 	time_max(job, &job->t_check_end, NULL);
+	if (idle)
+		worker_idle(false, &policy, &param, &nice);
 
 	if (atomic_fetch_add(&pool->finished, 1) + 1 == pool->threads)
 		node_complete(job, pool);

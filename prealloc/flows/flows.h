@@ -209,6 +209,8 @@ int warm_region(struct prealloc_ctx *ctx, const struct record *r, uint64_t lengt
  * the whole verified; r->size follows. On failure the file is cut back.
  */
 int warm_grow(struct prealloc_ctx *ctx, struct record *r, int fd, uint64_t length);
+/* job to its end; a readable stop_fd (-1: none) cancels it first (-ECANCELED). */
+int warm_job_finish(struct prealloc_job *job, int stop_fd);
 /* r's state after warm_check said check: DIRTY, RETURNING or QUARANTINED; no holder. */
 void warm_returned(struct record *r, int check);
 /*

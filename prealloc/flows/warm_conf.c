@@ -149,10 +149,11 @@ static int parse_duration(const char *text, uint64_t *ret_us)
 	char *end;
 	unsigned long long v;
 
-	if (leading_number(text, &v, &end) < 0 || v > 86400000000ULL)
+	if (leading_number(text, &v, &end) < 0)
 		return -EINVAL;
+	/* A day at the most: whatever the unit, nothing overflows from here on. */
 	for (size_t i = 0; i < ARRAY_SIZE(units); i++)
-		if (!strcmp(end, units[i].unit)) {
+		if (!strcmp(end, units[i].unit) && v <= UINT64_C(86400000000) / units[i].us) {
 			*ret_us = v * units[i].us;
 			return 0;
 		}

@@ -8,6 +8,7 @@
  */
 #include <fcntl.h>
 #include <libgen.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -138,6 +139,25 @@ int warm_grow(struct prealloc_ctx *ctx, struct record *r, int fd, uint64_t lengt
 	return 0;
 }
 
+/* The job to its end; a readable stop_fd cancels it first (-ECANCELED). */
+int warm_job_finish(struct prealloc_job *job, int stop_fd)
+{
+	struct pollfd p[2] = { { .fd = prealloc_job_eventfd(job), .events = POLLIN },
+			       { .fd = stop_fd, .events = POLLIN } };
+
+	while (stop_fd >= 0 && !prealloc_job_done(job)) {
+		if (poll(p, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (p[1].revents) {
+			prealloc_job_cancel(job);
+			break;
+		}
+		if (p[0].revents)
+			break;
+	}
+	return prealloc_job_wait(job);
+}
+
 int warm_create(struct prealloc_ctx *ctx, int node, uint64_t page_size, const char *mount,
 		uint64_t length, const struct warm_pace *pace, char *why, size_t why_len)
 {
@@ -157,7 +177,7 @@ int warm_create(struct prealloc_ctx *ctx, int node, uint64_t page_size, const ch
 
 	err = prepare_start(ctx, &po, pace, &job, &pinfo);
 	if (err == 0) {
-		err = prealloc_job_wait(job);
+		err = warm_job_finish(job, pace->stop_fd);	/* stopped: rolled back, nothing left */
 		prealloc_prepare_info(job, &pinfo);
 		prealloc_job_free(job);
 	}

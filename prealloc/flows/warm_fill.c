@@ -65,18 +65,32 @@ static int fill_returns(struct prealloc_ctx *ctx, struct store *s,
 			err = store_save(ctx, s);
 		}
 		if (err == 0 && r->warm == PREALLOC_WARM_RETURNING) {
+			bool had_path = r->path[0];
+
 			/* A give that died before the holder's link went, or a holder gone. */
 			if (r->path[0])
 				warm_unlink_path(r, false);
 			warm_returned(r, warm_check(ctx, r));
 			info->returned += r->warm == PREALLOC_WARM_DIRTY;
-			err = store_save(ctx, s);
+			/* Still mapped, as it was: nothing to write (serve would wake itself). */
+			if (r->warm != PREALLOC_WARM_RETURNING || had_path)
+				err = store_save(ctx, s);
 		}
 		/* Only a dead fill's: a live one (another pass, now) is still clearing it. */
 		if (err == 0 && r->warm == PREALLOC_WARM_CLEARING && !owner_alive(ctx, &r->owner)) {
 			r->warm = PREALLOC_WARM_DIRTY;
 			memset(&r->owner, 0, sizeof(r->owner));
 			err = store_save(ctx, s);
+		}
+		/* A new file whose run died (a serve stopped by SIGKILL): its file and growth go. */
+		if (err == 0 && r->warm == PREALLOC_WARM_POPULATING && !owner_alive(ctx, &r->owner)) {
+			size_t before = s->nr;
+
+			err = record_settle(ctx, s, i, true, &rel);
+			if (s->nr < before) {
+				i--;
+				continue;
+			}
 		}
 		if (err == 0 && r->warm == PREALLOC_WARM_QUARANTINED) {
 			size_t before = s->nr;
@@ -121,25 +135,6 @@ static int next_dirty(struct prealloc_ctx *ctx, unsigned int timeout_ms, struct 
 	return err < 0 ? err : found;
 }
 
-/* The job to its end; a readable stop_fd cancels it first (-ECANCELED). */
-static int job_finish(struct prealloc_job *job, int stop_fd)
-{
-	struct pollfd p[2] = { { .fd = prealloc_job_eventfd(job), .events = POLLIN },
-			       { .fd = stop_fd, .events = POLLIN } };
-
-	while (stop_fd >= 0 && !prealloc_job_done(job)) {
-		if (poll(p, 2, -1) < 0 && errno != EINTR)
-			break;
-		if (p[1].revents) {
-			prealloc_job_cancel(job);
-			break;
-		}
-		if (p[0].revents)
-			break;
-	}
-	return prealloc_job_wait(job);
-}
-
 /*
  * Clears the file of r on its node and verifies it: every byte zero, every
  * page present and on the node (holes its holder punched are faulted there
@@ -173,7 +168,7 @@ static int warm_clear(struct prealloc_ctx *ctx, const struct record *r,
 	test_pause("warm-fill-before-clear");
 	err = prealloc_job_start(region, &jo, &job);
 	if (err == 0) {
-		err = job_finish(job, pace->stop_fd);
+		err = warm_job_finish(job, pace->stop_fd);
 		prealloc_job_report(job, report);
 		prealloc_job_free(job);
 	}
@@ -438,9 +433,10 @@ void warm_limits(struct prealloc_ctx *ctx, const struct warm_conf *conf, const u
 			if (conf->t[j].node == t->node)
 				before += ret_limit[j];
 		ret_limit[i] = MIN(t->bytes, cap > before ? cap - before : 0);
-		if (cut)
-			ret_limit[i] = ret_limit[i] > cut[i] ? ret_limit[i] - cut[i] : 0;
 	}
+	/* The cuts last: a target cut under pressure gives no room to the next one. */
+	for (unsigned int i = 0; cut && i < conf->nr; i++)
+		ret_limit[i] = ret_limit[i] > cut[i] ? ret_limit[i] - cut[i] : 0;
 }
 
 int warm_pass_run(struct prealloc_ctx *ctx, const struct warm_pass *p,

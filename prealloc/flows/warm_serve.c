@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "flows.h"
@@ -45,6 +46,8 @@ struct prealloc_warm_serve {
 	int psi_fd;			/* -1: none (floor, or off) */
 	uint64_t floor;			/* without PSI: MemAvailable floor; 0 off */
 	double last_pressure;		/* 0: none since the targets last held */
+	double next_floor;		/* when MemAvailable is read next (floor) */
+	uint64_t store_ino;		/* the store as serve last left it */
 	bool dirty;			/* a pass is due */
 };
 
@@ -123,6 +126,17 @@ static uint64_t mem_available(struct prealloc_ctx *ctx)
 		}
 	fclose(f);
 	return r;
+}
+
+/* Without PSI: MemAvailable under the floor, read once a second at most. */
+static bool floor_crossed(struct prealloc_warm_serve *srv)
+{
+	double now = now_s();
+
+	if (!srv->floor || now < srv->next_floor)
+		return false;
+	srv->next_floor = now + SERVE_FLOOR_POLL_MS / 1000.0;
+	return mem_available(srv->ctx) < srv->floor;
 }
 
 /* warm.conf (again): on success the new targets replace the old and the cuts start over. */
@@ -277,22 +291,34 @@ EXPORT int prealloc_warm_serve_new(struct prealloc_ctx *ctx,
 	return 0;
 }
 
-/* Whether the store itself changed among the queued events (our own saves too). */
-static bool store_changed(int fd)
+/* The store's inode now: every save renames a new file onto it. 0: none. */
+static uint64_t store_inode(const struct prealloc_warm_serve *srv)
 {
-	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-	bool changed = false;
-	ssize_t n;
+	char path[PATH_MAX];
+	struct stat st;
 
-	while ((n = read(fd, buf, sizeof(buf))) > 0)
-		for (char *p = buf; p < buf + n;) {
-			const struct inotify_event *ev = (const struct inotify_event *)p;
+	if (statedir_path(srv->ctx, path, sizeof(path), STORE_LEAF) < 0 || stat(path, &st) < 0)
+		return 0;
+	return (uint64_t)st.st_ino;
+}
 
-			if (ev->len && !strcmp(ev->name, STORE_LEAF))
-				changed = true;
-			p += sizeof(*ev) + ev->len;
-		}
-	return changed;
+/*
+ * After serve's own work: the events its saves queued are dropped, and the
+ * store as it is now is serve's. A save by anyone else after this is a
+ * store serve has not seen: without this, each pass that saved (a file
+ * still mapped looked at again, a target refused) woke the next at once.
+ */
+static void store_seen(struct prealloc_warm_serve *srv)
+{
+	drain(srv->inotify_fd);
+	srv->store_ino = store_inode(srv);
+}
+
+/* Woken by the directory: whether someone else saved the store since store_seen. */
+static bool store_changed(struct prealloc_warm_serve *srv)
+{
+	drain(srv->inotify_fd);
+	return store_inode(srv) != srv->store_ino;
 }
 
 /* How long to wait for the next event, in ms. */
@@ -306,7 +332,7 @@ static int serve_timeout(const struct prealloc_warm_serve *srv, double last_pass
 	if (srv->last_pressure > 0)
 		wait = MIN(wait, srv->last_pressure + quiet - now);
 	if (srv->floor)
-		wait = MIN(wait, SERVE_FLOOR_POLL_MS / 1000.0);
+		wait = MIN(wait, srv->next_floor - now);
 	return wait <= 0 ? 0 : (int)(wait * 1000) + 1;
 }
 
@@ -341,6 +367,7 @@ EXPORT int prealloc_warm_serve_run(struct prealloc_warm_serve *srv,
 								    SERVE_CHECK_INTERVAL_S)) {
 			srv->dirty = false;
 			serve_pass(srv, &info);	/* what failed is logged: the next pass tries again */
+			store_seen(srv);
 			last_pass = now_s();
 			test_pause("warm-serve-pass");
 		}
@@ -361,15 +388,19 @@ EXPORT int prealloc_warm_serve_run(struct prealloc_warm_serve *srv,
 				ctx_log(srv->ctx, PREALLOC_LOG_INFO,
 					"warm serve: warm.conf read again: %u targets", srv->conf.nr);
 		}
-		if (p[2].revents && store_changed(srv->inotify_fd))
+		if (p[2].revents && store_changed(srv))
 			srv->dirty = true;
-		if ((p[3].revents & POLLPRI) ||
-		    (srv->floor && mem_available(srv->ctx) < srv->floor))
+		if ((p[3].revents & POLLPRI) || floor_crossed(srv)) {
 			serve_pressure(srv, &info);
+			store_seen(srv);
+		}
 		if (p[3].revents & (POLLERR | POLLNVAL)) {
-			ctx_log(srv->ctx, PREALLOC_LOG_WARNING, "warm serve: the PSI trigger failed");
 			close(srv->psi_fd);
 			srv->psi_fd = -1;
+			srv->floor = set_or(srv->conf.set.available_floor, SERVE_AVAILABLE_FLOOR);
+			ctx_log(srv->ctx, PREALLOC_LOG_WARNING,
+				"warm serve: the PSI trigger failed: pressure is MemAvailable under %llu MiB now",
+				(unsigned long long)(srv->floor >> 20));
 		}
 	}
 	if (ret_info)

@@ -90,8 +90,7 @@ static int warm_link_open(const struct record *w)
  * (line: its line for the node): each file cut by what is still short, or
  * removed when it has no more. What a file's lines added to the pool moves
  * to id's line, so that it is given back with id's own growth, not now
- * (the pages are this request's). Written ahead: the store says the file
- * is smaller (or gone) before it is; the pages go back to the pool's free
+ * (the pages are this request's). The pages go back to the pool's free
  * list at the cut (nothing maps a READY file). Returns the pages freed.
  */
 static uint64_t take_warm(struct prealloc_ctx *ctx, struct store *s, uint64_t id,
@@ -111,6 +110,16 @@ static uint64_t take_warm(struct prealloc_ctx *ctx, struct store *s, uint64_t id
 		    !pages || (fd = warm_link_open(w)) < 0)
 			continue;
 		snprintf(link, sizeof(link), "%s", w->tmp);
+		/*
+		 * The file first, then its record: a run killed between leaves a
+		 * record that claims more than its file has (settled by the next
+		 * pass or gc), never a file that no record names.
+		 */
+		r = cut == pages ? unlink(link) : ftruncate(fd, (off_t)((pages - cut) * ps));
+		close(fd);
+		if (r < 0)
+			continue;	/* not ours to take after all */
+		test_pause("admit-warm-taken");
 		mine = &s->r[store_find(s, id)].pools[line];
 		for (unsigned int k = 0; k < w->nr_pools; k++) {
 			struct rec_pool *p = &w->pools[k];
@@ -122,23 +131,16 @@ static uint64_t take_warm(struct prealloc_ctx *ctx, struct store *s, uint64_t id
 			p->pages -= MIN(p->pages, cut);
 			mine->added += moved;
 		}
-		if (cut == pages)
-			store_del(s, i--);
-		else
-			w->size -= cut * ps;
-		r = store_save(ctx, s);
-		test_pause("admit-warm-taken");
-		if (r == 0)
-			r = cut == pages ? unlink(link) : ftruncate(fd, (off_t)((pages - cut) * ps));
-		close(fd);
-		if (r < 0)
-			break;	/* the store is ahead: a later pass or gc settles the file */
 		freed += cut;
 		res->warm_pages += cut;
-		if (cut == pages)
+		if (cut == pages) {
 			res->warm_removed++;
-		else
+			store_del(s, i--);
+		} else {
 			res->warm_cut++;
+			w->size -= cut * ps;
+		}
+		store_save(ctx, s);	/* else the end of admission saves it, or undoes */
 	}
 	return freed;
 }
@@ -222,18 +224,19 @@ static int grow_node(struct prealloc_ctx *ctx, const struct prealloc_admit_opts 
 {
 	struct grow_result g;
 	struct rec_pool *p = line_of(s, id, k);
-	uint64_t nr = 0;
+	/* What the line has already: growth taken over from warm files (take_warm). */
+	uint64_t nr = 0, prev = p->added;
 	int r;
 
 	r = hugetlb_read(ctx, p->node, o->page_size, &nr, NULL, NULL);
 	if (r < 0)
 		return r;
-	p->added = short_by;
+	p->added = prev + short_by;
 	p->growing = true;
 	p->grow_from = nr;
 	r = store_save(ctx, s);
 	if (r < 0) {
-		p->added = 0;
+		p->added = prev;
 		p->growing = false;
 		res->reason = PREALLOC_ADMIT_ACCESS;
 		return r;
@@ -243,7 +246,7 @@ static int grow_node(struct prealloc_ctx *ctx, const struct prealloc_admit_opts 
 			 &g);
 	test_pause("after-pool-write");
 	p = line_of(s, id, k);
-	p->added = g.added;
+	p->added = prev + g.added;
 	p->growing = false;
 	res->grow_requested = g.requested;
 	res->grow_got = g.got;
@@ -302,7 +305,7 @@ static int admit_node(struct prealloc_ctx *ctx, const struct prealloc_admit_opts
 		      struct store *s, uint64_t id, unsigned int i, double deadline,
 		      struct prealloc_admit_result *res)
 {
-	uint64_t ps = o->page_size, total = 0, free_pages = 0, others, avail, gfree;
+	uint64_t ps = o->page_size, total = 0, free_pages = 0, others, avail, gfree, warm;
 	uint64_t need = o->node_bytes[i] / ps + (o->node_bytes[i] % ps ? 1 : 0);
 	struct rec_pool line = { .node = o->nodes[i], .page_size = ps, .pages = need };
 	long ri = store_find(s, id);
@@ -322,11 +325,21 @@ static int admit_node(struct prealloc_ctx *ctx, const struct prealloc_admit_opts
 	if (ctx->nr_nodes == 1)
 		others += foreign_reserved(ctx, s, ps, id, &gfree);
 	avail = free_pages > others ? free_pages - others : 0;
-	/* Short: READY warm files on the node first, before any growth (docs/warm.md). */
-	/* Only when they are enough, or growth can make up the rest: a refusal takes nothing. */
+	/*
+	 * Short: READY warm files on the node first, before any growth
+	 * (docs/warm.md); only when they are enough, or growth can make up the
+	 * rest (the capacity check, first): a refusal takes nothing.
+	 */
+	warm = warm_ready_pages(s, o->nodes[i], ps);
+	if (avail < need && warm && (o->flags & PREALLOC_ADMIT_RESERVE) &&
+	    !(o->flags & (PREALLOC_ADMIT_NO_CHECK | PREALLOC_ADMIT_KEEP_WARM)) &&
+	    avail + warm < need) {
+		r = capacity_check(ctx, o->nodes[i], ps, need, avail + warm, res);
+		if (r < 0)
+			return r;
+	}
 	if (avail < need && !(o->flags & (PREALLOC_ADMIT_NO_CHECK | PREALLOC_ADMIT_KEEP_WARM)) &&
-	    ((o->flags & PREALLOC_ADMIT_RESERVE) ||
-	     avail + warm_ready_pages(s, o->nodes[i], ps) >= need) &&
+	    ((o->flags & PREALLOC_ADMIT_RESERVE) || avail + warm >= need) &&
 	    take_warm(ctx, s, id, s->r[ri].nr_pools - 1, o->nodes[i], ps, need - avail, res) &&
 	    hugetlb_read(ctx, o->nodes[i], ps, &total, &free_pages, NULL) == 0)
 		avail = free_pages > others ? free_pages - others : 0;

@@ -48,10 +48,12 @@ wait_for() {
 	done
 }
 ready_is() { [ "$(status ready_bytes)" -eq "$1" ]; }
-warm_at_most() {	# every state's bytes together at most $1
-	local s t=0
+warm_at_most() {	# every state's bytes together at most $1 (false when status fails)
+	local s t=0 v
 	for s in ready dirty clearing returning handed populating; do
-		t=$((t + $(status ${s}_bytes)))
+		v=$(status ${s}_bytes)
+		[ "$v" -ge 0 ] || return 1
+		t=$((t + v))
 	done
 	[ "$t" -le "$1" ]
 }
@@ -185,29 +187,38 @@ for f in cold1 cold2 fillup; do "$PREALLOC" rm "$DIR/$f" > /dev/null 2>&1; done
 check "the cold files removed: the growth they took over from the warm files goes back ($(cat $POOL) pages, $hp0 at start)" \
 	[ "$(cat $POOL)" -le "$hp0" ]
 
-# Killed at each named point of its pass: the next take reads zero, or gets nothing.
+# Killed at each named point of its pass: every take after it reads zero. Two
+# files: one is dirtied and given back, and serve is stopped (SIGSTOP at the
+# point, then SIGKILL) while it works on it; then both are taken if they
+# can be, and each one taken must read all zero.
+printf 'node0.2M = 2 x %s @ %s\ncheck_interval = 1s\npressure = off\n' "$SZ" "$DIR" > "$TMP/two.conf"
 for point in warm-serve-pass warm-fill-clearing warm-fill-before-clear mid-op before-check \
 	warm-fill-after-verify warm-drop; do
+	cp "$TMP/two.conf" "$PREALLOC_WARM_CONF"
 	"$PREALLOC" warm fill > /dev/null 2>&1
-	take k > /dev/null 2>&1 && fill_pattern "$DIR/k"
-	case $point in
-	warm-drop) sed -i "s/^node0.2M = .*/node0.2M = 0 @ ${DIR//\//\\/}/" "$PREALLOC_WARM_CONF" ;;
-	esac
+	take k > /dev/null 2> "$TMP/err" && fill_pattern "$DIR/k"
+	check "$point: a file to dirty is taken ($(cat "$TMP/err"))" [ -e "$DIR/k" ]
+	[ $point = warm-drop ] && printf 'node0.2M = 0 @ %s\n' "$DIR" > "$PREALLOC_WARM_CONF"
 	"$PREALLOC" warm give "$DIR/k" > /dev/null 2>&1
 	PREALLOC_TEST_PAUSE=$point "$PREALLOC" warm serve > /dev/null 2>&1 &
 	pid=$!
-	if wait_stopped $pid; then stopped=yes; else stopped="no (it ran on)"; fi
+	wait_stopped $pid
+	stopped=$?
 	kill -KILL $pid
 	wait $pid 2> /dev/null
-	cp "$TMP/good.conf" "$PREALLOC_WARM_CONF"
-	if take v > /dev/null 2>&1; then
-		check "serve killed at $point (stopped: $stopped): the take reads all zero" \
-			[ "$(sha256sum < "$DIR/v")" = "$ZERO" ]
-		"$PREALLOC" warm give "$DIR/v" > /dev/null 2>&1
-	else
-		check "serve killed at $point (stopped: $stopped): no file handed" [ ! -e "$DIR/v" ]
-	fi
+	check "serve stops at $point" [ $stopped -eq 0 ]
+	cp "$TMP/two.conf" "$PREALLOC_WARM_CONF"
+	got=0 zero=0
+	for f in v w; do
+		take $f > /dev/null 2>&1 || continue
+		got=$((got + 1))
+		[ "$(sha256sum < "$DIR/$f")" = "$ZERO" ] && zero=$((zero + 1))
+	done
+	check "serve killed at $point: $got files taken after it, $zero of them all zero" \
+		all_of '[ $got -ge 1 ] && [ $zero -eq $got ]'
+	for f in v w; do "$PREALLOC" warm give "$DIR/$f" > /dev/null 2>&1; done
 done
+cp "$TMP/good.conf" "$PREALLOC_WARM_CONF"
 
 # Pressure: PSI where the kernel has it (this test needs it: the floor is the unit's business).
 if [ ! -e /proc/pressure/memory ]; then

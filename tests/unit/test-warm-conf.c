@@ -139,6 +139,8 @@ static void test_bad(void)
 		{ "available_floor = lots\n", "line 1", "bad available_floor 'lots'" },
 		{ "pressure_quiet = 500ms\n", "line 1", "bad pressure_quiet '500ms'" },
 		{ "check_interval = 5\n", "line 1", "bad check_interval '5'" },
+		{ "check_interval = 86400000000s\n", "line 1", "bad check_interval" },
+		{ "pressure_quiet = 1441m\n", "line 1", "bad pressure_quiet '1441m'" },
 		{ "clear_thread = 1\n", "line 1", "bad target 'clear_thread'" },
 	};
 
