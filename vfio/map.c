@@ -353,6 +353,11 @@ EXPORT int prealloc_vfio_map_info(struct prealloc_job *job, struct prealloc_vfio
 	return 0;
 }
 
+static int map_info_any(struct prealloc_job *job, void *ret_info)
+{
+	return prealloc_vfio_map_info(job, ret_info);
+}
+
 EXPORT int prealloc_vfio_map(struct prealloc_vfio *vfio, struct prealloc_region *region,
 			     const struct prealloc_job_opts *job_opts,
 			     const struct prealloc_vfio_map_opts *opts,
@@ -362,15 +367,7 @@ EXPORT int prealloc_vfio_map(struct prealloc_vfio *vfio, struct prealloc_region 
 	int r;
 
 	r = prealloc_vfio_map_start(vfio, region, job_opts, opts, &job, ret_info);
-	if (r < 0)
-		return r;
-	r = prealloc_job_wait(job);
-	if (ret_info)
-		prealloc_vfio_map_info(job, ret_info);
-	if (ret_report)
-		prealloc_job_report(job, ret_report);
-	prealloc_job_free(job);
-	return r;
+	return r < 0 ? r : job_sync(job, map_info_any, ret_info, ret_report);
 }
 
 EXPORT int prealloc_vfio_unmap(struct prealloc_vfio *vfio, struct prealloc_region *region)

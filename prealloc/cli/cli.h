@@ -156,6 +156,8 @@ int cmd_warm(int argc, char **argv);
 /* warm.c: the exit status of a failed warm take (err: negative errno). */
 /* sd_notify(3)'s datagram to $NOTIFY_SOCKET (0 without one), libsystemd not needed. */
 int notify_service(const char *state);
+/* prealloc warm serve (warm_serve.c). */
+int cmd_warm_serve(int argc, char **argv);
 int warm_take_exit_status(int err);
 
 #endif

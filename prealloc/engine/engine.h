@@ -8,6 +8,7 @@
 #ifndef PREALLOC_ENGINE_H
 #define PREALLOC_ENGINE_H
 
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -159,6 +160,14 @@ struct job_spec {
  * start and does not touch region->addr after finish: a flow may free the
  * region in finish.
  */
+/*
+ * The end of a flow's synchronous call (prealloc_prepare, _clear_file,
+ * _vfio_map), once its start succeeded: waits, reads the flow's info with
+ * info (into ret_info, when both are given) and the report, frees the job.
+ * Returns the job's result.
+ */
+int job_sync(struct prealloc_job *job, int (*info)(struct prealloc_job *job, void *ret_info),
+	     void *ret_info, struct prealloc_report *ret_report);
 int job_start_spec(struct prealloc_region *region, const struct prealloc_job_opts *opts,
 		   const struct job_spec *spec, struct prealloc_job **ret_job);
 void *job_flow_arg(struct prealloc_job *job);
@@ -264,6 +273,10 @@ void worker_affinity(const struct prealloc_job *job, const struct node_pool *poo
 /* check.c: the check phase. Once per job (one thread), then per chunk. */
 void check_scan_job(struct prealloc_job *job);
 /* 0, or the first error and where (region offset) into *ret_at: the caller fails the job. */
+/* pace.c: max_rate's nap after bytes more of pool's; 0 max_rate: none. */
+void job_pace(struct prealloc_job *job, struct node_pool *pool, uint64_t bytes);
+/* pace.c: SCHED_IDLE (idle true, the thread's policy and nice kept), or back. */
+void worker_idle(bool idle, int *policy, struct sched_param *param, int *nice);
 int check_chunk(struct prealloc_job *job, struct node_pool *pool, const struct job_chunk *c,
 		uint64_t *ret_at);
 

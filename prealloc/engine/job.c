@@ -232,6 +232,19 @@ EXPORT void prealloc_job_free(struct prealloc_job *job)
 	job_free(job);
 }
 
+int job_sync(struct prealloc_job *job, int (*info)(struct prealloc_job *job, void *ret_info),
+	     void *ret_info, struct prealloc_report *ret_report)
+{
+	int r = prealloc_job_wait(job);
+
+	if (info && ret_info)
+		info(job, ret_info);
+	if (ret_report)
+		prealloc_job_report(job, ret_report);
+	prealloc_job_free(job);
+	return r;
+}
+
 EXPORT int prealloc_run(struct prealloc_region *region, const struct prealloc_job_opts *opts,
 			struct prealloc_report *ret_report)
 {
@@ -239,11 +252,5 @@ EXPORT int prealloc_run(struct prealloc_region *region, const struct prealloc_jo
 	int r;
 
 	r = prealloc_job_start(region, opts, &job);
-	if (r < 0)
-		return r;
-	r = prealloc_job_wait(job);
-	if (ret_report)
-		prealloc_job_report(job, ret_report);
-	prealloc_job_free(job);
-	return r;
+	return r < 0 ? r : job_sync(job, NULL, NULL, ret_report);
 }

@@ -403,6 +403,11 @@ EXPORT int prealloc_clear_file_info(struct prealloc_job *job,
 	return flow->result;
 }
 
+static int clear_info_any(struct prealloc_job *job, void *ret_info)
+{
+	return prealloc_clear_file_info(job, ret_info);
+}
+
 EXPORT int prealloc_clear_file(struct prealloc_ctx *ctx, const char *path,
 			       const struct prealloc_clear_file_opts *opts,
 			       struct prealloc_clear_file_info *ret_info,
@@ -417,9 +422,6 @@ EXPORT int prealloc_clear_file(struct prealloc_ctx *ctx, const char *path,
 	r = prealloc_clear_file_start(ctx, path, opts, &job, ret_info ? ret_info : &info);
 	if (r < 0 || !job)
 		return r;
-	r = prealloc_clear_file_info(job, ret_info ? ret_info : &info);
-	if (ret_report)
-		prealloc_job_report(job, ret_report);
-	prealloc_job_free(job);	/* the flow's destroy frees its fd, mapping and region */
-	return r;
+	/* The flow's destroy, at the free, closes its fd and mapping and frees its region. */
+	return job_sync(job, clear_info_any, ret_info ? ret_info : &info, ret_report);
 }

@@ -245,6 +245,16 @@ void warm_limits(struct prealloc_ctx *ctx, const struct warm_conf *conf, const u
  */
 int warm_pass_run(struct prealloc_ctx *ctx, const struct warm_pass *p,
 		  struct prealloc_warm_fill_info *info);
+/* warm_fill.c, for the pass: the first failure into info->message. */
+__attribute__((format(printf, 2, 3))) void warm_note(struct prealloc_warm_fill_info *info,
+						     const char *fmt, ...);
+/* Whether fd (-1: none) is readable now: serve was asked to stop. */
+bool warm_stop_asked(int fd);
+/* Under the lock: files back from holders checked, dead fills' and runs' leftovers settled. */
+int warm_returns(struct prealloc_ctx *ctx, struct store *s, struct prealloc_warm_fill_info *info);
+/* Every DIRTY file: CLEARING, cleared and verified, then READY (or removed, or DIRTY if stopped). */
+int warm_clears(struct prealloc_ctx *ctx, const struct warm_pass *p,
+		struct prealloc_warm_fill_info *info);
 /*
  * Memory pressure: warm files given back until bytes are (or none can go
  * now): files no target wants, then DIRTY ones, then READY ones of the

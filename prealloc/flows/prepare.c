@@ -372,6 +372,11 @@ EXPORT int prealloc_prepare_info(struct prealloc_job *job, struct prealloc_prepa
 	return 0;
 }
 
+static int prepare_info_any(struct prealloc_job *job, void *ret_info)
+{
+	return prealloc_prepare_info(job, ret_info);
+}
+
 EXPORT int prealloc_prepare(struct prealloc_ctx *ctx, const struct prealloc_prepare_opts *opts,
 			    struct prealloc_prepare_info *ret_info,
 			    struct prealloc_report *ret_report)
@@ -380,13 +385,5 @@ EXPORT int prealloc_prepare(struct prealloc_ctx *ctx, const struct prealloc_prep
 	int r;
 
 	r = prealloc_prepare_start(ctx, opts, &job, ret_info);
-	if (r < 0)
-		return r;
-	r = prealloc_job_wait(job);
-	if (ret_info)
-		prealloc_prepare_info(job, ret_info);
-	if (ret_report)
-		prealloc_job_report(job, ret_report);
-	prealloc_job_free(job);
-	return r;
+	return r < 0 ? r : job_sync(job, prepare_info_any, ret_info, ret_report);
 }

@@ -336,6 +336,45 @@ static int serve_timeout(const struct prealloc_warm_serve *srv, double last_pass
 	return wait <= 0 ? 0 : (int)(wait * 1000) + 1;
 }
 
+/* pressure_quiet after the last event: the cuts end, the targets hold again. */
+static void serve_quiet(struct prealloc_warm_serve *srv, double now)
+{
+	double quiet = (double)set_or(srv->conf.set.pressure_quiet_s, SERVE_PRESSURE_QUIET_S);
+
+	if (srv->last_pressure <= 0 || now < srv->last_pressure + quiet)
+		return;
+	memset(srv->cut, 0, (srv->conf.nr + 1) * sizeof(*srv->cut));
+	srv->last_pressure = 0;
+	srv->dirty = true;
+	ctx_log(srv->ctx, PREALLOC_LOG_INFO,
+		"warm serve: no pressure for %.0f s: the targets hold again", quiet);
+}
+
+/* reload_fd (SIGHUP): warm.conf again; a bad one is logged and changes nothing. */
+static void serve_reload(struct prealloc_warm_serve *srv)
+{
+	char err[512];
+
+	drain(srv->o.reload_fd);
+	if (serve_load(srv, err, sizeof(err)) < 0)
+		ctx_log(srv->ctx, PREALLOC_LOG_ERR, "warm serve: %s: the targets stay as they were",
+			err);
+	else
+		ctx_log(srv->ctx, PREALLOC_LOG_INFO, "warm serve: warm.conf read again: %u targets",
+			srv->conf.nr);
+}
+
+/* The PSI trigger failed (POLLERR): the floor from now on. */
+static void serve_psi_failed(struct prealloc_warm_serve *srv)
+{
+	close(srv->psi_fd);
+	srv->psi_fd = -1;
+	srv->floor = set_or(srv->conf.set.available_floor, SERVE_AVAILABLE_FLOOR);
+	ctx_log(srv->ctx, PREALLOC_LOG_WARNING,
+		"warm serve: the PSI trigger failed: pressure is MemAvailable under %llu MiB now",
+		(unsigned long long)(srv->floor >> 20));
+}
+
 EXPORT int prealloc_warm_serve_run(struct prealloc_warm_serve *srv,
 				   struct prealloc_warm_serve_info *ret_info)
 {
@@ -352,17 +391,9 @@ EXPORT int prealloc_warm_serve_run(struct prealloc_warm_serve *srv,
 			{ .fd = srv->inotify_fd, .events = POLLIN },
 			{ .fd = srv->psi_fd, .events = POLLPRI },
 		};
-		double quiet = (double)set_or(srv->conf.set.pressure_quiet_s,
-					      SERVE_PRESSURE_QUIET_S);
 		double now = now_s();
 
-		if (srv->last_pressure > 0 && now >= srv->last_pressure + quiet) {
-			memset(srv->cut, 0, (srv->conf.nr + 1) * sizeof(*srv->cut));
-			srv->last_pressure = 0;
-			srv->dirty = true;
-			ctx_log(srv->ctx, PREALLOC_LOG_INFO,
-				"warm serve: no pressure for %.0f s: the targets hold again", quiet);
-		}
+		serve_quiet(srv, now);
 		if (srv->dirty || now >= last_pass + (double)set_or(srv->conf.set.check_interval_s,
 								    SERVE_CHECK_INTERVAL_S)) {
 			srv->dirty = false;
@@ -377,31 +408,16 @@ EXPORT int prealloc_warm_serve_run(struct prealloc_warm_serve *srv,
 		}
 		if (p[0].revents)
 			break;
-		if (p[1].revents) {
-			char err[512];
-
-			drain(srv->o.reload_fd);
-			if (serve_load(srv, err, sizeof(err)) < 0)
-				ctx_log(srv->ctx, PREALLOC_LOG_ERR,
-					"warm serve: %s: the targets stay as they were", err);
-			else
-				ctx_log(srv->ctx, PREALLOC_LOG_INFO,
-					"warm serve: warm.conf read again: %u targets", srv->conf.nr);
-		}
+		if (p[1].revents)
+			serve_reload(srv);
 		if (p[2].revents && store_changed(srv))
 			srv->dirty = true;
 		if ((p[3].revents & POLLPRI) || floor_crossed(srv)) {
 			serve_pressure(srv, &info);
 			store_seen(srv);
 		}
-		if (p[3].revents & (POLLERR | POLLNVAL)) {
-			close(srv->psi_fd);
-			srv->psi_fd = -1;
-			srv->floor = set_or(srv->conf.set.available_floor, SERVE_AVAILABLE_FLOOR);
-			ctx_log(srv->ctx, PREALLOC_LOG_WARNING,
-				"warm serve: the PSI trigger failed: pressure is MemAvailable under %llu MiB now",
-				(unsigned long long)(srv->floor >> 20));
-		}
+		if (p[3].revents & (POLLERR | POLLNVAL))
+			serve_psi_failed(srv);
 	}
 	if (ret_info)
 		copy_sized_out(ret_info, &info, sizeof(info));

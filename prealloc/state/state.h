@@ -244,6 +244,14 @@ int record_return_growth(struct prealloc_ctx *ctx, struct store *s, size_t ri, u
  * stays ORPHAN with the growth still in use. Saves s. Adds to info's
  * returned, in_use (growth still owed) and vanished; sets removed.
  */
+/* admit_warm.c: pages of READY warm files of node and page size ps. */
+uint64_t warm_ready_pages(const struct store *s, int node, uint64_t ps);
+/*
+ * admit_warm.c: READY warm files of node cut or removed for record id (its
+ * pool line line) until short_pages are free; returns the pages freed.
+ */
+uint64_t take_warm(struct prealloc_ctx *ctx, struct store *s, uint64_t id, unsigned int line,
+		   int node, uint64_t ps, uint64_t short_pages, struct prealloc_admit_result *res);
 int record_settle(struct prealloc_ctx *ctx, struct store *s, size_t ri, bool remove_ready,
 		  struct prealloc_release_info *info);
 /* settle.c. Commit: READY, held by its holder or file; lines that added nothing go. */

@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `prealloc warm serve`: the warm pool's daemon over prealloc_warm_serve_*
+ * (docs/warm.md). SIGTERM/SIGINT stop it and SIGHUP reads warm.conf again,
+ * through signalfds (blocked first: every thread, the workers too, inherits
+ * the mask); READY=1 and STOPPING=1 go to the service manager.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+/*
+ * sd_notify(3)'s protocol without libsystemd: one datagram to the
+ * AF_UNIX socket $NOTIFY_SOCKET names ('@': the abstract namespace).
+ * Nothing to do without it; -errno when it cannot be sent.
+ */
+int notify_service(const char *state)
+{
+	const char *path = getenv("NOTIFY_SOCKET");
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	size_t len;
+	int fd, r = 0;
+
+	if (!path || !*path)
+		return 0;
+	len = strlen(path);
+	if ((path[0] != '/' && path[0] != '@') || len >= sizeof(sa.sun_path))
+		return -EINVAL;
+	memcpy(sa.sun_path, path, len);
+	if (sa.sun_path[0] == '@')
+		sa.sun_path[0] = '\0';
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&sa,
+		   (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len)) < 0)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+/* serve's log: every level to stderr, with the priority prefix journald reads. */
+static void serve_log(void *userdata, int level, const char *msg)
+{
+	(void)userdata;
+	if (getenv("JOURNAL_STREAM"))
+		fprintf(stderr, "<%d>%s\n", level, msg);
+	else
+		fprintf(stderr, "%s: %s\n", program_name, msg);
+}
+
+/* A signalfd for the signals of set (blocked first, so that they queue for it). */
+static int signal_fd(int a, int b)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, a);
+	if (b)
+		sigaddset(&set, b);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+		return -1;
+	return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+}
+
+int cmd_warm_serve(int argc, char **argv)
+{
+	struct prealloc_warm_serve_opts o = { .size = sizeof(o) };
+	struct prealloc_warm_serve_info info = { .size = sizeof(info) };
+	struct prealloc_warm_serve *srv = NULL;
+	struct prealloc_ctx *ctx;
+	int r;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--conf") && i + 1 < argc) {
+			o.conf_path = argv[++i];
+		} else {
+			cli_error("warm serve: unknown argument '%s' (--conf FILE)", argv[i]);
+			return EXIT_USAGE;
+		}
+	}
+	o.stop_fd = signal_fd(SIGTERM, SIGINT);
+	o.reload_fd = signal_fd(SIGHUP, 0);
+	if (o.stop_fd < 0 || o.reload_fd < 0) {
+		cli_error("warm serve: cannot take its signals: %s", strerror(errno));
+		return EXIT_ENVIRONMENT;
+	}
+	ctx = cli_context();
+	if (!ctx)
+		return EXIT_ENVIRONMENT;
+	prealloc_ctx_set_log(ctx, serve_log, NULL);
+	r = prealloc_warm_serve_new(ctx, &o, &srv, &info);
+	if (r < 0) {
+		cli_error("warm serve: %s", info.message[0] ? info.message : strerror(-r));
+		prealloc_ctx_free(ctx);
+		return r == -EINVAL ? EXIT_USAGE : EXIT_ENVIRONMENT;
+	}
+	/* Up once warm.conf is read and pressure armed: the first pass may take long. */
+	r = notify_service("READY=1\nSTATUS=serving the warm pool");
+	if (r < 0)
+		cli_error("warm serve: cannot tell the service manager it is ready: %s",
+			  strerror(-r));
+	r = prealloc_warm_serve_run(srv, &info);
+	notify_service("STOPPING=1");
+	prealloc_warm_serve_free(srv);
+	prealloc_ctx_free(ctx);
+	fprintf(stderr,
+		"%s: warm serve: stopped after %u passes: %u cleared, %u made, %u given back "
+		"(%llu MiB, %llu MiB of it under %llu pressure events)\n",
+		program_name, info.passes, info.cleared, info.created, info.dropped,
+		(unsigned long long)(info.dropped_bytes >> 20),
+		(unsigned long long)(info.pressure_dropped_bytes >> 20),
+		(unsigned long long)info.pressure_events);
+	if (r < 0) {
+		cli_error("warm serve: %s", strerror(-r));
+		return EXIT_ENVIRONMENT;
+	}
+	return EXIT_OK;
+}
