@@ -268,14 +268,22 @@ static void need_split(const struct prepare_req *req, uint64_t resident, uint64_
 }
 
 /* The record of this run, as admission finds it: PREPARING, owned by us, naming its file. */
-static int record_new(struct prepare_req *req, struct store *s, const struct stat *st)
+struct prepare_new {
+	struct prepare_req *req;
+	const struct stat *st;	/* a reused file's, at admission */
+};
+
+static int record_new(struct prealloc_ctx *ctx, struct store *s, void *arg)
 {
+	const struct prepare_new *n = arg;
+	struct prepare_req *req = n->req;
+	const struct stat *st = n->st;
 	struct record *r = store_add(s, req->id);
 
 	if (!r)
 		return -ENOMEM;
 	r->state = PREALLOC_RECORD_PREPARING;
-	owner_self(req->ctx, &r->owner);
+	owner_self(ctx, &r->owner);
 	r->has_file = true;
 	r->created = !req->exists;
 	r->size = req->length;
@@ -294,6 +302,23 @@ static int record_new(struct prepare_req *req, struct store *s, const struct sta
 	}
 	return 0;
 }
+
+/* Pages a reused file already has are not this run's to fault. */
+static int record_admitted(struct prealloc_ctx *ctx, struct store *s, void *arg)
+{
+	const struct prepare_new *n = arg;
+	long ri = store_find(s, n->req->id);
+	uint64_t page = n->req->page == PREALLOC_PAGE_THP ? PREALLOC_PAGE_4K : n->req->page;
+
+	if (!n->req->exists || ri < 0)
+		return 0;
+	for (unsigned int k = 0; k < s->r[ri].nr_pools; k++)
+		s->r[ri].pools[k].base = (uint64_t)n->st->st_blocks * 512 / page;
+	return store_save(ctx, s);
+}
+
+static const struct admit_new_ops prepare_admit_ops = { .make = record_new,
+							.admitted = record_admitted };
 
 /*
  * The filesystem's own room: a tmpfs or a hugetlbfs mounted with size= has
@@ -354,8 +379,7 @@ int prepare_admit(struct prepare_req *req)
 	struct prealloc_admit_opts ao;
 	uint64_t *need = calloc(req->nr_nodes, sizeof(*need));
 	struct stat st = { 0 };
-	struct store s;
-	int fd = -1, r;
+	int r;
 
 	if (!need)
 		return -ENOMEM;
@@ -367,22 +391,9 @@ int prepare_admit(struct prepare_req *req)
 	r = fs_room(req, need, &res);
 	if (r < 0)
 		goto out;
-	r = admit_lock_load(req->ctx, &ao, &s, &fd, &res);
-	if (r < 0)
-		goto out;
-	r = record_new(req, &s, &st);
-	if (r == 0)
-		r = admit_locked(req->ctx, &ao, &s, req->id, &res);
-	/* Pages a reused file already has are not this run's to fault. */
-	for (unsigned int k = 0; r == 0 && req->exists && k < s.r[s.nr - 1].nr_pools; k++)
-		s.r[s.nr - 1].pools[k].base = (uint64_t)st.st_blocks * 512 / page;
-	if (r == 0 && req->exists)
-		r = store_save(req->ctx, &s);
+	r = admit_new(req->ctx, &ao, req->id, &prepare_admit_ops, &(struct prepare_new){ req, &st },
+		      &res);
 	req->recorded = r == 0;
-	if (r < 0)
-		admit_forget(req->ctx, &s, req->id);
-	store_free(&s);
-	statedir_unlock(fd);
 out:
 	free(need);
 	req->info.admit = res;

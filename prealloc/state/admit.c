@@ -404,6 +404,27 @@ void admit_forget(struct prealloc_ctx *ctx, struct store *s, uint64_t id)
 	store_save(ctx, s);
 }
 
+int admit_new(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *o, uint64_t id,
+	      const struct admit_new_ops *ops, void *arg, struct prealloc_admit_result *res)
+{
+	struct store s;
+	int fd = -1, r;
+
+	r = admit_lock_load(ctx, o, &s, &fd, res);
+	if (r < 0)
+		return r;
+	r = ops->make(ctx, &s, arg);
+	if (r == 0)
+		r = admit_locked(ctx, o, &s, id, res);
+	if (r == 0 && ops->admitted)
+		r = ops->admitted(ctx, &s, arg);
+	if (r < 0)
+		admit_forget(ctx, &s, id);
+	store_free(&s);
+	statedir_unlock(fd);
+	return r;
+}
+
 int admit_lock_load(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *o,
 		    struct store *s, int *ret_fd, struct prealloc_admit_result *res)
 {

@@ -22,45 +22,54 @@ struct prealloc_reservation {
 	struct rec_owner holder; /* kind NONE: the file holds the growth */
 };
 
-static int admit_record(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *o,
-			struct prealloc_reservation *resv, struct prealloc_admit_result *res)
-{
-	struct store s;
-	struct record *rec;
-	int fd = -1, r;
+struct resv_new {
+	const struct prealloc_admit_opts *o;
+	struct prealloc_reservation *resv;
+};
 
-	r = admit_lock_load(ctx, o, &s, &fd, res);
-	if (r < 0)
-		return r;
-	rec = store_add(&s, resv->id);
-	if (!rec) {
-		r = -ENOMEM;
-		goto out;
-	}
+static int resv_make(struct prealloc_ctx *ctx, struct store *s, void *arg)
+{
+	const struct resv_new *n = arg;
+	struct record *rec = store_add(s, n->resv->id);
+	const char *owner = n->o->owner;
+
+	if (!rec)
+		return -ENOMEM;
 	rec->state = PREALLOC_RECORD_PREPARING;
 	owner_self(ctx, &rec->owner);
-	rec->page_size = o->page_size;
-	if (o->owner && o->owner[0] == '/') {
+	rec->page_size = n->o->page_size;
+	if (owner && owner[0] == '/') {
 		struct stat st;
 
 		rec->has_file = true;
-		snprintf(rec->path, sizeof(rec->path), "%s", o->owner);
+		snprintf(rec->path, sizeof(rec->path), "%s", owner);
 		/* Known by identity when it exists already (set_owner names it later otherwise). */
-		if (stat(o->owner, &st) == 0 && S_ISREG(st.st_mode)) {
+		if (stat(owner, &st) == 0 && S_ISREG(st.st_mode)) {
 			rec->dev = (uint64_t)st.st_dev;
 			rec->ino = (uint64_t)st.st_ino;
 			rec->size = (uint64_t)st.st_size;
 		}
 	}
-	r = admit_locked(ctx, o, &s, resv->id, res);
-	if (r == 0)
-		resv->in_store = true;
-	if (r < 0)
-		admit_forget(ctx, &s, resv->id);
-out:
-	store_free(&s);
-	statedir_unlock(fd);
-	return r;
+	return 0;
+}
+
+static int resv_admitted(struct prealloc_ctx *ctx, struct store *s, void *arg)
+{
+	struct resv_new *n = arg;
+
+	(void)ctx;
+	(void)s;
+	n->resv->in_store = true;
+	return 0;
+}
+
+static int admit_record(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *o,
+			struct prealloc_reservation *resv, struct prealloc_admit_result *res)
+{
+	static const struct admit_new_ops ops = { .make = resv_make, .admitted = resv_admitted };
+	struct resv_new n = { .o = o, .resv = resv };
+
+	return admit_new(ctx, o, resv->id, &ops, &n, res);
 }
 
 EXPORT int prealloc_admit(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *opts,

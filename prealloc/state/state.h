@@ -229,6 +229,18 @@ int admit_lock_load(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *
  */
 int admit_locked(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *o, struct store *s,
 		 uint64_t id, struct prealloc_admit_result *res);
+/*
+ * A new record admitted, the whole of it under the lock: make adds record
+ * id to s, admit_locked admits it, admitted (may be NULL) finishes it; if
+ * any fails, the record goes (admit_forget). prepare's and a reservation's
+ * one way in.
+ */
+struct admit_new_ops {
+	int (*make)(struct prealloc_ctx *ctx, struct store *s, void *arg);
+	int (*admitted)(struct prealloc_ctx *ctx, struct store *s, void *arg);
+};
+int admit_new(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *o, uint64_t id,
+	      const struct admit_new_ops *ops, void *arg, struct prealloc_admit_result *res);
 
 /*
  * Gives back pool line k of record ri's growth as far as the node has free
