@@ -88,6 +88,7 @@ int cmd_warm_serve(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
+	o.flags = PREALLOC_WARM_SERVE_STOP_FD | PREALLOC_WARM_SERVE_RELOAD_FD;
 	o.stop_fd = signal_fd(SIGTERM, SIGINT);
 	o.reload_fd = signal_fd(SIGHUP, 0);
 	if (o.stop_fd < 0 || o.reload_fd < 0) {

@@ -258,9 +258,13 @@ EXPORT int prealloc_warm_serve_new(struct prealloc_ctx *ctx,
 		return -ENOMEM;
 	srv->ctx = ctx;
 	srv->psi_fd = srv->inotify_fd = -1;
-	srv->o = (struct prealloc_warm_serve_opts){ .size = sizeof(srv->o), .stop_fd = -1,
-						    .reload_fd = -1 };
+	srv->o = (struct prealloc_warm_serve_opts){ .size = sizeof(srv->o) };
 	r = opts ? copy_sized_in(&srv->o, sizeof(srv->o), opts) : 0;
+	/* The fds the flags name; none else (a zeroed struct's 0 is stdin, not a stop). */
+	if (!(srv->o.flags & PREALLOC_WARM_SERVE_STOP_FD))
+		srv->o.stop_fd = -1;
+	if (!(srv->o.flags & PREALLOC_WARM_SERVE_RELOAD_FD))
+		srv->o.reload_fd = -1;
 	if (!srv->o.lock_timeout_ms)
 		srv->o.lock_timeout_ms = ADMIT_LOCK_TIMEOUT_MS;
 	if (r == 0 && srv->o.conf_path &&

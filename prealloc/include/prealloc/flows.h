@@ -161,7 +161,9 @@ struct prealloc_release_info {
  * Removes a file prealloc created, and gives back its pool growth; also a
  * file whose run died before it was ready. -ENOENT: not made by prealloc
  * (no record; adopted files are never removed); -ESTALE: its size changed
- * since; -EBUSY: a live run is still preparing it; -ELOOP: a symbolic link.
+ * since; -EBUSY: a live run is still preparing it (info's pid), holds it
+ * DMA-mapped (pinned) or it is a warm file of the pool (warm); -ELOOP: a
+ * symbolic link.
  */
 int prealloc_release(struct prealloc_ctx *ctx, const char *path,
 		     struct prealloc_release_info *ret_info);

@@ -135,8 +135,10 @@ struct prealloc_admit_result {
 
 /*
  * Checks (and with RESERVE grows) every node of the request under the pool
- * lock and records an in-flight reservation. 4K requests are checked but
- * take no record. Errors: -ENOMEM short (pool, memory, node capacity,
+ * lock and records an in-flight reservation (for 4K, a share of each
+ * node's free memory that other runs' admissions subtract). A node short
+ * of free pages first takes them from READY warm files (unless
+ * PREALLOC_ADMIT_KEEP_WARM), then grows (RESERVE). Errors: -ENOMEM short (pool, memory, node capacity,
  * growth), -ECANCELED cancel_fd turned readable waiting for the lock or during growth, -EDQUOT cgroup limit, -ETIMEDOUT lock, -EACCES/-EPERM pool not writable,
  * -ENODEV unknown node, -EBADMSG a corrupt record store; ret_result (may be NULL) says why.
  */

@@ -32,8 +32,8 @@ enum prealloc_warm_state {
 };
 
 enum prealloc_warm_take_flags {
-	PREALLOC_WARM_TAKE_CHOWN = 1 << 0,	/* give the file uid:gid */
-	PREALLOC_WARM_TAKE_FALLBACK = 1 << 1,	/* no READY file: prepare one cold */
+	PREALLOC_WARM_TAKE_CHOWN = 1u << 0,	/* give the file uid:gid */
+	PREALLOC_WARM_TAKE_FALLBACK = 1u << 1,	/* no READY file: prepare one cold */
 };
 
 struct prealloc_warm_take_opts {
@@ -73,9 +73,9 @@ struct prealloc_warm_take_info {
 };
 
 /*
- * Links a READY warm file of node and page size at path, gives it its owner
- * and records it HANDED to holder, in that order (the record first: a file
- * at path is never READY for another take). The file is exactly length, or
+ * Records a READY warm file of node and page size HANDED to holder, gives
+ * it its owner, then links it at path, in that order (the record first: a
+ * file at path is never READY for another take). The file is exactly length, or
  * the smallest larger one cut to size, or (a partial hit) the largest
  * smaller one grown, the rest populated on its node and verified. -ENOENT
  * (nothing touched) when no READY file is on that node and mount, unless
@@ -104,7 +104,7 @@ int prealloc_warm_give(struct prealloc_ctx *ctx, const char *path, const char *h
 		       struct prealloc_warm_give_info *ret_info);
 
 enum prealloc_warm_fill_flags {
-	PREALLOC_WARM_FILL_IDLE = 1 << 0,	/* workers SCHED_IDLE (else nice 19) */
+	PREALLOC_WARM_FILL_IDLE = 1u << 0,	/* workers SCHED_IDLE (else nice 19) */
 };
 
 struct prealloc_warm_fill_opts {
@@ -152,19 +152,26 @@ int prealloc_warm_fill(struct prealloc_ctx *ctx, const struct prealloc_warm_fill
  */
 struct prealloc_warm_serve;
 
+/* Which fds are set (0 is a valid fd, so flags, as PREALLOC_ADMIT_CANCEL_FD). */
+enum prealloc_warm_serve_flags {
+	PREALLOC_WARM_SERVE_STOP_FD = 1u << 0,
+	PREALLOC_WARM_SERVE_RELOAD_FD = 1u << 1,
+};
+
 struct prealloc_warm_serve_opts {
 	size_t size;		/* sizeof(struct prealloc_warm_serve_opts) */
-	unsigned int flags;	/* none yet */
+	unsigned int flags;	/* enum prealloc_warm_serve_flags */
 	const char *conf_path;	/* NULL: /etc/prealloc/warm.conf ($PREALLOC_WARM_CONF) */
 	/*
-	 * Readable: prealloc_warm_serve_run returns (a clear under way is
-	 * cancelled, its file DIRTY again). Not read: the caller's to drain.
+	 * STOP_FD, readable: prealloc_warm_serve_run returns (a clear or a new
+	 * file under way is cancelled). Not read: the caller's to drain.
+	 * Without it the run ends only with the process.
 	 */
 	int stop_fd;
 	/*
-	 * Readable: warm.conf is read again (what is readable is read and
-	 * dropped: a signalfd, eventfd or pipe); a bad one is logged and the
-	 * targets stay. -1: none.
+	 * RELOAD_FD, readable: warm.conf is read again (what is readable is
+	 * read and dropped: a signalfd, eventfd or pipe); a bad one is logged
+	 * and the targets stay.
 	 */
 	int reload_fd;
 	unsigned int lock_timeout_ms;	/* 0: 30000 */
