@@ -185,10 +185,8 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 	optind = 1;
 	while (r == 0 && (c = getopt_long(argc, argv, bench_short_opts, bench_opts, NULL)) != -1)
 		r = bench_option(c, argv, a);
-	if (r == 0 && optind < argc) {
-		cli_error("bench: unexpected argument '%s'", argv[optind]);
+	if (r == 0 && cli_extra_arg("bench", argc, argv, NULL))
 		r = -EXIT_USAGE;
-	}
 	return r;
 }
 

@@ -96,10 +96,8 @@ static int parse_args(int argc, char **argv, struct clear_args *a)
 		return -EXIT_USAGE;
 	}
 	a->file = argv[optind++];
-	if (optind < argc) {
-		cli_error("clear: unexpected argument '%s' (one file at a time)", argv[optind]);
+	if (cli_extra_arg("clear", argc, argv, " (one file at a time)"))
 		return -EXIT_USAGE;
-	}
 	return 0;
 }
 

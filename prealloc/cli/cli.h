@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 
@@ -36,6 +37,11 @@ int parse_page_size(const char *s, uint64_t *ret, char *err, size_t err_len);
 int parse_threads(const char *s, unsigned int *ret, char *err, size_t err_len);
 /* "4k", "2M", "1G", "thp" or "auto" for a page size as parse_page_size gives it. */
 #define page_label prealloc_page_name
+/*
+ * After getopt: an argument left over (argv[optind]) is named, after
+ * "cmd: " and before hint (either may be NULL); true when there was one.
+ */
+
 /* Decimal GB/s of bytes in seconds (0 for none). */
 double gbps(uint64_t bytes, double seconds);
 struct json_object;
@@ -86,6 +92,18 @@ extern const char *program_name;
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Why the record store could not be used (err from the library), as " (...)" or "". */
 const char *store_hint(int err);
+/*
+ * After getopt: an argument left over (argv[optind]) is named, after
+ * "cmd: " and before hint (either may be NULL); true when there was one.
+ */
+static inline bool cli_extra_arg(const char *cmd, int argc, char **argv, const char *hint)
+{
+	if (optind >= argc)
+		return false;
+	cli_error("%s%sunexpected argument '%s'%s", cmd ? cmd : "", cmd ? ": " : "", argv[optind],
+		  hint ? hint : "");
+	return true;
+}
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_log(void *userdata, int level, const char *msg);
 

@@ -98,10 +98,8 @@ static int parse_operands(int argc, char **argv, struct create_args *a)
 		a->have_size = true;
 		optind++;
 	}
-	if (optind < argc) {
-		cli_error("unexpected argument '%s'", argv[optind]);
+	if (cli_extra_arg(NULL, argc, argv, NULL))
 		return -EXIT_USAGE;
-	}
 	if (a->req.sized) {
 		uint64_t sum = 0;
 

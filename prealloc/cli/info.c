@@ -320,10 +320,8 @@ int cmd_info(int argc, char **argv)
 			return option_error("info", argv, short_opts, opts);
 		}
 	}
-	if (optind < argc) {
-		cli_error("info: unexpected argument '%s'", argv[optind]);
+	if (cli_extra_arg("info", argc, argv, NULL))
 		return EXIT_USAGE;
-	}
 	ctx = cli_context();
 	if (!ctx)
 		return EXIT_FAILURE_RUN;

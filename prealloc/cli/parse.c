@@ -182,4 +182,3 @@ int parse_page_size(const char *s, uint64_t *ret, char *err, size_t err_len)
 	return fail(err, err_len, -EINVAL, "invalid page size '%s' (expected 4k, 2M, 1G, thp or auto)",
 		    s);
 }
-

@@ -252,10 +252,8 @@ int cmd_pool(int argc, char **argv)
 			return option_error("pool", argv, short_opts, opts);
 		}
 	}
-	if (optind < argc) {
-		cli_error("pool: unexpected argument '%s'", argv[optind]);
+	if (cli_extra_arg("pool", argc, argv, NULL))
 		return EXIT_USAGE;
-	}
 	ctx = cli_context();
 	if (!ctx)
 		return EXIT_FAILURE_RUN;
