@@ -196,9 +196,15 @@ static int claim_size(struct hook_run *run, uint64_t ps, struct prealloc_reserva
 		return 0;
 	o.nr_nodes = n;
 	r = prealloc_admit(run->ctx, &o, ret, &a);
-	if (r < 0)
+	if (r < 0) {
 		refusal(run, r, &a);
-	else if (a.added)
+		return r;
+	}
+	if (a.warm_pages)
+		run_log(run, 6, "%s: took %llu %s pages from the warm pool (%u files cut, %u removed)",
+			run->dom.name, (unsigned long long)a.warm_pages,
+			page_label(ps, (char[16]){ 0 }, 16), a.warm_cut, a.warm_removed);
+	if (a.added)
 		run_log(run, 6, "%s: added %llu %s pages to the pools", run->dom.name,
 			(unsigned long long)a.added, page_label(ps, (char[16]){ 0 }, 16));
 	return r;
