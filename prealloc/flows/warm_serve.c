@@ -199,8 +199,8 @@ static void fill_add(struct prealloc_warm_serve_info *info,
 	info->dropped_bytes += f->dropped_bytes;
 }
 
-/* One pass, logged when it did something. */
-static void serve_pass(struct prealloc_warm_serve *srv, struct prealloc_warm_serve_info *info)
+/* One pass, logged when it did something; whether it did. */
+static bool serve_pass(struct prealloc_warm_serve *srv, struct prealloc_warm_serve_info *info)
 {
 	struct prealloc_warm_fill_info f = { .size = sizeof(f) };
 	struct warm_pass p;
@@ -220,6 +220,7 @@ static void serve_pass(struct prealloc_warm_serve *srv, struct prealloc_warm_ser
 	if (r < 0 || f.message[0])
 		ctx_log(srv->ctx, PREALLOC_LOG_WARNING, "warm serve: %s",
 			f.message[0] ? f.message : strerror(-r));
+	return f.returned || f.cleared || f.created || f.dropped;
 }
 
 /* A pressure event: pressure_step of warm files given back, their targets' limits cut. */
@@ -332,6 +333,8 @@ static int serve_timeout(const struct prealloc_warm_serve *srv, double last_pass
 	double quiet = (double)set_or(srv->conf.set.pressure_quiet_s, SERVE_PRESSURE_QUIET_S);
 	double now = now_s();
 
+	if (srv->dirty)
+		return 0;	/* another pass at once, after what is already there */
 	wait = last_pass + wait - now;
 	if (srv->last_pressure > 0)
 		wait = MIN(wait, srv->last_pressure + quiet - now);
@@ -400,8 +403,13 @@ EXPORT int prealloc_warm_serve_run(struct prealloc_warm_serve *srv,
 		serve_quiet(srv, now);
 		if (srv->dirty || now >= last_pass + (double)set_or(srv->conf.set.check_interval_s,
 								    SERVE_CHECK_INTERVAL_S)) {
-			srv->dirty = false;
-			serve_pass(srv, &info);	/* what failed is logged: the next pass tries again */
+			/*
+			 * What failed is logged (the next pass tries again). A pass
+			 * that did something looks once more: a give saved while it
+			 * cleared is not told from its own saves. One that did
+			 * nothing wrote nothing: from now on, only news wakes it.
+			 */
+			srv->dirty = serve_pass(srv, &info);
 			store_seen(srv);
 			last_pass = now_s();
 			test_pause("warm-serve-pass");
