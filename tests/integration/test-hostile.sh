@@ -264,6 +264,29 @@ PREALLOC_STATE_DIR=$ST "$PREALLOC" pool --gc > /dev/null 2>&1
 check "full state dir, file made: gc puts the pool back (nr $(hp nr 2048), base $base_nr)" \
 	[ "$(hp nr 2048)" -eq "$base_nr" -a "$(PREALLOC_STATE_DIR=$ST ledger_entries)" -eq 0 ]
 
+# Stopped before its commit (SIGTERM mid-populate), the store still full:
+# the rollback's discard removes the staged file at once; only the record
+# (and the pool) waits for gc. Without the discard the file stayed staged.
+PREALLOC_STATE_DIR=$ST PREALLOC_TEST_PAUSE=mid-op \
+	"$PREALLOC" -q --reserve --page-size 2M --file "$M/full" 512M 2> "$TMP/err" &
+F=$!
+on_exit "kill -9 $F"
+wait_stopped $F
+check "full state dir, stopped mid-populate: its staged file is there ($(leftovers "$M"))" \
+	[ -n "$(leftovers "$M")" ]
+dd if=/dev/zero of="$ST/filler" bs=4k 2>/dev/null
+kill -TERM $F
+kill -CONT $F
+wait $F
+rc=$?
+check "full state dir, stopped mid-populate: SIGTERM ends it (exit 143, got $rc)" [ $rc -eq 143 ]
+check "full state dir, stopped mid-populate: no file left, not even before gc ($(leftovers "$M"))" \
+	[ -z "$(leftovers "$M")" ]
+rm -f "$ST/filler"
+PREALLOC_STATE_DIR=$ST "$PREALLOC" pool --gc > /dev/null 2>&1
+check "full state dir, stopped mid-populate: gc puts the pool back (nr $(hp nr 2048), base $base_nr)" \
+	[ "$(hp nr 2048)" -eq "$base_nr" -a "$(PREALLOC_STATE_DIR=$ST ledger_entries)" -eq 0 ]
+
 # ---- 9. SIGINT while waiting for the store's lock --------------------------
 # Another run holds the lock (up to 30 s by default): Ctrl-C must end the
 # wait at once, not after the timeout, with nothing made.
