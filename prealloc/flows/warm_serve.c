@@ -28,7 +28,9 @@
 #define SERVE_CLEAR_THREADS 1
 #define SERVE_CLEAR_RATE UINT64_C(2000000000)	/* bytes per second per node */
 #define SERVE_PSI_STALL_US 150000
-#define SERVE_PSI_WINDOW_US 1000000
+#define SERVE_PSI_WINDOW_US 2000000
+/* psi(7): without CAP_SYS_RESOURCE a trigger's window must be a multiple of 2 s. */
+#define PSI_UNPRIV_WINDOW_US 2000000
 #define SERVE_PRESSURE_STEP (UINT64_C(1) << 30)
 #define SERVE_AVAILABLE_FLOOR (UINT64_C(1) << 30)
 #define SERVE_PRESSURE_QUIET_S 60
@@ -84,7 +86,7 @@ static void pressure_arm(struct prealloc_warm_serve *srv)
 	uint64_t stall = set_or(set->psi_stall_us, SERVE_PSI_STALL_US);
 	uint64_t window = set_or(set->psi_window_us, SERVE_PSI_WINDOW_US);
 	char path[PATH_MAX], trig[64];
-	int fd = -1, n;
+	int fd, err = ENOENT;
 
 	if (srv->psi_fd >= 0)
 		close(srv->psi_fd);
@@ -92,21 +94,42 @@ static void pressure_arm(struct prealloc_warm_serve *srv)
 	srv->floor = 0;
 	if (stall == 0)
 		return;		/* pressure = off */
-	n = snprintf(trig, sizeof(trig), "%s %llu %llu", set->psi_full == 1 ? "full" : "some",
-		     (unsigned long long)stall, (unsigned long long)window);
-	if (proc_path(srv->ctx, path, sizeof(path), "/pressure/memory") == 0)
-		fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
-	if (fd >= 0 && write(fd, trig, (size_t)n + 1) == n + 1) {
-		srv->psi_fd = fd;
-		ctx_log(srv->ctx, PREALLOC_LOG_INFO, "warm serve: pressure from PSI (%s)", trig);
-		return;
-	}
-	if (fd >= 0)
+	for (int tries = 0; tries < 2; tries++) {
+		int n = snprintf(trig, sizeof(trig), "%s %llu %llu",
+				 set->psi_full == 1 ? "full" : "some", (unsigned long long)stall,
+				 (unsigned long long)window);
+
+		fd = -1;
+		if (proc_path(srv->ctx, path, sizeof(path), "/pressure/memory") == 0)
+			fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0) {
+			err = errno;
+			break;
+		}
+		if (write(fd, trig, (size_t)n + 1) == n + 1) {
+			srv->psi_fd = fd;
+			ctx_log(srv->ctx, PREALLOC_LOG_INFO, "warm serve: pressure from PSI (%s)",
+				trig);
+			return;
+		}
+		err = errno;
 		close(fd);
+		/*
+		 * Refused for want of CAP_SYS_RESOURCE (a container's root): the
+		 * window rounded up to 2 s, the stall kept in proportion.
+		 */
+		if (err != EINVAL || window % PSI_UNPRIV_WINDOW_US == 0)
+			break;
+		stall = stall * ALIGN_UP(window, PSI_UNPRIV_WINDOW_US) / window;
+		window = ALIGN_UP(window, PSI_UNPRIV_WINDOW_US);
+		ctx_log(srv->ctx, PREALLOC_LOG_INFO,
+			"warm serve: PSI refused the window (no CAP_SYS_RESOURCE?): %llu us in %llu us",
+			(unsigned long long)stall, (unsigned long long)window);
+	}
 	srv->floor = set_or(set->available_floor, SERVE_AVAILABLE_FLOOR);
 	ctx_log(srv->ctx, PREALLOC_LOG_INFO,
 		"warm serve: no PSI trigger (%s): pressure is MemAvailable under %llu MiB",
-		strerror(errno), (unsigned long long)(srv->floor >> 20));
+		strerror(err), (unsigned long long)(srv->floor >> 20));
 }
 
 /* MemAvailable in bytes, or UINT64_MAX when it cannot be read. */

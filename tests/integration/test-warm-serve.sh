@@ -12,8 +12,9 @@
 #    what the warm files had added to it;
 #  - admission: a cold request on a node whose free pages are all in READY
 #    warm files cuts one, then removes one, and its JSON report says so;
-#  - pressure: a reader of a 1 GiB disk file inside a v1 memory cgroup of
-#    256 MiB stalls on reclaim, PSI fires, and the pool gives back a step;
+#  - pressure: a reader of a 1 GiB disk file (random reads through a
+#    mapping) inside a v1 memory cgroup of 256 MiB stalls on reclaim and
+#    refaults, PSI fires, and the pool gives back a step (the time printed);
 #  - killed at each named point of its pass, the next take is all zero or
 #    nothing (the part 1 invariant).
 TAP=1
@@ -245,14 +246,18 @@ EOF
 	sync
 	echo 3 > /proc/sys/vm/drop_caches
 	t0=$(date +%s%N)
-	# One process, in the cgroup before its first read: it rereads the file in 1 MiB reads.
+	# One process, in the cgroup before its first read: random 4k reads of
+	# the file through a mapping, so that every page it reads again has been
+	# reclaimed to make room and faults back in (sequential read()s of the
+	# same file stalled under 0.01 s a second here: too little to see).
 	python3 -c "
-import os, sys
+import mmap, os, random, sys
 open(sys.argv[1] + '/tasks', 'w').write(str(os.getpid()))
-for _ in range(16):
-    with open(sys.argv[2], 'rb', buffering=0) as f:
-        while f.read(1 << 20):
-            pass" "$CG" "$BIG" &
+fd = os.open(sys.argv[2], os.O_RDONLY)
+m = mmap.mmap(fd, 1 << 30, prot=mmap.PROT_READ)
+n = (1 << 30) // 4096
+for _ in range(100000000):
+    m[random.randrange(n) * 4096]" "$CG" "$BIG" &
 	READER=$!
 	on_exit "kill -KILL $READER; wait $READER"
 	wait_for 60 warm_at_most $((3 * SZB))
@@ -263,6 +268,7 @@ for _ in range(16):
 	wait $READER 2> /dev/null
 	echo "# pressure: a 1 GiB reader in a 256 MiB cgroup; the pool gave back a step after $took s"
 	echo "# $(grep -c 'memory pressure' "$TMP/serve.log") pressure events logged; /proc/pressure/memory: $(tr '\n' ' ' < /proc/pressure/memory)"
+	grep -E 'PSI|pressure is MemAvailable' "$TMP/serve.log" | sed 's/^/# serve: /'
 	check "under pressure the pool gives back at least one $SZ step within 60 s ($(status ready_bytes) ready, $took s)" \
 		warm_at_most $((3 * SZB))
 	serve_stop
