@@ -126,7 +126,14 @@ PY
 		d=${TRACKED_DIRS[$i]}
 		rm -rf --one-file-system "${d:?}"
 	done
-	rm -rf --one-file-system "$TMP"
+	# A run of ours stopped by the same signal may still be rolling back
+	# (it saves its store in $TMP/state): its new files would make one rm
+	# fail on a directory no longer empty, so try again while it finishes.
+	for ((i = 0; i < 50; i++)); do
+		rm -rf --one-file-system "$TMP" 2> /dev/null
+		[ -e "$TMP" ] || break
+		sleep 0.1
+	done
 	exit "$rc"
 }
 trap cleanup EXIT

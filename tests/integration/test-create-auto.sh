@@ -35,7 +35,12 @@ echo \$((used + 7)) > \$h/nr_hugepages
 echo \$nr_was > \$h/nr_hugepages
 umount "$TMP/hp"
 INNER
-unshare -m --propagation private bash "$TMP/inner.sh" > "$TMP/inner.log" 2>&1
+# In the background, so that a SIGTERM to the test is handled at once and
+# its cleanup stops the inner runs before it removes $TMP.
+unshare -m --propagation private bash "$TMP/inner.sh" > "$TMP/inner.log" 2>&1 &
+INNER=$!
+on_exit "pkill -TERM -P $INNER; kill -TERM $INNER; wait $INNER"
+wait $INNER
 rc=$?
 check "runs in a private mount namespace (rc $rc: $(tail -c 300 "$TMP/inner.log"))" [ $rc -eq 0 ]
 check "auto with a short 2M pool chose 4k" \

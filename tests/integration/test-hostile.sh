@@ -242,50 +242,38 @@ check "full state dir: once there is room, gc puts the pool back (nr $(hp nr 204
 check "full state dir: no file, no record" \
 	[ -z "$(leftovers "$M")" -a "$(PREALLOC_STATE_DIR=$ST ledger_entries)" -eq 0 ]
 
-# The same once the file exists: the run's own rollback must remove its
-# hidden file at once, even though it cannot save the store; only the
-# record (and so the pool) waits for gc.
-PREALLOC_STATE_DIR=$ST PREALLOC_TEST_PAUSE=after-create \
-	"$PREALLOC" -q --reserve --page-size 2M --file "$M/full" 64M 2> "$TMP/err" &
-F=$!
-on_exit "kill -9 $F"
-wait_stopped $F
-check "full state dir, file made: the run stopped with its staged file there ($(leftovers "$M"))" \
-	[ -n "$(leftovers "$M")" ]
-dd if=/dev/zero of="$ST/filler" bs=4k 2>/dev/null
-kill -CONT $F
-wait $F
-rc=$?
-check "full state dir, file made: the run fails with exit 4 (got $rc)" [ $rc -eq 4 ]
-check "full state dir, file made: no file left, not even before gc ($(leftovers "$M"))" \
-	[ -z "$(leftovers "$M")" ]
-rm -f "$ST/filler"
-PREALLOC_STATE_DIR=$ST "$PREALLOC" pool --gc > /dev/null 2>&1
-check "full state dir, file made: gc puts the pool back (nr $(hp nr 2048), base $base_nr)" \
-	[ "$(hp nr 2048)" -eq "$base_nr" -a "$(PREALLOC_STATE_DIR=$ST ledger_entries)" -eq 0 ]
-
-# Stopped before its commit (SIGTERM mid-populate), the store still full:
-# the rollback's discard removes the staged file at once; only the record
-# (and the pool) waits for gc. Without the discard the file stayed staged.
-PREALLOC_STATE_DIR=$ST PREALLOC_TEST_PAUSE=mid-op \
-	"$PREALLOC" -q --reserve --page-size 2M --file "$M/full" 512M 2> "$TMP/err" &
-F=$!
-on_exit "kill -9 $F"
-wait_stopped $F
-check "full state dir, stopped mid-populate: its staged file is there ($(leftovers "$M"))" \
-	[ -n "$(leftovers "$M")" ]
-dd if=/dev/zero of="$ST/filler" bs=4k 2>/dev/null
-kill -TERM $F
-kill -CONT $F
-wait $F
-rc=$?
-check "full state dir, stopped mid-populate: SIGTERM ends it (exit 143, got $rc)" [ $rc -eq 143 ]
-check "full state dir, stopped mid-populate: no file left, not even before gc ($(leftovers "$M"))" \
-	[ -z "$(leftovers "$M")" ]
-rm -f "$ST/filler"
-PREALLOC_STATE_DIR=$ST "$PREALLOC" pool --gc > /dev/null 2>&1
-check "full state dir, stopped mid-populate: gc puts the pool back (nr $(hp nr 2048), base $base_nr)" \
-	[ "$(hp nr 2048)" -eq "$base_nr" -a "$(PREALLOC_STATE_DIR=$ST ledger_entries)" -eq 0 ]
+# full_state_case NAME POINT SIZE SIG RC: a --reserve run stopped at POINT
+# with its staged file there; the state dir then filled, SIG sent (or none)
+# and the run continued: it must exit RC and leave no file, not even before
+# gc (its rollback cannot save the store); once there is room, gc puts the
+# pool back and leaves no record.
+full_state_case() {
+	local name=$1 point=$2 size=$3 sig=$4 want=$5 F rc
+	PREALLOC_STATE_DIR=$ST PREALLOC_TEST_PAUSE=$point \
+		"$PREALLOC" -q --reserve --page-size 2M --file "$M/full" "$size" 2> "$TMP/err" &
+	F=$!
+	on_exit "kill -9 $F"
+	wait_stopped $F
+	check "full state dir, $name: the run stopped with its staged file there ($(leftovers "$M"))" \
+		[ -n "$(leftovers "$M")" ]
+	dd if=/dev/zero of="$ST/filler" bs=4k 2>/dev/null
+	[ -n "$sig" ] && kill -"$sig" $F
+	kill -CONT $F
+	wait $F
+	rc=$?
+	check "full state dir, $name: the run fails with exit $want (got $rc)" [ $rc -eq "$want" ]
+	check "full state dir, $name: no file left, not even before gc ($(leftovers "$M"))" \
+		[ -z "$(leftovers "$M")" ]
+	rm -f "$ST/filler"
+	PREALLOC_STATE_DIR=$ST "$PREALLOC" pool --gc > /dev/null 2>&1
+	check "full state dir, $name: gc puts the pool back (nr $(hp nr 2048), base $base_nr)" \
+		[ "$(hp nr 2048)" -eq "$base_nr" -a "$(PREALLOC_STATE_DIR=$ST ledger_entries)" -eq 0 ]
+}
+# The file made, failing at its commit: the commit removes the name it gave.
+full_state_case "file made" after-create 64M "" 4
+# Stopped before its commit (SIGTERM mid-populate): the rollback's discard
+# removes the staged file at once. Without the discard it stayed staged.
+full_state_case "stopped mid-populate" mid-op 512M TERM 143
 
 # ---- 9. SIGINT while waiting for the store's lock --------------------------
 # Another run holds the lock (up to 30 s by default): Ctrl-C must end the
