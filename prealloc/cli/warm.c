@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -25,6 +26,10 @@ static void warm_usage(FILE *f)
 	fprintf(f, "Usage: prealloc warm take --node N --page-size 4k|2M|1G SIZE --to PATH\n"
 		   "                          [--owner UID:GID] [--holder NAME] [--mount DIR]\n"
 		   "                          [--fallback] [--json]\n"
+		   "       prealloc warm take --reserve --holder NAME [--holder-check PATH]\n"
+		   "                          [--expires SECONDS] --node N --page-size P SIZE\n"
+		   "       prealloc warm take --reserved --holder NAME --node N --page-size P SIZE\n"
+		   "                          --to PATH [--owner UID:GID]\n"
 		   "       prealloc warm give PATH | --holder NAME\n"
 		   "       prealloc warm fill [--conf FILE] [--threads N] [--rate GB/s] [--idle]\n"
 		   "       prealloc warm serve [--conf FILE]\n"
@@ -94,7 +99,8 @@ static void take_print(const struct prealloc_warm_take_info *info, uint64_t leng
 		json_object_put(o);
 		return;
 	}
-	printf("%s: warm file taken (%s, %s%s) in %.3f s\n", info->path,
+	printf("%s%swarm file %s (%s, %s%s) in %.3f s\n", info->path, info->path[0] ? ": " : "",
+	       info->path[0] ? "taken" : "reserved",
 	       prealloc_format_size(length, a, sizeof(a)), hits[info->hit > 0 && info->hit <= 4 ? info->hit : 0],
 	       info->file_bytes != length && info->hit != PREALLOC_WARM_COLD
 		       ? prealloc_format_size(info->file_bytes, b, sizeof(b))
@@ -141,6 +147,25 @@ static int take_option(int c, struct prealloc_warm_take_opts *o, bool *json)
 	case 'j':
 		*json = true;
 		return 0;
+	case 'R':
+		o->flags |= PREALLOC_WARM_TAKE_RESERVE;
+		return 0;
+	case 'D':
+		o->flags |= PREALLOC_WARM_TAKE_RESERVED;
+		return 0;
+	case 'C':
+		o->holder_check = optarg;
+		return 0;
+	case 'E': {
+		long secs = strtol(optarg, &end, 10);
+
+		if (end != optarg && !*end && secs > 0) {
+			o->holder_expires = (int64_t)time(NULL) + secs;
+			return 0;
+		}
+		cli_error("warm take: bad --expires '%s' (seconds from now, above 0)", optarg);
+		return EXIT_USAGE;
+	}
 	default:
 		warm_usage(stdout);	/* 'h' */
 		return -1;
@@ -155,8 +180,12 @@ static int take_args(int argc, char **argv, struct prealloc_warm_take_opts *o, b
 		{ "to", required_argument, NULL, 't' },	   { "owner", required_argument, NULL, 'o' },
 		{ "holder", required_argument, NULL, 'H' }, { "mount", required_argument, NULL, 'm' },
 		{ "fallback", no_argument, NULL, 'f' },	   { "json", no_argument, NULL, 'j' },
+		{ "reserve", no_argument, NULL, 'R' },	   { "reserved", no_argument, NULL, 'D' },
+		{ "holder-check", required_argument, NULL, 'C' },
+		{ "expires", required_argument, NULL, 'E' },
 		{ "help", no_argument, NULL, 'h' },	   {}
 	};
+	bool reserve;
 	int c, r;
 
 	optind = 1;
@@ -167,9 +196,11 @@ static int take_args(int argc, char **argv, struct prealloc_warm_take_opts *o, b
 		if (r)
 			return r;
 	}
-	if (optind != argc - 1 || !o->path || !o->page_size || o->node < 0 ||
+	reserve = o->flags & PREALLOC_WARM_TAKE_RESERVE;
+	if (optind != argc - 1 || !reserve != !!o->path || !o->page_size || o->node < 0 ||
 	    prealloc_parse_size(argv[optind], &o->length) < 0) {
-		cli_error("warm take: give --node N --page-size 4k|2M|1G SIZE --to PATH");
+		cli_error("warm take: give --node N --page-size 4k|2M|1G SIZE and --to PATH "
+			  "(or --reserve --holder NAME, without --to)");
 		return EXIT_USAGE;
 	}
 	return 0;

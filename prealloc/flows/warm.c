@@ -31,7 +31,13 @@ static long take_pick(const struct store *s, const struct prealloc_warm_take_opt
 	for (size_t i = 0; i < s->nr; i++) {
 		const struct record *r = &s->r[i];
 
-		if (!warm_is(r, o->node, o->page_size, dev) || r->warm != PREALLOC_WARM_READY)
+		/* RESERVED: the file this holder reserved, of exactly the size. */
+		if ((o->flags & PREALLOC_WARM_TAKE_RESERVED) && warm_is(r, o->node, o->page_size, dev) &&
+		    r->warm == PREALLOC_WARM_HANDED && !r->path[0] && r->size == o->length &&
+		    r->owner.kind == PREALLOC_OWNER_HOLDER && !strcmp(r->owner.holder, o->holder))
+			return (long)i;
+		if ((o->flags & PREALLOC_WARM_TAKE_RESERVED) ||
+		    !warm_is(r, o->node, o->page_size, dev) || r->warm != PREALLOC_WARM_READY)
 			continue;
 		if (r->size < o->length && (grow < 0 || r->size > s->r[grow].size))
 			grow = (long)i;
@@ -66,11 +72,21 @@ static int take_check(struct prealloc_ctx *ctx, const struct prealloc_warm_take_
 	if ((o->page_size != PREALLOC_PAGE_4K && o->page_size != PREALLOC_PAGE_2M &&
 	     o->page_size != PREALLOC_PAGE_1G) || !o->length || o->length % o->page_size)
 		return take_fail(info, -EINVAL, "the size must be a whole number of 4k, 2M or 1G pages");
-	if (!o->path || o->path[0] != '/' || strlen(o->path) >= sizeof(dir))
+	if ((o->flags & (PREALLOC_WARM_TAKE_RESERVE | PREALLOC_WARM_TAKE_RESERVED)) &&
+	    (!o->holder || !o->holder[0] ||
+	     (o->flags & PREALLOC_WARM_TAKE_RESERVE && o->flags & PREALLOC_WARM_TAKE_RESERVED)))
+		return take_fail(info, -EINVAL, "a reserve, or a take of what was reserved, needs "
+						"a holder (and is one or the other)");
+	if (!(o->flags & PREALLOC_WARM_TAKE_RESERVE) &&
+	    (!o->path || o->path[0] != '/' || strlen(o->path) >= sizeof(dir)))
 		return take_fail(info, -EINVAL, "the path must be absolute");
 	if (!mount || stat(mount, &ms) < 0)
 		return take_fail(info, -ENOENT, "no %s mount for the warm files",
 				 prealloc_page_name(o->page_size));
+	*ret_dev = (uint64_t)ms.st_dev;
+	*ret_dir = -1;
+	if (o->flags & PREALLOC_WARM_TAKE_RESERVE)
+		return 0;	/* no path: nothing to link */
 	snprintf(dir, sizeof(dir), "%s", o->path);
 	fd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
@@ -95,10 +111,10 @@ static int take_file(struct prealloc_ctx *ctx, struct store *s, size_t ri, int d
 		     const struct prealloc_warm_take_opts *o, struct prealloc_warm_take_info *info)
 {
 	struct record *r = &s->r[ri];
-	const char *base = strrchr(o->path, '/') + 1;
+	bool reserve = o->flags & PREALLOC_WARM_TAKE_RESERVE, linked = false;
+	const char *base = reserve ? NULL : strrchr(o->path, '/') + 1;
 	struct stat st, there;
 	int fd = warm_open(r, &st), err;
-	bool linked = false;
 
 	/* Gone, replaced, or linked elsewhere: never handed out; the next one is tried. */
 	if (fd < 0 || st.st_nlink != 1) {
@@ -112,12 +128,13 @@ static int take_file(struct prealloc_ctx *ctx, struct store *s, size_t ri, int d
 	}
 	info->file_bytes = r->size;
 	r->warm = PREALLOC_WARM_HANDED;
-	snprintf(r->path, sizeof(r->path), "%s", o->path);
+	snprintf(r->path, sizeof(r->path), "%s", reserve ? "" : o->path);
 	if (o->holder)
-		owner_holder(&r->owner, o->holder, NULL, 0);
+		owner_holder(&r->owner, o->holder, o->holder_check, o->holder_expires);
 	err = store_save(ctx, s);
 	test_pause("warm-take-recorded");
-	if (err == 0 && (o->flags & PREALLOC_WARM_TAKE_CHOWN) && fchown(fd, o->uid, o->gid) < 0)
+	if (err == 0 && !reserve && (o->flags & PREALLOC_WARM_TAKE_CHOWN) &&
+	    fchown(fd, o->uid, o->gid) < 0)
 		err = -errno;
 	if (err == 0 && r->size > o->length && ftruncate(fd, (off_t)o->length) < 0)
 		err = -errno;
@@ -125,11 +142,12 @@ static int take_file(struct prealloc_ctx *ctx, struct store *s, size_t ri, int d
 		r->size = o->length;
 	if (err == 0 && r->size < o->length)
 		err = warm_grow(ctx, r, fd, o->length);
-	if (err == 0 && linkat(AT_FDCWD, r->tmp, dir, base, 0) < 0)
+	if (err == 0 && !reserve && linkat(AT_FDCWD, r->tmp, dir, base, 0) < 0)
 		err = -errno;
-	linked = err == 0;
-	if (err == 0 && (fstatat(dir, base, &there, AT_SYMLINK_NOFOLLOW) < 0 ||
-			 there.st_ino != st.st_ino || there.st_dev != st.st_dev)) {
+	linked = err == 0 && !reserve;
+	if (err == 0 && !reserve &&
+	    (fstatat(dir, base, &there, AT_SYMLINK_NOFOLLOW) < 0 ||
+	     there.st_ino != st.st_ino || there.st_dev != st.st_dev)) {
 		err = -ESTALE;
 		linked = false;	/* swapped at once: that name is not ours to remove */
 	}
@@ -152,6 +170,52 @@ static int take_file(struct prealloc_ctx *ctx, struct store *s, size_t ri, int d
 	return 0;
 }
 
+/*
+ * RESERVED: the holder's reserved file linked at path. Its path written
+ * first (HANDED there, as a take writes it), then its owner, the link;
+ * on failure it is the holder's reserved file again, unlinked.
+ */
+static int take_reserved(struct prealloc_ctx *ctx, struct store *s, size_t ri, int dir,
+			 const struct prealloc_warm_take_opts *o,
+			 struct prealloc_warm_take_info *info)
+{
+	struct record *r = &s->r[ri];
+	const char *base = strrchr(o->path, '/') + 1;
+	struct stat st, there;
+	int fd = warm_open(r, &st), err;
+
+	if (fd < 0 || st.st_nlink != 1) {
+		if (fd >= 0)
+			close(fd);
+		r->warm = PREALLOC_WARM_QUARANTINED;
+		store_save(ctx, s);
+		return take_fail(info, -EMLINK, "the reserved warm file %s is not the pool's alone: "
+						"quarantined", r->tmp);
+	}
+	info->file_bytes = r->size;
+	snprintf(r->path, sizeof(r->path), "%s", o->path);
+	err = store_save(ctx, s);
+	test_pause("warm-take-recorded");
+	if (err == 0 && (o->flags & PREALLOC_WARM_TAKE_CHOWN) && fchown(fd, o->uid, o->gid) < 0)
+		err = -errno;
+	if (err == 0 && linkat(AT_FDCWD, r->tmp, dir, base, 0) < 0)
+		err = -errno;
+	if (err == 0 && (fstatat(dir, base, &there, AT_SYMLINK_NOFOLLOW) < 0 ||
+			 there.st_ino != st.st_ino || there.st_dev != st.st_dev))
+		err = -ESTALE;	/* swapped at once: that name is not ours to remove */
+	if (err < 0) {
+		(void)!fchown(fd, 0, 0);
+		r->path[0] = '\0';
+		store_save(ctx, s);
+		close(fd);
+		return take_fail(info, err, "cannot link the reserved warm file at %s: %s", o->path,
+				 strerror(-err));
+	}
+	info->fd = fd;
+	info->id = r->id;
+	return 0;
+}
+
 /* Under the lock: the best READY file handed over (quarantined ones skipped). */
 static int take_locked(struct prealloc_ctx *ctx, const struct prealloc_warm_take_opts *o,
 		       uint64_t dev, int dir, struct prealloc_warm_take_info *info)
@@ -167,12 +231,16 @@ static int take_locked(struct prealloc_ctx *ctx, const struct prealloc_warm_take
 		ri = take_pick(&s, o, dev);
 		if (ri < 0) {
 			r = take_fail(info, -ENOENT,
-				      "no ready warm file of %s or more on node %d in %s pages",
+				      (o->flags & PREALLOC_WARM_TAKE_RESERVED)
+					      ? "no warm file of %s reserved for it on node %d in %s pages"
+					      : "no ready warm file of %s or more on node %d in %s pages",
 				      prealloc_format_size(o->length, sz, sizeof(sz)), o->node,
 				      prealloc_page_name(o->page_size));
 			break;
 		}
-		r = take_file(ctx, &s, (size_t)ri, dir, o, info);
+		r = (o->flags & PREALLOC_WARM_TAKE_RESERVED)
+			    ? take_reserved(ctx, &s, (size_t)ri, dir, o, info)
+			    : take_file(ctx, &s, (size_t)ri, dir, o, info);
 		if (r == -EMLINK)
 			r = 0;	/* quarantined: the next one */
 		else
@@ -217,7 +285,7 @@ EXPORT int prealloc_warm_take(struct prealloc_ctx *ctx, const struct prealloc_wa
 			   : info.file_bytes < o.length ? PREALLOC_WARM_HIT_GROWN
 							: PREALLOC_WARM_HIT;
 		info.seconds = now_seconds() - t0;
-		snprintf(info.path, sizeof(info.path), "%s", o.path);
+		snprintf(info.path, sizeof(info.path), "%s", o.path ? o.path : "");
 	}
 	if (ret_info)
 		copy_sized_out(ret_info, &info, sizeof(info));

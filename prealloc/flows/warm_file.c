@@ -53,6 +53,8 @@ int warm_unlink_path(const struct record *r, bool must)
 	struct statx stx;
 	int dfd, err;
 
+	if (!r->path[0])
+		return 0;	/* reserved, never linked */
 	snprintf(dir, sizeof(dir), "%s", r->path);
 	dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)

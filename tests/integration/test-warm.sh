@@ -309,6 +309,39 @@ for l in open(sys.argv[1]):
 		"$PREALLOC" warm fill > /dev/null 2>&1
 	fi
 
+	# Reserve (what the hook does at prepare): the file is res-a's, linked
+	# nowhere; no other take gets it; a take of what was reserved links it.
+	"$PREALLOC" warm fill > /dev/null 2>&1
+	"$PREALLOC" warm take --reserve --holder res-a --node 0 --page-size "$page" --mount "$dir" \
+		"$SZ" > "$TMP/res.out" 2>&1
+	rc=$?
+	check "$page: --reserve holds a file for res-a, linked nowhere (rc $rc: $(cat "$TMP/res.out"))" \
+		all_of '[ $rc -eq 0 ] && [ "$(status handed_bytes $ps "$dir")" -eq $SZB ] && [ "$(status ready_bytes $ps "$dir")" -eq $SZB ] && [ -z "$(ls "$dir")" ]'
+	"$PREALLOC" warm take --node 0 --page-size "$page" --mount "$dir" --to "$dir/o1" "$SZ" > /dev/null 2>&1
+	"$PREALLOC" warm take --node 0 --page-size "$page" --mount "$dir" --to "$dir/o2" "$SZ" > /dev/null 2>&1
+	rc=$?
+	check "$page: other takes get the other file, never the reserved one (second: rc $rc)" \
+		all_of '[ -e "$dir/o1" ] && [ $rc -eq 3 ] && [ ! -e "$dir/o2" ]'
+	"$PREALLOC" warm take --reserved --holder res-b --node 0 --page-size "$page" --mount "$dir" \
+		--to "$dir/rb" "$SZ" > /dev/null 2>&1
+	rc=$?
+	check "$page: another holder cannot link res-a's file (rc $rc)" all_of '[ $rc -eq 3 ] && [ ! -e "$dir/rb" ]'
+	"$PREALLOC" warm take --reserved --holder res-a --node 0 --page-size "$page" --mount "$dir" \
+		--to "$dir/ra" --owner 65534:65534 "$SZ" > "$TMP/res.out" 2>&1
+	rc=$?
+	check "$page: --reserved links res-a's file at its path, its owner's, all zero (rc $rc: $(cat "$TMP/res.out"))" \
+		all_of '[ $rc -eq 0 ] && [ "$(stat -c "%u %s" "$dir/ra")" = "65534 $SZB" ] && [ "$(sha256sum < "$dir/ra")" = "$ZERO" ]'
+	"$PREALLOC" warm give --holder res-a > /dev/null 2>&1
+	"$PREALLOC" warm give "$dir/o1" > /dev/null 2>&1
+	"$PREALLOC" warm fill > /dev/null 2>&1
+	# A reservation whose guest never starts: back to the pool once it expires.
+	"$PREALLOC" warm take --reserve --holder res-x --holder-check "$TMP/res-x.xml" --expires 1 \
+		--node 0 --page-size "$page" --mount "$dir" "$SZ" > /dev/null 2>&1
+	sleep 1.5
+	"$PREALLOC" warm fill > /dev/null 2>&1
+	check "$page: a reservation past its expiry, its check path never made, is READY again ($(status ready_bytes $ps "$dir") ready, $(status handed_bytes $ps "$dir") handed)" \
+		all_of '[ "$(status ready_bytes $ps "$dir")" -eq $((2 * SZB)) ] && [ "$(status handed_bytes $ps "$dir")" -eq 0 ]'
+
 	# Target 0: fill drops the pool's READY files.
 	printf 'node0.%s = 0 @ %s\n' "$page" "$dir" > "$PREALLOC_WARM_CONF"
 	"$PREALLOC" warm fill > /dev/null 2>&1

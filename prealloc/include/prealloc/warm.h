@@ -34,6 +34,16 @@ enum prealloc_warm_state {
 enum prealloc_warm_take_flags {
 	PREALLOC_WARM_TAKE_CHOWN = 1u << 0,	/* give the file uid:gid */
 	PREALLOC_WARM_TAKE_FALLBACK = 1u << 1,	/* no READY file: prepare one cold */
+	/*
+	 * Reserve, do not link: a READY file of the size (cut or grown now)
+	 * recorded HANDED to holder with no path, so that nothing else takes,
+	 * cuts or gives it back (admission, pressure, another take) until a
+	 * take with RESERVED links it. path is not used. The holder's check
+	 * and expiry say how long it is kept for a guest that never starts.
+	 */
+	PREALLOC_WARM_TAKE_RESERVE = 1u << 2,
+	/* Link the file holder reserved (of exactly length) at path, owner and all. */
+	PREALLOC_WARM_TAKE_RESERVED = 1u << 3,
 };
 
 struct prealloc_warm_take_opts {
@@ -52,6 +62,13 @@ struct prealloc_warm_take_opts {
 	/* NULL: held while path exists or a process maps the file. */
 	const char *holder;
 	unsigned int lock_timeout_ms;	/* 0: 30000 */
+	/*
+	 * The holder lives while holder_check exists, or (before it does)
+	 * until holder_expires (seconds since the epoch); neither: for ever,
+	 * unless the ctx's holder check says otherwise.
+	 */
+	const char *holder_check;
+	int64_t holder_expires;
 };
 
 enum prealloc_warm_hit {
