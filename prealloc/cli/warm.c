@@ -108,6 +108,20 @@ static void take_print(const struct prealloc_warm_take_info *info, uint64_t leng
 	       info->seconds);
 }
 
+/* --expires SECONDS: that long from now, as seconds since the epoch; 0 or EXIT_USAGE. */
+static int parse_expires(const char *arg, int64_t *ret)
+{
+	char *end;
+	long secs = strtol(arg, &end, 10);
+
+	if (end != arg && !*end && secs > 0) {
+		*ret = (int64_t)time(NULL) + secs;
+		return 0;
+	}
+	cli_error("warm take: bad --expires '%s' (seconds from now, above 0)", arg);
+	return EXIT_USAGE;
+}
+
 /* One of take's options into o: 0, -1 for --help (done), or the exit status of a bad one. */
 static int take_option(int c, struct prealloc_warm_take_opts *o, bool *json)
 {
@@ -156,16 +170,8 @@ static int take_option(int c, struct prealloc_warm_take_opts *o, bool *json)
 	case 'C':
 		o->holder_check = optarg;
 		return 0;
-	case 'E': {
-		long secs = strtol(optarg, &end, 10);
-
-		if (end != optarg && !*end && secs > 0) {
-			o->holder_expires = (int64_t)time(NULL) + secs;
-			return 0;
-		}
-		cli_error("warm take: bad --expires '%s' (seconds from now, above 0)", optarg);
-		return EXIT_USAGE;
-	}
+	case 'E':
+		return parse_expires(optarg, &o->holder_expires);
 	default:
 		warm_usage(stdout);	/* 'h' */
 		return -1;
