@@ -164,6 +164,55 @@ static uint64_t llc_from_cpuid(unsigned int leaf)
 	return best;
 }
 
+uint64_t llc_for_family(const char *vendor, unsigned int family, unsigned int model)
+{
+	if (strcmp(vendor, "AuthenticAMD") && strcmp(vendor, "HygonGenuine"))
+		return 0;
+	/* Zen and Zen+: 8 MiB per 4-core CCX; Zen 2: 16 MiB per CCX (models 0x30 on). */
+	if (family == 0x17)
+		return (model >= 0x30 ? UINT64_C(16) : UINT64_C(8)) << 20;
+	if (family == 0x18)	/* Hygon Dhyana, a Zen */
+		return UINT64_C(8) << 20;
+	/* Zen 3, 4 and 5: 32 MiB per 8-core CCD (the 3D V-Cache parts have more). */
+	if (family == 0x19 || family == 0x1a)
+		return UINT64_C(32) << 20;
+	return 0;
+}
+
+/*
+ * The LLC one core sees, and where the figure came from: sysfs, the
+ * deterministic cache leaves, else the family's known per-CCX size (a VM
+ * may hide TOPOEXT, leaving 0x8000001D all zero), capped by 0x80000006's
+ * L3 size, which is the whole socket's and so only an upper bound.
+ */
+static void cpu_detect_llc(unsigned int max_leaf, unsigned int max_ext)
+{
+	uint64_t l3_socket = 0;
+
+	snprintf(cpu.llc_source, sizeof(cpu.llc_source), "sysfs");
+	cpu.llc_bytes = llc_from_sysfs();
+	if (!cpu.llc_bytes && !strcmp(cpu.vendor, "GenuineIntel") && max_leaf >= 4) {
+		snprintf(cpu.llc_source, sizeof(cpu.llc_source), "cpuid leaf 4");
+		cpu.llc_bytes = llc_from_cpuid(4);
+	}
+	if (!cpu.llc_bytes && max_ext >= 0x8000001d && (cpuid(0x80000001, 0).c & (1u << 22))) {
+		snprintf(cpu.llc_source, sizeof(cpu.llc_source), "cpuid 0x8000001d");
+		cpu.llc_bytes = llc_from_cpuid(0x8000001d);
+	}
+	if (cpu.llc_bytes)
+		return;
+	if (max_ext >= 0x80000006)
+		l3_socket = (uint64_t)(cpuid(0x80000006, 0).d >> 18) * (512 << 10);
+	cpu.llc_bytes = llc_for_family(cpu.vendor, cpu.family, cpu.model);
+	if (l3_socket && cpu.llc_bytes > l3_socket)
+		cpu.llc_bytes = l3_socket;
+	if (cpu.llc_bytes)
+		snprintf(cpu.llc_source, sizeof(cpu.llc_source), "family 0x%x's per-CCX L3",
+			 cpu.family);
+	else
+		snprintf(cpu.llc_source, sizeof(cpu.llc_source), "none (assumed 32 MiB)");
+}
+
 static void cpu_detect(void)
 {
 	struct regs l0 = cpuid(0, 0), l1;
@@ -192,11 +241,7 @@ static void cpu_detect(void)
 	cpu_read_features(&cpu, l0.a, max_ext);
 	cpu_read_model_name(&cpu, max_ext);
 
-	cpu.llc_bytes = llc_from_sysfs();
-	if (!cpu.llc_bytes && !strcmp(cpu.vendor, "GenuineIntel") && l0.a >= 4)
-		cpu.llc_bytes = llc_from_cpuid(4);
-	if (!cpu.llc_bytes && max_ext >= 0x8000001d && (cpuid(0x80000001, 0).c & (1u << 22)))
-		cpu.llc_bytes = llc_from_cpuid(0x8000001d);
+	cpu_detect_llc(l0.a, max_ext);
 }
 
 const struct cpu_id *cpu_get(void)

@@ -13,9 +13,16 @@ struct cpu_id {
 	unsigned int stepping;
 	uint64_t features;	/* PREALLOC_CPU_* */
 	uint64_t llc_bytes;	/* one last-level cache; 0 unknown */
+	char llc_source[48];	/* where llc_bytes came from (prealloc info says) */
 };
 
 /* Detected on first call, cached; thread safe. */
 const struct cpu_id *cpu_get(void);
+/*
+ * The last-level cache one core shares, by vendor, family and model, for a
+ * VM that hides every cache leaf: AMD Zen's per-CCX or per-CCD L3. 0 where
+ * no such figure is known (the caller assumes its default).
+ */
+uint64_t llc_for_family(const char *vendor, unsigned int family, unsigned int model);
 
 #endif

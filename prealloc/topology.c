@@ -335,6 +335,8 @@ EXPORT int prealloc_cpu_info(struct prealloc_ctx *ctx, struct prealloc_cpu_info 
 	info.stepping = ctx->cpu.stepping;
 	info.features = ctx->cpu.features;
 	info.llc_bytes = ctx->cpu.llc_bytes;
+	snprintf(info.llc_source, sizeof(info.llc_source), "%s",
+		 ctx->cpu.llc_source[0] ? ctx->cpu.llc_source : "given");
 	copy_sized_out(ret_info, &info, sizeof(info));
 	return 0;
 }

@@ -108,6 +108,7 @@ static json_object *cpu_json(struct prealloc_ctx *ctx)
 	json_object_object_add(cpu, "model", json_object_new_int((int)ci.model));
 	json_object_object_add(cpu, "stepping", json_object_new_int((int)ci.stepping));
 	json_object_object_add(cpu, "llc_bytes", json_object_new_uint64(ci.llc_bytes));
+	json_object_object_add(cpu, "llc_source", json_object_new_string(ci.llc_source));
 	for (size_t i = 0; i < sizeof(cpu_features) / sizeof(cpu_features[0]); i++)
 		if (ci.features & cpu_features[i].bit)
 			json_object_array_add(feat, json_object_new_string(cpu_features[i].name));
@@ -218,14 +219,15 @@ static void print_cpu(json_object *cpu)
 	json_object *feat = json_object_object_get(cpu, "features");
 	char s[32];
 
-	printf("cpu: %s (%s family 0x%x model 0x%x stepping %d), LLC %s\n",
+	printf("cpu: %s (%s family 0x%x model 0x%x stepping %d), LLC %s (%s)\n",
 	       json_object_get_string(json_object_object_get(cpu, "model_name")),
 	       json_object_get_string(json_object_object_get(cpu, "vendor")),
 	       json_object_get_int(json_object_object_get(cpu, "family")),
 	       json_object_get_int(json_object_object_get(cpu, "model")),
 	       json_object_get_int(json_object_object_get(cpu, "stepping")),
 	       prealloc_format_size(json_object_get_uint64(json_object_object_get(cpu, "llc_bytes")), s,
-			   sizeof(s)));
+			   sizeof(s)),
+	       json_object_get_string(json_object_object_get(cpu, "llc_source")));
 	printf("cpu features:");
 	for (size_t i = 0; i < json_object_array_length(feat); i++)
 		printf(" %s", json_object_get_string(json_object_array_get_idx(feat, i)));

@@ -34,6 +34,7 @@ int prealloc_cpu_info(struct prealloc_ctx *ctx, struct prealloc_cpu_info *ret)
 	*ret = (struct prealloc_cpu_info){ .size = sizeof(*ret), .vendor = "HygonGenuine",
 					   .model_name = "Fake CPU 12", .family = 24, .model = 49,
 					   .stepping = 7, .llc_bytes = 12 * MiB,
+					   .llc_source = "family 0x18's per-CCX L3",
 					   .features = PREALLOC_CPU_ERMS | PREALLOC_CPU_AVX2 |
 						       PREALLOC_CPU_CLZERO };
 	return 0;
@@ -163,7 +164,7 @@ static void test_json(void)
 	static const char *const keys[] = { "version", "kernel", "cpu", "thp", "hugetlbfs",
 		"nodes", "clear", NULL };
 	static const char *const cpu_keys[] = { "vendor", "model_name", "family", "model",
-		"stepping", "llc_bytes", "features", NULL };
+		"stepping", "llc_bytes", "llc_source", "features", NULL };
 	static const char *const node_keys[] = { "node", "cpu_node", "cpus", "mem_total",
 		"mem_free", "hugepages", NULL };
 	static const char *const features[] = { "erms", "avx2", "clzero" };
@@ -188,6 +189,7 @@ static void test_json(void)
 	is_int(j, "info cpu", "model", 49);
 	is_int(j, "info cpu", "stepping", 7);
 	is_u64(j, "info cpu", "llc_bytes", 12 * MiB);
+	is_string(j, "info cpu", "llc_source", "family 0x18's per-CCX L3");
 	strings_are(json_object_object_get(j, "features"), features, 3, "info cpu features");
 	j = json_object_object_get(back, "thp");
 	is_string(j, "info thp", "enabled", "madvise");
@@ -298,7 +300,7 @@ static void test_human(void)
 		is_line(text, 0, want);
 	}
 	is_line(text, 1, "cpu: Fake CPU 12 (HygonGenuine family 0x18 model 0x31 stepping 7), "
-			 "LLC 12 MiB");
+			 "LLC 12 MiB (family 0x18's per-CCX L3)");
 	is_line(text, 2, "cpu features: erms avx2 clzero");
 	is_line(text, 3, "thp: anonymous madvise, shmem never (files on /dev/shm get 4k pages; "
 			 "thp there is not possible)");

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "cpu.h"
 #include "engine.h"
 #include "memory.h"
 #include "tap.h"
@@ -30,62 +31,62 @@
 
 static const struct cpu_id skylake_sp = {
 	"GenuineIntel", "Intel(R) Xeon(R) Platinum 8180 CPU @ 2.50GHz",
-	6, 0x55, 4, F_AVX512, 38 * MiB + MiB / 2 };
+	6, 0x55, 4, F_AVX512, 38 * MiB + MiB / 2, "" };
 static const struct cpu_id cascade_lake = {
 	"GenuineIntel", "Intel(R) Xeon(R) Gold 6248 CPU @ 2.50GHz",
-	6, 0x55, 7, F_AVX512, 27 * MiB + MiB / 2 };
+	6, 0x55, 7, F_AVX512, 27 * MiB + MiB / 2, "" };
 static const struct cpu_id ice_lake_sp = {
 	"GenuineIntel", "Intel(R) Xeon(R) Platinum 8380 CPU @ 2.30GHz",
-	6, 0x6a, 6, F_AVX512 | PREALLOC_CPU_FSRM, 60 * MiB };
+	6, 0x6a, 6, F_AVX512 | PREALLOC_CPU_FSRM, 60 * MiB, "" };
 static const struct cpu_id sapphire_rapids = { "GenuineIntel", "Intel(R) Xeon(R) Platinum 8480+",
 					       6, 0x8f, 8,
 					       F_AVX512 | PREALLOC_CPU_FSRM | PREALLOC_CPU_MOVDIR64B,
-					       105 * MiB };
+					       105 * MiB, "" };
 static const struct cpu_id emerald_rapids = { "GenuineIntel", "INTEL(R) XEON(R) PLATINUM 8592+",
 					      6, 0xcf, 2,
 					      F_AVX512 | PREALLOC_CPU_FSRM | PREALLOC_CPU_MOVDIR64B,
-					      320 * MiB };
+					      320 * MiB, "" };
 /* The development guest of 2026-12-01: a custom model number, Sapphire Rapids' L3. */
 static const struct cpu_id xeon_guest = { "GenuineIntel", "Intel(R) Xeon(R) Processor",
 					  6, 0xa7, 8,
 					  F_AVX512 | PREALLOC_CPU_FSRM | PREALLOC_CPU_MOVDIR64B,
-					  105 * MiB };
+					  105 * MiB, "" };
 /* A guest whose hypervisor hides AVX: only the baseline is left. */
 static const struct cpu_id sapphire_noavx = { "GenuineIntel", "Intel(R) Xeon(R) Platinum 8480+",
-					      6, 0x8f, 8, F_BASE, 105 * MiB };
+					      6, 0x8f, 8, F_BASE, 105 * MiB, "" };
 static const struct cpu_id zen2 = { "AuthenticAMD", "AMD EPYC 7702 64-Core Processor",
 				    0x17, 0x31, 0, PREALLOC_CPU_SSE2 | PREALLOC_CPU_AVX2 | PREALLOC_CPU_CLZERO,
-				    16 * MiB };
+				    16 * MiB, "" };
 /* The Zen 2 of the issue: an 8 MiB LLC, no ERMS. */
 static const struct cpu_id zen2_8m = { "AuthenticAMD", "AMD EPYC 7282 16-Core Processor",
 				       0x17, 0x31, 0,
 				       PREALLOC_CPU_SSE2 | PREALLOC_CPU_AVX2 | PREALLOC_CPU_CLZERO,
-				       8 * MiB };
+				       8 * MiB, "" };
 static const struct cpu_id zen3 = { "AuthenticAMD", "AMD EPYC 7763 64-Core Processor",
 				    0x19, 0x01, 1, F_AVX2 | PREALLOC_CPU_FSRM | PREALLOC_CPU_CLZERO,
-				    32 * MiB };
+				    32 * MiB, "" };
 static const struct cpu_id zen4 = { "AuthenticAMD", "AMD EPYC 9654 96-Core Processor",
 				    0x19, 0x11, 1, F_AVX512 | PREALLOC_CPU_FSRM | PREALLOC_CPU_CLZERO,
-				    32 * MiB };
+				    32 * MiB, "" };
 /* The same Zen 4 as a guest that hides AVX-512 and CLZERO. */
 static const struct cpu_id zen4_guest = { "AuthenticAMD", "AMD EPYC",
-					  0x19, 0x11, 1, F_AVX2 | PREALLOC_CPU_FSRM, 32 * MiB };
+					  0x19, 0x11, 1, F_AVX2 | PREALLOC_CPU_FSRM, 32 * MiB, "" };
 static const struct cpu_id zen5 = { "AuthenticAMD", "AMD EPYC 9755 128-Core Processor",
 				    0x1a, 0x02, 1,
 				    F_AVX512 | PREALLOC_CPU_FSRM | PREALLOC_CPU_CLZERO | PREALLOC_CPU_MOVDIR64B,
-				    32 * MiB };
+				    32 * MiB, "" };
 static const struct cpu_id zen4_raphael = { "AuthenticAMD", "AMD Ryzen 9 7950X 16-Core Processor",
 					    0x19, 0x61, 2, F_AVX512 | PREALLOC_CPU_FSRM | PREALLOC_CPU_CLZERO,
-					    32 * MiB };
+					    32 * MiB, "" };
 static const struct cpu_id zen3_vermeer = { "AuthenticAMD", "AMD Ryzen 9 5950X 16-Core Processor",
 					    0x19, 0x21, 0, F_AVX2 | PREALLOC_CPU_FSRM | PREALLOC_CPU_CLZERO,
-					    32 * MiB };
+					    32 * MiB, "" };
 static const struct cpu_id zen5_noavx = { "AuthenticAMD", "AMD EPYC",
-					  0x1a, 0x02, 1, F_BASE | PREALLOC_CPU_CLZERO, 32 * MiB };
+					  0x1a, 0x02, 1, F_BASE | PREALLOC_CPU_CLZERO, 32 * MiB, "" };
 /* Unknown vendor, unknown LLC size (32 MiB assumed), CLZERO bit not trusted. */
 static const struct cpu_id unknown = { "VirtualCPUxyz", "", 7, 0x10, 0,
-				       F_AVX2 | PREALLOC_CPU_CLZERO, 0 };
-static const struct cpu_id unknown_bare = { "unknown", "", 0, 0, 0, PREALLOC_CPU_SSE2, 0 };
+				       F_AVX2 | PREALLOC_CPU_CLZERO, 0, "" };
+static const struct cpu_id unknown_bare = { "unknown", "", 0, 0, 0, PREALLOC_CPU_SSE2, 0, "" };
 
 struct select_case {
 	const char *what;
@@ -624,6 +625,36 @@ static void test_enough(void)
 	tap_ok(calibrate_enough(s, 3, 7, 7, 31), "the ratio is taken to the best kernel");
 }
 
+/* The LLC a VM that hides every cache leaf gets: its family's per-CCX L3, or none. */
+static void test_llc_family(void)
+{
+	static const struct {
+		const char *vendor;
+		unsigned int family, model;
+		uint64_t mib;
+	} t[] = {
+		{ "AuthenticAMD", 0x17, 0x01, 8 },	/* Zen: 8 MiB per CCX */
+		{ "AuthenticAMD", 0x17, 0x08, 8 },	/* Zen+ */
+		{ "AuthenticAMD", 0x17, 0x31, 16 },	/* Zen 2: 16 MiB per CCX */
+		{ "AuthenticAMD", 0x17, 0x71, 16 },
+		{ "HygonGenuine", 0x18, 0x00, 8 },	/* a Zen */
+		{ "AuthenticAMD", 0x19, 0x01, 32 },	/* Zen 3: 32 MiB per CCD */
+		{ "AuthenticAMD", 0x19, 0x11, 32 },	/* Zen 4 */
+		{ "AuthenticAMD", 0x1a, 0x02, 32 },	/* Zen 5, the VM of issue 27 */
+		{ "AuthenticAMD", 0x15, 0x02, 0 },	/* before Zen: unknown */
+		{ "GenuineIntel", 0x06, 0xcf, 0 },	/* Intel: leaf 4 is the source */
+		{ "CentaurHauls", 0x06, 0x0f, 0 },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(t); i++) {
+		uint64_t got = llc_for_family(t[i].vendor, t[i].family, t[i].model);
+
+		tap_ok(got == t[i].mib << 20, "LLC by family: %s 0x%x model 0x%x: %llu MiB (want %llu)",
+		       t[i].vendor, t[i].family, t[i].model, (unsigned long long)(got >> 20),
+		       (unsigned long long)t[i].mib);
+	}
+}
+
 int main(void)
 {
 	/* Never the machine's own calibration: these tests say which one applies. */
@@ -637,5 +668,6 @@ int main(void)
 	test_paired_ratio();
 	test_enough();
 	test_build();
+	test_llc_family();
 	return tap_done();
 }

@@ -134,6 +134,12 @@ struct prealloc_cpu_info {
 	unsigned int stepping;
 	uint64_t features;	/* PREALLOC_CPU_* bits usable by this process */
 	uint64_t llc_bytes;	/* size of one last-level cache, 0 if unknown */
+	/*
+	 * Where llc_bytes came from: "sysfs", "cpuid leaf 4", "cpuid
+	 * 0x8000001d", "family 0x1a's per-CCX L3" (a VM that hides the cache
+	 * leaves), or "none (assumed 32 MiB)".
+	 */
+	char llc_source[48];
 };
 
 #define PREALLOC_CPU_SSE2 (UINT64_C(1) << 0)
