@@ -88,11 +88,18 @@ static int take_check(struct prealloc_ctx *ctx, const struct prealloc_warm_take_
 	if (o->flags & PREALLOC_WARM_TAKE_RESERVE)
 		return 0;	/* no path: nothing to link */
 	snprintf(dir, sizeof(dir), "%s", o->path);
-	fd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* DIR_FD: the caller's directory, as it opened it; else path's, by name. */
+	fd = (o->flags & PREALLOC_WARM_TAKE_DIR_FD)
+		     ? fcntl(o->dir_fd, F_DUPFD_CLOEXEC, 0)
+		     : open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return take_fail(info, -errno, "cannot open the directory of %s: %s", o->path,
 				 strerror(errno));
-	if (fstat(fd, &ds) < 0 || ds.st_dev != ms.st_dev) {
+	if (fstat(fd, &ds) < 0 || !S_ISDIR(ds.st_mode)) {
+		close(fd);
+		return take_fail(info, -ENOTDIR, "the directory of %s is not one", o->path);
+	}
+	if (ds.st_dev != ms.st_dev) {
 		close(fd);
 		return take_fail(info, -EXDEV, "%s is not on %s, where the warm files are", o->path,
 				 mount);

@@ -44,6 +44,12 @@ enum prealloc_warm_take_flags {
 	PREALLOC_WARM_TAKE_RESERVE = 1u << 2,
 	/* Link the file holder reserved (of exactly length) at path, owner and all. */
 	PREALLOC_WARM_TAKE_RESERVED = 1u << 3,
+	/*
+	 * Link at path's last component in dir_fd, a directory the caller
+	 * opened (path's directory, checked step by step: a start hook in a
+	 * directory the guest's user may write), never by resolving path.
+	 */
+	PREALLOC_WARM_TAKE_DIR_FD = 1u << 4,
 };
 
 struct prealloc_warm_take_opts {
@@ -69,6 +75,7 @@ struct prealloc_warm_take_opts {
 	 */
 	const char *holder_check;
 	int64_t holder_expires;
+	int dir_fd;		/* DIR_FD: where the link goes (not closed) */
 };
 
 enum prealloc_warm_hit {
