@@ -139,6 +139,11 @@ PY
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+# The reader of our output gone (meson stopped, its forwarder killed): the
+# next line written would kill the test by SIGPIPE, with no cleanup, and
+# leave $TMP behind. Trapped (not ignored: the programs a test runs must
+# still get SIGPIPE's default), it ends the test through its cleanup.
+trap 'exit 141' PIPE
 
 need_root() { [ "$(id -u)" -eq 0 ] || skip "needs root to reserve hugepages and mount hugetlbfs"; }
 
