@@ -290,6 +290,22 @@ static const char *path_text(int path)
 	}
 }
 
+/* Admission runs in prealloc_prepare_start, in this thread. */
+static int start_prepare(struct prealloc_ctx *ctx, struct prealloc_prepare_opts *po, bool reserve,
+			 struct prealloc_job **ret_job, struct prealloc_prepare_info *info)
+{
+	int r = prealloc_prepare_start(ctx, po, ret_job, info);
+
+	if (r < 0 && info->step == PREALLOC_STEP_ADMISSION && !reserve &&
+	    info->page_size == PREALLOC_PAGE_2M) {
+		/* The 2M pool is spoken for (other runs' reservations): 4k instead, saying why. */
+		printf("2M pages: %s: using 4k\n", info->message);
+		po->page_size = PREALLOC_PAGE_4K;
+		r = prealloc_prepare_start(ctx, po, ret_job, info);
+	}
+	return r;
+}
+
 /* Steps 2 and 3: start preparing, keep the loop live until the end event. */
 static int prepare_ram(struct prealloc_ctx *ctx, bool reserve, uint64_t len, const char *dir,
 		       void *ring, struct prealloc_prepare_info *info)
@@ -321,14 +337,7 @@ static int prepare_ram(struct prealloc_ctx *ctx, bool reserve, uint64_t len, con
 #else
 	(void)ring;	/* built without liburing: no ring, the eventfd */
 #endif
-	r = prealloc_prepare_start(ctx, &po, &job, info);	/* admission runs here, in this thread */
-	if (r < 0 && info->step == PREALLOC_STEP_ADMISSION && !reserve &&
-	    info->page_size == PREALLOC_PAGE_2M) {
-		/* The 2M pool is spoken for (other runs' reservations): 4k instead, saying why. */
-		printf("2M pages: %s: using 4k\n", info->message);
-		po.page_size = PREALLOC_PAGE_4K;
-		r = prealloc_prepare_start(ctx, &po, &job, info);
-	}
+	r = start_prepare(ctx, &po, reserve, &job, info);
 	if (r < 0) {
 		fprintf(stderr, "prepare: %s\n", info->message[0] ? info->message : strerror(-r));
 		return r;

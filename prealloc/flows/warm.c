@@ -110,6 +110,46 @@ static int take_check(struct prealloc_ctx *ctx, const struct prealloc_warm_take_
 }
 
 /*
+ * The pool's link of r opened for a take, checked to be r's file with no
+ * other link; else r is QUARANTINED (gone, replaced or linked elsewhere:
+ * never handed out) and -EMLINK tells the caller to try the next one.
+ */
+static int take_open(struct prealloc_ctx *ctx, struct store *s, struct record *r,
+		     struct stat *ret_st, struct prealloc_warm_take_info *info)
+{
+	int fd = warm_open(r, ret_st);
+
+	if (fd >= 0 && ret_st->st_nlink == 1)
+		return fd;
+	if (fd >= 0)
+		close(fd);
+	r->warm = PREALLOC_WARM_QUARANTINED;
+	store_save(ctx, s);
+	return take_fail(info, -EMLINK, "warm file %s is not the pool's alone (%s): quarantined",
+			 r->tmp, fd < 0 ? strerror(-fd) : "another link");
+}
+
+/*
+ * r's file (st: as take_open found it) linked as base in dir, and seen
+ * there: -ESTALE when another file took the name at once (that name is not
+ * ours to remove). *ret_linked says whether base is ours to unlink.
+ */
+static int take_link(const struct record *r, const struct stat *st, int dir, const char *base,
+		     bool *ret_linked)
+{
+	struct stat there;
+
+	*ret_linked = false;
+	if (linkat(AT_FDCWD, r->tmp, dir, base, 0) < 0)
+		return -errno;
+	if (fstatat(dir, base, &there, AT_SYMLINK_NOFOLLOW) < 0 || there.st_ino != st->st_ino ||
+	    there.st_dev != st->st_dev)
+		return -ESTALE;
+	*ret_linked = true;
+	return 0;
+}
+
+/*
  * Hands record ri's file to the caller: HANDED written first, then its
  * owner, its size, the link at path. On failure the record is READY again
  * (the file untouched but for a cut) or, with another link, QUARANTINED.
@@ -120,19 +160,11 @@ static int take_file(struct prealloc_ctx *ctx, struct store *s, size_t ri, int d
 	struct record *r = &s->r[ri];
 	bool reserve = o->flags & PREALLOC_WARM_TAKE_RESERVE, linked = false;
 	const char *base = reserve ? NULL : strrchr(o->path, '/') + 1;
-	struct stat st, there;
-	int fd = warm_open(r, &st), err;
+	struct stat st;
+	int fd = take_open(ctx, s, r, &st, info), err;
 
-	/* Gone, replaced, or linked elsewhere: never handed out; the next one is tried. */
-	if (fd < 0 || st.st_nlink != 1) {
-		if (fd >= 0)
-			close(fd);
-		r->warm = PREALLOC_WARM_QUARANTINED;
-		store_save(ctx, s);
-		return take_fail(info, -EMLINK, "warm file %s is not the pool's alone (%s): "
-						"quarantined", r->tmp,
-				 fd < 0 ? strerror(-fd) : "another link");
-	}
+	if (fd < 0)
+		return fd;
 	info->file_bytes = r->size;
 	r->warm = PREALLOC_WARM_HANDED;
 	snprintf(r->path, sizeof(r->path), "%s", reserve ? "" : o->path);
@@ -149,15 +181,8 @@ static int take_file(struct prealloc_ctx *ctx, struct store *s, size_t ri, int d
 		r->size = o->length;
 	if (err == 0 && r->size < o->length)
 		err = warm_grow(ctx, r, fd, o->length);
-	if (err == 0 && !reserve && linkat(AT_FDCWD, r->tmp, dir, base, 0) < 0)
-		err = -errno;
-	linked = err == 0 && !reserve;
-	if (err == 0 && !reserve &&
-	    (fstatat(dir, base, &there, AT_SYMLINK_NOFOLLOW) < 0 ||
-	     there.st_ino != st.st_ino || there.st_dev != st.st_dev)) {
-		err = -ESTALE;
-		linked = false;	/* swapped at once: that name is not ours to remove */
-	}
+	if (err == 0 && !reserve)
+		err = take_link(r, &st, dir, base, &linked);
 	if (err == 0)
 		err = store_save(ctx, s);	/* the size, after a cut */
 	if (err < 0) {
@@ -188,28 +213,20 @@ static int take_reserved(struct prealloc_ctx *ctx, struct store *s, size_t ri, i
 {
 	struct record *r = &s->r[ri];
 	const char *base = strrchr(o->path, '/') + 1;
-	struct stat st, there;
-	int fd = warm_open(r, &st), err;
+	struct stat st;
+	int fd = take_open(ctx, s, r, &st, info), err;
+	bool linked;
 
-	if (fd < 0 || st.st_nlink != 1) {
-		if (fd >= 0)
-			close(fd);
-		r->warm = PREALLOC_WARM_QUARANTINED;
-		store_save(ctx, s);
-		return take_fail(info, -EMLINK, "the reserved warm file %s is not the pool's alone: "
-						"quarantined", r->tmp);
-	}
+	if (fd < 0)
+		return fd;
 	info->file_bytes = r->size;
 	snprintf(r->path, sizeof(r->path), "%s", o->path);
 	err = store_save(ctx, s);
 	test_pause("warm-take-recorded");
 	if (err == 0 && (o->flags & PREALLOC_WARM_TAKE_CHOWN) && fchown(fd, o->uid, o->gid) < 0)
 		err = -errno;
-	if (err == 0 && linkat(AT_FDCWD, r->tmp, dir, base, 0) < 0)
-		err = -errno;
-	if (err == 0 && (fstatat(dir, base, &there, AT_SYMLINK_NOFOLLOW) < 0 ||
-			 there.st_ino != st.st_ino || there.st_dev != st.st_dev))
-		err = -ESTALE;	/* swapped at once: that name is not ours to remove */
+	if (err == 0)
+		err = take_link(r, &st, dir, base, &linked);
 	if (err < 0) {
 		(void)!fchown(fd, 0, 0);
 		r->path[0] = '\0';

@@ -86,7 +86,7 @@ static void pressure_arm(struct prealloc_warm_serve *srv)
 	uint64_t stall = set_or(set->psi_stall_us, SERVE_PSI_STALL_US);
 	uint64_t window = set_or(set->psi_window_us, SERVE_PSI_WINDOW_US);
 	char path[PATH_MAX], trig[64];
-	int fd, err = ENOENT;
+	int fd, err;
 
 	if (srv->psi_fd >= 0)
 		close(srv->psi_fd);
@@ -94,18 +94,17 @@ static void pressure_arm(struct prealloc_warm_serve *srv)
 	srv->floor = 0;
 	if (stall == 0)
 		return;		/* pressure = off */
-	for (int tries = 0; tries < 2; tries++) {
+	fd = -1;
+	err = ENOENT;
+	if (proc_path(srv->ctx, path, sizeof(path), "/pressure/memory") == 0 &&
+	    (fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC)) < 0)
+		err = errno;
+	/* A refused write arms nothing: the same fd takes the second try. */
+	for (int tries = 0; fd >= 0 && tries < 2; tries++) {
 		int n = snprintf(trig, sizeof(trig), "%s %llu %llu",
 				 set->psi_full == 1 ? "full" : "some", (unsigned long long)stall,
 				 (unsigned long long)window);
 
-		fd = -1;
-		if (proc_path(srv->ctx, path, sizeof(path), "/pressure/memory") == 0)
-			fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
-		if (fd < 0) {
-			err = errno;
-			break;
-		}
 		if (write(fd, trig, (size_t)n + 1) == n + 1) {
 			srv->psi_fd = fd;
 			ctx_log(srv->ctx, PREALLOC_LOG_INFO, "warm serve: pressure from PSI (%s)",
@@ -113,7 +112,6 @@ static void pressure_arm(struct prealloc_warm_serve *srv)
 			return;
 		}
 		err = errno;
-		close(fd);
 		/*
 		 * Refused for want of CAP_SYS_RESOURCE (a container's root): the
 		 * window rounded up to 2 s, the stall kept in proportion.
@@ -126,6 +124,8 @@ static void pressure_arm(struct prealloc_warm_serve *srv)
 			"warm serve: PSI refused the window (no CAP_SYS_RESOURCE?): %llu us in %llu us",
 			(unsigned long long)stall, (unsigned long long)window);
 	}
+	if (fd >= 0)
+		close(fd);
 	srv->floor = set_or(set->available_floor, SERVE_AVAILABLE_FLOOR);
 	ctx_log(srv->ctx, PREALLOC_LOG_INFO,
 		"warm serve: no PSI trigger (%s): pressure is MemAvailable under %llu MiB",
