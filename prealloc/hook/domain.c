@@ -363,6 +363,8 @@ static int parse_misc(struct px *p, struct domain *d)
 		d->has_dac = true;
 	}
 	r = yes_no(p, "reserve", &d->reserve);
+	if (r == 0)
+		r = yes_no(p, "warm", &d->warm);
 	return r < 0 ? r : yes_no(p, "prefault", &d->prefault);
 }
 

@@ -77,7 +77,7 @@ struct domain {
 	struct dom_dimm dimms[DOM_MAX_DIMMS];
 	bool has_dac;
 	unsigned int uid, gid;	/* DAC label */
-	int reserve, prefault;	/* enum dom_tristate, from <metadata> */
+	int reserve, prefault, warm;	/* enum dom_tristate, from <metadata> */
 };
 
 /* Parses len bytes of domain XML; 0 or -EINVAL with why[] saying what is wrong. */

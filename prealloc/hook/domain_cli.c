@@ -63,9 +63,42 @@ static json_object *demand_json(struct hook_run *run)
 	json_object_object_add(o, "holder", json_object_new_string(run->holder));
 	json_object_object_add(o, "reserve", json_object_new_boolean(run->reserve));
 	json_object_object_add(o, "prefault", json_object_new_boolean(run->prefault));
+	json_object_object_add(o, "warm", json_object_new_boolean(run->warm));
 	json_object_object_add(o, "needs", needs);
 	json_object_object_add(o, "files", files);
+	json_object_object_add(o, "backends", json_object_new_array());
 	return o;
+}
+
+/* Backend i as a start now would take it: warm, pre-faulted, or left to QEMU. */
+static void backend_show(struct hook_run *run, unsigned int i, json_object *backends)
+{
+	const struct dom_backend *be = &run->demand.backends[i];
+	char why[512], path[4096] = "", nodes[64] = "";
+	bool warm = run_warm_plan(run, i, why, sizeof(why));
+	const char *start = warm ? "warm" : run_backend_prefaulted(run, i) ? "prefault" : "qemu";
+
+	for (unsigned int k = 0; k < be->nr_nodes; k++)
+		snprintf(nodes + strlen(nodes), sizeof(nodes) - strlen(nodes), "%s%d", k ? "," : "",
+			 be->nodes[k]);
+	if (be->file)
+		run_backend_path(run, i, path, sizeof(path));
+	if (backends) {
+		json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "alias", json_object_new_string(be->alias));
+		json_object_object_add(o, "bytes", json_object_new_int64((int64_t)be->bytes));
+		json_object_object_add(o, "page_size", json_object_new_int64((int64_t)be->page_size));
+		json_object_object_add(o, "nodes", json_object_new_string(nodes));
+		json_object_object_add(o, "path", path[0] ? json_object_new_string(path) : NULL);
+		json_object_object_add(o, "start", json_object_new_string(start));
+		json_object_object_add(o, "warm", json_object_new_boolean(warm));
+		json_object_object_add(o, "warm_why", json_object_new_string(why));
+		json_object_array_add(backends, o);
+		return;
+	}
+	printf("  %s: %llu MiB on node(s) %s, start %s (%s)\n", be->alias,
+	       (unsigned long long)(be->bytes >> 20), nodes[0] ? nodes : "-", start, why);
 }
 
 static void need_show(struct hook_run *run, const struct dom_need *n, json_object *needs)
@@ -101,11 +134,13 @@ static void demand_show(struct hook_run *run, bool json)
 	json_object *o = json ? demand_json(run) : NULL;
 	json_object *needs = o ? json_object_object_get(o, "needs") : NULL;
 	json_object *files = o ? json_object_object_get(o, "files") : NULL;
+	json_object *backends = o ? json_object_object_get(o, "backends") : NULL;
 	char path[4096];
 
 	if (!json)
-		printf("domain %s (holder %s): reserve %s, prefault %s\n", run->dom.name,
-		       run->holder, run->reserve ? "yes" : "no", run->prefault ? "yes" : "no");
+		printf("domain %s (holder %s): reserve %s, prefault %s, warm %s\n", run->dom.name,
+		       run->holder, run->reserve ? "yes" : "no", run->prefault ? "yes" : "no",
+		       run->warm ? "yes" : "no");
 	for (unsigned int i = 0; i < run->demand.nr_needs; i++)
 		need_show(run, &run->demand.needs[i], needs);
 	for (unsigned int i = 0; i < run->demand.nr_backends; i++) {
@@ -118,6 +153,8 @@ static void demand_show(struct hook_run *run, bool json)
 			printf("  pre-fault %s: %llu MiB\n", path,
 			       (unsigned long long)(run->demand.backends[i].bytes >> 20));
 	}
+	for (unsigned int i = 0; i < run->demand.nr_backends; i++)
+		backend_show(run, i, backends);
 	if (json) {
 		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
 							  JSON_C_TO_STRING_NOSLASHESCAPE));

@@ -127,9 +127,9 @@ static int stage(struct hook_run *run, const char *op, const char *sub, char *xm
 		alarm(run->set.deadline_s + 5);
 		r = run_claim(run);
 	} else if (start) {
-		/* run_prefault sets a deadline that grows with the guest, and its own alarm. */
+		/* run_start sets a deadline that grows with the guest, and its own alarm. */
 		alarm(0);
-		r = run_prefault(run);
+		r = run_start(run);
 	} else {
 		alarm(run->set.deadline_s + 5);
 		r = run_release(run, &returned);

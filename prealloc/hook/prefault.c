@@ -113,13 +113,12 @@ static int open_step(struct hook_run *run, int at, const char *name, const struc
  */
 static int open_domain_dir(struct hook_run *run, char *ret_dir, size_t len)
 {
-	size_t n = strlen(run->backing_dir) - strlen("/libvirt/qemu");
-	char top_path[512], names[2][320];
+	const char *top_path = run->backing_top;
+	char names[2][320];
 	unsigned int nr = short_names(run, names), found = 0, k = 0;
 	int top, lib = -1, qemu = -1, dom = -EINVAL;
 	struct stat top_st, st;
 
-	snprintf(top_path, sizeof(top_path), "%.*s", (int)n, run->backing_dir);
 	top = open(top_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (top < 0 || fstat(top, &top_st) < 0) {
 		dom = -errno;
@@ -242,27 +241,47 @@ static int prefault_one(struct hook_run *run, unsigned int i, int dir_fd, const 
 	return 0;
 }
 
-int run_prefault(struct hook_run *run)
+/* Backend i at start begin: its reserved warm file, else pre-faulted (or left to QEMU). */
+static int start_one(struct hook_run *run, unsigned int i, int dir_fd, const char *dir,
+		     double deadline)
+{
+	int r = -ENOENT;
+
+	if (run_warm_eligible(run, i, NULL, 0) == 0) {
+		r = run_warm_link(run, i, dir_fd, dir);
+		if (r != -ENOENT)
+			return r;
+		run_log(run, 6, "%s: %s has no warm file reserved for it: %s", run->dom.name,
+			run->demand.backends[i].alias, run_backend_prefaulted(run, i)
+			? "pre-faulting it" : "QEMU allocates it");
+	}
+	return run_backend_prefaulted(run, i) ? prefault_one(run, i, dir_fd, dir, deadline) : 0;
+}
+
+int run_start(struct hook_run *run)
 {
 	uint64_t bytes = 0;
+	unsigned int files = 0;
 	char dir[4096];
 	double deadline;
 	int dir_fd, r = 0;
 
-	if (!run->prefault)
+	if (!run->prefault && !run->warm)
 		return 0;
 	for (unsigned int i = 0; i < run->demand.nr_backends; i++)
 		if (run->demand.backends[i].file && !run->host.backing_page) {
 			run_log(run, 6, "%s: memory_backing_dir %s is on disk: "
-				"nothing to pre-fault", run->dom.name, run->backing_dir);
+				"nothing to pre-fault or link", run->dom.name, run->backing_dir);
 			return 0;
 		}
-	for (unsigned int i = 0; i < run->demand.nr_backends; i++)
+	for (unsigned int i = 0; i < run->demand.nr_backends; i++) {
 		if (run_backend_prefaulted(run, i))
 			bytes += run->demand.backends[i].bytes;
+		files += run_backend_prefaulted(run, i) || run_warm_eligible(run, i, NULL, 0) == 0;
+	}
 	/* The deadline grows with the size at a conservative rate: a big guest is not cut off. */
 	deadline = now_s() + run->set.deadline_s + (double)bytes / (double)run->set.prefault_rate;
-	if (!bytes)
+	if (!files)
 		return 0;
 	/* The backstop, should a step overrun the deadline it was given. */
 	alarm((unsigned int)(deadline - now_s()) + 5);
@@ -271,19 +290,19 @@ int run_prefault(struct hook_run *run)
 	if (dir_fd < 0)
 		return dir_fd;
 	for (unsigned int i = 0; r == 0 && i < run->demand.nr_backends; i++)
-		if (run_backend_prefaulted(run, i))
-			r = prefault_one(run, i, dir_fd, dir, deadline);
+		r = start_one(run, i, dir_fd, dir, deadline);
 	close(dir_fd);
 	if (r < 0)
-		prealloc_release_holder(run->ctx, run->holder, NULL);
+		run_release(run, &(uint64_t){ 0 });
 	return r;
 }
 
 int run_release(struct hook_run *run, uint64_t *ret_returned)
 {
 	struct prealloc_release_info info = { .size = sizeof(info) };
-	int r = prealloc_release_holder(run->ctx, run->holder, &info);
+	int r = prealloc_release_holder(run->ctx, run->holder, &info), w = run_warm_give(run);
 
 	*ret_returned = info.returned;
-	return r == -ENOENT ? 0 : r;
+	r = r == -ENOENT ? 0 : r;
+	return r < 0 ? r : w < 0 ? w : 0;
 }

@@ -30,13 +30,10 @@ static uint64_t default_hugepage(void)
 }
 
 /* The page size of memory_backing_dir's filesystem: hugetlbfs, 4K tmpfs, 0 disk. */
-static uint64_t backing_page(const char *dir)
+static uint64_t backing_page(const char *top)
 {
-	char top[512];
 	struct statfs fs;
-	size_t n = strlen(dir), suffix = strlen("/libvirt/qemu");
 
-	snprintf(top, sizeof(top), "%.*s", (int)(n > suffix ? n - suffix : n), dir);
 	if (statfs(top, &fs) < 0)
 		return 0;
 	if ((unsigned long)fs.f_type == HUGETLBFS_MAGIC)
@@ -54,7 +51,7 @@ static int host_fill(struct hook_run *run)
 		run->host.nodes[run->host.nr_nodes++] = nodes[i];
 	run->host.default_page = settings_libvirt_default_page(&run->set, default_hugepage());
 	run->host.auto_rule = run->set.auto_rule;
-	run->host.backing_page = backing_page(run->backing_dir);
+	run->host.backing_page = backing_page(run->backing_top);
 	return 0;
 }
 
@@ -74,8 +71,13 @@ int run_init(struct hook_run *run, hook_log_fn *log, const char *xml, size_t len
 	if (r == 0)
 		r = settings_backing_dir(&run->set, run->backing_dir, sizeof(run->backing_dir), why,
 					 sizeof(why));
-	if (r == 0)
+	if (r == 0) {
+		size_t n = strlen(run->backing_dir), suffix = strlen("/libvirt/qemu");
+
+		snprintf(run->backing_top, sizeof(run->backing_top), "%.*s",
+			 (int)(n > suffix ? n - suffix : n), run->backing_dir);
 		r = domain_parse(xml, len, &run->dom, why, sizeof(why));
+	}
 	if (r < 0) {
 		snprintf(run->msg, sizeof(run->msg), "%s", why[0] ? why : strerror(-r));
 		return r;
@@ -98,6 +100,7 @@ int run_init(struct hook_run *run, hook_log_fn *log, const char *xml, size_t len
 	run->expires = (int64_t)time(NULL) + run->set.start_grace_s;
 	run->reserve = tri(run->dom.reserve, run->set.reserve);
 	run->prefault = tri(run->dom.prefault, run->set.prefault);
+	run->warm = tri(run->dom.warm, run->set.warm);
 	return 0;
 }
 
@@ -219,7 +222,7 @@ static void drop_prefaulted(struct hook_run *run)
 	for (unsigned int i = 0; i < dd->nr_backends; i++) {
 		const struct dom_backend *be = &dd->backends[i];
 
-		if (be->page_size <= 4096 || run_backend_prefaulted(run, i))
+		if (be->page_size <= 4096 || run_backend_prefaulted(run, i) || run->warmed[i])
 			continue;
 		for (unsigned int k = 0; k < be->nr_nodes; k++) {
 			unsigned int j;
@@ -256,6 +259,8 @@ int run_claim(struct hook_run *run)
 			return -EINVAL;
 		}
 	}
+	/* Backends with a warm file of their own claim nothing more. */
+	run_warm_reserve(run);
 	drop_prefaulted(run);
 	for (unsigned int i = 0; i < run->demand.nr_needs; i++) {
 		unsigned int k;
@@ -277,5 +282,7 @@ int run_claim(struct hook_run *run)
 	/* On failure the reservations not committed roll back as they are freed. */
 	for (unsigned int k = 0; k < nr; k++)
 		prealloc_reservation_free(resv[k]);
+	if (r < 0)
+		run_warm_give(run);
 	return r;
 }

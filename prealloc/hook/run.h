@@ -27,10 +27,13 @@ struct hook_run {
 	struct host_view host;
 	struct dom_demand demand;
 	char backing_dir[512];	/* memory_backing_dir + /libvirt/qemu */
+	char backing_top[512];	/* memory_backing_dir: the warm files' mount */
 	char holder[80];	/* libvirt:<uuid> */
 	char check[512];	/* libvirt's status XML: exists while the domain runs */
 	int64_t expires;	/* a claim whose domain never starts is gone then */
-	bool reserve, prefault;
+	bool reserve, prefault, warm;
+	/* prepare: backend i starts on a warm file reserved for the holder (warm.c). */
+	bool warmed[DOM_MAX_BACKENDS];
 	char msg[1024];		/* the refusal, for people */
 	hook_log_fn *log;
 };
@@ -47,11 +50,27 @@ bool run_backend_prefaulted(const struct hook_run *run, unsigned int i);
 uint64_t run_claimed(struct hook_run *run, int node, uint64_t page_size);
 /* prepare begin: claim every hugepage the domain needs, or refuse. */
 int run_claim(struct hook_run *run);
-/* start begin: pre-fault each file backend at the path QEMU opens. */
-int run_prefault(struct hook_run *run);
+/*
+ * start begin: each file backend at the path QEMU opens, linked from its
+ * warm file (warm) or pre-faulted (prefault).
+ */
+int run_start(struct hook_run *run);
 /* release end: give back what the holder holds; ret_returned pages. */
 int run_release(struct hook_run *run, uint64_t *ret_returned);
 /* The exact file QEMU opens for backend i. */
 int run_backend_path(const struct hook_run *run, unsigned int i, char *buf, size_t len);
+
+/* ---- warm.c: guests started on warm files (docs/libvirt.md, Warm starts) ---- */
+
+/* Whether backend i may start on a warm file: 0, or -EINVAL with why (for people). */
+int run_warm_eligible(const struct hook_run *run, unsigned int i, char *why, size_t len);
+/* prepare begin: a READY file reserved for each eligible backend (warmed[]). */
+void run_warm_reserve(struct hook_run *run);
+/* start begin: backend i's reserved file linked in dir_fd (dir); -ENOENT: none reserved. */
+int run_warm_link(struct hook_run *run, unsigned int i, int dir_fd, const char *dir);
+/* release: the holder's warm files given back; files given back, or -errno. */
+int run_warm_give(struct hook_run *run);
+/* prealloc-domain: whether a start now would be warm for backend i, why in why. */
+bool run_warm_plan(struct hook_run *run, unsigned int i, char *why, size_t len);
 
 #endif

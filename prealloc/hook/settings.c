@@ -62,6 +62,8 @@ static int apply(struct hook_settings *s, const char *k, const char *v)
 		return parse_bool(v, &s->reserve);
 	if (!strcmp(k, "prefault"))
 		return parse_bool(v, &s->prefault);
+	if (!strcmp(k, "warm"))
+		return parse_bool(v, &s->warm);
 	if (!strcmp(k, "auto_placement")) {
 		if (strcmp(v, "spread") && strcmp(v, "refuse"))
 			return -EINVAL;

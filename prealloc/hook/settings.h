@@ -15,6 +15,7 @@
 struct hook_settings {
 	bool reserve;		  /* grow pools at prepare (default yes) */
 	bool prefault;		  /* pre-fault shared file backing at start (default no) */
+	bool warm;		  /* start file backing on a warm file (default no) */
 	int auto_rule;		  /* placement='auto': AUTO_SPREAD or AUTO_REFUSE */
 	unsigned int deadline_s;  /* a stage's bound, before prefault time (default 20) */
 	uint64_t prefault_rate;	  /* bytes/s assumed for a prefault's deadline (256 MiB/s) */

@@ -198,6 +198,8 @@ EXPORT int prealloc_record(struct prealloc_ctx *ctx, unsigned int index,
 	snprintf(out.path, sizeof(out.path), "%s", rec->path);
 	out.dev = rec->dev;
 	out.ino = rec->ino;
+	out.warm = rec->warm;
+	out.warm_node = rec->warm != WARM_NONE ? rec->warm_node : -1;
 	pthread_mutex_unlock(&ctx->records_lock);
 	copy_sized_out(ret_info, &out, sizeof(out));
 	return 0;

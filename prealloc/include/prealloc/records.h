@@ -259,6 +259,9 @@ struct prealloc_record_info {
 	uint64_t outstanding;	/* PREPARING: hugepages not faulted yet */
 	char path[4096];	/* the file's final path, or "" */
 	uint64_t dev, ino;	/* the file's identity as recorded (st_dev, st_ino); 0: not yet */
+	/* Since 0.2: a warm file's state (enum prealloc_warm_state), 0 for any other record. */
+	int warm;
+	int warm_node;		/* a warm file's node */
 };
 /* Record index of the store as it is now; -ENOENT past the end, -EBADMSG corrupt. */
 int prealloc_record(struct prealloc_ctx *ctx, unsigned int index,
