@@ -46,7 +46,7 @@ void run_log(const struct hook_run *run, int level, const char *fmt, ...)
 void run_free(struct hook_run *run);
 /* Whether backend i is a file the hook pre-faults at start begin. */
 bool run_backend_prefaulted(const struct hook_run *run, unsigned int i);
-/* Pages of (node, size) the holder has claimed already (prealloc-domain --reserve). */
+/* Pages of (node, size) the holder has claimed already (prealloc-domain --reserve), warm files apart. */
 uint64_t run_claimed(struct hook_run *run, int node, uint64_t page_size);
 /* prepare begin: claim every hugepage the domain needs, or refuse. */
 int run_claim(struct hook_run *run);

@@ -1,0 +1,133 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Warm starts (docs/libvirt.md, "Warm starts") against a real libvirtd 9 +
+# QEMU TCG, as installed (lib-libvirt.sh): a guest that opts in with
+# warm='yes' gets a READY warm file reserved at prepare begin and linked at
+# start begin; QEMU maps it without a new page; after the guest the file
+# comes back, is cleared and is READY again; the next guest on that very
+# file reads none of the last one's bytes; a hard link the qemu uid made to
+# its file while it ran sends the file to quarantine, never to a guest.
+set -u
+. "$(dirname "$0")/../integration/lib-installed.sh"
+. "$(dirname "$0")/../integration/lib.sh"
+. "$(dirname "$0")/lib-libvirt.sh"
+on_exit installed_cleanup
+lv_setup
+printf 'hugetlbfs_mount = "%s"\n' "$MNT" >> "$QCONF"
+lv_start
+out=$("$PREALLOC" hook install 2>&1) || bail "hook install: $out"
+sleep 1	# libvirtd rescans its hooks in its event loop
+as_guest() { setpriv --reuid="$QUID" --regid="$QGID" --clear-groups "$@"; }
+export PREALLOC_WARM_CONF=$TMP/warm.conf
+echo "node0.2M = 1 x 64M @ $MB" > "$PREALLOC_WARM_CONF"
+WARM="<metadata><p:config xmlns:p='urn:x-prealloc:libvirt:1' warm='yes'/></metadata>"
+SHARED="<source type='file'/><access mode='shared'/><allocation mode='immediate'/>"
+SECRET="A holder's secret"
+
+# wstate KEY: the pool's KEY (ready_bytes, handed_bytes...) in memory_backing_dir, in MiB.
+wstate() {
+	"$PREALLOC" warm status --json 2> /dev/null | python3 -c "
+import json, sys
+d = json.load(sys.stdin)
+d = d if isinstance(d, list) else d.get('pools', [d])
+print(sum(e['$1'] for e in d if e['mount'] == sys.argv[1]) >> 20)" "$MB"
+}
+# pool_link INODE: the pool's own link to that file in the staging directory, or nothing.
+pool_link() { find "$MB/.prealloc" -maxdepth 1 -inum "$1" 2> /dev/null; }
+# plan DOMAIN: what prealloc-domain says a start now would do with pc.ram.
+plan() {
+	"$PREALLOC_DOMAIN" "$1" --json 2> /dev/null | python3 -c "
+import json, sys
+d = json.load(sys.stdin)
+print(' '.join(b['start'] for b in d['backends'] if b['alias'] == 'pc.ram'))"
+}
+
+define wa 64 "$WARM" "$SHARED"
+check "prealloc-domain: no warm file yet, so pc.ram would start on QEMU's pages ($(plan wa))" \
+	[ "$(plan wa)" = qemu ]
+"$PREALLOC" warm fill > "$TMP/fill.out" 2>&1
+check "warm fill made the 64 MiB file READY ($(wstate ready_bytes) MiB)" [ "$(wstate ready_bytes)" = 64 ] ||
+	sed 's/^/# /' "$TMP/fill.out"
+check "prealloc-domain: pc.ram would start warm ($(plan wa))" [ "$(plan wa)" = warm ]
+wino=$(stat -c %i "$(find "$MB/.prealloc" -maxdepth 1 -type f | head -1)")
+nr0=$(pool) free0=$(pool_free)
+
+# Case: the warm start. QEMU maps the file the hook linked: no new page.
+out=$($V start wa 2>&1); rc=$?
+check "the warm guest starts" [ $rc -eq 0 ] || echo "# $out"
+# The guest's DAC user and group, as libvirt labelled it.
+IFS=: read -r QUID QGID < <($V dumpxml wa | sed -n "s|.*<label>+\([0-9]*\):+\([0-9]*\)</label>.*|\1:\2|p" | head -1)
+DA=$(ls -d "$MB"/libvirt/qemu/*-wa)
+got=$(stat -c '%i %u:%g %a' "$DA/pc.ram" 2>&1)
+check "pc.ram is the warm file, the guest's, mode 600 ($got, want $wino $QUID:$QGID 600)" \
+	[ "$got" = "$wino $QUID:$QGID 600" ]
+check "at start begin, before QEMU, pc.ram was populated (st_blocks $(probe_field zz-prealloc-test-probe wa "start begin" 8))" \
+	[ "$(probe_field zz-prealloc-test-probe wa "start begin" 8)" = $((64 << 11)) ]
+check "prepare claimed no pages: the pool is $nr0/$free0 at start begin" \
+	[ "$(probe_field zz-prealloc-test-probe wa "start begin" 6) $(probe_field zz-prealloc-test-probe wa "start begin" 7)" = "$nr0 $free0" ]
+check "QEMU mapped it without a new page (pool $nr0/$free0 -> $(pool)/$(pool_free))" \
+	[ "$(pool) $(pool_free)" = "$nr0 $free0" ]
+check "the pool counts it handed ($(wstate handed_bytes) MiB)" [ "$(wstate handed_bytes)" = 64 ]
+# A's data: what its guest wrote, through the same shared pages QEMU maps.
+fill_pattern "$DA/pc.ram"
+check "A's RAM holds A's bytes" grep -q "$SECRET" "$DA/pc.ram"
+$V destroy wa > /dev/null
+check "after destroy the file came back to be cleared ($(wstate dirty_bytes) MiB dirty)" \
+	all_of '[ "$(wstate dirty_bytes)" = 64 ] && [ -n "$(pool_link "$wino")" ]'
+"$PREALLOC" warm fill > "$TMP/fill.out" 2>&1
+check "warm fill cleared it: READY again, the same file" \
+	all_of '[ "$(wstate ready_bytes)" = 64 ] && [ -n "$(pool_link "$wino")" ]' ||
+	sed 's/^/# /' "$TMP/fill.out"
+
+# Case: guest B on A's recycled file: its RAM, dumped before it ran an
+# instruction, holds none of A's bytes.
+define wb 64 "$WARM" "$SHARED"
+out=$($V start --paused wb 2>&1); rc=$?
+check "B starts paused" [ $rc -eq 0 ] || echo "# $out"
+DB=$(ls -d "$MB"/libvirt/qemu/*-wb)
+check "B got A's file (inode $wino)" [ "$(stat -c %i "$DB/pc.ram" 2>&1)" = "$wino" ]
+DUMP=$(mktemp -d /tmp/prealloc-dump.XXXXXX) && track_dir "$DUMP"
+chown "$QUID:$QGID" "$DUMP"
+out=$($V qemu-monitor-command wb \
+	"{\"execute\": \"pmemsave\", \"arguments\": {\"val\": 0, \"size\": $((64 << 20)), \"filename\": \"$DUMP/b.ram\"}}" 2>&1)
+check "pmemsave of B's RAM: 64 MiB ($out)" [ "$(stat -c %s "$DUMP/b.ram" 2>&1)" = $((64 << 20)) ]
+check "B's RAM holds none of A's bytes" [ "$(grep -c "$SECRET" "$DUMP/b.ram")" = 0 ]
+rm -f "$DUMP/b.ram"
+$V destroy wb > /dev/null
+"$PREALLOC" warm fill > /dev/null 2>&1
+
+# Case: the qemu uid keeps a hard link to its file (fs.protected_hardlinks
+# allows it: the file is its own while the guest runs) in a directory of
+# that filesystem libvirt does not delete. The file must never be handed
+# out again: quarantined at release, removed by the next fill.
+mkdir "$MB/guest" && chown "$QUID:$QGID" "$MB/guest"
+define wc 64 "$WARM" "$SHARED"
+out=$($V start wc 2>&1); rc=$?
+check "C starts warm" all_of '[ $rc -eq 0 ] && [ "$(wstate handed_bytes)" = 64 ]' || echo "# $out"
+DC=$(ls -d "$MB"/libvirt/qemu/*-wc)
+as_guest ln "$DC/pc.ram" "$MB/guest/kept"
+check "the qemu uid linked its file ($(stat -c %h "$MB/guest/kept" 2>&1) links)" [ -e "$MB/guest/kept" ]
+cino=$(stat -c %i "$MB/guest/kept")
+$V destroy wc > /dev/null
+check "release end quarantined it ($(wstate quarantined_bytes) MiB)" [ "$(wstate quarantined_bytes)" = 64 ]
+"$PREALLOC" warm fill > /dev/null 2>&1
+rino=$(stat -c %i "$(find "$MB/.prealloc" -maxdepth 1 -type f | head -1)" 2>&1)
+check "fill dropped the pool's link to it and made a new file (inode $rino, $(wstate ready_bytes) MiB READY)" \
+	all_of '[ -z "$(pool_link "$cino")" ] && [ "$rino" != "$cino" ] && [ "$(wstate ready_bytes)" = 64 ]'
+rm -f "$MB/guest/kept"
+rmdir "$MB/guest"
+"$PREALLOC" warm fill > /dev/null 2>&1
+check "its pages go back once the guest's link is gone too ($(wstate quarantined_bytes) MiB quarantined)" \
+	[ "$(wstate quarantined_bytes)" = 0 ]
+
+# Case: a guest bound to no warm file (the pool empty now) takes the old path.
+"$PREALLOC" warm take --node 0 --page-size 2M 64M --mount "$MB" --reserve --holder other > /dev/null 2>&1
+define wd 64 "$WARM" "$SHARED"
+check "prealloc-domain: no READY file left, pc.ram would start on QEMU's pages" [ "$(plan wd)" = qemu ]
+out=$($V start wd 2>&1); rc=$?
+check "the guest starts anyway, QEMU allocating its memory" [ $rc -eq 0 ] || echo "# $out"
+check "the other holder's reservation was not touched" [ "$(wstate handed_bytes)" = 64 ]
+$V destroy wd > /dev/null
+"$PREALLOC" warm give --holder other > /dev/null 2>&1
+check "every claim went back (pool $(pool), $(holders) holders)" [ "$(holders)" -eq 0 ]
+finish
