@@ -60,6 +60,29 @@ static long drop_pick(const struct store *s, const struct warm_conf *conf, const
 	return ready;
 }
 
+/*
+ * A file of target want not of its file size (cut for a smaller guest, or
+ * made for an older warm.conf), DIRTY before READY: -1 none.
+ */
+static long misfit_pick(const struct store *s, const struct warm_conf *conf, const uint64_t *devs,
+			long want)
+{
+	long ready = -1;
+
+	for (size_t i = 0; i < s->nr; i++) {
+		const struct record *r = &s->r[i];
+
+		if (r->warm == WARM_NONE || r->size == conf->t[want].file_bytes ||
+		    record_target(conf, devs, r) != want)
+			continue;
+		if (r->warm == PREALLOC_WARM_DIRTY)
+			return (long)i;
+		if (r->warm == PREALLOC_WARM_READY)
+			ready = (long)i;
+	}
+	return ready;
+}
+
 /* Bytes of warm files (not quarantined) of target want (-1: of none). */
 static uint64_t target_held(const struct store *s, const struct warm_conf *conf,
 			    const uint64_t *devs, long want)
@@ -121,8 +144,11 @@ static int fill_trims(struct prealloc_ctx *ctx, const struct warm_pass *p, const
 }
 
 /*
- * Target i, one step: 1 when a file was made (look again), 0 when it holds
- * what its limit allows, a negative errno.
+ * Target i, one step: 1 when a file was made, or a file of another size
+ * given back to make room for one of the target's size (look again), 0
+ * when it holds what its limit allows, a negative errno. Without the
+ * second, a file cut for a small guest would keep its target's room for
+ * good, and the pool would hold small files where warm.conf asks for big.
  */
 static int target_grow(struct prealloc_ctx *ctx, const struct warm_pass *p, unsigned int i,
 		       const uint64_t *devs, struct prealloc_warm_fill_info *info)
@@ -140,9 +166,16 @@ static int target_grow(struct prealloc_ctx *ctx, const struct warm_pass *p, unsi
 	if (err < 0)
 		return err;
 	held = target_held(&s, p->conf, devs, i);
+	if (held + t->file_bytes > p->limit[i]) {
+		long m = misfit_pick(&s, p->conf, devs, i);
+		size_t before = s.nr;
+
+		err = m >= 0 ? drop_one(ctx, &s, m, info) : 0;
+		err = err < 0 ? err : m >= 0 && s.nr < before;
+		store_close(&s, lock);
+		return err;
+	}
 	store_close(&s, lock);
-	if (held + t->file_bytes > p->limit[i])
-		return 0;
 	err = warm_create(ctx, t->node, t->page_size, mount, t->file_bytes, &p->pace, why,
 			  sizeof(why));
 	if (err < 0) {

@@ -307,6 +307,14 @@ for l in open(sys.argv[1]):
 			all_of '[ $rc -eq 0 ] && [ "$(json_get "$TMP/take.json" "d[\"hit\"]")" = partial ] && [ "$(stat -c %s "$dir/w")" -eq $big ] && [ $(( $(stat -c "%b * %B" "$dir/w") )) -ge $big ] && cmp -s -n $big "$dir/w" /dev/zero'
 		"$PREALLOC" warm give "$dir/w" > /dev/null 2>&1
 		"$PREALLOC" warm fill > /dev/null 2>&1
+		# A file cut for a small guest: once back, fill gives it up for one of the target's size.
+		"$PREALLOC" warm take --node 0 --page-size "$page" --mount "$dir" --to "$dir/s" \
+			$((SZB / 2 >> 20))M > /dev/null 2>&1
+		"$PREALLOC" warm give "$dir/s" > /dev/null 2>&1
+		"$PREALLOC" warm fill > /dev/null 2>&1
+		sizes=$(find "$dir/.prealloc" -type f -printf '%s\n' | sort | uniq -c | tr -s ' \n' '  ')
+		check "$page: after a cut take, fill restores the target's two $SZ files ($sizes)" \
+			all_of '[ "$(status ready_bytes $ps "$dir")" -eq $((2 * SZB)) ] && [ "$sizes" = " 2 $SZB " ]'
 	fi
 
 	# Reserve (what the hook does at prepare): the file is res-a's, linked

@@ -265,6 +265,10 @@ static const struct dcase cases[] = {
 	  HEAD "<memory unit='MiB'>128</memory><metadata>"
 	  "<p:config xmlns:p='urn:x-prealloc:libvirt:1' prefault='maybe'/></metadata></domain>",
 	  -EINVAL, { { 0 } }, "" },
+	{ "a bad warm value: refused",
+	  HEAD "<memory unit='MiB'>128</memory><metadata>"
+	  "<p:config xmlns:p='urn:x-prealloc:libvirt:1' warm='sometimes'/></metadata></domain>",
+	  -EINVAL, { { 0 } }, "" },
 	{ "memnode naming no cell: refused",
 	  HEAD "<memory unit='MiB'>128</memory><numatune><memnode cellid='3' nodeset='0'/>"
 	  "</numatune></domain>", -EINVAL, { { 0 } }, "" },

@@ -49,6 +49,11 @@ check "prealloc-domain: no warm file yet, so pc.ram would start on QEMU's pages 
 check "warm fill made the 64 MiB file READY ($(wstate ready_bytes) MiB)" [ "$(wstate ready_bytes)" = 64 ] ||
 	sed 's/^/# /' "$TMP/fill.out"
 check "prealloc-domain: pc.ram would start warm ($(plan wa))" [ "$(plan wa)" = warm ]
+define wh 64 "" "$SHARED"
+check "a guest without metadata follows the host: warm = no ($(plan wh))" [ "$(plan wh)" = qemu ]
+echo "warm = yes" >> "$CONF"
+check "... and warm = yes in libvirt.conf ($(plan wh))" [ "$(plan wh)" = warm ]
+sed -i '/^warm = yes$/d' "$CONF"
 wino=$(stat -c %i "$(find "$MB/.prealloc" -maxdepth 1 -type f | head -1)")
 nr0=$(pool) free0=$(pool_free)
 
