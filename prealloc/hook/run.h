@@ -64,6 +64,8 @@ int run_backend_path(const struct hook_run *run, unsigned int i, char *buf, size
 
 /* Whether backend i may start on a warm file: 0, or -EINVAL with why (for people). */
 int run_warm_eligible(const struct hook_run *run, unsigned int i, char *why, size_t len);
+/* Bytes of the backends that may start warm: a partial hit grows them at prepare. */
+uint64_t run_warm_bytes(const struct hook_run *run);
 /* prepare begin: a READY file reserved for each eligible backend (warmed[]). */
 void run_warm_reserve(struct hook_run *run);
 /* start begin: backend i's reserved file linked in dir_fd (dir); -ENOENT: none reserved. */

@@ -78,6 +78,16 @@ static bool have_reserved(struct hook_run *run, const struct dom_backend *be, de
 	return false;
 }
 
+uint64_t run_warm_bytes(const struct hook_run *run)
+{
+	uint64_t bytes = 0;
+
+	for (unsigned int i = 0; i < run->demand.nr_backends; i++)
+		if (run_warm_eligible(run, i, NULL, 0) == 0)
+			bytes += run->demand.backends[i].bytes;
+	return bytes;
+}
+
 static const char *hit_name(int hit)
 {
 	return hit == PREALLOC_WARM_HIT_CUT ? "a larger one cut to size"
