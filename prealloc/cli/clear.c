@@ -305,6 +305,7 @@ static int run_job(struct prealloc_job *job, struct cli_wait *w, const struct cl
 		.page_label = page_label(rep.page_size),
 		.note = note[0] ? note : NULL,
 		.verified = a->verify,
+		.clear = &info,
 	};
 	if (r == -EBADMSG || (r == 0 && (!a->quiet || a->json)))
 		report_print(stdout, job, &view, a->json);

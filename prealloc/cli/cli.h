@@ -131,6 +131,8 @@ struct run_view {
 	bool verified;		/* zeroes were checked (--verify) */
 	/* create: where admission found the pages (NULL: no admission object). */
 	const struct prealloc_admit_result *admit;
+	/* clear: the flow's phases (NULL: none shown). */
+	const struct prealloc_clear_file_info *clear;
 };
 void report_print(FILE *f, struct prealloc_job *job, const struct run_view *view, bool json);
 /*

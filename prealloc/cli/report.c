@@ -115,6 +115,12 @@ json_object *report_json(const struct prealloc_report *rep,
 	} else {
 		json_object_object_add(o, "error", NULL);
 	}
+	if (view->clear) {
+		/* Where the time went (docs/json.md): checks, mapping, the job. */
+		json_object_object_add(o, "check_seconds", json_double(view->clear->check_seconds));
+		json_object_object_add(o, "map_seconds", json_double(view->clear->map_seconds));
+		json_object_object_add(o, "clear_seconds", json_double(view->clear->clear_seconds));
+	}
 	if (view->admit) {
 		json_object *a = json_object_new_object();
 

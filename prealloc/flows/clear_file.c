@@ -288,6 +288,7 @@ static int clear_finish(struct prealloc_job *job, int status, void *arg)
 		flow->result = flow_fail(flow, PREALLOC_CLEAR_STEP_CLEAR, status);
 	else
 		flow->result = clear_rest(flow);
+	flow->info.clear_seconds = now_seconds() - flow->t_job;
 	return flow->result;
 }
 
@@ -301,6 +302,7 @@ static void clear_destroy(void *arg)
 /* Checks, opens, maps, finds swapped-out pages; a file with no whole page stops here. */
 static int flow_prepare(struct clear_flow *flow, const char *path)
 {
+	double t0 = now_seconds(), t1;
 	uint64_t whole;
 	int r;
 
@@ -309,6 +311,8 @@ static int flow_prepare(struct clear_flow *flow, const char *path)
 		r = clear_check_file(flow, path);
 	if (r == 0)
 		r = clear_open_checked(flow, path);
+	t1 = now_seconds();
+	flow->info.check_seconds = t1 - t0;
 	if (r < 0)
 		return r;
 	whole = flow->info.length - flow->info.tail_bytes;
@@ -319,6 +323,7 @@ static int flow_prepare(struct clear_flow *flow, const char *path)
 		r = clear_check_kernel(flow);
 	if (r == 0 && flow->in_memory)
 		r = find_swapped(flow);
+	flow->info.map_seconds = now_seconds() - t1;
 	return r;
 }
 
@@ -349,6 +354,7 @@ static int clear_job_start(struct clear_flow *flow, struct prealloc_job **ret_jo
 		copy_sized_out(ret_info, &flow->info, sizeof(flow->info));
 	/* Tests stop here: the file mapped and its pages found, no worker started. */
 	test_pause("clear-mapped");
+	flow->t_job = now_seconds();
 	r = job_start_spec(flow->region, &jo, &spec, ret_job);
 	return r < 0 ? flow_fail(flow, PREALLOC_CLEAR_STEP_START, r) : 0;
 }

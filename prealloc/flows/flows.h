@@ -114,6 +114,7 @@ struct clear_flow {
 	struct job_range *swapped;	/* swapped-out tmpfs pages: the job's extra ranges */
 	size_t nr_swapped;
 	int result;			/* set by the job's finish */
+	double t_job;			/* now_seconds() at the job's start */
 };
 
 static inline int flow_fail(struct clear_flow *flow, int step, int err)

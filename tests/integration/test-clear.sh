@@ -143,6 +143,9 @@ exercise() {
 		"True $pages 0" ]
 	check "$what: per-node GB/s reported" \
 		python3 -c "import json; d=json.load(open('$out')); assert d['nodes'][0]['gb_per_s'] > 0"
+	check "$what: the phases: checks, mapping and the job, the op inside the job" \
+		python3 -c "import json; d=json.load(open('$out'))
+assert d['check_seconds'] > 0 and d['map_seconds'] > 0 and d['clear_seconds'] >= d['seconds'] > 0, d"
 
 	for k in $KERNELS auto; do
 		fill "$f" 90

@@ -269,6 +269,13 @@ struct prealloc_clear_file_info {
 	uint64_t nonzero_offset; /* VERIFY: first non-zero byte of the file, UINT64_MAX none */
 	char kernel[24];	/* the kernel used; "" when only write(2) ran */
 	char kernel_why[160];	/* why automatic selection chose it; "" when named */
+	/*
+	 * Since 0.2, where the time went, seconds: the checks (the kernel, the
+	 * file, other processes' mappings) to the file opened; the mapping,
+	 * its pages made present and their nodes read; the job, from its start
+	 * (workers woken) to its last store and the tail written.
+	 */
+	double check_seconds, map_seconds, clear_seconds;
 };
 
 /*
