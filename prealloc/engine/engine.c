@@ -193,6 +193,12 @@ static void job_complete(struct prealloc_job *job)
 
 	if (job->start_failed)
 		return;
+	if (job->worker_policy) {
+		int r = region_bind(job->region, true);
+
+		if (r < 0)
+			job_fail(job, r, -1, 0);
+	}
 	job_verdict(job);
 	region_unhold(job);	/* before finish, which may free the region */
 	status = job->error ? job->error : atomic_load(&job->cancel) ? -ECANCELED : 0;
@@ -242,6 +248,12 @@ static void *worker_main(void *arg)
 	pthread_mutex_unlock(&job->lock);
 	if (job->gate_abandon)
 		return NULL;
+	if (job->worker_policy) {
+		int r = thread_bind(pool->node);
+
+		if (r < 0)
+			job_fail(job, r, pool->node, 0);
+	}
 	if (idle)
 		worker_idle(true, &policy, &param, &nice);
 
@@ -476,12 +488,20 @@ int job_start_spec(struct prealloc_region *region, const struct prealloc_job_opt
 		*ret_job = job;
 		return 0;
 	}
+	/*
+	 * 4K shmem: the workers place the pages by their own policy, the
+	 * region bound again when they are done (region_policy_by_workers).
+	 */
+	if (job->opts.op == PREALLOC_OP_POPULATE && region_policy_by_workers(region))
+		job->worker_policy = region_bind(region, false) == 0;
 	r = workers_start(job);
 	if (r < 0)
 		goto fail;
 	*ret_job = job;
 	return 0;
 fail:
+	if (job->worker_policy)
+		region_bind(region, true);
 	/* A flow's arg is the caller's again when the start fails. */
 	job->flow.destroy = NULL;
 	job->sinks[1].ops = NULL;

@@ -228,6 +228,7 @@ struct prealloc_job {
 	uint64_t page_size;		/* copied at start for the report */
 	int backing;
 	bool adopted;			/* extents with node -1: placement is no verdict */
+	bool worker_policy;		/* the region unbound while its workers bind themselves */
 	struct prealloc_job_opts opts;
 	const struct job_op *op, *serial;
 	void *op_state, *serial_state;

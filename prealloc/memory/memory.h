@@ -31,11 +31,24 @@ struct prealloc_region {
 	int dir_fd;		/* FILE: AT_FDCWD, or region_new_at's directory (our dup) */
 	unsigned int nr_extents;
 	struct prealloc_extent *extents;
+	bool bound;		/* region_place bound each extent (MPOL_BIND) */
 	/* Jobs still working on it (until their finish): free waits for them. */
 	pthread_mutex_t jobs_lock;
 	pthread_cond_t jobs_done;
 	unsigned int jobs;
 };
+
+/*
+ * Whether a populate should place r's pages by its workers' own policy
+ * rather than the mapping's: r is bound, 4K shmem (a memfd or a tmpfs file).
+ * There every fault looks up the file's shared policy under one lock that
+ * all the workers share, and two workers were no faster than one.
+ */
+bool region_policy_by_workers(const struct prealloc_region *r);
+/* Each extent's binding off (MPOL_DEFAULT) or back on (MPOL_BIND to its node). */
+int region_bind(struct prealloc_region *r, bool on);
+/* The calling thread's own policy: MPOL_BIND to node. */
+int thread_bind(int node);
 
 /* backing.c: r's memory made and mapped as o says (r->addr, fd, page_size, path). */
 int backing_map(struct prealloc_region *r, const struct prealloc_region_opts *o);

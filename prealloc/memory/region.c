@@ -20,7 +20,7 @@
 #define MADV_POPULATE_READ 22
 #endif
 
-static int bind_extent(struct prealloc_region *r, const struct prealloc_extent *e)
+static int bind_extent(struct prealloc_region *r, const struct prealloc_extent *e, int mode)
 {
 	unsigned long mask[PREALLOC_MAX_NODES / (8 * sizeof(unsigned long))] = { 0 };
 	const unsigned int bits = 8 * sizeof(unsigned long);
@@ -28,9 +28,36 @@ static int bind_extent(struct prealloc_region *r, const struct prealloc_extent *
 	if (e->node < 0 || e->node >= PREALLOC_MAX_NODES)
 		return -EINVAL;
 	mask[e->node / bits] |= 1UL << (e->node % bits);
-	if (mbind(r->addr + e->offset, e->length, MPOL_BIND, mask, PREALLOC_MAX_NODES + 1, 0) < 0)
+	if (mbind(r->addr + e->offset, e->length, mode, mode == MPOL_DEFAULT ? NULL : mask,
+		  mode == MPOL_DEFAULT ? 0 : PREALLOC_MAX_NODES + 1, 0) < 0)
 		return -errno;
 	return 0;
+}
+
+bool region_policy_by_workers(const struct prealloc_region *r)
+{
+	return r->bound && r->page_size == PREALLOC_PAGE_4K && r->fd >= 0 &&
+	       (r->backing == PREALLOC_BACKING_MEMFD || r->backing == PREALLOC_BACKING_FILE);
+}
+
+int region_bind(struct prealloc_region *r, bool on)
+{
+	int ret = 0;
+
+	for (unsigned int i = 0; ret == 0 && i < r->nr_extents; i++)
+		ret = bind_extent(r, &r->extents[i], on ? MPOL_BIND : MPOL_DEFAULT);
+	return ret;
+}
+
+int thread_bind(int node)
+{
+	unsigned long mask[PREALLOC_MAX_NODES / (8 * sizeof(unsigned long))] = { 0 };
+	const unsigned int bits = 8 * sizeof(unsigned long);
+
+	if (node < 0 || node >= PREALLOC_MAX_NODES)
+		return -EINVAL;
+	mask[node / bits] |= 1UL << (node % bits);
+	return set_mempolicy(MPOL_BIND, mask, PREALLOC_MAX_NODES + 1) < 0 ? -errno : 0;
 }
 
 /* Appends [off, off + len) on node, merging with the previous extent. */
@@ -237,10 +264,11 @@ static int region_place(struct prealloc_region *r, const struct prealloc_region_
 		return ret;
 	r->nr_extents = nr;
 	for (unsigned int i = 0; !(o->flags & PREALLOC_REGION_NO_BIND) && i < nr; i++) {
-		ret = bind_extent(r, &r->extents[i]);
+		ret = bind_extent(r, &r->extents[i], MPOL_BIND);
 		if (ret < 0)
 			return ret;
 	}
+	r->bound = !(o->flags & PREALLOC_REGION_NO_BIND);
 	return 0;
 }
 
