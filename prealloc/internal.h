@@ -63,6 +63,24 @@ struct clear_calibration {
 	struct clear_cal_class classes[CLEAR_CAL_CLASSES];
 };
 
+/* The kernels ranked for large clears, measured on this machine (clear_rank.c). */
+#define CLEAR_RANK_MAX 8
+struct clear_rank {
+	char vendor[16];
+	char model_name[64];
+	unsigned int family, model;
+	char microcode[24];
+	unsigned int nr;		/* kernels, fastest first */
+	struct {
+		char kernel[CLEAR_KERNEL_NAME_MAX];
+		double gbps;		/* median */
+	} k[CLEAR_RANK_MAX];
+	uint64_t buffer_bytes;
+	unsigned int rounds;
+	double seconds;			/* the measurement, buffer included */
+	bool level;			/* the first two within 3 %: the table's order kept */
+};
+
 struct prealloc_ctx {
 	/* Where ctx_log() sends messages; set before jobs start (not locked). */
 	prealloc_log_fn log_fn;
@@ -81,6 +99,11 @@ struct prealloc_ctx {
 	bool cal_settled;
 	bool cal_active;
 	struct clear_calibration cal;
+	/* Under the same lock: the ranking for large clears, looked for once. */
+	bool rank_settled;
+	bool rank_active;
+	struct clear_rank rank;
+	char rank_how[96];		/* "measured at ...", "cached in PATH" */
 	unsigned int nr_nodes;	/* online nodes with memory */
 	struct topo_node *nodes;
 	int max_node;		/* highest online node number */

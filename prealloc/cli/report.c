@@ -73,6 +73,29 @@ static json_object *node_json(const struct prealloc_node_report *n)
 	return o;
 }
 
+/* What the view adds: the clear's phases, the create's admission. */
+static void report_json_view(json_object *o, const struct run_view *view)
+{
+	if (view->clear) {
+		/* Where the time went (docs/json.md): checks, mapping, the job. */
+		json_object_object_add(o, "check_seconds", json_double(view->clear->check_seconds));
+		json_object_object_add(o, "map_seconds", json_double(view->clear->map_seconds));
+		json_object_object_add(o, "clear_seconds", json_double(view->clear->clear_seconds));
+	}
+	if (view->admit) {
+		json_object *a = json_object_new_object();
+
+		/* Which way the pages came: free, taken from warm files, grown; docs/json.md. */
+		json_object_object_add(a, "warm_pages", json_object_new_uint64(view->admit->warm_pages));
+		json_object_object_add(a, "warm_files_cut",
+				       json_object_new_int((int)view->admit->warm_cut));
+		json_object_object_add(a, "warm_files_removed",
+				       json_object_new_int((int)view->admit->warm_removed));
+		json_object_object_add(a, "grown_pages", json_object_new_uint64(view->admit->added));
+		json_object_object_add(o, "admission", a);
+	}
+}
+
 json_object *report_json(const struct prealloc_report *rep,
 			 const struct prealloc_node_report *nodes, unsigned int nr_nodes,
 			 const struct run_view *view)
@@ -115,24 +138,7 @@ json_object *report_json(const struct prealloc_report *rep,
 	} else {
 		json_object_object_add(o, "error", NULL);
 	}
-	if (view->clear) {
-		/* Where the time went (docs/json.md): checks, mapping, the job. */
-		json_object_object_add(o, "check_seconds", json_double(view->clear->check_seconds));
-		json_object_object_add(o, "map_seconds", json_double(view->clear->map_seconds));
-		json_object_object_add(o, "clear_seconds", json_double(view->clear->clear_seconds));
-	}
-	if (view->admit) {
-		json_object *a = json_object_new_object();
-
-		/* Which way the pages came: free, taken from warm files, grown; docs/json.md. */
-		json_object_object_add(a, "warm_pages", json_object_new_uint64(view->admit->warm_pages));
-		json_object_object_add(a, "warm_files_cut",
-				       json_object_new_int((int)view->admit->warm_cut));
-		json_object_object_add(a, "warm_files_removed",
-				       json_object_new_int((int)view->admit->warm_removed));
-		json_object_object_add(a, "grown_pages", json_object_new_uint64(view->admit->added));
-		json_object_object_add(o, "admission", a);
-	}
+	report_json_view(o, view);
 	if (view->qemu)
 		json_object_object_add(o, "qemu", json_object_new_string(view->qemu));
 	if (view->note)

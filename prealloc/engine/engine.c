@@ -18,18 +18,6 @@
 
 #include "engine.h"
 
-void job_fail(struct prealloc_job *job, int err, int node, uint64_t offset)
-{
-	pthread_mutex_lock(&job->lock);
-	if (!job->error) {
-		job->error = err;
-		job->error_node = node;
-		job->error_offset = offset;
-	}
-	pthread_mutex_unlock(&job->lock);
-	atomic_store(&job->cancel, 1);
-}
-
 static void note_cpu(struct node_pool *pool, bool pinned)
 {
 	int cpu = sched_getcpu();
@@ -193,12 +181,7 @@ static void job_complete(struct prealloc_job *job)
 
 	if (job->start_failed)
 		return;
-	if (job->worker_policy) {
-		int r = region_bind(job->region, true);
-
-		if (r < 0)
-			job_fail(job, r, -1, 0);
-	}
+	pools_policy_end(job);
 	job_verdict(job);
 	region_unhold(job);	/* before finish, which may free the region */
 	status = job->error ? job->error : atomic_load(&job->cancel) ? -ECANCELED : 0;
@@ -248,12 +231,7 @@ static void *worker_main(void *arg)
 	pthread_mutex_unlock(&job->lock);
 	if (job->gate_abandon)
 		return NULL;
-	if (job->worker_policy) {
-		int r = thread_bind(pool->node);
-
-		if (r < 0)
-			job_fail(job, r, pool->node, 0);
-	}
+	pools_policy_worker(job, pool);
 	if (idle)
 		worker_idle(true, &policy, &param, &nice);
 
@@ -488,20 +466,14 @@ int job_start_spec(struct prealloc_region *region, const struct prealloc_job_opt
 		*ret_job = job;
 		return 0;
 	}
-	/*
-	 * 4K shmem: the workers place the pages by their own policy, the
-	 * region bound again when they are done (region_policy_by_workers).
-	 */
-	if (job->opts.op == PREALLOC_OP_POPULATE && region_policy_by_workers(region))
-		job->worker_policy = region_bind(region, false) == 0;
+	pools_policy_begin(job);
 	r = workers_start(job);
 	if (r < 0)
 		goto fail;
 	*ret_job = job;
 	return 0;
 fail:
-	if (job->worker_policy)
-		region_bind(region, true);
+	pools_policy_end(job);
 	/* A flow's arg is the caller's again when the start fails. */
 	job->flow.destroy = NULL;
 	job->sinks[1].ops = NULL;

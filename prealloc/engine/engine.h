@@ -271,6 +271,10 @@ int pools_build(struct prealloc_job *job, const struct job_range *extra, size_t 
  */
 void worker_affinity(const struct prealloc_job *job, const struct node_pool *pool, unsigned int t,
 		     pthread_attr_t *attr);
+/* A populate of bound 4K shmem: the workers bind themselves (pools.c). */
+void pools_policy_begin(struct prealloc_job *job);
+void pools_policy_worker(struct prealloc_job *job, const struct node_pool *pool);
+void pools_policy_end(struct prealloc_job *job);
 /* check.c: the check phase. Once per job (one thread), then per chunk. */
 void check_scan_job(struct prealloc_job *job);
 /* 0, or the first error and where (region offset) into *ret_at: the caller fails the job. */

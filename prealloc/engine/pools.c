@@ -5,7 +5,8 @@
  * one queue) per node. Extra ranges of node -1 are dealt round-robin by
  * chunk over the pools. Only chunks from the extents count for placement.
  * And where each worker runs: its node's CPUs, or one of them when the
- * job's workers are fixed.
+ * job's workers are fixed; by which memory policy a populate of 4K shmem
+ * places its pages; and a job's first failure (job_fail).
  */
 #include <stdlib.h>
 
@@ -236,4 +237,44 @@ void worker_affinity(const struct prealloc_job *job, const struct node_pool *poo
 		set = &one;
 	}
 	pthread_attr_setaffinity_np(attr, sizeof(*set), set);
+}
+
+/* The job's first failure kept (where it happened), and every worker told to stop. */
+void job_fail(struct prealloc_job *job, int err, int node, uint64_t offset)
+{
+	pthread_mutex_lock(&job->lock);
+	if (!job->error) {
+		job->error = err;
+		job->error_node = node;
+		job->error_offset = offset;
+	}
+	pthread_mutex_unlock(&job->lock);
+	atomic_store(&job->cancel, 1);
+}
+
+/*
+ * A populate of bound 4K shmem: its workers place the pages by their own
+ * policy, the region unbound meanwhile and bound again when they are done
+ * (region_policy_by_workers says why).
+ */
+void pools_policy_begin(struct prealloc_job *job)
+{
+	if (job->opts.op == PREALLOC_OP_POPULATE && region_policy_by_workers(job->region))
+		job->worker_policy = region_bind(job->region, false) == 0;
+}
+
+void pools_policy_worker(struct prealloc_job *job, const struct node_pool *pool)
+{
+	int r = job->worker_policy ? thread_bind(pool->node) : 0;
+
+	if (r < 0)
+		job_fail(job, r, pool->node, 0);
+}
+
+void pools_policy_end(struct prealloc_job *job)
+{
+	int r = job->worker_policy ? region_bind(job->region, true) : 0;
+
+	if (r < 0)
+		job_fail(job, r, -1, 0);
 }

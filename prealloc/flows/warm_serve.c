@@ -266,6 +266,21 @@ static void serve_pressure(struct prealloc_warm_serve *srv, struct prealloc_warm
 		r < 0 ? strerror(-r) : "");
 }
 
+/*
+ * The clears serve runs are large: the kernel ranking they use is measured
+ * now (once per CPU model and microcode, docs/kernels.md), not at the
+ * first clear after a guest stops.
+ */
+static void serve_rank(struct prealloc_ctx *ctx)
+{
+	struct clear_rank rank;
+	char how[96];
+
+	if (ctx_ranking(ctx, "by warm serve at start", &rank, how, sizeof(how)))
+		ctx_log(ctx, PREALLOC_LOG_INFO, "warm serve: large clears use %s (%.1f GB/s; %s)",
+			rank.k[0].kernel, rank.k[0].gbps, how);
+}
+
 EXPORT int prealloc_warm_serve_new(struct prealloc_ctx *ctx,
 				   const struct prealloc_warm_serve_opts *opts,
 				   struct prealloc_warm_serve **ret_serve,
@@ -309,6 +324,8 @@ EXPORT int prealloc_warm_serve_new(struct prealloc_ctx *ctx,
 	}
 	if (r < 0 && !info.message[0])
 		snprintf(info.message, sizeof(info.message), "%s", strerror(-r));
+	if (r == 0)
+		serve_rank(ctx);
 	if (ret_info)
 		copy_sized_out(ret_info, &info, sizeof(info));
 	if (r < 0) {

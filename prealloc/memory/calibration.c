@@ -11,7 +11,7 @@
  *   class 33554432 rep_stosb 41.20
  *   class 18446744073709551615 clzero 30.10
  *
- * It lives in $PREALLOC_CALIBRATION if set, else /var/lib/prealloc/calibration
+ * It lives in $PREALLOC_CALIBRATION if set (none: no file), else /var/lib/prealloc/calibration
  * for root, else in the user's cache directory. Each ctx has its own: the
  * first automatic choice on a ctx loads the default file, unless the
  * caller loaded, saved or unloaded one first. A file measured on another
@@ -63,6 +63,8 @@ int calibration_default_path(char *buf, size_t len)
 	char dir[4096];
 	int r, n;
 
+	if (env && !strcmp(env, "none"))
+		return -ENOENT;	/* the built-in rules alone: no file, no measurement */
 	if (env && env[0] == '/') {
 		n = snprintf(buf, len, "%s", env);
 		return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
@@ -169,102 +171,33 @@ int calibration_format(const struct clear_calibration *cal, char *buf, size_t le
 
 int calibration_read(const char *path, struct clear_calibration *ret)
 {
-	char *text;
-	ssize_t n;
-	size_t got = 0;
-	int fd, r;
+	char *text = malloc(CAL_MAX_TEXT + 1);
+	int r;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	text = malloc(CAL_MAX_TEXT + 1);
-	if (!text) {
-		r = -ENOMEM;
-		goto out_close;
-	}
-	while (got < CAL_MAX_TEXT && (n = read(fd, text + got, CAL_MAX_TEXT - got)) != 0) {
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			r = -errno;
-			goto out_free;
-		}
-		got += (size_t)n;
-	}
-	text[got] = '\0';
-	/* A calibration file is a few hundred bytes; a full buffer is not one. */
-	r = got == CAL_MAX_TEXT ? -EINVAL : calibration_parse(text, ret);
-out_free:
+	if (!text)
+		return -ENOMEM;
+	r = small_file_read(path, text, CAL_MAX_TEXT + 1);
+	if (r == 0)
+		r = calibration_parse(text, ret);
 	free(text);
-out_close:
-	close(fd);
 	return r;
-}
-
-static int write_all(int fd, const char *buf, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, buf, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
 }
 
 /* Writes a temporary file beside path and renames it over: readers see old or new. */
 int calibration_write(const char *path, const struct clear_calibration *cal)
 {
-	char text[2048], *tmp;
-	int fd = -1, len, r;
+	char text[2048];
+	int len, r;
 
 	r = calibration_check(cal);
 	if (r < 0)
 		return r;
 	len = calibration_format(cal, text, sizeof(text));
-	if (len < 0)
-		return len;
-	if (asprintf(&tmp, "%s.XXXXXX", path) < 0)
-		return -ENOMEM;
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0) {
-		r = -errno;
-		goto out_free;
-	}
-	/* Readable by all: it names a kernel, nothing secret. */
-	if (fchmod(fd, 0644) < 0 || (r = write_all(fd, text, (size_t)len)) < 0 || fsync(fd) < 0) {
-		r = r < 0 ? r : -errno;
-		goto out_unlink;
-	}
-	if (close(fd) < 0) {
-		fd = -1;
-		r = -errno;
-		goto out_unlink;
-	}
-	fd = -1;
-	if (rename(tmp, path) < 0) {
-		r = -errno;
-		goto out_unlink;
-	}
-	free(tmp);
-	return 0;
-
-out_unlink:
-	if (fd >= 0)
-		close(fd);
-	unlink(tmp);
-out_free:
-	free(tmp);
-	return r;
+	return len < 0 ? len : small_file_write(path, text, (size_t)len);
 }
 
 /* Creates the default directory (and a missing cache root) for the default file. */
-static int calibration_mkdir(void)
+int calibration_mkdir(void)
 {
 	char dir[4096], *slash;
 	mode_t mode = geteuid() == 0 ? 0755 : 0700;
@@ -341,39 +274,6 @@ bool ctx_calibration(struct prealloc_ctx *ctx, struct clear_calibration *ret)
 	return have;
 }
 
-struct clear_choice clear_select_region(const struct prealloc_region *region, unsigned int threads,
-					char *why, size_t why_len)
-{
-	struct prealloc_ctx *ctx = region->ctx;
-	struct clear_calibration cal;
-	bool have_cal = ctx_calibration(ctx, &cal);
-	uint64_t best_footprint = 0, best_size = region->length;
-	unsigned int best_threads = 1;
-
-	/* Per node: its extents' bytes over its workers, as the engine will spread them. */
-	for (unsigned int e = 0; e < region->nr_extents; e++) {
-		const struct topo_node *n = topo_node(ctx, region->extents[e].node);
-		unsigned int t = threads ? threads : (n && n->nr_cpus ? n->nr_cpus : 1);
-		uint64_t bytes = 0;
-		bool seen = false;
-
-		for (unsigned int f = 0; f < e; f++)
-			seen |= region->extents[f].node == region->extents[e].node;
-		if (seen)
-			continue;
-		for (unsigned int f = e; f < region->nr_extents; f++)
-			if (region->extents[f].node == region->extents[e].node)
-				bytes += region->extents[f].length;
-		if (bytes >= best_footprint) {
-			best_footprint = bytes;
-			best_size = (bytes + t - 1) / t;
-			best_threads = t;
-		}
-	}
-	return clear_select(&ctx->cpu, best_size, best_threads, have_cal ? &cal : NULL, why,
-			    why_len);
-}
-
 /* ---- public API ---------------------------------------------------------- */
 
 static void calibration_to_public(const struct clear_calibration *cal,
@@ -388,20 +288,6 @@ static void calibration_to_public(const struct clear_calibration *cal,
 		snprintf(pub->classes[i].kernel, sizeof(pub->classes[i].kernel), "%s",
 			 cal->classes[i].kernel);
 	}
-}
-
-EXPORT int prealloc_clear_choose(struct prealloc_ctx *ctx, uint64_t size, unsigned int threads,
-				 const char **ret_name, char *ret_why, size_t why_len)
-{
-	struct clear_calibration cal;
-	bool have_cal;
-
-	if (!ctx || !ret_name || (why_len && !ret_why))
-		return -EINVAL;
-	have_cal = ctx_calibration(ctx, &cal);
-	*ret_name = clear_select(&ctx->cpu, size, threads, have_cal ? &cal : NULL, ret_why,
-				 why_len).name;
-	return 0;
 }
 
 EXPORT int prealloc_calibration_path(char *ret_path, size_t len)

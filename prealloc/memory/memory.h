@@ -255,8 +255,8 @@ uint64_t clear_choice_run(const struct clear_choice *c, void *dst, size_t len);
 /* ---- calibration.c: the ctx's calibration, and the choices made under it -- */
 /*
  * clear_select.c is pure and knows nothing of files or contexts; calibration.c
- * builds on it: it owns each ctx's calibration and makes the choices that
- * need one (clear_select_region, prealloc_clear_choose).
+ * builds on it: it owns each ctx's calibration; clear_auto.c makes the
+ * choices that need a ctx (clear_select_region, prealloc_clear_choose).
  */
 
 /*
@@ -286,6 +286,37 @@ int calibration_parse(const char *text, struct clear_calibration *ret);
 int calibration_format(const struct clear_calibration *cal, char *buf, size_t len);
 int calibration_read(const char *path, struct clear_calibration *ret);
 int calibration_write(const char *path, const struct clear_calibration *cal);
+/* The default file's directory made (and a missing cache root): 0 or -errno. */
+int calibration_mkdir(void);
+
+/* ---- clear_auto.c: the automatic choice for a ctx --------------------- */
+
+/*
+ * The ctx's ranking for large clears (clear_rank.c) into ret, and how it
+ * came (how: "measured ...", "cached in PATH"): the file beside the
+ * calibration if measured on this CPU and microcode, else measured now,
+ * once per ctx (who says for whom, for the reason), and saved. false:
+ * none, with PREALLOC_CALIBRATION=none or where it cannot be measured.
+ */
+bool ctx_ranking(struct prealloc_ctx *ctx, const char *who, struct clear_rank *ret, char *how,
+		 size_t how_len);
+
+/* ---- clear_rank.c: the kernels ranked for large clears, measured here ----- */
+
+/* Every usable kernel on slices of a buffer past the LLC, until the leader is known. */
+int clear_rank_measure(const struct cpu_id *cpu, struct clear_rank *ret);
+/* Measured on this CPU model, model name and microcode. */
+bool clear_rank_matches(const struct clear_rank *rank, const struct cpu_id *cpu);
+int clear_rank_format(const struct clear_rank *rank, char *buf, size_t len);
+int clear_rank_parse(const char *text, struct clear_rank *ret);
+/* /proc/cpuinfo's microcode revision, "unknown" where it says none. */
+void cpu_microcode(char *buf, size_t len);
+/* A file of a few KiB into buf (NUL-terminated); -EINVAL when it does not fit. */
+int small_file_read(const char *path, char *buf, size_t len);
+/* All of buf to fd (EINTR retried): 0 or -errno. */
+int fd_write_all(int fd, const char *buf, size_t len);
+/* text written to a temporary file beside path, synced, renamed over it (mode 0644). */
+int small_file_write(const char *path, const char *text, size_t len);
 
 /* ---- who uses a file (file_users.c) -------------------------------------- */
 

@@ -115,21 +115,6 @@ void statedir_unlock(int fd)
 	close(fd);
 }
 
-static int write_all(int fd, const char *buf, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, buf, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 int statedir_write(const struct prealloc_ctx *ctx, const char *leaf, const char *buf, size_t len)
 {
 	char path[PATH_MAX], tmp[PATH_MAX + 32];
@@ -148,7 +133,7 @@ int statedir_write(const struct prealloc_ctx *ctx, const char *leaf, const char 
 	if (fd < 0)
 		return -errno;
 	/* Whole or not at all: on disk before the rename, the rename on disk before we go on. */
-	r = write_all(fd, buf, len);
+	r = fd_write_all(fd, buf, len);
 	if (r == 0 && fsync(fd) < 0)
 		r = -errno;
 	if (close(fd) < 0 && r == 0)

@@ -93,6 +93,8 @@ serve_stop() {
 	wait "$SERVE"
 }
 
+# The clear kernels' ranking, measured by serve at start, goes here.
+export PREALLOC_CALIBRATION=$TMP/calibration
 hp0=$(cat $POOL)
 free0=$(hp free 2048)
 cat > "$PREALLOC_WARM_CONF" <<EOF
@@ -107,6 +109,8 @@ serve_start
 wait_for 20 grep -q 'READY=1' "$TMP/notify.log"
 check "serve tells its service manager READY=1 on \$NOTIFY_SOCKET ($(cat "$TMP/notify.log" 2> /dev/null))" \
 	grep -q 'READY=1' "$TMP/notify.log"
+check "serve ranked the clear kernels at start, before READY=1, and kept it ($(grep -o 'large clears use.*' "$TMP/serve.log"))" \
+	all_of 'grep -q "^kernel " "$PREALLOC_CALIBRATION.ranking" && grep -q "large clears use .*measured by warm serve at start" "$TMP/serve.log"'
 wait_for 60 ready_is $((2 * SZB))
 check "serve fills the target by itself: 2 x $SZ READY ($(status ready_bytes))" ready_is $((2 * SZB))
 check "... the pool grew for them ($hp0 -> $(cat $POOL) pages, $free0 were free)" \

@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The automatic clear kernel for a ctx: clear_select's rules under the
+ * ctx's calibration (calibration.c), and over the probe limit, with no
+ * calibration, the kernel this machine measured fastest for large clears
+ * (clear_rank.c), measured once per CPU model and microcode and kept
+ * beside the calibration. PREALLOC_CALIBRATION=none: the built-in rules.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memory.h"
+
+/* Guards every ctx's rank_* fields (a ctx has no lock of its own). */
+static pthread_mutex_t rank_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The ranking measured now for this ctx (who: for what), saved beside the calibration. */
+static int ranking_measure(struct prealloc_ctx *ctx, const char *who, const char *path)
+{
+	struct clear_rank rank;
+	char text[2048];
+	int len, r = clear_rank_measure(&ctx->cpu, &rank);
+
+	if (r < 0)
+		return r;
+	ctx->rank = rank;
+	len = clear_rank_format(&rank, text, sizeof(text));
+	if (len < 0 || !path) {
+		r = -ENOENT;
+	} else {
+		if (!getenv("PREALLOC_CALIBRATION"))
+			calibration_mkdir();	/* the default directory, as a save makes it */
+		r = small_file_write(path, text, (size_t)len);
+	}
+	snprintf(ctx->rank_how, sizeof(ctx->rank_how), "measured %s in %.0f ms%s", who,
+		 rank.seconds * 1e3, r < 0 ? ", not saved" : "");
+	return 0;
+}
+
+bool ctx_ranking(struct prealloc_ctx *ctx, const char *who, struct clear_rank *ret, char *how,
+		 size_t how_len)
+{
+	const char *env = getenv("PREALLOC_CALIBRATION");
+	char path[4096], text[2048];
+	struct clear_rank rank;
+	bool have, named;
+	int r = 0;
+
+	pthread_mutex_lock(&rank_lock);
+	if (!ctx->rank_settled && !(env && !strcmp(env, "none"))) {
+		ctx->rank_settled = true;
+		named = calibration_default_path(path, sizeof(path) - 8) == 0;
+		if (named)
+			strcat(path, ".ranking");
+		if (named && small_file_read(path, text, sizeof(text)) == 0 &&
+		    clear_rank_parse(text, &rank) == 0 && clear_rank_matches(&rank, &ctx->cpu)) {
+			ctx->rank = rank;
+			ctx->rank_active = true;
+			snprintf(ctx->rank_how, sizeof(ctx->rank_how), "cached in %s", path);
+		} else {
+			/* Other choices on this ctx wait for it: a few hundred ms, once. */
+			r = ranking_measure(ctx, who, named ? path : NULL);
+			ctx->rank_active = r == 0;
+		}
+	}
+	have = ctx->rank_active;
+	if (have) {
+		*ret = ctx->rank;
+		snprintf(how, how_len, "%s", ctx->rank_how);
+	}
+	pthread_mutex_unlock(&rank_lock);
+	/* Said outside the lock: the callback may call back into the library. */
+	if (r < 0)
+		ctx_log(ctx, PREALLOC_LOG_INFO, "clear kernels not ranked (%s): the built-in rules",
+			strerror(-r));
+	return have;
+}
+
+/* Over the probe limit with no calibration: the kernel measured fastest here. */
+static struct clear_choice ranked(struct prealloc_ctx *ctx, uint64_t footprint,
+				  struct clear_choice c, char *why, size_t why_len)
+{
+	struct clear_rank rank;
+	struct clear_choice m;
+	char how[96];
+
+	if (footprint <= clear_probe_limit(ctx->cpu.llc_bytes) ||
+	    !ctx_ranking(ctx, "at the first large clear", &rank, how, sizeof(how)) ||
+	    clear_choice_find(rank.k[0].kernel, ctx->cpu.features, &m) < 0)
+		return c;
+	if (why && why_len)
+		snprintf(why, why_len, "%llu MiB is over the probe limit; fastest here for large "
+			 "clears: %s %.1f GB/s%s%s %.1f (%s)", (unsigned long long)(footprint >> 20),
+			 rank.k[0].kernel, rank.k[0].gbps, rank.level ? ", level with " : ", then ",
+			 rank.nr > 1 ? rank.k[1].kernel : "-", rank.nr > 1 ? rank.k[1].gbps : 0.0, how);
+	return m;
+}
+
+struct clear_choice clear_select_region(const struct prealloc_region *region, unsigned int threads,
+					char *why, size_t why_len)
+{
+	struct prealloc_ctx *ctx = region->ctx;
+	struct clear_calibration cal;
+	bool have_cal = ctx_calibration(ctx, &cal);
+	uint64_t best_footprint = 0, best_size = region->length;
+	unsigned int best_threads = 1;
+	struct clear_choice c;
+
+	/* Per node: its extents' bytes over its workers, as the engine will spread them. */
+	for (unsigned int e = 0; e < region->nr_extents; e++) {
+		const struct topo_node *n = topo_node(ctx, region->extents[e].node);
+		unsigned int t = threads ? threads : (n && n->nr_cpus ? n->nr_cpus : 1);
+		uint64_t bytes = 0;
+		bool seen = false;
+
+		for (unsigned int f = 0; f < e; f++)
+			seen |= region->extents[f].node == region->extents[e].node;
+		if (seen)
+			continue;
+		for (unsigned int f = e; f < region->nr_extents; f++)
+			if (region->extents[f].node == region->extents[e].node)
+				bytes += region->extents[f].length;
+		if (bytes >= best_footprint) {
+			best_footprint = bytes;
+			best_size = (bytes + t - 1) / t;
+			best_threads = t;
+		}
+	}
+	c = clear_select(&ctx->cpu, best_size, best_threads, have_cal ? &cal : NULL, why, why_len);
+	return have_cal ? c : ranked(ctx, best_size * best_threads, c, why, why_len);
+}
+
+/* ---- public API ---------------------------------------------------------- */
+
+EXPORT int prealloc_clear_choose(struct prealloc_ctx *ctx, uint64_t size, unsigned int threads,
+				 const char **ret_name, char *ret_why, size_t why_len)
+{
+	struct clear_calibration cal;
+	struct clear_choice c;
+	bool have_cal;
+
+	if (!ctx || !ret_name || (why_len && !ret_why))
+		return -EINVAL;
+	have_cal = ctx_calibration(ctx, &cal);
+	c = clear_select(&ctx->cpu, size, threads, have_cal ? &cal : NULL, ret_why, why_len);
+	threads = MAX(threads, 1u);
+	if (!have_cal)
+		c = ranked(ctx, size > UINT64_MAX / threads ? UINT64_MAX : size * threads, c, ret_why,
+			   why_len);
+	*ret_name = c.name;
+	return 0;
+}
