@@ -256,7 +256,7 @@ static void print_human(const struct prealloc_calibrate_result *res,
 	printf("cpu: %s (%s family 0x%x model 0x%x), LLC %s\n", ci->model_name, ci->vendor,
 	       ci->family, ci->model, prealloc_format_size(ci->llc_bytes, s, sizeof(s)));
 	printf("GB/s, median of the runs, each clear on memory written %u time%s since it\n"
-	       "left the caches; c is glibc memset; auto: the built-in rules as they run, a\n"
+	       "left the caches; c is glibc memset; auto: as it runs with no calibration, a\n"
 	       "kernel (*) or a probe per piece between two (c/NT, with the share cleared by\n"
 	       "c); auto/best: median over the runs of auto against the best kernel (the\n"
 	       "highest median) in the same run\n",
@@ -439,6 +439,16 @@ static int calibrate_failed(const struct bench_args *a, const struct prealloc_ca
 	return r == -ENOMEM ? EXIT_NO_MEMORY : EXIT_FAILURE_RUN;
 }
 
+/* What auto runs for a large clear, and why: a calibration, or the ranking measured here. */
+static void print_large_choice(struct prealloc_ctx *ctx)
+{
+	const char *name = "";
+	char why[320] = "";
+
+	if (prealloc_clear_choose(ctx, UINT64_C(1) << 30, 1, &name, why, sizeof(why)) == 0)
+		printf("\nauto for a 1 GiB clear: %s (%s)\n", name, why);
+}
+
 int cmd_bench(int argc, char **argv)
 {
 	struct bench_args a = { .o = { .size = sizeof(a.o) } };
@@ -479,6 +489,8 @@ int cmd_bench(int argc, char **argv)
 		print_human(res, &ci);
 		if (res->saved)
 			print_saved(res, path);
+		else
+			print_large_choice(ctx);
 	}
 	if (r < 0) {
 		cli_error("cannot save the calibration to %s: %s", path[0] ? path : "(no path)",

@@ -128,13 +128,14 @@ static double calibrate_sample(const struct bench *b, struct prealloc_region *re
 
 /*
  * What auto picks for a point, size bytes (page aligned) over threads
- * workers: by the built-in rules (cal NULL) or under cal.
+ * workers: as a ctx with no calibration runs it (cal NULL: the rules, and
+ * the ranking measured here over the probe limit) or under cal.
  */
 static struct clear_choice point_choice(const struct bench *b, uint64_t size, unsigned int threads,
 					const struct clear_calibration *cal)
 {
-	return clear_select(&b->ctx->cpu, ALIGN_UP(size / threads, PREALLOC_PAGE_4K), threads, cal,
-			    NULL, 0);
+	return clear_select_auto(b->ctx, ALIGN_UP(size / threads, PREALLOC_PAGE_4K), threads, cal,
+				 NULL, 0);
 }
 
 /*

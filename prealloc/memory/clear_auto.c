@@ -98,6 +98,16 @@ static struct clear_choice ranked(struct prealloc_ctx *ctx, uint64_t footprint,
 	return m;
 }
 
+struct clear_choice clear_select_auto(struct prealloc_ctx *ctx, uint64_t size, unsigned int threads,
+				      const struct clear_calibration *cal, char *why, size_t why_len)
+{
+	struct clear_choice c = clear_select(&ctx->cpu, size, threads, cal, why, why_len);
+
+	threads = MAX(threads, 1u);
+	return cal ? c : ranked(ctx, size > UINT64_MAX / threads ? UINT64_MAX : size * threads, c,
+				why, why_len);
+}
+
 struct clear_choice clear_select_region(const struct prealloc_region *region, unsigned int threads,
 					char *why, size_t why_len)
 {
@@ -106,7 +116,6 @@ struct clear_choice clear_select_region(const struct prealloc_region *region, un
 	bool have_cal = ctx_calibration(ctx, &cal);
 	uint64_t best_footprint = 0, best_size = region->length;
 	unsigned int best_threads = 1;
-	struct clear_choice c;
 
 	/* Per node: its extents' bytes over its workers, as the engine will spread them. */
 	for (unsigned int e = 0; e < region->nr_extents; e++) {
@@ -128,8 +137,7 @@ struct clear_choice clear_select_region(const struct prealloc_region *region, un
 			best_threads = t;
 		}
 	}
-	c = clear_select(&ctx->cpu, best_size, best_threads, have_cal ? &cal : NULL, why, why_len);
-	return have_cal ? c : ranked(ctx, best_size * best_threads, c, why, why_len);
+	return clear_select_auto(ctx, best_size, best_threads, have_cal ? &cal : NULL, why, why_len);
 }
 
 /* ---- public API ---------------------------------------------------------- */
@@ -144,11 +152,7 @@ EXPORT int prealloc_clear_choose(struct prealloc_ctx *ctx, uint64_t size, unsign
 	if (!ctx || !ret_name || (why_len && !ret_why))
 		return -EINVAL;
 	have_cal = ctx_calibration(ctx, &cal);
-	c = clear_select(&ctx->cpu, size, threads, have_cal ? &cal : NULL, ret_why, why_len);
-	threads = MAX(threads, 1u);
-	if (!have_cal)
-		c = ranked(ctx, size > UINT64_MAX / threads ? UINT64_MAX : size * threads, c, ret_why,
-			   why_len);
+	c = clear_select_auto(ctx, size, threads, have_cal ? &cal : NULL, ret_why, why_len);
 	*ret_name = c.name;
 	return 0;
 }

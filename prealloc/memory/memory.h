@@ -266,6 +266,12 @@ uint64_t clear_choice_run(const struct clear_choice *c, void *dst, size_t len);
  */
 struct clear_choice clear_select_region(const struct prealloc_region *region, unsigned int threads,
 					char *why, size_t why_len);
+/*
+ * clear_select() as a ctx runs it: under cal (NULL: none), and with none,
+ * over the probe limit, the kernel the ctx's ranking measured fastest.
+ */
+struct clear_choice clear_select_auto(struct prealloc_ctx *ctx, uint64_t size, unsigned int threads,
+				      const struct clear_calibration *cal, char *why, size_t why_len);
 
 /*
  * Copies ctx's calibration into ret; false when none applies. The first
