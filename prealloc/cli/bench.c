@@ -439,23 +439,14 @@ static int calibrate_failed(const struct bench_args *a, const struct prealloc_ca
 	return r == -ENOMEM ? EXIT_NO_MEMORY : EXIT_FAILURE_RUN;
 }
 
-/* What auto runs for a large clear, and why: a calibration, or the ranking measured here. */
-static void print_large_choice(struct prealloc_ctx *ctx)
-{
-	const char *name = "";
-	char why[320] = "";
-
-	if (prealloc_clear_choose(ctx, UINT64_C(1) << 30, 1, &name, why, sizeof(why)) == 0)
-		printf("\nauto for a 1 GiB clear: %s (%s)\n", name, why);
-}
-
 int cmd_bench(int argc, char **argv)
 {
 	struct bench_args a = { .o = { .size = sizeof(a.o) } };
 	struct prealloc_cpu_info ci = { .size = sizeof(ci) };
 	struct prealloc_calibrate_result *res;
 	struct prealloc_ctx *ctx;
-	char path[4096] = "";
+	char path[4096] = "", why[320] = "";
+	const char *name = "";
 	int ret = EXIT_OK, r;
 
 	r = parse_args(argc, argv, &a);
@@ -489,8 +480,9 @@ int cmd_bench(int argc, char **argv)
 		print_human(res, &ci);
 		if (res->saved)
 			print_saved(res, path);
-		else
-			print_large_choice(ctx);
+		/* What a large clear runs, and why: a calibration, or the ranking measured here. */
+		else if (prealloc_clear_choose(ctx, UINT64_C(1) << 30, 1, &name, why, sizeof(why)) == 0)
+			printf("\nauto for a 1 GiB clear: %s (%s)\n", name, why);
 	}
 	if (r < 0) {
 		cli_error("cannot save the calibration to %s: %s", path[0] ? path : "(no path)",
