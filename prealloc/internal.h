@@ -129,6 +129,8 @@ int copy_sized_in(void *dst, size_t dst_size, const void *src);
 void copy_sized_out(void *dst, const void *src, size_t src_size);
 int read_file_u64(const char *path, uint64_t *ret);
 int read_file_str(const char *path, char *buf, size_t len);
+/* All of buf to fd (EINTR retried): 0 or -errno. */
+int fd_write_all(int fd, const char *buf, size_t len);
 int parse_cpulist(const char *s, cpu_set_t *ret);
 double now_seconds(void);
 

@@ -61,6 +61,21 @@ void copy_sized_out(void *dst, const void *src, size_t src_size)
 	       MIN(dst_size, src_size) - sizeof(size_t));
 }
 
+int fd_write_all(int fd, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
 int read_file_str(const char *path, char *buf, size_t len)
 {
 	ssize_t n;

@@ -347,21 +347,6 @@ int small_file_read(const char *path, char *buf, size_t len)
 	return r < 0 ? r : got + 1 == len ? -EINVAL : 0;
 }
 
-int fd_write_all(int fd, const char *buf, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, buf, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 int small_file_write(const char *path, const char *text, size_t len)
 {
 	char *tmp;

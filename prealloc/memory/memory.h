@@ -319,8 +319,6 @@ int clear_rank_parse(const char *text, struct clear_rank *ret);
 void cpu_microcode(char *buf, size_t len);
 /* A file of a few KiB into buf (NUL-terminated); -EINVAL when it does not fit. */
 int small_file_read(const char *path, char *buf, size_t len);
-/* All of buf to fd (EINTR retried): 0 or -errno. */
-int fd_write_all(int fd, const char *buf, size_t len);
 /* text written to a temporary file beside path, synced, renamed over it (mode 0644). */
 int small_file_write(const char *path, const char *text, size_t len);
 
