@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A job's check phase: where its pages are, counted into each node's pool
- * (all at once from numa_maps when the mappings line up with the extents,
- * else chunk by chunk with move_pages), the bytes huge pages map, and
+ * (4K pages: each worker its own chunks from pagemap, where page frames
+ * can be read; else all at once from numa_maps when the mappings line up
+ * with the extents, else chunk by chunk with move_pages), the bytes huge pages map, and
  * whether each chunk reads back as zero. The reading itself is
  * memory/placement.c's.
  */
@@ -68,6 +69,16 @@ static void placement_scan_job(struct prealloc_job *job)
 {
 	uint64_t step = placement_step(job);
 
+	/*
+	 * Anonymous 4K: the workers read their own chunks' frames, all at once
+	 * (pagemap.c). Not shmem: there pagemap took 31 ms for 2 GiB on one
+	 * worker and 28 on two, numa_maps 25 ms.
+	 */
+	if (step == PREALLOC_PAGE_4K && placement_pagemap_ok() &&
+	    (job->backing == PREALLOC_BACKING_ANON || job->backing == PREALLOC_BACKING_ANON_THP)) {
+		job->placement_pagemap = true;
+		return;
+	}
 	if (placement_scan(job->addr, job->region->length, scan_mapping, job) < 0) {
 		for (unsigned int p = 0; p < job->nr_pools; p++) {
 			atomic_store(&job->pools[p].on, 0);
@@ -144,8 +155,12 @@ int check_chunk(struct prealloc_job *job, struct node_pool *pool, const struct j
 	    !job->placement_scanned) {
 		uint64_t on = 0, off = 0, missing = 0;
 
-		r = placement_query(p, c->length, placement_step(job), pool->node, &on, &off,
-				    &missing);
+		r = job->placement_pagemap
+			    ? placement_pagemap(p, c->length, pool->node, &on, &off, &missing)
+			    : -ENOENT;
+		if (r == -ENOENT)
+			r = placement_query(p, c->length, placement_step(job), pool->node, &on,
+					    &off, &missing);
 		if (r < 0) {
 			*ret_at = c->offset;
 			return r;

@@ -256,6 +256,7 @@ struct prealloc_job {
 	pthread_mutex_t join_lock;	/* one joiner; later waiters wait for it */
 	atomic_bool joined;
 	bool placement_scanned;	/* counts came from numa_maps; skip move_pages */
+	bool placement_pagemap;	/* 4K: each worker reads its chunks' frames (pagemap.c) */
 	bool start_failed;	/* workers released cancelled: no finish, no sinks */
 };
 

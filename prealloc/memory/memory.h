@@ -124,6 +124,16 @@ int placement_query(uint8_t *addr, uint64_t len, uint64_t page_size, int node,
 typedef int (*placement_fn)(void *arg, uint64_t start, uint64_t end, uint64_t unit,
 			    const uint64_t *counts);
 int placement_scan(uint8_t *addr, uint64_t len, placement_fn fn, void *arg);
+
+/* pagemap.c: whether placement_pagemap can work here (page frames readable, memory blocks known). */
+bool placement_pagemap_ok(void);
+/*
+ * placement_query for 4K pages from /proc/self/pagemap and the memory
+ * blocks: each worker its own chunks. -ENOENT: a frame in no known block
+ * (ask placement_query).
+ */
+int placement_pagemap(const uint8_t *addr, uint64_t len, int node, uint64_t *ret_on,
+		      uint64_t *ret_off, uint64_t *ret_missing);
 /*
  * Calls fn once per mapping of [addr, addr+len) in /proc/self/smaps with
  * the bytes huge pages map there (AnonHugePages + ShmemPmdMapped +

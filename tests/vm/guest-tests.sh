@@ -313,6 +313,13 @@ two_node() {
 			show "$tmp/chk"
 		fi
 		prealloc rm /dev/shm/vm-away 2>/dev/null || rm -f /dev/shm/vm-away
+		# Anonymous 4K memory on node 1 through the library: its check phase reads
+		# each worker's page frames (pagemap) and must agree with move_pages.
+		if vm_placement_check --anon 1 64 >"$tmp/chk" 2>&1; then
+			pass "anon 4k: the library's page count (pagemap) agrees: $(cat "$tmp/chk")"
+		else
+			fail "anon 4k placement" "$(cat "$tmp/chk")"
+		fi
 		if [ "$(hp_get 0 free_hugepages)" = 64 ] && [ "$(hp_get 1 free_hugepages)" = 64 ]; then
 			pass "hugepages: all free again after rm"
 		else

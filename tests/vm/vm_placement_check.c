@@ -13,6 +13,12 @@
  * --zero checks that every byte reads as zero.
  * Prints one line per extent and per node seen; exits 0 when every page is
  * where SPEC says (and zero with --zero), 1 otherwise.
+ *
+ *   vm_placement_check --anon NODE MiB
+ *
+ * populates anonymous 4K memory on NODE through the library (whose check
+ * phase reads each worker's page frames from pagemap, as root) and exits
+ * 0 when its report and move_pages both put every page on NODE.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -81,6 +87,45 @@ static uint64_t page_size_of(int fd)
 	return (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
+/* --anon: the library's own count against move_pages', for anonymous 4K memory on node. */
+static int anon_check(int node, uint64_t mib)
+{
+	struct prealloc_region_opts ro = { .size = sizeof(ro), .backing = PREALLOC_BACKING_ANON,
+					   .length = mib << 20, .nr_nodes = 1, .nodes = &node };
+	struct prealloc_job_opts jo = { .size = sizeof(jo), .op = PREALLOC_OP_POPULATE };
+	struct prealloc_node_report nr = { .size = sizeof(nr) };
+	struct prealloc_region *region = NULL;
+	struct prealloc_job *job = NULL;
+	struct prealloc_ctx *ctx = NULL;
+	uint64_t pages = (mib << 20) / 4096, on = 0;
+	int r = prealloc_ctx_new(&ctx);
+
+	if (r == 0)
+		r = prealloc_region_new(ctx, &ro, &region);
+	if (r == 0)
+		r = prealloc_job_start(region, &jo, &job);
+	if (r == 0)
+		r = prealloc_job_wait(job);
+	if (r == 0)
+		r = prealloc_job_node_report(job, 0, &nr);
+	for (uint64_t i = 0; r == 0 && i < pages; i++) {
+		void *p = (uint8_t *)prealloc_region_addr(region) + i * 4096;
+		int st = -1;
+
+		if (move_pages(0, 1, &p, NULL, &st, 0) == 0 && st == node)
+			on++;
+	}
+	printf("anon node=%d pages=%llu report on=%llu off=%llu missing=%llu move_pages on=%llu "
+	       "result=%s\n", node, (unsigned long long)pages,
+	       (unsigned long long)nr.pages_on_node, (unsigned long long)nr.pages_off_node,
+	       (unsigned long long)nr.pages_missing, (unsigned long long)on,
+	       r ? strerror(-r) : "ok");
+	prealloc_job_free(job);
+	prealloc_region_free(region);
+	prealloc_ctx_free(ctx);
+	return r == 0 && nr.node == node && nr.pages_on_node == pages && on == pages ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	struct extent ext[MAX_EXTENTS];
@@ -92,6 +137,8 @@ int main(int argc, char **argv)
 	struct stat st;
 	uint8_t *map;
 
+	if (argc == 4 && !strcmp(argv[1], "--anon"))
+		return anon_check(atoi(argv[2]), strtoull(argv[3], NULL, 10));
 	for (; argi < argc && argv[argi][0] == '-'; argi++) {
 		if (!strcmp(argv[argi], "--zero")) {
 			check_zero = true;
