@@ -11,7 +11,8 @@
  * Frames are readable only with CAP_SYS_ADMIN (else pagemap reads them as
  * 0), and only where the kernel lists memory blocks: placement_pagemap_ok
  * says whether both hold, and the caller keeps numa_maps and move_pages
- * otherwise.
+ * otherwise. A page only read maps the shared zero page (or the huge one):
+ * it counts as missing, as numa_maps and move_pages count it.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "memory.h"
@@ -34,7 +36,55 @@ static struct {
 	uint64_t block_pages;	/* 4K pages per memory block */
 	size_t nr;
 	int16_t *node;
+	/*
+	 * The shared zero pages: read-only faults of anonymous memory map them,
+	 * and a page never written is missing, as numa_maps and move_pages say.
+	 */
+	uint64_t zero_pfn, huge_zero_pfn;
 } blocks = { .once = PTHREAD_ONCE_INIT };
+
+/* The frame p maps now (0: none or unreadable). */
+static uint64_t frame_of(int fd, const volatile uint8_t *p)
+{
+	uint64_t e = 0;
+
+	(void)*p;	/* a read fault: the zero page for untouched anonymous memory */
+	if (pread(fd, &e, sizeof(e), (off_t)((uintptr_t)p / PREALLOC_PAGE_4K * sizeof(e))) !=
+	    (ssize_t)sizeof(e))
+		return 0;
+	return e & PM_PRESENT ? e & PM_PFN_MASK : 0;
+}
+
+/* The zero page's frame and the huge zero page's first, as this process maps them. */
+static void zero_frames(void)
+{
+	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	size_t len = 4u << 20;
+	uint8_t *m;
+
+	if (fd < 0)
+		return;
+	m = mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (m != MAP_FAILED) {
+		uint8_t *huge = (uint8_t *)ALIGN_UP((uintptr_t)m + PREALLOC_PAGE_4K, PREALLOC_PAGE_2M);
+
+		madvise(m, PREALLOC_PAGE_4K, MADV_NOHUGEPAGE);
+		blocks.zero_pfn = frame_of(fd, m);
+		madvise(huge, PREALLOC_PAGE_2M, MADV_HUGEPAGE);
+		blocks.huge_zero_pfn = frame_of(fd, huge);
+		if (blocks.huge_zero_pfn == blocks.zero_pfn)
+			blocks.huge_zero_pfn = 0;	/* no huge zero page here */
+		munmap(m, len);
+	}
+	close(fd);
+}
+
+static bool zero_frame(uint64_t pfn)
+{
+	return pfn == blocks.zero_pfn ||
+	       (blocks.huge_zero_pfn && pfn >= blocks.huge_zero_pfn &&
+		pfn < blocks.huge_zero_pfn + PREALLOC_PAGE_2M / PREALLOC_PAGE_4K);
+}
 
 /* node's memoryM entries into the table (grown as needed). */
 static int blocks_of_node(int node, const char *dir)
@@ -88,6 +138,7 @@ static void blocks_load(void)
 	if (dd)
 		closedir(dd);
 	blocks.block_pages = bytes / PREALLOC_PAGE_4K;
+	zero_frames();
 }
 
 /* The node of frame pfn, -1 unknown. */
@@ -104,7 +155,7 @@ bool placement_pagemap_ok(void)
 	int probe = 1, fd;
 
 	pthread_once(&blocks.once, blocks_load);
-	if (!blocks.nr || !blocks.block_pages)
+	if (!blocks.nr || !blocks.block_pages || !blocks.zero_pfn)
 		return false;
 	fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -137,7 +188,8 @@ int placement_pagemap(const uint8_t *addr, uint64_t len, int node, uint64_t *ret
 			break;
 		}
 		for (size_t i = 0; i < k && r == 0; i++) {
-			int at = e[i] & PM_PRESENT ? pfn_node(e[i] & PM_PFN_MASK) : -2;
+			uint64_t pfn = e[i] & PM_PFN_MASK;
+			int at = e[i] & PM_PRESENT && !zero_frame(pfn) ? pfn_node(pfn) : -2;
 
 			if (at == -1)
 				r = -ENOENT;	/* a frame in no block we know: ask move_pages */

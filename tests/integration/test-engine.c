@@ -725,6 +725,52 @@ static void test_placement_query(void)
 	munmap(p, PAGES * ps);
 }
 
+/*
+ * placement_pagemap (the check phase's path for anonymous 4K memory where
+ * page frames can be read): written pages on their node, pages only read
+ * (the shared zero page) and pages never touched missing, as move_pages
+ * counts them.
+ */
+static void test_placement_pagemap(void)
+{
+	enum { PAGES = 64, READ = 8, UNTOUCHED = 8 };
+	long ps = sysconf(_SC_PAGESIZE);
+	uint64_t on = 0, off = 0, missing = 0, qon = 0, qoff = 0, qmissing = 0;
+	volatile uint8_t *p = mmap(NULL, PAGES * ps, PROT_READ | PROT_WRITE,
+				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *first;
+	int here = -1, r;
+
+	if (!placement_pagemap_ok()) {
+		tap_skip("placement_pagemap: page frames unreadable here (uid %d, no CAP_SYS_ADMIN), "
+			 "or no memory blocks in sysfs", (int)geteuid());
+		return;
+	}
+	if (!tap_ok(p != MAP_FAILED, "placement_pagemap: an anonymous mapping"))
+		return;
+	madvise((void *)p, PAGES * ps, MADV_NOHUGEPAGE);
+	for (int i = 0; i < PAGES - READ - UNTOUCHED; i++)
+		p[i * ps] = 1;
+	for (int i = PAGES - READ - UNTOUCHED; i < PAGES - UNTOUCHED; i++)
+		(void)p[i * ps];
+	first = (void *)p;
+	move_pages(0, 1, &first, NULL, &here, 0);
+	r = placement_pagemap((const uint8_t *)p, PAGES * ps, here, &on, &off, &missing);
+	placement_query((uint8_t *)p, PAGES * ps, (uint64_t)ps, here, &qon, &qoff, &qmissing);
+	tap_ok(r == 0 && on == PAGES - READ - UNTOUCHED && off == 0 && missing == READ + UNTOUCHED &&
+		       on == qon && off == qoff && missing == qmissing,
+	       "placement_pagemap on node %d: %llu on, %llu off, %llu missing (zero pages missing); "
+	       "move_pages: %llu, %llu, %llu", here, (unsigned long long)on,
+	       (unsigned long long)off, (unsigned long long)missing, (unsigned long long)qon,
+	       (unsigned long long)qoff, (unsigned long long)qmissing);
+	on = off = missing = 0;
+	r = placement_pagemap((const uint8_t *)p, PAGES * ps, here + 1, &on, &off, &missing);
+	tap_ok(r == 0 && on == 0 && off == PAGES - READ - UNTOUCHED,
+	       "placement_pagemap on node %d, where they are not: %llu on, %llu off", here + 1,
+	       (unsigned long long)on, (unsigned long long)off);
+	munmap((void *)p, PAGES * ps);
+}
+
 int main(void)
 {
 	if (prealloc_ctx_new(&ctx) < 0) {
@@ -739,6 +785,7 @@ int main(void)
 	test_fixed_workers();
 	test_node_sinks();
 	test_placement_query();
+	test_placement_pagemap();
 	prealloc_ctx_free(ctx);
 	return tap_done();
 }
