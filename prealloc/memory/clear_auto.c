@@ -60,7 +60,7 @@ bool ctx_ranking(struct prealloc_ctx *ctx, const char *who, struct clear_rank *r
 			ctx->rank_active = true;
 			snprintf(ctx->rank_how, sizeof(ctx->rank_how), "cached in %s", path);
 		} else {
-			/* Other choices on this ctx wait for it: a few hundred ms, once. */
+			/* Every other choice waits for it meanwhile: under 0.2 s, once. */
 			r = ranking_measure(ctx, who, named ? path : NULL);
 			ctx->rank_active = r == 0;
 		}
