@@ -124,6 +124,8 @@ static void huge_scan_job(struct prealloc_job *job)
 
 void check_scan_job(struct prealloc_job *job)
 {
+	/* Bound again first: unbound extents' mappings merge, and numa_maps could not split them. */
+	pools_policy_end(job);
 	if (!(job->opts.flags & PREALLOC_JOB_NO_PLACEMENT))
 		placement_scan_job(job);
 	huge_scan_job(job);

@@ -259,8 +259,11 @@ void job_fail(struct prealloc_job *job, int err, int node, uint64_t offset)
  */
 void pools_policy_begin(struct prealloc_job *job)
 {
-	if (job->opts.op == PREALLOC_OP_POPULATE && region_policy_by_workers(job->region))
-		job->worker_policy = region_bind(job->region, false) == 0;
+	if (job->opts.op != PREALLOC_OP_POPULATE || !region_policy_by_workers(job->region))
+		return;
+	job->worker_policy = region_bind(job->region, false) == 0;
+	if (!job->worker_policy)
+		region_bind(job->region, true);	/* the extents unbound before the failure */
 }
 
 void pools_policy_worker(struct prealloc_job *job, const struct node_pool *pool)
@@ -275,6 +278,7 @@ void pools_policy_end(struct prealloc_job *job)
 {
 	int r = job->worker_policy ? region_bind(job->region, true) : 0;
 
+	job->worker_policy = false;	/* once: before the check phase, or at the end */
 	if (r < 0)
 		job_fail(job, r, -1, 0);
 }

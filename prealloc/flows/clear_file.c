@@ -319,11 +319,16 @@ static int flow_prepare(struct clear_flow *flow, const char *path)
 	if (!whole)
 		return 0;
 	r = map_file(flow, path, whole);
+	t0 = now_seconds();
+	flow->info.map_seconds = t0 - t1;
+	/* auto's choice (once per ctx it may measure the ranking): with the checks. */
 	if (r == 0)
 		r = clear_check_kernel(flow);
+	t1 = now_seconds();
+	flow->info.check_seconds += t1 - t0;
 	if (r == 0 && flow->in_memory)
 		r = find_swapped(flow);
-	flow->info.map_seconds = now_seconds() - t1;
+	flow->info.map_seconds += now_seconds() - t1;
 	return r;
 }
 

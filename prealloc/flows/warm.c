@@ -44,7 +44,7 @@ static long take_pick(const struct store *s, const struct prealloc_warm_take_opt
 		if (r->size >= o->length && (best < 0 || r->size < s->r[best].size))
 			best = (long)i;
 	}
-	return best >= 0 ? best : grow;
+	return best >= 0 ? best : (o->flags & PREALLOC_WARM_TAKE_NO_GROW) ? -1 : grow;
 }
 
 __attribute__((format(printf, 3, 4))) static int take_fail(struct prealloc_warm_take_info *info,

@@ -170,6 +170,9 @@ static int target_grow(struct prealloc_ctx *ctx, const struct warm_pass *p, unsi
 		long m = misfit_pick(&s, p->conf, devs, i);
 		size_t before = s.nr;
 
+		/* Only where it makes the room: else it is a usable file lost for nothing. */
+		if (m >= 0 && held - s.r[m].size + t->file_bytes > p->limit[i])
+			m = -1;
 		err = m >= 0 ? drop_one(ctx, &s, m, info) : 0;
 		err = err < 0 ? err : m >= 0 && s.nr < before;
 		store_close(&s, lock);

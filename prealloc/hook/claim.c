@@ -53,8 +53,8 @@ static int claim_size(struct hook_run *run, uint64_t ps, struct prealloc_reserva
 	struct prealloc_admit_opts o = {
 		.size = sizeof(o), .page_size = ps, .nodes = nodes, .node_bytes = bytes,
 		.flags = run->reserve ? PREALLOC_ADMIT_RESERVE : 0,
-		.reserve_timeout_ms = run->set.deadline_s * 500,
-		.lock_timeout_ms = run->set.deadline_s * 400,
+		.reserve_timeout_ms = run_wait_ms(run, run->set.deadline_s * 500, 0.5),
+		.lock_timeout_ms = run_wait_ms(run, run->set.deadline_s * 400, 0.4),
 		.owner = run->holder, .holder = run->holder, .holder_check = run->check,
 		.holder_expires = run->expires,
 	};
@@ -154,10 +154,32 @@ int run_claim(struct hook_run *run)
 			snprintf(run->msg, sizeof(run->msg), "domain %s: the record store: %s",
 				 run->dom.name, strerror(-r));
 	}
-	/* On failure the reservations not committed roll back as they are freed. */
+	/*
+	 * On failure the reservations not committed roll back as they are
+	 * freed. The warm files reserved stay the holder's: release end gives
+	 * them back, or their expiry (start_grace) if no stage comes, never
+	 * those of another call for the same holder (a running guest's).
+	 */
 	for (unsigned int k = 0; k < nr; k++)
 		prealloc_reservation_free(resv[k]);
-	if (r < 0)
-		run_warm_give(run);
+	return r;
+}
+
+int run_claim_backend(struct hook_run *run, unsigned int i)
+{
+	const struct dom_backend *be = &run->demand.backends[i];
+	uint64_t had = run_claimed(run, be->nodes[0], be->page_size) * be->page_size;
+	struct prealloc_reservation *resv = NULL;
+	int r;
+
+	/* The needs were prepare's: at start begin only this backend's is left to claim. */
+	run->demand.nr_needs = 1;
+	run->demand.needs[0] = (struct dom_need){ .node = be->nodes[0],
+						  .page_size = be->page_size,
+						  .bytes = had + be->bytes };
+	r = claim_size(run, be->page_size, &resv);
+	if (r == 0 && resv)
+		r = prealloc_reservation_commit(resv);
+	prealloc_reservation_free(resv);
 	return r;
 }

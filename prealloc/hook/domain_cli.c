@@ -206,6 +206,12 @@ static int act(virConnectPtr conn, const char *name, int what, bool json, unsign
 		goto out;
 	}
 	r = run_init(run, domain_vlog, xml, strlen(xml));
+	if (r == 0 && what == 'r' && virDomainIsActive(dom) == 1) {
+		/* Its pages and warm files are held already: a second claim would double them. */
+		snprintf(run->msg, sizeof(run->msg), "domain %s is running: --reserve is for a "
+			 "domain about to start", name);
+		r = -EBUSY;
+	}
 	if (r == 0 && what == 'r') {
 		run->expires = (int64_t)time(NULL) + for_s;
 		r = run_claim(run);

@@ -124,9 +124,7 @@ static int stage(struct hook_run *run, const char *op, const char *sub, char *xm
 		return prepare || start ? 1 : 0;
 	}
 	if (prepare) {
-		/* A warm file smaller than its guest is grown now: at prefault's rate. */
-		alarm(run->set.deadline_s + 5 +
-		      (unsigned int)(run_warm_bytes(run) / run->set.prefault_rate));
+		alarm(run->set.deadline_s + 5);
 		r = run_claim(run);
 	} else if (start) {
 		/* run_start sets a deadline that grows with the guest, and its own alarm. */

@@ -161,14 +161,6 @@ out:
 	return dom;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Waits for the job until deadline (monotonic seconds); cancels it past that. */
 static int wait_bounded(struct prealloc_job *job, double deadline)
 {
@@ -176,7 +168,7 @@ static int wait_bounded(struct prealloc_job *job, double deadline)
 	int r;
 
 	while (!prealloc_job_done(job)) {
-		double left = deadline - now_s();
+		double left = deadline - run_now();
 
 		if (left <= 0) {
 			prealloc_job_cancel(job);
@@ -207,7 +199,7 @@ static int prefault_one(struct hook_run *run, unsigned int i, int dir_fd, const 
 		.holder = run->holder, .holder_check = run->check, .holder_expires = run->expires,
 		.dir_fd = dir_fd,
 	};
-	double left_ms = (deadline - now_s()) * 1000;
+	double left_ms = (deadline - run_now()) * 1000;
 	char path[4096];
 	struct prealloc_job *job;
 	int r;
@@ -247,13 +239,24 @@ static int start_one(struct hook_run *run, unsigned int i, int dir_fd, const cha
 {
 	int r = -ENOENT;
 
+	const struct dom_backend *be = &run->demand.backends[i];
+
 	if (run_warm_eligible(run, i, NULL, 0) == 0) {
 		r = run_warm_link(run, i, dir_fd, dir);
 		if (r != -ENOENT)
 			return r;
 		run_log(run, 6, "%s: %s has no warm file reserved for it: %s", run->dom.name,
-			run->demand.backends[i].alias, run_backend_prefaulted(run, i)
-			? "pre-faulting it" : "QEMU allocates it");
+			be->alias, run_backend_prefaulted(run, i) ? "pre-faulting it"
+			: "QEMU allocates it");
+		/*
+		 * A file reserved at prepare and lost since (expired, or quarantined
+		 * at its take) left its hugepages unclaimed: claimed now, or refused.
+		 */
+		if (!run_backend_prefaulted(run, i) && be->page_size > PREALLOC_PAGE_4K &&
+		    run_claimed(run, be->nodes[0], be->page_size) * be->page_size < be->bytes) {
+			r = run_claim_backend(run, i);
+			return r;
+		}
 	}
 	return run_backend_prefaulted(run, i) ? prefault_one(run, i, dir_fd, dir, deadline) : 0;
 }
@@ -280,11 +283,12 @@ int run_start(struct hook_run *run)
 		files += run_backend_prefaulted(run, i) || run_warm_eligible(run, i, NULL, 0) == 0;
 	}
 	/* The deadline grows with the size at a conservative rate: a big guest is not cut off. */
-	deadline = now_s() + run->set.deadline_s + (double)bytes / (double)run->set.prefault_rate;
+	deadline = run_now() + run->set.deadline_s + (double)bytes / (double)run->set.prefault_rate;
+	run->deadline = deadline;	/* the links' waits fit in it too */
 	if (!files)
 		return 0;
 	/* The backstop, should a step overrun the deadline it was given. */
-	alarm((unsigned int)(deadline - now_s()) + 5);
+	alarm((unsigned int)(deadline - run_now()) + 5);
 	/* libvirt labels the per-domain directory only when it creates it: never make it. */
 	dir_fd = open_domain_dir(run, dir, sizeof(dir));
 	if (dir_fd < 0)

@@ -31,6 +31,7 @@ struct hook_run {
 	char holder[80];	/* libvirt:<uuid> */
 	char check[512];	/* libvirt's status XML: exists while the domain runs */
 	int64_t expires;	/* a claim whose domain never starts is gone then */
+	double deadline;	/* the stage's end (run_now() seconds): every wait fits before it */
 	bool reserve, prefault, warm;
 	/* prepare: backend i starts on a warm file reserved for the holder (warm.c). */
 	bool warmed[DOM_MAX_BACKENDS];
@@ -40,6 +41,10 @@ struct hook_run {
 
 /* Settings, domain, host view and demand; 0 or -errno with run->msg. */
 int run_init(struct hook_run *run, hook_log_fn *log, const char *xml, size_t len);
+/* Monotonic seconds, as run->deadline counts them. */
+double run_now(void);
+/* A wait's bound: want_ms, or what is left before the stage's deadline (share of it). */
+unsigned int run_wait_ms(const struct hook_run *run, unsigned int want_ms, double share);
 /* What the run did, through the program's log function. */
 void run_log(const struct hook_run *run, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -50,6 +55,8 @@ bool run_backend_prefaulted(const struct hook_run *run, unsigned int i);
 uint64_t run_claimed(struct hook_run *run, int node, uint64_t page_size);
 /* prepare begin: claim every hugepage the domain needs, or refuse. */
 int run_claim(struct hook_run *run);
+/* start begin: backend i's hugepages claimed now (its warm file was lost since prepare). */
+int run_claim_backend(struct hook_run *run, unsigned int i);
 /*
  * start begin: each file backend at the path QEMU opens, linked from its
  * warm file (warm) or pre-faulted (prefault).
@@ -64,8 +71,6 @@ int run_backend_path(const struct hook_run *run, unsigned int i, char *buf, size
 
 /* Whether backend i may start on a warm file: 0, or -EINVAL with why (for people). */
 int run_warm_eligible(const struct hook_run *run, unsigned int i, char *why, size_t len);
-/* Bytes of the backends that may start warm: a partial hit grows them at prepare. */
-uint64_t run_warm_bytes(const struct hook_run *run);
 /* prepare begin: a READY file reserved for each eligible backend (warmed[]). */
 void run_warm_reserve(struct hook_run *run);
 /* start begin: backend i's reserved file linked in dir_fd (dir); -ENOENT: none reserved. */

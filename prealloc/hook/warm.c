@@ -78,16 +78,6 @@ static bool have_reserved(struct hook_run *run, const struct dom_backend *be, de
 	return false;
 }
 
-uint64_t run_warm_bytes(const struct hook_run *run)
-{
-	uint64_t bytes = 0;
-
-	for (unsigned int i = 0; i < run->demand.nr_backends; i++)
-		if (run_warm_eligible(run, i, NULL, 0) == 0)
-			bytes += run->demand.backends[i].bytes;
-	return bytes;
-}
-
 static const char *hit_name(int hit)
 {
 	return hit == PREALLOC_WARM_HIT_CUT ? "a larger one cut to size"
@@ -100,10 +90,11 @@ static void reserve_one(struct hook_run *run, unsigned int i)
 	const struct dom_backend *be = &run->demand.backends[i];
 	struct prealloc_warm_take_info info = { .size = sizeof(info), .fd = -1 };
 	struct prealloc_warm_take_opts o = {
-		.size = sizeof(o), .flags = PREALLOC_WARM_TAKE_RESERVE, .node = be->nodes[0],
+		.size = sizeof(o), .flags = PREALLOC_WARM_TAKE_RESERVE | PREALLOC_WARM_TAKE_NO_GROW,
+		.node = be->nodes[0],
 		.page_size = backend_page(be), .length = be->bytes, .mount = run->backing_top,
 		.holder = run->holder, .holder_check = run->check, .holder_expires = run->expires,
-		.lock_timeout_ms = run->set.deadline_s * 400,
+		.lock_timeout_ms = run_wait_ms(run, run->set.deadline_s * 400, 0.25),
 	};
 	char pl[16];
 	int r = prealloc_warm_take(run->ctx, &o, &info);
@@ -123,8 +114,29 @@ static void reserve_one(struct hook_run *run, unsigned int i)
 		(unsigned long long)(be->bytes >> 20), pl, be->nodes[0], hit_name(info.hit));
 }
 
+/*
+ * Why backend be takes no warm file though it could: its pages claimed
+ * already (prealloc-domain --reserve found no file then), or no READY file
+ * as large (a smaller one would be grown here, at prepare, its pages
+ * populated under the store's lock: NO_GROW refuses that too, should a
+ * take come between). NULL: reserve one.
+ */
+static const char *reserve_skip(struct hook_run *run, const struct dom_backend *be, dev_t dev)
+{
+	struct prealloc_record_info info = { .size = sizeof(info) };
+
+	if (run_claimed(run, be->nodes[0], backend_page(be)) * backend_page(be) >= be->bytes)
+		return "its pages are claimed already";
+	for (unsigned int k = 0; prealloc_record(run->ctx, k, &info) == 0; k++)
+		if (warm_of(&info, be, dev) && info.warm == PREALLOC_WARM_READY &&
+		    info.file_size >= be->bytes)
+			return NULL;
+	return "no READY warm file of its node, page size and size or larger";
+}
+
 void run_warm_reserve(struct hook_run *run)
 {
+	const char *skip;
 	uint64_t used[DOM_MAX_BACKENDS];
 	unsigned int nr_used = 0;
 	struct stat top;
@@ -149,7 +161,13 @@ void run_warm_reserve(struct hook_run *run)
 			run->warmed[i] = true;
 			continue;
 		}
-		reserve_one(run, i);
+		skip = reserve_skip(run, &run->demand.backends[i], top.st_dev);
+		if (skip)
+			run_log(run, 6, "%s: %s starts without a warm file: %s%s", run->dom.name,
+				run->demand.backends[i].alias, skip, run_backend_prefaulted(run, i)
+				? " (pre-faulted at start)" : "");
+		else
+			reserve_one(run, i);
 	}
 }
 
@@ -164,7 +182,7 @@ int run_warm_link(struct hook_run *run, unsigned int i, int dir_fd, const char *
 		.node = be->nodes[0], .page_size = backend_page(be), .length = be->bytes,
 		.mount = run->backing_top, .uid = run->dom.uid, .gid = run->dom.gid,
 		.holder = run->holder, .holder_check = run->check, .holder_expires = run->expires,
-		.lock_timeout_ms = run->set.deadline_s * 400, .dir_fd = dir_fd,
+		.lock_timeout_ms = run_wait_ms(run, run->set.deadline_s * 400, 0.5), .dir_fd = dir_fd,
 	};
 	char path[4096];
 	int r;

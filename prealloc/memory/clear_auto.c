@@ -84,17 +84,23 @@ static struct clear_choice ranked(struct prealloc_ctx *ctx, uint64_t footprint,
 {
 	struct clear_rank rank;
 	struct clear_choice m;
+	unsigned int i = 0;
 	char how[96];
 
 	if (footprint <= clear_probe_limit(ctx->cpu.llc_bytes) ||
-	    !ctx_ranking(ctx, "at the first large clear", &rank, how, sizeof(how)) ||
-	    clear_choice_find(rank.k[0].kernel, ctx->cpu.features, &m) < 0)
+	    !ctx_ranking(ctx, "at the first large clear", &rank, how, sizeof(how)))
+		return c;
+	/* The fastest this process may run (a feature masked since the file was made: the next). */
+	while (i < rank.nr && clear_choice_find(rank.k[i].kernel, ctx->cpu.features, &m) < 0)
+		i++;
+	if (i == rank.nr)
 		return c;
 	if (why && why_len)
 		snprintf(why, why_len, "%llu MiB is over the probe limit; fastest here for large "
 			 "clears: %s %.1f GB/s%s%s %.1f (%s)", (unsigned long long)(footprint >> 20),
-			 rank.k[0].kernel, rank.k[0].gbps, rank.level ? ", level with " : ", then ",
-			 rank.nr > 1 ? rank.k[1].kernel : "-", rank.nr > 1 ? rank.k[1].gbps : 0.0, how);
+			 rank.k[i].kernel, rank.k[i].gbps, rank.level && !i ? ", level with " : ", then ",
+			 i + 1 < rank.nr ? rank.k[i + 1].kernel : "-",
+			 i + 1 < rank.nr ? rank.k[i + 1].gbps : 0.0, how);
 	return m;
 }
 

@@ -30,7 +30,11 @@
 #define PM_BATCH 4096
 #define SYS_NODE "/sys/devices/system/node"
 
-/* Memory block b lies on node[b] (-1: none known); loaded once. */
+/*
+ * Memory block b lies on node[b] (-1: none known, or two); loaded once: a
+ * block hot-added later is unknown (its frames go to move_pages), one
+ * removed and re-added elsewhere would be missed. 4K base pages (x86-64).
+ */
 static struct {
 	pthread_once_t once;
 	uint64_t block_pages;	/* 4K pages per memory block */
@@ -111,7 +115,11 @@ static int blocks_of_node(int node, const char *dir)
 			blocks.node = n;
 			blocks.nr = nr;
 		}
-		blocks.node[m] = (int16_t)node;
+		/* A block under two nodes spans both (-2): its frames are asked of move_pages. */
+		if (blocks.node[m] == -1 || blocks.node[m] == node)
+			blocks.node[m] = (int16_t)node;
+		else
+			blocks.node[m] = -2;
 	}
 	closedir(dd);
 	return 0;
@@ -146,7 +154,7 @@ static int pfn_node(uint64_t pfn)
 {
 	uint64_t b = pfn / blocks.block_pages;
 
-	return b < blocks.nr ? blocks.node[b] : -1;
+	return b < blocks.nr && blocks.node[b] >= 0 ? blocks.node[b] : -1;
 }
 
 bool placement_pagemap_ok(void)

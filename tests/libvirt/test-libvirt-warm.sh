@@ -73,6 +73,9 @@ check "prepare claimed no pages: the pool is $nr0/$free0 at start begin" \
 check "QEMU mapped it without a new page (pool $nr0/$free0 -> $(pool)/$(pool_free))" \
 	[ "$(pool) $(pool_free)" = "$nr0 $free0" ]
 check "the pool counts it handed ($(wstate handed_bytes) MiB)" [ "$(wstate handed_bytes)" = 64 ]
+out=$("$PREALLOC_DOMAIN" wa --reserve 2>&1); rc=$?
+check "prealloc-domain --reserve of the running guest is refused, nothing claimed twice ($rc: $out)" \
+	all_of '[ $rc -ne 0 ] && grep -q "is running" <<< "$out" && [ "$(pool) $(pool_free)" = "$nr0 $free0" ]'
 # A's data: what its guest wrote, through the same shared pages QEMU maps.
 fill_pattern "$DA/pc.ram"
 check "A's RAM holds A's bytes" grep -q "$SECRET" "$DA/pc.ram"
@@ -124,6 +127,35 @@ rmdir "$MB/guest"
 "$PREALLOC" warm fill > /dev/null 2>&1
 check "its pages go back once the guest's link is gone too ($(wstate quarantined_bytes) MiB quarantined)" \
 	[ "$(wstate quarantined_bytes)" = 0 ]
+
+# Case: the file reserved at prepare is lost before start begin (a link
+# made to it meanwhile: the take quarantines it, never hands it over). Its
+# hugepages were never claimed: start begin claims them then. The hook by
+# hand, as libvirt runs it, with the per-domain directory libvirt makes.
+define we 64 "$WARM" "$SHARED"
+$V dumpxml we | perl -0pe "s/<domain /<domain id='88' /;
+	s|</devices>|</devices><seclabel type='dynamic' model='dac' relabel='yes'><label>+$QUID:+$QGID</label></seclabel>|" \
+	> "$TMP/we.xml"
+mkdir -p "$MB/libvirt/qemu/88-we" && chown "$QUID:$QGID" "$MB/libvirt/qemu/88-we"
+nr1=$(pool) free1=$(pool_free)
+( cd / && "$HOOK" we prepare begin - < "$TMP/we.xml" )
+check "prepare begin reserved the READY file for we ($(wstate handed_bytes) MiB), claimed no page ($nr1/$free1 -> $(pool)/$(pool_free))" \
+	all_of '[ "$(wstate handed_bytes)" = 64 ] && [ "$(pool) $(pool_free)" = "$nr1 $free1" ]'
+lost=$(find "$MB/.prealloc" -maxdepth 1 -type f | head -1)
+ln "$lost" "$MB/lost"
+( cd / && "$HOOK" we start begin - < "$TMP/we.xml" 2> "$TMP/we.err" )
+rc=$?
+check "start begin without its file: exit 0, we's 32 pages claimed now (pool $nr1 -> $(pool))" \
+	all_of '[ $rc -eq 0 ] && [ "$(pool)" -eq $((nr1 + 32)) ]' ||
+	sed 's/^/# /' "$TMP/we.err"
+check "... the file quarantined, nothing linked where QEMU opens ($(wstate quarantined_bytes) MiB)" \
+	all_of '[ "$(wstate quarantined_bytes)" = 64 ] && [ ! -e "$MB/libvirt/qemu/88-we/pc.ram" ]'
+( cd / && "$HOOK" we release end - < "$TMP/we.xml" )
+rm -f "$MB/lost"
+rmdir "$MB/libvirt/qemu/88-we"
+"$PREALLOC" warm fill > /dev/null 2>&1
+check "release end gave the claim back; fill replaced the file (pool $(pool), $(wstate ready_bytes) MiB READY)" \
+	all_of '[ "$(pool)" -eq "$nr1" ] && [ "$(wstate ready_bytes)" = 64 ] && [ "$(wstate quarantined_bytes)" = 0 ]'
 
 # Case: a guest bound to no warm file (the pool empty now) takes the old path.
 "$PREALLOC" warm take --node 0 --page-size 2M 64M --mount "$MB" --reserve --holder other > /dev/null 2>&1

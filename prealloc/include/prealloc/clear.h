@@ -270,10 +270,11 @@ struct prealloc_clear_file_info {
 	char kernel[24];	/* the kernel used; "" when only write(2) ran */
 	char kernel_why[160];	/* why automatic selection chose it; "" when named */
 	/*
-	 * Since 0.2, where the time went, seconds: the checks (the kernel, the
-	 * file, other processes' mappings) to the file opened; the mapping,
+	 * Since 0.2, where the time went, seconds: the checks (the kernel and
+	 * auto's choice, the file, other processes' mappings); the mapping,
 	 * its pages made present and their nodes read; the job, from its start
-	 * (workers woken) to its last store and the tail written.
+	 * (workers woken) to its last store and the tail written, and with
+	 * VERIFY the read-back, for a disk file the write-back.
 	 */
 	double check_seconds, map_seconds, clear_seconds;
 };

@@ -50,6 +50,8 @@ enum prealloc_warm_take_flags {
 	 * directory the guest's user may write), never by resolving path.
 	 */
 	PREALLOC_WARM_TAKE_DIR_FD = 1u << 4,
+	/* No partial hit: a smaller file is not grown (-ENOENT, nothing touched). */
+	PREALLOC_WARM_TAKE_NO_GROW = 1u << 5,
 };
 
 struct prealloc_warm_take_opts {
