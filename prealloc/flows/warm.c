@@ -150,6 +150,31 @@ static int take_link(const struct record *r, const struct stat *st, int dir, con
 }
 
 /*
+ * A partial hit's growth, admitted as a prepare's pages are: the node's
+ * free hugepages less those other runs were promised and have not faulted
+ * yet must hold it; else -ENOMEM with why. (4K: the kernel's memory, as
+ * the populate itself finds it.)
+ */
+static int grow_admitted(struct prealloc_ctx *ctx, const struct store *s, const struct record *r,
+			 uint64_t length, struct prealloc_warm_take_info *info)
+{
+	uint64_t need = (length - r->size) / r->page_size, free_pages = 0, promised;
+
+	if (r->page_size == PREALLOC_PAGE_4K)
+		return 0;
+	if (hugetlb_read(ctx, r->warm_node, r->page_size, NULL, &free_pages, NULL) < 0)
+		free_pages = 0;
+	promised = store_node_outstanding(ctx, s, r->warm_node, r->page_size, r->id);
+	if (free_pages >= promised + need)
+		return 0;
+	return take_fail(info, -ENOMEM, "growing warm file %llu needs %llu %s pages on node %d, "
+			 "which has %llu free, %llu of them promised to other runs",
+			 (unsigned long long)r->id, (unsigned long long)need,
+			 prealloc_page_name(r->page_size), r->warm_node,
+			 (unsigned long long)free_pages, (unsigned long long)promised);
+}
+
+/*
  * Hands record ri's file to the caller: HANDED written first, then its
  * owner, its size, the link at path. On failure the record is READY again
  * (the file untouched but for a cut) or, with another link, QUARANTINED.
@@ -161,8 +186,10 @@ static int take_file(struct prealloc_ctx *ctx, struct store *s, size_t ri, int d
 	bool reserve = o->flags & PREALLOC_WARM_TAKE_RESERVE, linked = false;
 	const char *base = reserve ? NULL : strrchr(o->path, '/') + 1;
 	struct stat st;
-	int fd = take_open(ctx, s, r, &st, info), err;
+	int fd, err;
 
+	info->message[0] = '\0';	/* an earlier file's quarantine is not this one's failure */
+	fd = take_open(ctx, s, r, &st, info);
 	if (fd < 0)
 		return fd;
 	info->file_bytes = r->size;
@@ -180,6 +207,8 @@ static int take_file(struct prealloc_ctx *ctx, struct store *s, size_t ri, int d
 	if (err == 0 && r->size > o->length)
 		r->size = o->length;
 	if (err == 0 && r->size < o->length)
+		err = grow_admitted(ctx, s, r, o->length, info);
+	if (err == 0 && r->size < o->length)
 		err = warm_grow(ctx, r, fd, o->length);
 	if (err == 0 && !reserve)
 		err = take_link(r, &st, dir, base, &linked);
@@ -194,8 +223,10 @@ static int take_file(struct prealloc_ctx *ctx, struct store *s, size_t ri, int d
 		memset(&r->owner, 0, sizeof(r->owner));
 		store_save(ctx, s);
 		close(fd);
-		return take_fail(info, err, "cannot hand over the warm file at %s: %s", o->path,
-				 strerror(-err));
+		/* The growth's refusal says it best. */
+		return info->message[0] ? err
+					: take_fail(info, err, "cannot hand over the warm file at %s: %s",
+						    o->path, strerror(-err));
 	}
 	info->fd = fd;
 	info->id = r->id;

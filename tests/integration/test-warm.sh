@@ -300,6 +300,24 @@ for l in open(sys.argv[1]):
 	# A partial hit: only smaller READY files; the largest is grown, the rest populated on the node.
 	if [ "$page" != 1G ]; then
 		big=$((SZB + SZB / 2))
+		# Not from pages promised to another run: one admitted for every free
+		# page and stopped before it maps them (the kernel reserves nothing yet).
+		if [ "$page" = 2M ]; then
+			hfree=$(cat /sys/devices/system/node/node0/hugepages/hugepages-2048kB/free_hugepages)
+			PREALLOC_TEST_PAUSE=after-admission "$PREALLOC" --node 0 --page-size 2M \
+				--file "$dir/promised" $((hfree * 2))M > /dev/null 2>&1 &
+			hold=$!
+			on_exit "kill -KILL $hold"
+			wait_stopped $hold || fail "2M: the run holding every free page did not stop after admission"
+			"$PREALLOC" warm take --node 0 --page-size 2M --mount "$dir" --to "$dir/w" \
+				$((big >> 20))M > /dev/null 2> "$TMP/err"
+			rc=$?
+			check "2M: a partial hit is refused while its growth's pages are promised to another run (rc $rc: $(cat "$TMP/err"))" \
+				all_of '[ $rc -eq 3 ] && [ ! -e "$dir/w" ] && grep -q "promised to other runs" "$TMP/err" && [ "$(status ready_bytes $ps "$dir")" -eq $((2 * SZB)) ]'
+			kill -CONT $hold
+			wait $hold
+			"$PREALLOC" rm "$dir/promised" > /dev/null 2>&1
+		fi
 		"$PREALLOC" warm take --node 0 --page-size "$page" --mount "$dir" --to "$dir/w" --json \
 			$((big >> 20))M > "$TMP/take.json" 2> "$TMP/err"
 		rc=$?
