@@ -222,12 +222,29 @@ int warm_pass_run(struct prealloc_ctx *ctx, const struct warm_pass *p,
 
 	if (!devs)
 		return -ENOMEM;
-	for (unsigned int i = 0; i < p->conf->nr; i++)
-		if (target_dev(ctx, &p->conf->t[i], &devs[i], &mount) < 0) {
-			warm_note(info, "no mount for node%d.%s (line %u)", p->conf->t[i].node,
-				  prealloc_page_name(p->conf->t[i].page_size), p->conf->t[i].line);
+	for (unsigned int i = 0; i < p->conf->nr; i++) {
+		const struct warm_target *t = &p->conf->t[i];
+
+		if (target_dev(ctx, t, &devs[i], &mount) < 0) {
+			warm_note(info, "no mount for node%d.%s (line %u)", t->node,
+				  prealloc_page_name(t->page_size), t->line);
 			first = -ENOENT;	/* the other targets still get theirs */
 		}
+		/*
+		 * Two lines of one node and page size naming one mount by two names
+		 * (none and /dev/shm, a trailing /): the first counts, the later is
+		 * ignored, else each pass would make files for one and drop them
+		 * for the other.
+		 */
+		for (unsigned int j = 0; devs[i] && j < i; j++)
+			if (devs[j] == devs[i] && p->conf->t[j].node == t->node &&
+			    p->conf->t[j].page_size == t->page_size) {
+				warm_note(info, "node%d.%s on line %u names the mount of line %u: "
+					  "ignored", t->node, prealloc_page_name(t->page_size),
+					  t->line, p->conf->t[j].line);
+				devs[i] = 0;
+			}
+	}
 	err = store_open(ctx, p->lock_timeout_ms, &s, &lock);
 	if (err == 0) {
 		err = warm_returns(ctx, &s, info);

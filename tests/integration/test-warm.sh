@@ -386,5 +386,17 @@ for l in open(sys.argv[1]):
 		[ "$(staged "$dir")" -eq 0 ]
 	rm -f "$dir"/[a-z]
 done
+
+# One mount named twice (a trailing /): the first line counts, the second is
+# ignored and said so; the pool does not swing between them pass after pass.
+printf 'node0.4k = 16M @ %s\nnode0.4k = 32M @ %s/\n' "$SHM" "$SHM" > "$PREALLOC_WARM_CONF"
+"$PREALLOC" warm fill > "$TMP/fill1.out" 2>&1
+first=$(find "$SHM/.prealloc" -type f -printf '%i\n' | sort | tr '\n' ' ')
+"$PREALLOC" warm fill > "$TMP/fill2.out" 2>&1
+check "one mount under two names: line 1 counts (16M), line 2 ignored and named, a second fill changes nothing ($first/$(find "$SHM/.prealloc" -type f -printf '%i\n' | sort | tr '\n' ' '))" \
+	all_of '[ "$(status ready_bytes 4096 "$SHM")" -eq $((16 << 20)) ] && grep -q "line 2 names the mount of line 1" "$TMP/fill1.out" && [ "$first" = "$(find "$SHM/.prealloc" -type f -printf "%i\n" | sort | tr "\n" " ")" ] && grep -q " 0 created, 0 removed" "$TMP/fill2.out"' ||
+	sed 's/^/# /' "$TMP/fill1.out" "$TMP/fill2.out"
+printf 'node0.4k = 0 @ %s\n' "$SHM" > "$PREALLOC_WARM_CONF"
+"$PREALLOC" warm fill > /dev/null 2>&1
 "$PREALLOC" pool --gc > /dev/null 2>&1
 finish
