@@ -41,38 +41,18 @@ static long record_target(const struct warm_conf *conf, const uint64_t *devs,
 /*
  * The file to give back first of those of target want (-1: of no target),
  * DIRTY before READY (a dirty one saves its clear), or -1: none can go now.
+ * keep_size: files of that size stay (a misfit is one of another size: cut
+ * for a smaller guest, or made for an older warm.conf); 0 keeps none.
  */
 static long drop_pick(const struct store *s, const struct warm_conf *conf, const uint64_t *devs,
-		      long want)
+		      long want, uint64_t keep_size)
 {
 	long ready = -1;
 
 	for (size_t i = 0; i < s->nr; i++) {
 		const struct record *r = &s->r[i];
 
-		if (r->warm == WARM_NONE || record_target(conf, devs, r) != want)
-			continue;
-		if (r->warm == PREALLOC_WARM_DIRTY)
-			return (long)i;
-		if (r->warm == PREALLOC_WARM_READY)
-			ready = (long)i;
-	}
-	return ready;
-}
-
-/*
- * A file of target want not of its file size (cut for a smaller guest, or
- * made for an older warm.conf), DIRTY before READY: -1 none.
- */
-static long misfit_pick(const struct store *s, const struct warm_conf *conf, const uint64_t *devs,
-			long want)
-{
-	long ready = -1;
-
-	for (size_t i = 0; i < s->nr; i++) {
-		const struct record *r = &s->r[i];
-
-		if (r->warm == WARM_NONE || r->size == conf->t[want].file_bytes ||
+		if (r->warm == WARM_NONE || r->size == keep_size ||
 		    record_target(conf, devs, r) != want)
 			continue;
 		if (r->warm == PREALLOC_WARM_DIRTY)
@@ -134,7 +114,7 @@ static int fill_trims(struct prealloc_ctx *ctx, const struct warm_pass *p, const
 			continue;
 		for (size_t before = SIZE_MAX; err == 0 && s.nr < before &&
 					       target_held(&s, p->conf, devs, want) > limit &&
-					       (i = drop_pick(&s, p->conf, devs, want)) >= 0;) {
+					       (i = drop_pick(&s, p->conf, devs, want, 0)) >= 0;) {
 			before = s.nr;	/* a file that stays (still in use) ends the loop */
 			err = drop_one(ctx, &s, i, info);
 		}
@@ -167,7 +147,7 @@ static int target_grow(struct prealloc_ctx *ctx, const struct warm_pass *p, unsi
 		return err;
 	held = target_held(&s, p->conf, devs, i);
 	if (held + t->file_bytes > p->limit[i]) {
-		long m = misfit_pick(&s, p->conf, devs, i);
+		long m = drop_pick(&s, p->conf, devs, i, t->file_bytes);
 		size_t before = s.nr;
 
 		/* Only where it makes the room: else it is a usable file lost for nothing. */
@@ -294,9 +274,9 @@ int warm_pass_shrink(struct prealloc_ctx *ctx, const struct warm_pass *p, uint64
 
 		/* Files no target wants, then a DIRTY one anywhere, then the fullest target's. */
 		if (p->drop_untargeted)
-			i = drop_pick(&s, p->conf, devs, -1);
+			i = drop_pick(&s, p->conf, devs, -1, 0);
 		for (long t = 0; i < 0 && t < (long)p->conf->nr; t++) {
-			long d = drop_pick(&s, p->conf, devs, t);
+			long d = drop_pick(&s, p->conf, devs, t, 0);
 
 			if (d >= 0 && s.r[d].warm == PREALLOC_WARM_DIRTY) {
 				i = d;
@@ -306,13 +286,13 @@ int warm_pass_shrink(struct prealloc_ctx *ctx, const struct warm_pass *p, uint64
 		for (long t = 0; i < 0 && t < (long)p->conf->nr; t++) {
 			uint64_t held = target_held(&s, p->conf, devs, t);
 
-			if (held > most && drop_pick(&s, p->conf, devs, t) >= 0) {
+			if (held > most && drop_pick(&s, p->conf, devs, t, 0) >= 0) {
 				most = held;
 				from = t;
 			}
 		}
 		if (i < 0 && from >= 0)
-			i = drop_pick(&s, p->conf, devs, from);
+			i = drop_pick(&s, p->conf, devs, from, 0);
 		if (i < 0)
 			break;	/* nothing can go now: handed out, returning or being cleared */
 		size = s.r[i].size;

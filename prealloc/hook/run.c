@@ -140,27 +140,20 @@ bool run_backend_prefaulted(const struct hook_run *run, unsigned int i)
 	return run->prefault && run->demand.backends[i].file && run->host.backing_page;
 }
 
-/* Whether e is the share of a warm file (its pages serve its own backend alone). */
-static bool ledger_warm(struct hook_run *run, const struct prealloc_ledger_entry *e)
-{
-	struct prealloc_record_info info = { .size = sizeof(info) };
-
-	if (!e->ino)
-		return false;
-	for (unsigned int k = 0; prealloc_record(run->ctx, k, &info) == 0; k++)
-		if (info.warm && info.dev == e->dev && info.ino == e->ino)
-			return true;
-	return false;
-}
-
 uint64_t run_claimed(struct hook_run *run, int node, uint64_t page_size)
 {
 	struct prealloc_ledger_entry e = { .size = sizeof(e) };
-	uint64_t pages = 0;
+	struct prealloc_record_info info = { .size = sizeof(info) };
+	uint64_t pages = 0, warm = 0;
 
+	/* The holder's claims, its warm files apart (their pages serve their own backend). */
 	for (unsigned int i = 0; prealloc_ledger_entry(run->ctx, i, &e) == 0; i++)
 		if (e.state == PREALLOC_LEDGER_HELD && !strcmp(e.owner, run->holder) &&
-		    e.node == node && e.page_size == page_size && !ledger_warm(run, &e))
+		    e.node == node && e.page_size == page_size)
 			pages += e.pages;
-	return pages;
+	for (unsigned int k = 0; prealloc_record(run->ctx, k, &info) == 0; k++)
+		if (info.warm && info.warm_node == node && info.page_size == page_size &&
+		    info.owner == PREALLOC_OWNER_HOLDER && !strcmp(info.holder, run->holder))
+			warm += info.pages;
+	return pages > warm ? pages - warm : 0;
 }

@@ -78,13 +78,6 @@ static bool have_reserved(struct hook_run *run, const struct dom_backend *be, de
 	return false;
 }
 
-static const char *hit_name(int hit)
-{
-	return hit == PREALLOC_WARM_HIT_CUT ? "a larger one cut to size"
-	       : hit == PREALLOC_WARM_HIT_GROWN ? "a smaller one grown to size"
-					       : "exactly its size";
-}
-
 static void reserve_one(struct hook_run *run, unsigned int i)
 {
 	const struct dom_backend *be = &run->demand.backends[i];
@@ -111,7 +104,8 @@ static void reserve_one(struct hook_run *run, unsigned int i)
 	run->warmed[i] = true;
 	run_log(run, 6, "%s: %s: warm file %llu reserved (%llu MiB of %s pages on node %d, %s)",
 		run->dom.name, be->alias, (unsigned long long)info.id,
-		(unsigned long long)(be->bytes >> 20), pl, be->nodes[0], hit_name(info.hit));
+		(unsigned long long)(be->bytes >> 20), pl, be->nodes[0],
+		info.hit == PREALLOC_WARM_HIT_CUT ? "a larger one cut to size" : "exactly its size");
 }
 
 /*

@@ -742,8 +742,11 @@ static void test_placement_pagemap(void)
 	int here = -1, r;
 
 	if (!placement_pagemap_ok()) {
-		tap_skip("placement_pagemap: page frames unreadable here (uid %d, no CAP_SYS_ADMIN), "
-			 "or no memory blocks in sysfs", (int)geteuid());
+		/* The cause, proven: not root (frames read as 0), or no memory blocks listed. */
+		tap_skip("placement_pagemap: %s", geteuid() != 0 ? "not root: pagemap hides page frames"
+			 : access("/sys/devices/system/memory/block_size_bytes", R_OK) != 0
+				 ? "no /sys/devices/system/memory: no memory blocks to map frames to nodes"
+				 : "pagemap unusable here");
 		return;
 	}
 	if (!tap_ok(p != MAP_FAILED, "placement_pagemap: an anonymous mapping"))
