@@ -85,19 +85,6 @@ void cpu_microcode(char *buf, size_t len)
 		fclose(f);
 }
 
-/* p's lines out of every cache (written back if dirty): where a large clear's memory is. */
-static void flush(const uint8_t *p, uint64_t len)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	for (uint64_t off = 0; off < len; off += 64)
-		__builtin_ia32_clflush(p + off);
-	__builtin_ia32_mfence();
-#else
-	(void)p;
-	(void)len;
-#endif
-}
-
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -161,7 +148,7 @@ static void rank_rounds(struct rank_run *run, uint8_t *buf, uint64_t bytes, doub
 			uint8_t *p = buf + ((r * run->nr + j) % slices) * slice;
 			double t;
 
-			flush(p, slice);
+			arch_cache_flush(p, slice);
 			t = mono();
 			run->k[k]->fn(p, slice);
 			t = mono() - t;

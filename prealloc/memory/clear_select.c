@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The clear engine's choices, all in one place: the table of kernels (best
- * first, each with the CPU features it needs), the quirks known per CPU
- * model, and clear_select(), a pure function of CPU identity, features,
- * size, threads and calibration, so that tests can replay any CPU.
+ * The clear engine's choices, all in one place: clear_select(), a pure
+ * function of CPU identity, features, size, threads and calibration, so
+ * that tests can replay any CPU, over the architecture's table of kernels
+ * (best first, each with the CPU features it needs) and its quirks per CPU
+ * model (arch/<arch>/).
  *
  * Rules, in order: a calibration measured on this CPU model decides; a CPU
  * whose NT stores are not faster gets cached stores; a footprint up to the
@@ -19,71 +20,6 @@
 
 #include "config.h"
 #include "memory.h"
-
-#if PREALLOC_VECTOR_KERNELS
-#define VEC(fn) (fn)
-#else
-#define VEC(fn) NULL
-#endif
-
-/*
- * Best first among the NT kernels; the cached ones come last. AVX2 NT and
- * AVX-512 NT were level on the Xeon guest (0xa7) once every kernel was
- * timed from the same state (AVX2 over AVX-512, medians of 15 runs:
- * 0.98-1.01 at 4-64 MiB, 0.98-1.02 at 1 GiB on one and two threads), and
- * at two threads on 1 GiB AVX2 NT led on an Emerald Rapids guest by
- * 17-20 %. (Earlier tables had AVX-512 NT 5-14 % ahead at 16-32 MiB: there
- * AVX2 NT, first in this table, was always timed right after memset and
- * met its dirty lines.) Zen 4 splits a 512-bit store in two. A calibration
- * may pick either. clzero is chosen automatically only where a quirk
- * vouches for it, and moves ahead of the vector kernels only where a quirk
- * says it beats them.
- */
-const struct clear_kernel clear_kernels[] = {
-	{ .name = "avx2_nt", .fn = VEC(clear_avx2_nt), .requires = PREALLOC_CPU_AVX2,
-	  .nontemporal = true, .probe = "c/avx2_nt" },
-	{ .name = "avx512_nt", .fn = VEC(clear_avx512_nt), .requires = PREALLOC_CPU_AVX512F,
-	  .nontemporal = true, .probe = "c/avx512_nt" },
-	{ .name = "clzero", .fn = VEC(clear_clzero), .requires = PREALLOC_CPU_CLZERO,
-	  .nontemporal = true, .probe = "c/clzero" },
-	{ .name = "movnti", .fn = VEC(clear_movnti), .requires = PREALLOC_CPU_SSE2,
-	  .nontemporal = true, .probe = "c/movnti" },
-	{ .name = "rep_stosb", .fn = clear_rep_stosb },
-	{ .name = "c", .fn = clear_c },
-};
-const unsigned int clear_kernels_count = ARRAY_SIZE(clear_kernels);
-
-enum clear_quirk_flags {
-	QUIRK_NT_SLOW = 1u << 0,	/* NT stores no faster than cached: never pick NT */
-	QUIRK_CLZERO_OK = 1u << 1,	/* CLZERO is a good NT store here (AMD, Hygon) */
-	QUIRK_CLZERO_FIRST = 1u << 2,	/* ... and beats the vector NT stores */
-};
-
-struct clear_quirk {
-	const char *vendor;
-	unsigned int family;
-	unsigned int model_min, model_max; /* display model range, inclusive */
-	unsigned int flags;
-	const char *what;
-};
-
-/* Published and measured per-model behaviour; first match wins. */
-static const struct clear_quirk clear_quirks[] = {
-	/* Skylake-SP, Cascade Lake, Cooper Lake: NT 6.3 vs REP STOSB 6.5 GB/s. */
-	{ "GenuineIntel", 0x6, 0x55, 0x55, QUIRK_NT_SLOW, "Skylake-SP/Cascade Lake" },
-	/* Zen, Zen+, Zen 2: MOVNTI 16.3 vs REP STOS 11.3 GB/s; CLZERO the NT store to use. */
-	{ "AuthenticAMD", 0x17, 0x00, 0xff, QUIRK_CLZERO_OK | QUIRK_CLZERO_FIRST, "AMD Zen/Zen 2" },
-	/* Zen 4 (Genoa, Raphael, Phoenix, Bergamo): VMOVNTDQ ymm 60 vs CLZERO 57 GB/s, measured. */
-	{ "AuthenticAMD", 0x19, 0x10, 0x1f, QUIRK_CLZERO_OK, "AMD Zen 4" },
-	{ "AuthenticAMD", 0x19, 0x60, 0x7f, QUIRK_CLZERO_OK, "AMD Zen 4" },
-	{ "AuthenticAMD", 0x19, 0xa0, 0xaf, QUIRK_CLZERO_OK, "AMD Zen 4" },
-	/* Zen 3 (the rest of family 0x19): CLZERO 39-46 GB/s per core on Milan. */
-	{ "AuthenticAMD", 0x19, 0x00, 0xff, QUIRK_CLZERO_OK | QUIRK_CLZERO_FIRST, "AMD Zen 3" },
-	/* Zen 5: full-width 512-bit stores; the vector NT kernels lead, CLZERO behind. */
-	{ "AuthenticAMD", 0x1a, 0x00, 0xff, QUIRK_CLZERO_OK, "AMD Zen 5" },
-	/* Hygon Dhyana is a Zen derivative. */
-	{ "HygonGenuine", 0x18, 0x00, 0xff, QUIRK_CLZERO_OK | QUIRK_CLZERO_FIRST, "Hygon Dhyana" },
-};
 
 /* Assumed when the LLC size is unknown: a typical server LLC slice. */
 #define LLC_DEFAULT (UINT64_C(32) << 20)
@@ -157,18 +93,6 @@ int clear_choice_find(const char *name, uint64_t features, struct clear_choice *
 	return 0;
 }
 
-static const struct clear_quirk *quirk_find(const struct cpu_id *cpu)
-{
-	for (unsigned int i = 0; i < ARRAY_SIZE(clear_quirks); i++) {
-		const struct clear_quirk *q = &clear_quirks[i];
-
-		if (!strcmp(q->vendor, cpu->vendor) && q->family == cpu->family &&
-		    cpu->model >= q->model_min && cpu->model <= q->model_max)
-			return q;
-	}
-	return NULL;
-}
-
 bool clear_calibration_matches(const struct clear_calibration *cal, const struct cpu_id *cpu)
 {
 	return !strcmp(cal->vendor, cpu->vendor) && cal->family == cpu->family &&
@@ -193,24 +117,29 @@ static const struct clear_kernel *select_cached(const struct cpu_id *cpu)
 	return clear_kernel_find("c");
 }
 
-/* The best usable NT kernel in table order, as the CPU's quirk reorders it. */
+/*
+ * The best usable NT kernel in table order, as the CPU's quirk reorders it:
+ * a vouched kernel (x86's clzero) counts only where the quirk vouches for
+ * it, and comes first where the quirk says it leads.
+ */
 static const struct clear_kernel *select_nontemporal(const struct clear_quirk *q, uint64_t features)
 {
 	unsigned int flags = q ? q->flags : 0;
-	const struct clear_kernel *clzero = clear_kernel_find("clzero");
+	const struct clear_kernel *first = NULL;
 
-	if ((flags & QUIRK_CLZERO_FIRST) && clear_kernel_usable(clzero, features))
-		return clzero;
 	for (unsigned int i = 0; i < clear_kernels_count; i++) {
 		const struct clear_kernel *k = &clear_kernels[i];
 
 		if (!k->nontemporal || !clear_kernel_usable(k, features))
 			continue;
-		if (k == clzero && !(flags & QUIRK_CLZERO_OK))
+		if (k->vouched && !(flags & QUIRK_VOUCH_OK))
 			continue;
-		return k;
+		if (k->vouched && (flags & QUIRK_VOUCH_FIRST))
+			return k;
+		if (!first)
+			first = k;
 	}
-	return NULL;
+	return first;
 }
 
 /*
@@ -244,7 +173,7 @@ static bool select_calibrated(const struct cpu_id *cpu, uint64_t footprint,
 struct clear_choice clear_select(const struct cpu_id *cpu, uint64_t size, unsigned int threads,
 				 const struct clear_calibration *cal, char *why, size_t why_len)
 {
-	const struct clear_quirk *q = quirk_find(cpu);
+	const struct clear_quirk *q = arch_clear_quirk(cpu);
 	const struct clear_kernel *nt;
 	uint64_t llc = cpu->llc_bytes ? cpu->llc_bytes : LLC_DEFAULT;
 	uint64_t footprint, cached, probe;

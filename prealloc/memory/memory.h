@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "arch.h"
 #include "internal.h"
 
 /* ---- regions (region.c, backing.c) --------------------------------------- */
@@ -181,28 +182,7 @@ void calibrate_build(struct prealloc_calibrate_result *res);
 
 /* ---- clear kernels, their selection and calibration (clear_*.c, calibration.c) -- */
 
-/* Zeroes [dst, dst + len); any alignment, any length; NT kernels end with SFENCE. */
-typedef void (*clear_fn)(void *dst, size_t len);
-
-struct clear_kernel {
-	const char *name;
-	clear_fn fn;		/* NULL: not built (-Dvector_kernels=false) */
-	uint64_t requires;	/* PREALLOC_CPU_* bits */
-	bool nontemporal;
-	const char *probe;	/* NT kernels: the name of the probe of memset against it */
-};
-
-/* The table, best first. */
-extern const struct clear_kernel clear_kernels[];
-extern const unsigned int clear_kernels_count;
-
-/* The kernels themselves (clear_kernels.c); the vector ones exist only when built. */
-void clear_c(void *dst, size_t len);
-void clear_rep_stosb(void *dst, size_t len);
-void clear_movnti(void *dst, size_t len);
-void clear_avx2_nt(void *dst, size_t len);
-void clear_avx512_nt(void *dst, size_t len);
-void clear_clzero(void *dst, size_t len);
+/* The kernels, their table and the quirks are the architecture's (arch/arch.h). */
 
 const struct clear_kernel *clear_kernel_find(const char *name);
 /* Built, and every required feature present. */

@@ -19,6 +19,8 @@ export LC_ALL=C
 # The layers, lowest first, as folders relative to SRCDIR; a file's folder is
 # its directory. Folders on one line share a rank: neither may call the other.
 LAYERS=(
+	'prealloc/arch'
+	'prealloc/arch/x86 prealloc/arch/arm64 prealloc/arch/generic'
 	'prealloc'
 	'prealloc/memory'
 	'prealloc/engine'

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What each architecture supplies, in its own folder (arch/x86/,
+ * arch/arm64/, arch/generic/ for the rest); meson.build builds one of
+ * them. The CPU's identity and features (cpu.c asks), its clear kernels
+ * and their table, best first (the memory layer chooses among them), the
+ * per-model quirks that reorder them, and a cache flush for the ranking.
+ * The arch folders call nothing in the library: they sit below it.
+ */
+#ifndef PREALLOC_ARCH_H
+#define PREALLOC_ARCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cpu.h"
+
+/* Zeroes [dst, dst + len); any alignment, any length; NT kernels end with a store fence. */
+typedef void (*clear_fn)(void *dst, size_t len);
+
+struct clear_kernel {
+	const char *name;
+	clear_fn fn;		/* NULL: not built (-Dvector_kernels=false) */
+	uint64_t requires;	/* PREALLOC_CPU_* bits */
+	/*
+	 * A kernel for clears past the caches (NT stores; on arm64 also DC ZVA
+	 * and MOPS, which zero whole blocks without reading them first).
+	 */
+	bool nontemporal;
+	/* Auto picks it only where a quirk vouches for it (x86: clzero). */
+	bool vouched;
+	const char *probe;	/* NT kernels: the name of the probe of memset against it */
+};
+
+/* The architecture's table, best first for large clears; cached kernels last. */
+extern const struct clear_kernel clear_kernels[];
+extern const unsigned int clear_kernels_count;
+
+/* c: the C library's memset, on every architecture (arch/portable.c). */
+void clear_c(void *dst, size_t len);
+
+enum clear_quirk_flags {
+	QUIRK_NT_SLOW = 1u << 0,	/* NT stores no faster than cached: never pick NT */
+	QUIRK_VOUCH_OK = 1u << 1,	/* the vouched kernel is a good NT store here */
+	QUIRK_VOUCH_FIRST = 1u << 2,	/* ... and beats the others */
+};
+
+struct clear_quirk {
+	const char *vendor;
+	unsigned int family;
+	unsigned int model_min, model_max; /* display model range, inclusive */
+	unsigned int flags;
+	const char *what;
+};
+
+/* The first quirk known for cpu's vendor, family and model; NULL: none. */
+const struct clear_quirk *arch_clear_quirk(const struct cpu_id *cpu);
+
+/*
+ * Fills id's vendor, family, model, stepping, model_name and features (the
+ * ones this process may use: the OS's consent included).
+ */
+void arch_cpu_identify(struct cpu_id *id);
+
+/*
+ * Where sysfs lists no cache: the architecture's own sources for
+ * id->llc_bytes and id->llc_source; leaves 0 where it has none.
+ */
+void arch_cpu_llc(struct cpu_id *id);
+
+/* p's lines out of every cache, written back if dirty; a no-op where the ISA cannot. */
+void arch_cache_flush(const void *p, uint64_t len);
+
+#endif
