@@ -15,7 +15,8 @@ static const struct {
 	{ PREALLOC_CPU_SSE2, "sse2" },	   { PREALLOC_CPU_ERMS, "erms" },
 	{ PREALLOC_CPU_FSRM, "fsrm" },	   { PREALLOC_CPU_AVX2, "avx2" },
 	{ PREALLOC_CPU_AVX512F, "avx512f" }, { PREALLOC_CPU_CLZERO, "clzero" },
-	{ PREALLOC_CPU_MOVDIR64B, "movdir64b" },
+	{ PREALLOC_CPU_MOVDIR64B, "movdir64b" }, { PREALLOC_CPU_DCZVA, "dczva" },
+	{ PREALLOC_CPU_MOPS, "mops" },
 };
 
 /* The bracketed choice of a sysfs mode file: "always [madvise] never" -> madvise. */

@@ -14,6 +14,7 @@
 
 #include "cpu.h"
 #include "memory.h"
+#include "other-kernel.h"
 #include "tap.h"
 
 #define MiB (UINT64_C(1) << 20)
@@ -47,7 +48,7 @@ static void test_format(void)
 	char text[2048], mc[24];
 
 	cpu_microcode(mc, sizeof(mc));
-	rank_of_this_cpu(&r, mc, "c", "rep_stosb");
+	rank_of_this_cpu(&r, mc, "c", other_kernel());
 	tap_ok(clear_rank_format(&r, text, sizeof(text)) > 0 && clear_rank_parse(text, &back) == 0 &&
 		       !strcmp(back.k[0].kernel, "c") && back.k[1].gbps == 12.25 && back.nr == 2 &&
 		       back.buffer_bytes == 128 * MiB && clear_rank_matches(&back, cpu_get()),
@@ -56,7 +57,7 @@ static void test_format(void)
 	       "an unknown kernel is refused");
 	tap_ok(clear_rank_parse("vendor X\nkernel c 9.0\n", &back) == -EINVAL, "no version: refused");
 	tap_ok(clear_rank_parse("version 1\nvendor X\n", &back) == -EINVAL, "no kernel: refused");
-	rank_of_this_cpu(&r, "0xdeadbeef", "c", "rep_stosb");
+	rank_of_this_cpu(&r, "0xdeadbeef", "c", other_kernel());
 	tap_ok(strcmp(mc, "0xdeadbeef") && !clear_rank_matches(&r, cpu_get()),
 	       "another microcode (this CPU: %s): not this machine's", mc);
 }
@@ -100,7 +101,7 @@ static void test_choice(void)
 	cpu_microcode(mc, sizeof(mc));
 
 	/* This CPU's file says memset is fastest for large clears: it decides there. */
-	rank_of_this_cpu(&r, mc, "c", "rep_stosb");
+	rank_of_this_cpu(&r, mc, "c", other_kernel());
 	write_rank(rank, &r);
 	k = choose(big, why, sizeof(why));
 	tap_ok(!strcmp(k, "c") && strstr(why, "fastest here") && strstr(why, rank),
@@ -110,7 +111,7 @@ static void test_choice(void)
 	       why);
 
 	/* Another microcode: measured again, for real, and saved over it. */
-	rank_of_this_cpu(&r, "0xdeadbeef", "c", "rep_stosb");
+	rank_of_this_cpu(&r, "0xdeadbeef", "c", other_kernel());
 	write_rank(rank, &r);
 	k = choose(big, why, sizeof(why));
 	tap_ok(strstr(why, "measured") != NULL, "another microcode's file: measured now (%s: %s)", k,
@@ -131,7 +132,7 @@ static void test_choice(void)
 	}
 
 	/* none: the built-in rules alone, the file not even read. */
-	rank_of_this_cpu(&r, mc, "c", "rep_stosb");
+	rank_of_this_cpu(&r, mc, "c", other_kernel());
 	write_rank(rank, &r);
 	setenv("PREALLOC_CALIBRATION", "none", 1);
 	k = choose(big, why, sizeof(why));

@@ -127,11 +127,12 @@ struct prealloc_node_info {
 
 struct prealloc_cpu_info {
 	size_t size;		/* sizeof(struct prealloc_cpu_info) */
-	char vendor[16];	/* "GenuineIntel", "AuthenticAMD", ... */
-	char model_name[64];	/* from /proc/cpuinfo, may be empty */
-	unsigned int family;	/* display family */
-	unsigned int model;	/* display model */
-	unsigned int stepping;
+	/* x86: "GenuineIntel", "AuthenticAMD", ...; arm64: the implementer, "ARM", "Ampere", ... */
+	char vendor[16];
+	char model_name[64];	/* x86: from /proc/cpuinfo; arm64: from MIDR; may be empty */
+	unsigned int family;	/* x86: display family; arm64: MIDR's implementer code */
+	unsigned int model;	/* x86: display model; arm64: MIDR's part number */
+	unsigned int stepping;	/* arm64: MIDR's variant << 4 | revision */
 	uint64_t features;	/* PREALLOC_CPU_* bits usable by this process */
 	uint64_t llc_bytes;	/* size of one last-level cache, 0 if unknown */
 	/*
@@ -149,6 +150,8 @@ struct prealloc_cpu_info {
 #define PREALLOC_CPU_AVX512F (UINT64_C(1) << 4) /* with OS zmm state */
 #define PREALLOC_CPU_CLZERO (UINT64_C(1) << 5)
 #define PREALLOC_CPU_MOVDIR64B (UINT64_C(1) << 6)
+#define PREALLOC_CPU_DCZVA (UINT64_C(1) << 7)  /* arm64: DC ZVA allowed (DCZID_EL0.DZP clear) */
+#define PREALLOC_CPU_MOPS (UINT64_C(1) << 8)   /* arm64: FEAT_MOPS, SETP/SETM/SETE (HWCAP2) */
 
 /* Online nodes with memory, ascending; returns the count (may exceed max). */
 int prealloc_nodes(struct prealloc_ctx *ctx, int *ret_nodes, unsigned int max);
