@@ -35,54 +35,8 @@ install_packages() {
 		"${missing[@]}" >/dev/null
 }
 
-# The arm64 cross build's tools (an amd64 host only): gcc-aarch64-linux-gnu
-# and the -dev:arm64 packages through dpkg multiarch; and QEMU 10's static
-# qemu-aarch64 from bookworm-backports (it emulates FEAT_MOPS, which
-# bookworm's 7.2 does not), unpacked under CROSS_CACHE with an apt state of
-# its own: never installed, the host's sources untouched.
-CROSS_PACKAGES=(gcc-aarch64-linux-gnu libc6-dev:arm64 libnuma-dev:arm64 liburing-dev:arm64
-	libjson-c-dev:arm64)
+# The arm64 cross build's tools (tests/cross/install.sh prints where they come from).
 CROSS_CACHE=/var/cache/prealloc-cross
-QEMU_AARCH64=$CROSS_CACHE/bin/qemu-aarch64-static
-
-install_cross() {
-	local missing=() apt_dir=$CROSS_CACHE/apt deb
-	local -a apt_opts=(-o Dir::Etc::SourceList=/dev/null
-		-o "Dir::Etc::SourceParts=$apt_dir/sources.list.d"
-		-o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache"
-		-o Dir::Etc::Preferences=/dev/null -o "Dir::Etc::PreferencesParts=$apt_dir/none"
-		-o APT::Sandbox::User=root)
-
-	if ! dpkg --print-foreign-architectures | grep -qx arm64; then
-		echo "setup.sh: adding dpkg architecture arm64 (the cross build's -dev:arm64 packages)"
-		dpkg --add-architecture arm64
-	fi
-	for p in "${CROSS_PACKAGES[@]}"; do
-		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
-			missing+=("$p")
-	done
-	if [ ${#missing[@]} -gt 0 ]; then
-		echo "setup.sh: installing ${missing[*]}"
-		apt-get update -qq
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-			"${missing[@]}" >/dev/null
-	fi
-	[ -x "$QEMU_AARCH64" ] && return 0
-	echo "setup.sh: fetching qemu-user from bookworm-backports into $CROSS_CACHE"
-	mkdir -p "$apt_dir/sources.list.d" "$apt_dir/lists/partial" "$apt_dir/none" \
-		"$apt_dir/cache/archives/partial" "$CROSS_CACHE/bin"
-	printf '%s\n' "Types: deb" "URIs: http://deb.debian.org/debian" "Suites: bookworm-backports" \
-		"Components: main" "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg" \
-		> "$apt_dir/sources.list.d/backports.sources"
-	apt-get "${apt_opts[@]}" update -qq
-	(cd "$apt_dir" && rm -f qemu-user_*.deb && apt-get "${apt_opts[@]}" download qemu-user -qq)
-	deb=$(ls "$apt_dir"/qemu-user_*.deb)
-	rm -rf "$apt_dir/x"
-	dpkg-deb -x "$deb" "$apt_dir/x"
-	install -m 0755 "$apt_dir/x/usr/bin/qemu-aarch64" "$QEMU_AARCH64.new"
-	mv "$QEMU_AARCH64.new" "$QEMU_AARCH64"
-	rm -rf "$apt_dir/x" "$deb"
-}
 
 # build DIR [meson options...]
 build() {
@@ -159,7 +113,7 @@ test)
 	# arm64: a static cross build, its unit and kernels suites under qemu-user at
 	# two CPU models: Cortex-A72 (DC ZVA, no MOPS) and QEMU's max (MOPS too).
 	if [ "$(dpkg --print-architecture)" = amd64 ]; then
-		install_cross
+		tests/cross/install.sh
 		PATH=$CROSS_CACHE/bin:$PATH build build-arm64 \
 			--cross-file tests/cross/aarch64-linux-gnu.ini -Dlibvirt_hook=disabled \
 			-Dlibvirt_domain=disabled -Dman=disabled

@@ -8,7 +8,7 @@
 # a missing CLI or subcommand is a FAIL, never a SKIP.
 #
 # Boot parameters arrive as environment variables:
-#   prealloc_vm_variant  two-node | memory-only | qemu-vfio
+#   prealloc_vm_variant  two-node | memory-only | qemu-vfio | arm64-two-node
 #   prealloc_vm_qemu_mb  qemu-vfio: the inner QEMU's RAM in MiB (512)
 #   prealloc_vm_break    placement: one check expects the wrong node (proves
 #                        that a failing check fails the suite)
@@ -155,7 +155,7 @@ create_check() {
 
 # ---- environment ------------------------------------------------------------
 mount -t hugetlbfs -o pagesize=2M none "$hugemnt" || fail mount-hugetlbfs "mount failed"
-echo "guest: kernel $(uname -r), variant $variant, nodes [$(nodes_online)]"
+echo "guest: kernel $(uname -r) ($(uname -m)), variant $variant, nodes [$(nodes_online)]"
 for n in $(nodes_online); do
 	echo "guest: node $n cpus [$(node_cpus "$n")] distance [$(cat "$sysnode/node$n/distance")]" \
 		"$(grep MemTotal "$sysnode/node$n/meminfo" | tr -s ' ' | cut -d' ' -f3-)"
@@ -257,6 +257,13 @@ pinned_and_bound() {
 
 # ---- two-node: placement, worker CPUs, clear, pools, VFIO ---------------------
 two_node() {
+	if [ "$variant" = arm64-two-node ]; then
+		if [ "$(uname -m)" = aarch64 ]; then
+			pass "arch: an aarch64 guest ($(grep -m1 -i '^CPU part' /proc/cpuinfo | tr -d '\t'))"
+		else
+			fail arch "uname -m says $(uname -m), want aarch64"
+		fi
+	fi
 	if [ "$(nodes_online)" = "0 1 " ] && [ "$(node_cpus 0)" = "0 " ] &&
 		[ "$(node_cpus 1)" = "1 " ]; then
 		pass "topology: 2 nodes, cpu 0 on node 0, cpu 1 on node 1"
@@ -344,6 +351,17 @@ two_node() {
 			for n in 0 1; do
 				json_node_check clear "$tmp/clear.json" "$n" "$((32 * M))" 2097152
 			done
+			# aarch64: the store kernel auto took is one of arm64's (with DC ZVA
+			# allowed under -cpu max, a large clear's own or a probe against it).
+			k=$(vm_json_get "$tmp/clear.json" clear_kernel 2>/dev/null)
+			if [ "$variant" = arm64-two-node ]; then
+				case "$k" in
+				dc_zva|mops|stnp|c|c/dc_zva|c/mops|c/stnp)
+					pass "clear: an arm64 kernel, $k ($(prealloc info --json |
+						tr -d ' \n' | grep -o '"kernels":\[[^]]*\]'))" ;;
+				*) fail "clear: kernel" "clear_kernel '$k' is not an arm64 kernel" ;;
+				esac
+			fi
 		else
 			fail clear "create/fill/clear failed: $(head -c 300 "$tmp/err")"
 		fi
@@ -411,7 +429,10 @@ two_node() {
 		hp_set 1 64
 	fi
 
-	vfio
+	# The aarch64 guest has no IOMMU or VFIO device: placement is what it proves.
+	if [ "$variant" = two-node ]; then
+		vfio
+	fi
 }
 
 # ---- VFIO: the edu device bound to vfio-pci, its group usable ----------------
@@ -732,7 +753,7 @@ memory_only() {
 }
 
 case "$variant" in
-two-node) two_node ;;
+two-node|arm64-two-node) two_node ;;
 memory-only) memory_only ;;
 qemu-vfio) qemu_vfio ;;
 *) fail variant "unknown variant '$variant'" ;;

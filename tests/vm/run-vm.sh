@@ -6,7 +6,7 @@
 # 0 all passed, 1 something failed (or the guest did not finish), 77 skipped
 # (only when the rig cannot be built here, with the reason printed).
 #
-#   run-vm.sh [--variant two-node|memory-only|qemu-vfio] [--source DIR]
+#   run-vm.sh [--variant two-node|memory-only|qemu-vfio|arm64-two-node] [--source DIR]
 #             [--static-build DIR] [--timeout SECONDS] [--keep]
 #
 #   two-node     2 nodes x 768M, one CPU each, intel-iommu + edu device:
@@ -17,6 +17,10 @@
 #                the guest times an inner QEMU start with -device vfio-pci
 #                over a file prealloc prepared vs over a fresh file (its own
 #                meson test: the image is about 20x bigger).
+#   arm64-two-node  two-node's placement, worker CPUs, clear and pools in an
+#                aarch64 TCG guest (-M virt -cpu max,pauth-impdef=on), no VFIO:
+#                Debian's arm64 kernel and busybox, the cross-built static
+#                prealloc (tests/cross/install.sh --rig fetches them).
 #
 # Environment: PREALLOC_VM_BREAK=placement makes one guest check expect the
 # wrong node (to prove a failure inside reaches the exit code);
@@ -39,14 +43,14 @@ while [ $# -gt 0 ]; do
 	--static-build) static_build=$2; shift ;;
 	--timeout) qemu_timeout=$2; shift ;;
 	--keep) keep=1 ;;
-	*) echo "usage: $0 [--variant two-node|memory-only|qemu-vfio] [--source DIR]" \
+	*) echo "usage: $0 [--variant two-node|memory-only|qemu-vfio|arm64-two-node] [--source DIR]" \
 		"[--static-build DIR] [--timeout S] [--keep]" >&2; exit 1 ;;
 	esac
 	shift
 done
 [ -n "$static_build" ] || static_build=$source_dir/build-vm-static
 case "$variant" in
-two-node|memory-only|qemu-vfio) ;;
+two-node|memory-only|qemu-vfio|arm64-two-node) ;;
 *) echo "unknown variant '$variant'" >&2; exit 1 ;;
 esac
 
@@ -66,14 +70,27 @@ step() { printf '[%5.1fs] %s\n' "$SECONDS" "$*"; }
 SECONDS=0
 
 # ---- packages ------------------------------------------------------------
-# What the rig needs, as "command package" pairs; installed from Debian if
+arch=x86_64
+[ "$variant" = arm64-two-node ] && arch=aarch64
+# aarch64: the cross toolchain, qemu-system-arm, the arm64 kernel and busybox.
+if [ "$arch" = aarch64 ]; then
+	if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+		echo "SKIP: the aarch64 rig installs its cross toolchain and fetches Debian's arm64" \
+			"kernel (tests/cross/install.sh --rig), and this is not root on Debian"
+		exit 77
+	fi
+	step "cross toolchain, qemu-system-aarch64, arm64 kernel and busybox"
+	"$source_dir/tests/cross/install.sh" --rig || { echo "FAIL: tests/cross/install.sh --rig"; exit 1; }
+	rig=${CROSS_CACHE:-/var/cache/prealloc-cross}/rig
+fi
+# What the x86 rig needs, as "command package" pairs; installed from Debian if
 # missing (CI machines start fresh).
 missing=
-for pair in qemu-system-x86_64:qemu-system-x86 busybox:busybox-static \
+[ "$arch" = x86_64 ] && for pair in qemu-system-x86_64:qemu-system-x86 busybox:busybox-static \
 	    modprobe:kmod cpio:cpio gzip:gzip; do
 	command -v "${pair%%:*}" >/dev/null 2>&1 || missing="$missing ${pair#*:}"
 done
-ls /boot/vmlinuz-* >/dev/null 2>&1 || missing="$missing linux-image-amd64"
+[ "$arch" = x86_64 ] && ! ls /boot/vmlinuz-* >/dev/null 2>&1 && missing="$missing linux-image-amd64"
 if [ -n "$missing" ]; then
 	if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
 		echo "SKIP: the VM rig needs$missing, and this is not root on Debian to install them"
@@ -91,6 +108,7 @@ fi
 
 # The guest kernel: the newest installed image with vfio-pci as a module.
 kernel=${PREALLOC_VM_KERNEL:-}
+[ "$arch" = aarch64 ] && [ -z "$kernel" ] && kernel=$rig/vmlinuz
 if [ -z "$kernel" ]; then
 	# shellcheck disable=SC2045 # ls -v: version order; the names have no spaces
 	for k in $(ls -v /boot/vmlinuz-* 2>/dev/null); do
@@ -108,17 +126,24 @@ if [ -z "$kernel" ] || [ ! -r "$kernel" ]; then
 	exit 1
 fi
 kver=${kernel#/boot/vmlinuz-}
+[ "$arch" = aarch64 ] && kver=$(cat "$rig/kernel-package")
 
 # ---- static binaries -----------------------------------------------------
 # A second meson build dir of the same source, linked statically; a lock keeps
 # two variants started at once from building it together.
+# The aarch64 one is a cross build (tests/cross/aarch64-linux-gnu.ini: static too).
+static_opts=(--default-library=static -Dprefer_static=true -Dc_link_args=-static)
+if [ "$arch" = aarch64 ]; then
+	static_build=$static_build-arm64
+	static_opts=(--cross-file "$source_dir/tests/cross/aarch64-linux-gnu.ini"
+		-Dlibvirt_hook=disabled -Dlibvirt_domain=disabled -Dman=disabled)
+fi
 mkdir -p "$static_build" || exit 1
 exec 9>"$static_build.lock"
 flock 9
 if [ ! -f "$static_build/build.ninja" ]; then
 	step "configuring static build in $static_build"
-	meson setup "$static_build" "$source_dir" --default-library=static \
-		-Dprefer_static=true -Dc_link_args=-static -Dbuildtype=debugoptimized \
+	meson setup "$static_build" "$source_dir" "${static_opts[@]}" -Dbuildtype=debugoptimized \
 		>"$static_build.log" 2>&1 ||
 		{ cat "$static_build.log"; echo "FAIL: meson setup of the static build"; exit 1; }
 fi
@@ -150,19 +175,30 @@ done
 work=$(mktemp -d /tmp/prealloc-vm.XXXXXX) || exit 1
 root=$work/root
 mkdir -p "$root"/{bin,dev,proc,sys,tmp,lib/modules,tests} || exit 1
-cp "$(command -v busybox)" "$root/bin/busybox" || exit 1
+busybox=$(command -v busybox)
+[ "$arch" = aarch64 ] && busybox=$rig/busybox
+cp "$busybox" "$root/bin/busybox" || exit 1
 if readelf -l "$root/bin/busybox" 2>/dev/null | grep -q 'program interpreter'; then
-	echo "FAIL: $(command -v busybox) is not static (install busybox-static)"
+	echo "FAIL: $busybox is not static (install busybox-static)"
 	exit 1
 fi
+# Every program in the image is built for the guest's architecture.
+for b in "$root/bin/busybox" "$static_build/prealloc/cli/prealloc"; do
+	m=$(readelf -h "$b" 2>/dev/null | awk -F: '/Machine:/ { gsub(/^ +/, "", $2); print $2 }')
+	case "$arch:$m" in
+	x86_64:*X86-64*|aarch64:AArch64) ;;
+	*) echo "FAIL: $b is for '$m', not the $arch guest"; exit 1 ;;
+	esac
+done
 cp "$here/guest-init.sh" "$root/init" && chmod 755 "$root/init" || exit 1
 cp "$here/guest-tests.sh" "$root/tests/guest-tests.sh" || exit 1
 for b in $checkers; do cp "$static_build/$b" "$root/bin/" || exit 1; done
 [ -n "$cli" ] && { cp "$cli" "$root/bin/prealloc" || exit 1; }
 
-# vfio-pci and what it needs, in load order, decompressed for busybox insmod.
+# vfio-pci and what it needs, in load order, decompressed for busybox insmod
+# (x86: the aarch64 guest has no VFIO device).
 : >"$root/modules.list"
-for ko in $(modprobe -S "$kver" --show-depends vfio-pci | awk '$1 == "insmod" { print $2 }' |
+[ "$arch" = aarch64 ] || for ko in $(modprobe -S "$kver" --show-depends vfio-pci | awk '$1 == "insmod" { print $2 }' |
 	    awk '!seen[$0]++'); do
 	name=$(basename "$ko")
 	name=${name%.xz}; name=${name%.zst}; name=${name%.gz}
@@ -174,7 +210,7 @@ for ko in $(modprobe -S "$kver" --show-depends vfio-pci | awk '$1 == "insmod" { 
 	esac >"$root/lib/modules/$name" || { echo "FAIL: cannot unpack $ko"; exit 1; }
 	echo "$name" >>"$root/modules.list"
 done
-if ! grep -q '^vfio-pci.ko$' "$root/modules.list"; then
+if [ "$arch" = x86_64 ] && ! grep -q '^vfio-pci.ko$' "$root/modules.list"; then
 	echo "FAIL: modprobe -S $kver --show-depends vfio-pci listed no vfio-pci.ko"
 	exit 1
 fi
@@ -223,7 +259,14 @@ fi
 step "initramfs $(($(stat -c %s "$initrd") / 1024)) KiB, kernel $kver"
 
 # ---- boot ------------------------------------------------------------------
-machine=(-accel tcg,thread=multi -cpu max -machine q35 -smp 2,sockets=2,cores=1,threads=1)
+if [ "$arch" = aarch64 ]; then
+	# pauth-impdef: QEMU's own pointer-authentication hash, far faster under
+	# TCG than the architected QARMA; GICv3 for two CPUs and their NUMA nodes.
+	machine=(-accel tcg,thread=multi -cpu max,pauth-impdef=on -machine virt,gic-version=3
+		-smp 2)
+else
+	machine=(-accel tcg,thread=multi -cpu max -machine q35 -smp 2,sockets=2,cores=1,threads=1)
+fi
 # two_nodes MIB: two nodes of MIB MiB each, one CPU each.
 two_nodes() {
 	machine+=(-m $(($1 * 2))M
@@ -233,7 +276,7 @@ two_nodes() {
 		-numa node,nodeid=1,cpus=1,memdev=m1)
 }
 case "$variant" in
-two-node)
+two-node|arm64-two-node)
 	two_nodes 768
 	;;
 qemu-vfio)
@@ -255,20 +298,27 @@ memory-only)
 		-numa dist,src=1,dst=2,val=15)
 	;;
 esac
-machine+=(-device intel-iommu,intremap=on -device edu,dma_mask=0xffffffffffff)
+[ "$arch" = x86_64 ] &&
+	machine+=(-device intel-iommu,intremap=on -device edu,dma_mask=0xffffffffffff)
 # A second IOMMU group holding two devices: a PCIe-to-PCI bridge aliases the
 # requester IDs behind it. Its edu goes to vfio-pci, its serial port keeps
 # the 8250 driver (built into the kernel): that group is not viable.
 [ "$variant" = two-node ] && machine+=(-device pcie-pci-bridge,id=br0,bus=pcie.0
 	-device edu,bus=br0,addr=1 -device pci-serial,bus=br0,addr=2)
-[ -r /usr/share/qemu/qboot.rom ] && machine+=(-bios /usr/share/qemu/qboot.rom)
+[ "$arch" = x86_64 ] && [ -r /usr/share/qemu/qboot.rom ] &&
+	machine+=(-bios /usr/share/qemu/qboot.rom)
 append="console=ttyS0 panic=-1 intel_iommu=on iommu=pt quiet prealloc_vm_variant=$variant"
+qemu_system=qemu-system-x86_64
+if [ "$arch" = aarch64 ]; then
+	append="console=ttyAMA0 panic=-1 quiet prealloc_vm_variant=$variant"
+	qemu_system=qemu-system-aarch64
+fi
 [ -n "${PREALLOC_VM_BREAK:-}" ] && append="$append prealloc_vm_break=$PREALLOC_VM_BREAK"
 [ -n "${PREALLOC_VM_QEMU_MB:-}" ] && append="$append prealloc_vm_qemu_mb=$PREALLOC_VM_QEMU_MB"
 
 console=$work/console.log
 step "booting $variant guest (timeout ${qemu_timeout}s)"
-timeout --kill-after=5 "$qemu_timeout" qemu-system-x86_64 "${machine[@]}" \
+timeout --kill-after=5 "$qemu_timeout" "$qemu_system" "${machine[@]}" \
 	-display none -nodefaults -no-reboot -serial "file:$console" -monitor none \
 	-kernel "$kernel" -initrd "$initrd" -append "$append" \
 	</dev/null >"$work/qemu.log" 2>&1 &
