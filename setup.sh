@@ -97,6 +97,8 @@ demo)
 	;;
 test)
 	install_packages
+	# The arm64 cross build's tools and what the aarch64 rig boots (vm suite).
+	[ "$(dpkg --print-architecture)" = amd64 ] && tests/cross/install.sh --rig
 	# The main build runs every default suite.
 	build build
 	tests/leftovers.sh snapshot build/leftovers.before
@@ -113,7 +115,6 @@ test)
 	# arm64: a static cross build, its unit and kernels suites under qemu-user at
 	# two CPU models: Cortex-A72 (DC ZVA, no MOPS) and QEMU's max (MOPS too).
 	if [ "$(dpkg --print-architecture)" = amd64 ]; then
-		tests/cross/install.sh
 		PATH=$CROSS_CACHE/bin:$PATH build build-arm64 \
 			--cross-file tests/cross/aarch64-linux-gnu.ini -Dlibvirt_hook=disabled \
 			-Dlibvirt_domain=disabled -Dman=disabled

@@ -4,7 +4,7 @@
 # bench-qemu.sh: QEMU's prealloc against prealloc's, same backing, size and
 # thread count, both timed as whole processes.
 #
-#   QEMU      qemu-system-x86_64 -machine none ... -object <backend>,prealloc=on,
+#   QEMU      qemu-system-$(uname -m) -machine none ... -object <backend>,prealloc=on,
 #             prealloc-threads=N, fed "quit" on its monitor; minus the same
 #             command with prealloc=off (process start and exit cancel out).
 #   prealloc  bench-populate --oneshot (prealloc_region_new + prealloc_run,
@@ -27,7 +27,7 @@ set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
 bench=${BENCH_POPULATE:-$here/../../build-bench/tests/bench/bench-populate}
-qemu="qemu-system-x86_64"
+qemu="qemu-system-$(uname -m)"	# x86_64, aarch64: -machine none exists on both
 size=4G
 reps=3
 threads="1 $(nproc)"

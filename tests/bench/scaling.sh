@@ -69,25 +69,29 @@ static_build() {
 }
 
 # QEMU, its libraries (with the loader) and modules; run through that loader.
+# The machine's own QEMU: qemu-system-x86_64 or qemu-system-aarch64.
+qemu_name=qemu-system-$(uname -m)
 bundle_qemu() { # dir
-	local q mods lib
-	q=$(command -v qemu-system-x86_64) || die "no qemu-system-x86_64 to bundle"
+	local q mods lib loader
+	q=$(command -v "$qemu_name") || die "no $qemu_name to bundle"
 	mkdir -p "$1/qemu/lib" "$1/qemu/modules"
-	cp "$q" "$1/qemu/qemu-system-x86_64.bin"
-	mods=$(dirname "$(readlink -f "$q")")/../lib/x86_64-linux-gnu/qemu
+	cp "$q" "$1/qemu/$qemu_name.bin"
+	mods=$(dirname "$(readlink -f "$q")")/../lib/$(uname -m)-linux-gnu/qemu
 	[ -d "$mods" ] && cp "$mods"/*.so "$1/qemu/modules/" 2>/dev/null
 	for lib in $( { ldd "$q"; ldd "$1"/qemu/modules/*.so 2>/dev/null; } |
 		awk '/=> \// { print $3 } /^\t\/.*ld-linux/ { print $1 }' | sort -u); do
 		cp -L "$lib" "$1/qemu/lib/"
 	done
-	cat > "$1/qemu/qemu-system-x86_64" <<'EOF'
+	loader=$(cd "$1/qemu/lib" && ls ld-linux-*.so.* | head -n1)
+	[ -n "$loader" ] || die "ldd $q named no ld-linux loader"
+	cat > "$1/qemu/$qemu_name" <<EOF
 #!/bin/sh
 # QEMU from this bundle: its own loader, libraries and modules.
-d=$(cd "$(dirname "$0")" && pwd)
-export QEMU_MODULE_DIR="$d/modules" LD_LIBRARY_PATH="$d/lib"
-exec "$d"/lib/ld-linux-x86-64.so.2 --library-path "$d/lib" "$d/qemu-system-x86_64.bin" "$@"
+d=\$(cd "\$(dirname "\$0")" && pwd)
+export QEMU_MODULE_DIR="\$d/modules" LD_LIBRARY_PATH="\$d/lib"
+exec "\$d"/lib/$loader --library-path "\$d/lib" "\$d/$qemu_name.bin" "\$@"
 EOF
-	chmod +x "$1/qemu/qemu-system-x86_64"
+	chmod +x "$1/qemu/$qemu_name"
 }
 
 if [ -x "$here/bin/prealloc" ]; then
@@ -103,8 +107,8 @@ if [ -n "$bundle_out" ]; then
 	log "bundle in $bundle_out ($(du -sh "$bundle_out" | cut -f1)); run $bundle_out/scaling.sh there as root"
 	exit 0
 fi
-qemu=$here/qemu/qemu-system-x86_64
-[ -x "$qemu" ] || qemu=$(command -v qemu-system-x86_64 || true)
+qemu=$here/qemu/$qemu_name
+[ -x "$qemu" ] || qemu=$(command -v "$qemu_name" || true)
 [ "$(id -u)" = 0 ] || die "run as root (hugetlb pool, page reporting)"
 
 # ---- what this machine allows ----------------------------------------------

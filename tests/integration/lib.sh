@@ -88,7 +88,11 @@ done
 
 cleanup() {
 	local rc=$? i m d
-	trap - EXIT INT TERM
+	trap - EXIT
+	# Ignored, not reset: a SIGTERM forwarded while a test that passed is
+	# already cleaning up (an interrupted run) would otherwise kill the
+	# cleanup halfway and leave $TMP behind (seen: create-auto's).
+	trap '' INT TERM HUP
 	trap '' PIPE	# the reader of our output may be gone (an interrupted run)
 	for ((i = ${#EXIT_CMDS[@]} - 1; i >= 0; i--)); do
 		eval "${EXIT_CMDS[$i]}" 2>/dev/null
