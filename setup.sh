@@ -99,6 +99,10 @@ test)
 	install_packages
 	# The arm64 cross build's tools and what the aarch64 rig boots (vm suite).
 	[ "$(dpkg --print-architecture)" = amd64 ] && tests/cross/install.sh --rig
+	# The rig kernel with iommufd (the vm suite boots it): built once, then cached.
+	if [ "$(dpkg --print-architecture)" = amd64 ] && ! tests/vm/build-kernel.sh > /dev/null; then
+		echo "setup.sh: the rig kernel did not build: the vm suite's two-node-rig-kernel fails"
+	fi
 	# The main build runs every default suite.
 	build build
 	tests/leftovers.sh snapshot build/leftovers.before

@@ -12,6 +12,7 @@
 #   prealloc_vm_qemu_mb  qemu-vfio: the inner QEMU's RAM in MiB (512)
 #   prealloc_vm_break    placement: one check expects the wrong node (proves
 #                        that a failing check fails the suite)
+#   prealloc_vm_iommufd  1: the rig kernel, which has iommufd (checked)
 
 variant=${prealloc_vm_variant:-two-node}
 sysnode=/sys/devices/system/node
@@ -551,6 +552,20 @@ vfio_setup() {
 	else
 		fail vfio "edu $bdf group=$group not bound"
 		return 1
+	fi
+	[ "${prealloc_vm_iommufd:-}" = 1 ] && iommufd_present "$bdf"
+	return 0
+}
+
+# The rig kernel (run-vm.sh --rig-kernel): /dev/iommu, and the bound
+# device's VFIO cdev beside its group, which an iommufd user opens.
+iommufd_present() {
+	cdev=$(ls "/sys/bus/pci/devices/$1/vfio-dev/" 2>/dev/null | head -n1)
+	if [ -c /dev/iommu ] && [ -n "$cdev" ] && [ -c "/dev/vfio/devices/$cdev" ]; then
+		pass "iommufd: /dev/iommu, and edu $1's cdev /dev/vfio/devices/$cdev"
+	else
+		fail iommufd "/dev/iommu $([ -c /dev/iommu ] && echo present || echo missing)," \
+			"device cdev '${cdev:-none}' (want /dev/vfio/devices/vfioN)"
 	fi
 }
 

@@ -7,7 +7,7 @@
 # (only when the rig cannot be built here, with the reason printed).
 #
 #   run-vm.sh [--variant two-node|memory-only|qemu-vfio|arm64-two-node] [--source DIR]
-#             [--static-build DIR] [--timeout SECONDS] [--keep]
+#             [--static-build DIR] [--timeout SECONDS] [--keep] [--rig-kernel]
 #
 #   two-node     2 nodes x 768M, one CPU each, intel-iommu + edu device:
 #                placement, worker CPUs, clear, per-node pools, VFIO.
@@ -24,7 +24,9 @@
 #
 # Environment: PREALLOC_VM_BREAK=placement makes one guest check expect the
 # wrong node (to prove a failure inside reaches the exit code);
-# PREALLOC_VM_KERNEL=/boot/vmlinuz-X picks the guest kernel;
+# PREALLOC_VM_KERNEL=/boot/vmlinuz-X picks the guest kernel; --rig-kernel
+# boots the kernel tests/vm/build-kernel.sh builds (6.12 with IOMMUFD and
+# VFIO_DEVICE_CDEV, everything built in; cached after the first build);
 # PREALLOC_VM_QEMU_MB=N sets qemu-vfio's inner guest RAM (default 512).
 # shellcheck disable=SC2054 # the commas in arrays belong to QEMU's option values
 set -u -o pipefail
@@ -35,6 +37,7 @@ source_dir=$(cd "$here/../.." && pwd)
 static_build=
 qemu_timeout=140
 keep=0
+rig_kernel=0
 
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -43,8 +46,9 @@ while [ $# -gt 0 ]; do
 	--static-build) static_build=$2; shift ;;
 	--timeout) qemu_timeout=$2; shift ;;
 	--keep) keep=1 ;;
+	--rig-kernel) rig_kernel=1 ;;
 	*) echo "usage: $0 [--variant two-node|memory-only|qemu-vfio|arm64-two-node] [--source DIR]" \
-		"[--static-build DIR] [--timeout S] [--keep]" >&2; exit 1 ;;
+		"[--static-build DIR] [--timeout S] [--keep] [--rig-kernel]" >&2; exit 1 ;;
 	esac
 	shift
 done
@@ -108,6 +112,11 @@ fi
 
 # The guest kernel: the newest installed image with vfio-pci as a module.
 kernel=${PREALLOC_VM_KERNEL:-}
+if [ "$rig_kernel" = 1 ]; then
+	[ "$arch" = x86_64 ] || { echo "FAIL: --rig-kernel is an x86-64 kernel"; exit 1; }
+	step "the rig kernel (tests/vm/build-kernel.sh)"
+	kernel=$("$here/build-kernel.sh") || { echo "FAIL: tests/vm/build-kernel.sh"; exit 1; }
+fi
 [ "$arch" = aarch64 ] && [ -z "$kernel" ] && kernel=$rig/vmlinuz
 if [ -z "$kernel" ]; then
 	# shellcheck disable=SC2045 # ls -v: version order; the names have no spaces
@@ -126,6 +135,7 @@ if [ -z "$kernel" ] || [ ! -r "$kernel" ]; then
 	exit 1
 fi
 kver=${kernel#/boot/vmlinuz-}
+[ "$rig_kernel" = 1 ] && kver="rig $(basename "$kernel")"
 [ "$arch" = aarch64 ] && kver=$(cat "$rig/kernel-package")
 
 # ---- static binaries -----------------------------------------------------
@@ -198,7 +208,7 @@ for b in $checkers; do cp "$static_build/$b" "$root/bin/" || exit 1; done
 # vfio-pci and what it needs, in load order, decompressed for busybox insmod
 # (x86: the aarch64 guest has no VFIO device).
 : >"$root/modules.list"
-[ "$arch" = aarch64 ] || for ko in $(modprobe -S "$kver" --show-depends vfio-pci | awk '$1 == "insmod" { print $2 }' |
+[ "$arch" = aarch64 ] || [ "$rig_kernel" = 1 ] || for ko in $(modprobe -S "$kver" --show-depends vfio-pci | awk '$1 == "insmod" { print $2 }' |
 	    awk '!seen[$0]++'); do
 	name=$(basename "$ko")
 	name=${name%.xz}; name=${name%.zst}; name=${name%.gz}
@@ -210,7 +220,7 @@ for b in $checkers; do cp "$static_build/$b" "$root/bin/" || exit 1; done
 	esac >"$root/lib/modules/$name" || { echo "FAIL: cannot unpack $ko"; exit 1; }
 	echo "$name" >>"$root/modules.list"
 done
-if [ "$arch" = x86_64 ] && ! grep -q '^vfio-pci.ko$' "$root/modules.list"; then
+if [ "$arch" = x86_64 ] && [ "$rig_kernel" = 0 ] && ! grep -q '^vfio-pci.ko$' "$root/modules.list"; then
 	echo "FAIL: modprobe -S $kver --show-depends vfio-pci listed no vfio-pci.ko"
 	exit 1
 fi
@@ -308,6 +318,7 @@ esac
 [ "$arch" = x86_64 ] && [ -r /usr/share/qemu/qboot.rom ] &&
 	machine+=(-bios /usr/share/qemu/qboot.rom)
 append="console=ttyS0 panic=-1 intel_iommu=on iommu=pt quiet prealloc_vm_variant=$variant"
+[ "$rig_kernel" = 1 ] && append="$append prealloc_vm_iommufd=1"
 qemu_system=qemu-system-x86_64
 if [ "$arch" = aarch64 ]; then
 	append="console=ttyAMA0 panic=-1 quiet prealloc_vm_variant=$variant"
