@@ -2,8 +2,9 @@
 /*
  * What the container tells of its IOMMU: the page sizes, usable IOVA ranges
  * and dma_avail from VFIO_IOMMU_GET_INFO and its capability chain (parsed
- * by a pure function), read at open, before every map and on request; and
- * the failure record every step of open and map fills in.
+ * by a pure function), or an IOAS's ranges and alignment from
+ * IOMMU_IOAS_IOVA_RANGES (iommufd), read at open, before every map and on
+ * request; and the failure record every step of open and map fills in.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 
 #include <linux/vfio.h>
 
+#include "iommufd_uapi.h"
 #include "vfio.h"
 
 int vfio_note_failure(int *ret_step, int *ret_error, char *msg, size_t len, int step, int err,
@@ -78,6 +80,33 @@ int vfio_info_parse(const void *buf, size_t len, struct prealloc_vfio_info *ret)
 	return 0;
 }
 
+/*
+ * The IOAS's usable ranges (as many as fit: the rest are left out, as
+ * type1's beyond the array are) and its IOVA alignment, the smallest page
+ * a mapping may start on. iommufd keeps no mapping budget: dma_avail is
+ * "not reported".
+ */
+static int iommufd_info_read(struct prealloc_vfio *v)
+{
+	struct iofd_iova_range r[PREALLOC_VFIO_MAX_RANGES];
+	struct iofd_ioas_iova_ranges q = { .size = sizeof(q), .ioas_id = v->ioas,
+					   .num_iovas = PREALLOC_VFIO_MAX_RANGES,
+					   .allowed_iovas = (uintptr_t)r };
+	unsigned int n;
+
+	if (ioctl(v->container, IOFD_IOAS_IOVA_RANGES, &q) < 0 && errno != EMSGSIZE)
+		return -errno;
+	/* EMSGSIZE: more ranges than room; the kernel filled the first ones and says how many. */
+	n = MIN(q.num_iovas, PREALLOC_VFIO_MAX_RANGES);
+	for (unsigned int i = 0; i < n; i++)
+		v->info.ranges[i] = (struct prealloc_iova_range){ r[i].start, r[i].last };
+	v->info.nr_ranges = n;
+	v->info.pgsize_bitmap = q.out_iova_alignment ? q.out_iova_alignment : 4096;
+	v->info.dma_avail = UINT32_MAX;
+	v->info.iommu_type = 0;
+	return 0;
+}
+
 int vfio_info_read(struct prealloc_vfio *v)
 {
 	struct vfio_iommu_type1_info probe = { .argsz = sizeof(probe) };
@@ -85,6 +114,8 @@ int vfio_info_read(struct prealloc_vfio *v)
 	void *buf;
 	int r;
 
+	if (v->backend == PREALLOC_VFIO_IOMMUFD)
+		return iommufd_info_read(v);
 	if (ioctl(v->container, VFIO_IOMMU_GET_INFO, &probe) < 0)
 		return -errno;
 	/* The kernel says how much room the capability chain needs. */

@@ -154,27 +154,35 @@ static bool has_cap_ipc_lock(void)
 	return d[CAP_IPC_LOCK / 32].effective & (1u << (CAP_IPC_LOCK % 32));
 }
 
-/* An admission for the pin: type1 charges every pinned page to VmLck against RLIMIT_MEMLOCK. */
+/*
+ * An admission for the pin against RLIMIT_MEMLOCK: type1 charges every
+ * pinned page to this process's VmLck; iommufd charges the user's locked
+ * memory, of which this process can see only what its own iommufd handles
+ * hold (another process of the same user makes the kernel refuse mid-map,
+ * and the map unwinds).
+ */
 static int memlock_check(struct vfio_map_flow *f)
 {
 	struct prealloc_vfio_map_info *info = &f->info;
+	bool iommufd = f->v->backend == PREALLOC_VFIO_IOMMUFD;
 	char need[32], now[32], lim[32];
 	struct rlimit rl;
 
 	if (getrlimit(RLIMIT_MEMLOCK, &rl) < 0)
 		return -errno;
 	info->cap_ipc_lock = has_cap_ipc_lock();
-	info->locked_now = locked_bytes(f->v->ctx);
+	info->locked_now = iommufd ? vfio_iommufd_pinned() : locked_bytes(f->v->ctx);
 	info->locked_needed = info->locked_now + f->region->length;
 	info->locked_limit = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t)rl.rlim_cur;
 	if (info->cap_ipc_lock || info->locked_needed <= info->locked_limit)
 		return 0;
 	return vfio_fail(info, PREALLOC_VFIO_STEP_MEMLOCK, -ENOMEM,
-			"pinning needs %s of locked memory (%s locked already), RLIMIT_MEMLOCK allows "
-			"%s: raise it (ulimit -l, systemd LimitMEMLOCK=, libvirt <memtune>"
+			"pinning needs %s of locked memory (%s locked already%s), RLIMIT_MEMLOCK "
+			"allows %s: raise it (ulimit -l, systemd LimitMEMLOCK=, libvirt <memtune>"
 			"<hard_limit>) or run with CAP_IPC_LOCK",
 			prealloc_format_size(info->locked_needed, need, sizeof(need)),
 			prealloc_format_size(info->locked_now, now, sizeof(now)),
+			iommufd ? " by this process's iommufd mappings; iommufd charges the user" : "",
 			prealloc_format_size(info->locked_limit, lim, sizeof(lim)));
 }
 
@@ -382,7 +390,7 @@ EXPORT int prealloc_vfio_unmap(struct prealloc_vfio *vfio, struct prealloc_regio
 	m = *pp;
 	if (!m)
 		return -ENOENT;
-	r = vfio_unmap_segments(vfio->container, m);
+	r = vfio_unmap_segments(vfio, m);
 	*pp = m->next;
 	pin_lock_drop(m);
 	free(m);

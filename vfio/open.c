@@ -1,14 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Opening a device's IOMMU group into a VFIO type1 container, with every
+ * Opening a handle: an iommufd IOAS (iommufd.c), or a device's IOMMU group
+ * into a VFIO type1 container, with every
  * check a person would want named when it fails: the device exists, has a
  * group, is bound to vfio-pci, the group is viable (no device of it is held
  * by a host driver), the container speaks our API and has TYPE1v2. Then the
  * IOMMU's page sizes, usable IOVA ranges and dma_avail (info.c).
  */
-#include <dirent.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,75 +17,6 @@
 #include <linux/vfio.h>
 
 #include "vfio.h"
-
-/* ---- the device and its group (sysfs) ----------------------------------- */
-
-/* The basename of a sysfs link: driver, iommu_group. "" when absent. */
-static int link_name(struct prealloc_ctx *ctx, const char *dev, const char *what, char *buf,
-		     size_t len)
-{
-	char path[PATH_MAX], target[PATH_MAX];
-	ssize_t n;
-	int r;
-
-	buf[0] = '\0';
-	r = sys_path(ctx, path, sizeof(path), "/bus/pci/devices/%s/%s", dev, what);
-	if (r < 0)
-		return r;
-	n = readlink(path, target, sizeof(target) - 1);
-	if (n < 0)
-		return -errno;
-	target[n] = '\0';
-	snprintf(buf, len, "%s", basename(target));
-	return 0;
-}
-
-/* Names a device of the group held by a driver other than vfio-pci (the kernel's verdict decides). */
-static void find_blocker(struct prealloc_ctx *ctx, struct prealloc_vfio_info *info)
-{
-	char path[PATH_MAX], drv[64];
-	struct dirent *de;
-	DIR *d;
-
-	info->group_devices = 0;
-	if (sys_path(ctx, path, sizeof(path), "/kernel/iommu_groups/%d/devices", info->group) < 0 ||
-	    !(d = opendir(path)))
-		return;
-	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		info->group_devices++;
-		if (link_name(ctx, de->d_name, "driver", drv, sizeof(drv)) < 0 || !drv[0] ||
-		    !strcmp(drv, "vfio-pci") || info->blocker[0])
-			continue;
-		snprintf(info->blocker, sizeof(info->blocker), "%s", de->d_name);
-		snprintf(info->blocker_driver, sizeof(info->blocker_driver), "%s", drv);
-	}
-	closedir(d);
-}
-
-/* The device's group number, after checking it is bound to vfio-pci. */
-static int device_group(struct prealloc_ctx *ctx, const char *dev, struct prealloc_vfio_info *info)
-{
-	char path[PATH_MAX], grp[32];
-	int r;
-
-	r = sys_path(ctx, path, sizeof(path), "/bus/pci/devices/%s", dev);
-	if (r < 0 || strchr(dev, '/') || access(path, F_OK) < 0)
-		return vfio_fail(info, PREALLOC_VFIO_STEP_DEVICE, -ENOENT, "no PCI device %s", dev);
-	if (link_name(ctx, dev, "iommu_group", grp, sizeof(grp)) < 0)
-		return vfio_fail(info, PREALLOC_VFIO_STEP_DEVICE, -ENODEV,
-				 "PCI device %s has no IOMMU group (is the IOMMU enabled? "
-				 "intel_iommu=on / amd_iommu=on)", dev);
-	info->group = atoi(grp);
-	link_name(ctx, dev, "driver", info->driver, sizeof(info->driver));
-	if (strcmp(info->driver, "vfio-pci"))
-		return vfio_fail(info, PREALLOC_VFIO_STEP_DRIVER, -EBUSY,
-				 "PCI device %s is bound to %s, not vfio-pci (echo vfio-pci > "
-				 "/sys/bus/pci/devices/%s/driver_override, unbind, reprobe)", dev,
-				 info->driver[0] ? info->driver : "no driver", dev);
-	return 0;
-}
 
 /* ---- the container ------------------------------------------------------ */
 
@@ -107,7 +37,7 @@ static int container_open(struct prealloc_vfio *v, const char *group_path)
 				 "VFIO_GROUP_GET_STATUS on %s: %s", group_path, strerror(errno));
 	if (!(st.flags & VFIO_GROUP_FLAGS_VIABLE)) {
 		if (info->group >= 0)
-			find_blocker(v->ctx, info);
+			vfio_find_blocker(v->ctx, info);
 		return vfio_fail(info, PREALLOC_VFIO_STEP_VIABLE, -EBUSY,
 				 "IOMMU group %d is not viable: %s%s%s%s (every device of the group "
 				 "must be bound to vfio-pci or to no driver)", info->group,
@@ -145,20 +75,22 @@ static int vfio_open_checked(struct prealloc_vfio *v, const struct prealloc_vfio
 	char group_path[64];
 	int r;
 
-	if (o->backend == PREALLOC_VFIO_IOMMUFD)
-		return vfio_fail(info, PREALLOC_VFIO_STEP_BACKEND, -EOPNOTSUPP,
-				 "the iommufd backend is not built (docs/vfio.md)");
-	if (o->backend != PREALLOC_VFIO_TYPE1 || (o->flags & ~PREALLOC_VFIO_CALLER_FD) ||
+	if ((o->backend != PREALLOC_VFIO_TYPE1 && o->backend != PREALLOC_VFIO_IOMMUFD) ||
+	    (o->flags & ~PREALLOC_VFIO_CALLER_FD) ||
 	    (!(o->flags & PREALLOC_VFIO_CALLER_FD) && !o->device && !o->group))
 		return vfio_fail(info, PREALLOC_VFIO_STEP_BACKEND, -EINVAL,
 				 "give a PCI device, a group or a container fd");
-	if (o->flags & PREALLOC_VFIO_CALLER_FD) {
+	if (o->backend == PREALLOC_VFIO_IOMMUFD) {
+		r = iommufd_open(v, o);
+		if (r < 0)
+			return r;
+	} else if (o->flags & PREALLOC_VFIO_CALLER_FD) {
 		v->container = o->fd;
 		if (ioctl(v->container, VFIO_GET_API_VERSION) != VFIO_API_VERSION)
 			return vfio_fail(info, PREALLOC_VFIO_STEP_CONTAINER, -EBADF,
 					 "fd %d is not a VFIO container", o->fd);
 	} else {
-		if (o->device && (r = device_group(v->ctx, o->device, info)) < 0)
+		if (o->device && (r = vfio_device_group(v->ctx, o->device, info)) < 0)
 			return r;
 		if (o->group)
 			snprintf(group_path, sizeof(group_path), "%s", o->group);
@@ -171,6 +103,9 @@ static int vfio_open_checked(struct prealloc_vfio *v, const struct prealloc_vfio
 			return r;
 	}
 	r = vfio_info_read(v);
+	if (r < 0 && o->backend == PREALLOC_VFIO_IOMMUFD)
+		return vfio_fail(info, PREALLOC_VFIO_STEP_IOMMUFD, r,
+				 "IOMMU_IOAS_IOVA_RANGES of IOAS %u: %s", v->ioas, strerror(-r));
 	if (r < 0)
 		return vfio_fail(info, PREALLOC_VFIO_STEP_INFO, r, "VFIO_IOMMU_GET_INFO: %s%s",
 				 strerror(-r), r == -EINVAL ? " (no IOMMU set on the container)" : "");
@@ -190,10 +125,11 @@ EXPORT int prealloc_vfio_open(struct prealloc_ctx *ctx, const struct prealloc_vf
 	if (!v)
 		return -ENOMEM;
 	v->ctx = ctx;
-	v->container = v->group = -1;
+	v->container = v->group = v->device = -1;
 	v->info.size = sizeof(v->info);
 	v->info.group = -1;
 	r = copy_sized_in(&o, sizeof(o), opts);
+	v->backend = r == 0 ? o.backend : PREALLOC_VFIO_TYPE1;
 	if (r == 0)
 		r = vfio_open_checked(v, &o);
 	else
@@ -219,12 +155,18 @@ EXPORT int prealloc_vfio_group_fd(const struct prealloc_vfio *vfio)
 	return vfio ? vfio->group : -EINVAL;
 }
 
+EXPORT int prealloc_vfio_device_fd(const struct prealloc_vfio *vfio)
+{
+	return vfio ? vfio->device : -EINVAL;
+}
+
 EXPORT void prealloc_vfio_close(struct prealloc_vfio *vfio)
 {
 	if (!vfio)
 		return;
 	while (vfio->maps)
 		prealloc_vfio_unmap(vfio, vfio->maps->region);
+	iommufd_close(vfio);
 	if (vfio->group >= 0)
 		close(vfio->group);
 	if (vfio->own_container && vfio->container >= 0)

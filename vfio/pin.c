@@ -7,28 +7,57 @@
  * map undoes exactly those; and VFIO_IOMMU_UNMAP_DMA of a whole mapping.
  * Type1 takes the container's lock for each call and pins (and, for pages
  * not yet present, faults and zeroes) on the calling thread, so the op is
- * serial. The flow around it is map.c's.
+ * serial. iommufd pins the same way through IOMMU_IOAS_MAP (the address),
+ * or IOMMU_IOAS_MAP_FILE (the region's file and offset, 6.13+) where the
+ * kernel has it. The flow around it is map.c's.
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
 
 #include <linux/vfio.h>
 
+#include "iommufd_uapi.h"
 #include "vfio.h"
 
-static int unmap_range(int container, uint64_t iova, uint64_t size)
-{
-	struct vfio_iommu_type1_dma_unmap u = { .argsz = sizeof(u), .iova = iova, .size = size };
+/* What this process's iommufd handles hold pinned (iommufd charges the user, not VmLck). */
+static _Atomic uint64_t iommufd_pinned;
 
-	return ioctl(container, VFIO_IOMMU_UNMAP_DMA, &u) < 0 ? -errno : 0;
+uint64_t vfio_iommufd_pinned(void)
+{
+	return atomic_load(&iommufd_pinned);
 }
 
-int vfio_unmap_segments(int container, const struct vfio_mapping *m)
+bool iommufd_use_map_file(int region_fd, bool refused)
+{
+	return region_fd >= 0 && !refused;
+}
+
+bool iommufd_map_file_lacking(int err)
+{
+	return err == -ENOTTY || err == -EOPNOTSUPP;
+}
+
+static int unmap_range(struct prealloc_vfio *v, uint64_t iova, uint64_t size)
+{
+	struct vfio_iommu_type1_dma_unmap u = { .argsz = sizeof(u), .iova = iova, .size = size };
+	struct iofd_ioas_unmap iu = { .size = sizeof(iu), .ioas_id = v->ioas, .iova = iova,
+				      .length = size };
+
+	if (v->backend != PREALLOC_VFIO_IOMMUFD)
+		return ioctl(v->container, VFIO_IOMMU_UNMAP_DMA, &u) < 0 ? -errno : 0;
+	if (ioctl(v->container, IOFD_IOAS_UNMAP, &iu) < 0)
+		return -errno;
+	atomic_fetch_sub(&iommufd_pinned, MIN(iu.length, atomic_load(&iommufd_pinned)));
+	return 0;
+}
+
+int vfio_unmap_segments(struct prealloc_vfio *v, const struct vfio_mapping *m)
 {
 	int ret = 0, r;
 
 	for (unsigned int i = 0; i < m->nr_segments; i++) {
-		r = unmap_range(container, m->segments[i].iova, m->segments[i].length);
+		r = unmap_range(v, m->segments[i].iova, m->segments[i].length);
 		if (r < 0 && !ret)
 			ret = r;
 	}
@@ -43,7 +72,7 @@ static int calls_add(struct vfio_map_flow *f, uint64_t iova, uint64_t size)
 		struct vfio_map_call *c = realloc(f->calls, cap * sizeof(*c));
 
 		if (!c) {
-			unmap_range(f->v->container, iova, size);
+			unmap_range(f->v, iova, size);
 			return -ENOMEM;
 		}
 		f->calls = c;
@@ -59,7 +88,7 @@ void vfio_pin_undo(struct vfio_map_flow *f)
 	while (f->nr_calls) {
 		const struct vfio_map_call *c = &f->calls[--f->nr_calls];
 
-		unmap_range(f->v->container, c->iova, c->size);
+		unmap_range(f->v, c->iova, c->size);
 	}
 }
 
@@ -86,6 +115,59 @@ static const struct prealloc_vfio_segment *segment_of(const struct vfio_mapping 
 	return NULL;
 }
 
+/*
+ * iommufd: [p, p + n) at iova, by the region's file where the kernel has
+ * IOMMU_IOAS_MAP_FILE (its first refusal turns it off for the handle),
+ * else by address. *ret_file: which it was.
+ */
+static int iommufd_map(struct vfio_map_flow *f, uint8_t *p, uint64_t n, uint64_t iova,
+		       bool *ret_file)
+{
+	struct prealloc_vfio *v = f->v;
+	uint32_t flags = IOFD_MAP_FIXED_IOVA | IOFD_MAP_READABLE |
+			 (f->readonly ? 0 : IOFD_MAP_WRITEABLE);
+	struct iofd_ioas_map m = { .size = sizeof(m), .flags = flags, .ioas_id = v->ioas,
+				   .user_va = (uintptr_t)p, .length = n, .iova = iova };
+
+	*ret_file = false;
+	if (iommufd_use_map_file(f->region->fd, v->no_map_file)) {
+		struct iofd_ioas_map_file mf = { .size = sizeof(mf), .flags = flags,
+						 .ioas_id = v->ioas, .fd = f->region->fd,
+						 .start = (uint64_t)(p - f->region->addr),
+						 .length = n, .iova = iova };
+
+		if (ioctl(v->container, IOFD_IOAS_MAP_FILE, &mf) == 0) {
+			*ret_file = true;
+			goto mapped;
+		}
+		if (!iommufd_map_file_lacking(-errno))
+			return -errno;
+		v->no_map_file = true;
+	}
+	if (ioctl(v->container, IOFD_IOAS_MAP, &m) < 0)
+		return -errno;
+mapped:
+	atomic_fetch_add(&iommufd_pinned, n);
+	return 0;
+}
+
+/* One mapping call of [p, p + n) at iova, whichever the backend. */
+static int dma_map(struct vfio_map_flow *f, uint8_t *p, uint64_t n, uint64_t iova, bool *ret_file)
+{
+	struct vfio_iommu_type1_dma_map map = {
+		.argsz = sizeof(map),
+		.flags = VFIO_DMA_MAP_FLAG_READ | (f->readonly ? 0 : VFIO_DMA_MAP_FLAG_WRITE),
+		.vaddr = (uintptr_t)p,
+		.iova = iova,
+		.size = n,
+	};
+
+	*ret_file = false;
+	if (f->v->backend == PREALLOC_VFIO_IOMMUFD)
+		return iommufd_map(f, p, n, iova, ret_file);
+	return ioctl(f->v->container, VFIO_IOMMU_MAP_DMA, &map) < 0 ? -errno : 0;
+}
+
 static int map_setup(const struct job_op_args *args, void **ret_state)
 {
 	*ret_state = args->arg;
@@ -101,27 +183,24 @@ static int map_piece(void *state, uint8_t *p, uint64_t len)
 
 	while (len) {
 		const struct prealloc_vfio_segment *s = segment_of(f->m, off);
-		uint64_t n;
+		uint64_t n, iova;
+		bool file;
 		double t0;
 		int r;
 
 		if (!s)
 			return -ERANGE;
 		n = MIN(len, s->offset + s->length - off);
-		struct vfio_iommu_type1_dma_map map = {
-			.argsz = sizeof(map),
-			.flags = VFIO_DMA_MAP_FLAG_READ | (f->readonly ? 0 : VFIO_DMA_MAP_FLAG_WRITE),
-			.vaddr = (uintptr_t)p,
-			.iova = s->iova + (off - s->offset),
-			.size = n,
-		};
+		iova = s->iova + (off - s->offset);
 		t0 = now_seconds();
-		if (ioctl(f->v->container, VFIO_IOMMU_MAP_DMA, &map) < 0)
-			return -errno;
-		t0 = now_seconds() - t0;
-		r = calls_add(f, map.iova, n);
+		r = dma_map(f, p, n, iova, &file);
 		if (r < 0)
 			return r;
+		t0 = now_seconds() - t0;
+		r = calls_add(f, iova, n);
+		if (r < 0)
+			return r;
+		f->info.map_file = file && (f->info.mappings == 0 || f->info.map_file);
 		slot->bytes += n;
 		slot->seconds += t0;
 		f->info.bytes += n;

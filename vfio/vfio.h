@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* VFIO type1 mapping inside libprealloc (the files of vfio/). Never installed. */
+/* VFIO mapping inside libprealloc, type1 and iommufd (the files of vfio/). Never installed. */
 #ifndef PREALLOC_VFIO_INTERNAL_H
 #define PREALLOC_VFIO_INTERNAL_H
 
@@ -44,13 +44,31 @@ struct vfio_mapping {
 
 struct prealloc_vfio {
 	struct prealloc_ctx *ctx;
-	int container;
-	int group;		/* -1: the caller's container */
+	int backend;		/* enum prealloc_vfio_backend */
+	int container;		/* type1: the container; iommufd: /dev/iommu's fd */
+	int group;		/* -1: the caller's container, or iommufd */
+	int device;		/* iommufd: the device's cdev, bound; -1 none */
+	uint32_t ioas;		/* iommufd: the IOAS mapped into */
+	bool own_ioas;		/* ... allocated here in the caller's iommufd: destroyed at close */
+	bool no_map_file;	/* iommufd: IOMMU_IOAS_MAP_FILE refused once: the plain map from then */
 	bool own_container;
 	bool busy;		/* a map job runs */
 	struct prealloc_vfio_info info;
 	struct vfio_mapping *maps;
 };
+
+/* device.c: sysfs, for both backends. */
+/* The device's group number into info->group, after checking it is bound to vfio-pci. */
+int vfio_device_group(struct prealloc_ctx *ctx, const char *dev, struct prealloc_vfio_info *info);
+/* Names in info a device of info->group held by a host driver (the VIABLE failure). */
+void vfio_find_blocker(struct prealloc_ctx *ctx, struct prealloc_vfio_info *info);
+/* "/dev/vfio/devices/vfioN" of dev into buf; -ENOENT: the kernel made none. */
+int vfio_device_cdev(struct prealloc_ctx *ctx, const char *dev, char *buf, size_t len);
+
+/* iommufd.c: /dev/iommu (or the caller's), an IOAS, the device's cdev bound to it. */
+int iommufd_open(struct prealloc_vfio *v, const struct prealloc_vfio_opts *o);
+/* Closes the device (unbinding it), destroys an IOAS allocated here, closes what was opened. */
+void iommufd_close(struct prealloc_vfio *v);
 
 /* info.c */
 /*
@@ -60,7 +78,11 @@ struct prealloc_vfio {
  * or the chain loops. Pure: unit-tested.
  */
 int vfio_info_parse(const void *buf, size_t len, struct prealloc_vfio_info *ret);
-/* Reads VFIO_IOMMU_GET_INFO of the container into v->info. */
+/*
+ * Reads the IOMMU's page sizes and usable IOVA ranges into v->info:
+ * VFIO_IOMMU_GET_INFO of the container (type1), IOMMU_IOAS_IOVA_RANGES of
+ * the IOAS (iommufd: its alignment as the smallest page, no mapping budget).
+ */
 int vfio_info_read(struct prealloc_vfio *v);
 
 /* iova.c: pure, unit-tested. */
@@ -126,6 +148,17 @@ extern const struct job_op vfio_pin_op;
 /* Undoes the flow's MAP_DMA calls, newest first. */
 void vfio_pin_undo(struct vfio_map_flow *f);
 /* Unmaps every segment of m (each at once: no mapping crosses a segment). */
-int vfio_unmap_segments(int container, const struct vfio_mapping *m);
+int vfio_unmap_segments(struct prealloc_vfio *v, const struct vfio_mapping *m);
+/* Bytes this process has pinned through iommufd handles (the MEMLOCK admission's "now"). */
+uint64_t vfio_iommufd_pinned(void);
+/*
+ * iommufd's choice per piece, pure (unit-tested): IOMMU_IOAS_MAP_FILE for a
+ * region with a file (fd >= 0) while the kernel has not refused it, else
+ * IOMMU_IOAS_MAP; and whether an error from MAP_FILE means the kernel lacks
+ * it (-ENOTTY before 6.13; -EOPNOTSUPP for a file it cannot map that way),
+ * which makes every later piece take the plain map.
+ */
+bool iommufd_use_map_file(int region_fd, bool refused);
+bool iommufd_map_file_lacking(int err);
 
 #endif

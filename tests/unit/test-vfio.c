@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@
 
 #include "tap.h"
 #include "../../vfio/vfio.h"
+#include "fakeroot.h"
 
 #define M (UINT64_C(1) << 20)
 #define G (UINT64_C(1) << 30)
@@ -191,9 +193,20 @@ static void test_backend(void)
 		tap_skip("no context");
 		return;
 	}
+	o.device = NULL;
+	o.group = "/dev/vfio/3";
 	r = prealloc_vfio_open(ctx, &o, &v, &info);
-	tap_ok(r == -EOPNOTSUPP && info.step == PREALLOC_VFIO_STEP_BACKEND && !v,
-	       "iommufd: -EOPNOTSUPP, step BACKEND: %s", info.message);
+	tap_ok(r == -EINVAL && info.step == PREALLOC_VFIO_STEP_BACKEND && !v &&
+		       strstr(info.message, "give the device"),
+	       "iommufd with a group alone: -EINVAL, step BACKEND: %s", info.message);
+	o.group = NULL;
+	o.device = "0000:ff:1f.7";
+	r = prealloc_vfio_open(ctx, &o, &v, &info);
+	tap_ok(r == -ENOENT && info.step == PREALLOC_VFIO_STEP_DEVICE && !v,
+	       "iommufd, no such device: -ENOENT before /dev/iommu is opened: %s", info.message);
+	o.backend = 7;
+	r = prealloc_vfio_open(ctx, &o, &v, &info);
+	tap_ok(r == -EINVAL && info.step == PREALLOC_VFIO_STEP_BACKEND, "an unknown backend: -EINVAL");
 	o.backend = PREALLOC_VFIO_TYPE1;
 	o.device = "0000:ff:1f.7";
 	r = prealloc_vfio_open(ctx, &o, &v, &info);
@@ -279,6 +292,62 @@ static int open_fds(void)
  * file pinned for the other; once both are gone, so is the lock, and no
  * descriptor is left open.
  */
+/*
+ * iommufd's refusals over a fake sysfs: a device bound to vfio-pci with no
+ * VFIO cdev (a kernel without CONFIG_VFIO_DEVICE_CDEV) is refused with
+ * -ENODEV naming it; with a cdev, the next step is /dev/iommu, refused
+ * here (this kernel has no iommufd) with its own message, or, on a kernel
+ * that has one, an open of the cdev that is not there. Then IOMMU_IOAS_MAP_FILE's fallback decision.
+ */
+static void test_iommufd_refusals(void)
+{
+	struct prealloc_vfio_opts o = { .size = sizeof(o), .backend = PREALLOC_VFIO_IOMMUFD,
+					.device = "0000:00:03.0" };
+	struct prealloc_vfio_info info = { .size = sizeof(info) };
+	struct prealloc_vfio *v = NULL;
+	struct prealloc_ctx *ctx = NULL;
+	struct fakeroot fr = { 0 };
+	char dev[400], path[480];
+	int r;
+
+	r = fakeroot_make(&fr, 1);
+	snprintf(dev, sizeof(dev), "%s/bus/pci/devices/0000:00:03.0", fr.sys);
+	r |= fr_write(fr.sys, "bus/pci/devices/0000:00:03.0/vendor", "0x1234\n");
+	snprintf(path, sizeof(path), "%s/iommu_group", dev);
+	r |= symlink("../../../../kernel/iommu_groups/5", path);
+	snprintf(path, sizeof(path), "%s/driver", dev);
+	r |= symlink("../../../../bus/pci/drivers/vfio-pci", path);
+	if (r < 0 || !(ctx = fakeroot_ctx(&fr))) {
+		tap_ok(0, "iommufd: a fake device and a ctx over it");
+		fakeroot_remove(&fr);
+		return;
+	}
+	r = prealloc_vfio_open(ctx, &o, &v, &info);
+	tap_ok(r == -ENODEV && info.step == PREALLOC_VFIO_STEP_IOMMUFD && info.group == 5 &&
+		       strstr(info.message, "no VFIO cdev") && strstr(info.message, "type1"),
+	       "iommufd, a device with no cdev: -ENODEV: %s", info.message);
+	snprintf(path, sizeof(path), "%s/vfio-dev", dev);
+	mkdir(path, 0700);
+	snprintf(path, sizeof(path), "%s/vfio-dev/vfio3", dev);
+	mkdir(path, 0700);
+	r = prealloc_vfio_open(ctx, &o, &v, &info);
+	tap_ok(r < 0 && info.step == PREALLOC_VFIO_STEP_IOMMUFD && !v &&
+		       !strcmp(info.cdev, "/dev/vfio/devices/vfio3") &&
+		       (access("/dev/iommu", F_OK) == 0 || strstr(info.message, "CONFIG_IOMMUFD")),
+	       "iommufd, with a cdev: on to /dev/iommu (%s): %s", info.cdev, info.message);
+	prealloc_ctx_free(ctx);
+	fakeroot_remove(&fr);
+
+	tap_ok(iommufd_use_map_file(5, false) && !iommufd_use_map_file(-1, false) &&
+		       !iommufd_use_map_file(5, true),
+	       "MAP_FILE: for a region with a file, until the kernel refused it once");
+	tap_ok(iommufd_map_file_lacking(-ENOTTY) && iommufd_map_file_lacking(-EOPNOTSUPP) &&
+		       !iommufd_map_file_lacking(-ENOMEM) && !iommufd_map_file_lacking(-EEXIST) &&
+		       !iommufd_map_file_lacking(-EFAULT),
+	       "MAP_FILE: -ENOTTY (before 6.13) and -EOPNOTSUPP fall back to the plain map, "
+	       "-ENOMEM, -EEXIST and -EFAULT fail the map");
+}
+
 static void test_pin_locks(void)
 {
 	struct prealloc_vfio_map_opts mo = { .size = sizeof(mo),
@@ -361,6 +430,7 @@ int main(void)
 	test_exclude();
 	test_parse();
 	test_backend();
+	test_iommufd_refusals();
 	test_pin_locks();
 	return tap_done();
 }

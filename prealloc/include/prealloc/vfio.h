@@ -25,9 +25,9 @@ extern "C" {
  * docs/vfio.md says what is pinned when.
  *
  * Backends: a VFIO type1 container (the library opens one for a group or a
- * PCI device, or maps into the caller's). An iommufd IOAS is reserved in the
- * API (PREALLOC_VFIO_IOMMUFD) but not built: -EOPNOTSUPP (no kernel this
- * project tests on has CONFIG_IOMMUFD; see docs/vfio.md).
+ * PCI device, or maps into the caller's), or an iommufd IOAS (/dev/iommu:
+ * the library allocates one and binds the device's VFIO cdev to it, or maps
+ * into the caller's IOAS). docs/vfio.md compares them.
  *
  * A handle is used by one thread at a time, one map job at a time.
  */
@@ -35,11 +35,14 @@ struct prealloc_vfio;
 
 enum prealloc_vfio_backend {
 	PREALLOC_VFIO_TYPE1 = 0,	/* VFIO container, TYPE1v2 IOMMU (TYPE1 where v2 is missing) */
-	PREALLOC_VFIO_IOMMUFD,		/* iommufd IOAS: reserved, -EOPNOTSUPP */
+	PREALLOC_VFIO_IOMMUFD,		/* iommufd IOAS, the device through its cdev (6.6+) */
 };
 
 enum prealloc_vfio_flags {
-	/* fd is the caller's container, its IOMMU already set; never closed here. */
+	/*
+	 * fd is the caller's container, its IOMMU already set (TYPE1), or the
+	 * caller's iommufd (IOMMUFD; ioas_id its IOAS); never closed here.
+	 */
 	PREALLOC_VFIO_CALLER_FD = 1u << 0,
 };
 
@@ -50,7 +53,9 @@ struct prealloc_vfio_opts {
 	/* A PCI address ("0000:00:03.0"): its IOMMU group; it must be bound to vfio-pci. */
 	const char *device;
 	const char *group;	/* or the group's node, "/dev/vfio/N" */
-	int fd;			/* CALLER_FD: the container */
+	int fd;			/* CALLER_FD: the container, or the iommufd */
+	/* IOMMUFD with CALLER_FD: the caller's IOAS to map into (0: allocate one in fd). */
+	uint32_t ioas_id;
 };
 
 /* The check or step that failed: info.step. */
@@ -66,6 +71,12 @@ enum prealloc_vfio_step {
 	PREALLOC_VFIO_STEP_FIT,		/* map: -ERANGE/-ENOSPC no usable IOVA room or mappings left; -EINVAL alignment */
 	PREALLOC_VFIO_STEP_MEMLOCK,	/* map: -ENOMEM RLIMIT_MEMLOCK is below what the pin needs */
 	PREALLOC_VFIO_STEP_MAP,		/* map: VFIO_IOMMU_MAP_DMA failed (the job's report says where) */
+	/*
+	 * iommufd: /dev/iommu, IOMMU_IOAS_ALLOC, the device's cdev (-ENODEV: the
+	 * kernel has none, CONFIG_VFIO_DEVICE_CDEV), VFIO_DEVICE_BIND_IOMMUFD,
+	 * VFIO_DEVICE_ATTACH_IOMMUFD_PT, IOMMU_IOAS_IOVA_RANGES
+	 */
+	PREALLOC_VFIO_STEP_IOMMUFD,
 };
 
 #define PREALLOC_VFIO_MAX_RANGES 16
@@ -92,6 +103,10 @@ struct prealloc_vfio_info {
 	unsigned int nr_ranges;	/* usable IOVA ranges, ascending (0: not reported: all of it) */
 	struct prealloc_iova_range ranges[PREALLOC_VFIO_MAX_RANGES];
 	char message[512];	/* the failure in one line, "" on success */
+	/* iommufd: the IOAS mapped into, the device's id in it, and its cdev ("" none). */
+	uint32_t ioas_id;
+	uint32_t devid;
+	char cdev[64];
 };
 
 /*
@@ -107,8 +122,14 @@ int prealloc_vfio_open(struct prealloc_ctx *ctx, const struct prealloc_vfio_opts
 int prealloc_vfio_info(struct prealloc_vfio *vfio, struct prealloc_vfio_info *ret_info);
 /* The container fd (type1); owned by the handle unless it was the caller's. */
 int prealloc_vfio_container_fd(const struct prealloc_vfio *vfio);
-/* The group fd the handle opened (VFIO_GROUP_GET_DEVICE_FD); -1 with CALLER_FD. */
+/* The group fd the handle opened (VFIO_GROUP_GET_DEVICE_FD); -1 with CALLER_FD or iommufd. */
 int prealloc_vfio_group_fd(const struct prealloc_vfio *vfio);
+/*
+ * iommufd: the device's cdev the handle opened and bound (the VMM's device
+ * fd: regions, interrupts); -1 for type1 (VFIO_GROUP_GET_DEVICE_FD on the
+ * group gives it there) or with CALLER_FD.
+ */
+int prealloc_vfio_device_fd(const struct prealloc_vfio *vfio);
 /* Unmaps every mapping the handle still holds, closes what it opened, frees. */
 void prealloc_vfio_close(struct prealloc_vfio *vfio);
 
@@ -165,6 +186,11 @@ struct prealloc_vfio_map_info {
 	unsigned int nr_nodes;	/* in the region's extent order */
 	struct prealloc_vfio_node_map nodes[PREALLOC_VFIO_MAX_NODES];
 	char message[512];	/* the failure in one line, "" on success */
+	/*
+	 * iommufd: 1 when every piece was mapped by IOMMU_IOAS_MAP_FILE (the
+	 * region's file and offset; 6.13+), 0 by IOMMU_IOAS_MAP (its address).
+	 */
+	int map_file;
 };
 
 /*
