@@ -101,5 +101,8 @@ int vfio_device_cdev(struct prealloc_ctx *ctx, const char *dev, char *buf, size_
 			break;
 		}
 	closedir(d);
-	return buf[0] ? 0 : -ENOENT;
+	if (!buf[0])
+		return -ENOENT;
+	/* sysfs lists vfio-dev/vfioN since 6.0; the cdev itself came in 6.6 (VFIO_DEVICE_CDEV). */
+	return access(buf, F_OK) == 0 ? 0 : -ENODEV;
 }

@@ -36,11 +36,13 @@ static int device_find(struct prealloc_vfio *v, const char *dev)
 
 	if (r < 0)
 		return r;
-	if (vfio_device_cdev(v->ctx, dev, info->cdev, sizeof(info->cdev)) < 0)
+	r = vfio_device_cdev(v->ctx, dev, info->cdev, sizeof(info->cdev));
+	if (r < 0)
 		return vfio_fail(info, STEP, -ENODEV,
-				 "PCI device %s has no VFIO cdev (no /sys/bus/pci/devices/%s/vfio-dev/"
-				 "vfioN): this kernel lacks CONFIG_VFIO_DEVICE_CDEV; use the type1 "
-				 "backend", dev, dev);
+				 "PCI device %s has no VFIO cdev (%s%s): this kernel lacks "
+				 "CONFIG_VFIO_DEVICE_CDEV; use the type1 backend", dev,
+				 r == -ENODEV ? info->cdev : "no vfio-dev/vfioN in sysfs",
+				 r == -ENODEV ? " is missing" : "");
 	return 0;
 }
 

@@ -101,7 +101,8 @@ static int map_finish(struct prealloc_job *job, int status, void *arg)
 	} else {
 		if (status != -ECANCELED && !f->info.step)
 			vfio_fail(&f->info, PREALLOC_VFIO_STEP_MAP, status,
-				 "VFIO_IOMMU_MAP_DMA failed after %s: %s%s",
+				 "%s failed after %s: %s%s", f->v->backend == PREALLOC_VFIO_IOMMUFD ?
+				 "IOMMU_IOAS_MAP" : "VFIO_IOMMU_MAP_DMA",
 				 prealloc_format_size(f->info.bytes, where, sizeof(where)), strerror(-status),
 				 status == -ENOMEM ? " (RLIMIT_MEMLOCK, or memory)"
 				 : status == -ENOSPC ? " (the container's mapping limit)" : "");

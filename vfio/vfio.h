@@ -62,7 +62,10 @@ struct prealloc_vfio {
 int vfio_device_group(struct prealloc_ctx *ctx, const char *dev, struct prealloc_vfio_info *info);
 /* Names in info a device of info->group held by a host driver (the VIABLE failure). */
 void vfio_find_blocker(struct prealloc_ctx *ctx, struct prealloc_vfio_info *info);
-/* "/dev/vfio/devices/vfioN" of dev into buf; -ENOENT: the kernel made none. */
+/*
+ * "/dev/vfio/devices/vfioN" of dev into buf; -ENOENT: sysfs names none,
+ * -ENODEV: sysfs names one (6.0+) but the node is missing (no VFIO_DEVICE_CDEV).
+ */
 int vfio_device_cdev(struct prealloc_ctx *ctx, const char *dev, char *buf, size_t len);
 
 /* iommufd.c: /dev/iommu (or the caller's), an IOAS, the device's cdev bound to it. */

@@ -23,7 +23,7 @@ struct vfio_args {
 	const char *device;
 	const char *file;
 	uint64_t iova;
-	bool fixed, hold, json, force, quiet;
+	bool fixed, hold, json, force, quiet, iommufd;
 };
 
 static int parse_args(int argc, char **argv, struct vfio_args *a)
@@ -32,13 +32,14 @@ static int parse_args(int argc, char **argv, struct vfio_args *a)
 		{ "device", required_argument, NULL, 'd' },
 		{ "iova", required_argument, NULL, 'i' },
 		{ "hold", no_argument, NULL, 'H' },
+		{ "iommufd", no_argument, NULL, 'I' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "force", no_argument, NULL, 'f' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
-	static const char short_opts[] = "d:i:Hjfqh";
+	static const char short_opts[] = "d:i:HIjfqh";
 	char *end;
 	int c;
 
@@ -56,16 +57,18 @@ static int parse_args(int argc, char **argv, struct vfio_args *a)
 			a->fixed = true;
 			break;
 		case 'H': a->hold = true; break;
+		case 'I': a->iommufd = true; break;
 		case 'j': a->json = true; break;
 		case 'f': a->force = true; break;
 		case 'q': a->quiet = true; break;
 		case 'h':
-			printf("Usage: prealloc vfio-map --device BDF FILE [--iova ADDR] [--hold] [--json] "
-			       "[--force] [-q]\n"
+			printf("Usage: prealloc vfio-map --device BDF FILE [--iommufd] [--iova ADDR] [--hold] "
+			       "[--json] [--force] [-q]\n"
 			       "DMA-map (pin) a file prepared by prealloc for a PCI device bound to vfio-pci,\n"
 			       "and report the time and GB/s of the map per node. --iova maps at ADDR, else\n"
 			       "the lowest usable IOVA; --hold keeps the mapping until SIGINT/SIGTERM.\n"
-			       "--force maps a file prealloc did not prepare.\n");
+			       "--iommufd maps through /dev/iommu and the device's VFIO cdev instead of a\n"
+			       "type1 container. --force maps a file prealloc did not prepare.\n");
 			return 1;
 		default:
 			return -option_error("vfio-map", argv, short_opts, opts);
@@ -116,6 +119,9 @@ static void print_json(const struct vfio_args *a, const struct prealloc_vfio_inf
 	json_object_object_add(o, "device", json_object_new_string(a->device));
 	json_object_object_add(o, "group", json_object_new_int(vi->group));
 	json_object_object_add(o, "iommu_type", json_object_new_int(vi->iommu_type));
+	json_object_object_add(o, "backend", json_object_new_string(a->iommufd ? "iommufd" : "type1"));
+	json_object_object_add(o, "ioas_id", a->iommufd ? json_object_new_int64(vi->ioas_id) : NULL);
+	json_object_object_add(o, "map_file", json_object_new_boolean(a->iommufd && mi->map_file));
 	json_object_object_add(o, "page_size", json_object_new_uint64(page_size));
 	json_object_object_add(o, "bytes", json_object_new_uint64(mi->bytes));
 	json_object_object_add(o, "seconds", json_double(mi->seconds));
@@ -158,6 +164,9 @@ static void print_human(const struct vfio_args *a, const struct prealloc_vfio_in
 	       "%u mappings\n", a->file, prealloc_format_size(mi->bytes, sz, sizeof(sz)),
 	       page_label(page_size), a->device, vi->group, mi->seconds,
 	       gbps(mi->bytes, mi->seconds), mi->mappings);
+	if (a->iommufd)
+		printf("  through iommufd: IOAS %u, %s, by %s\n", vi->ioas_id, vi->cdev,
+		       mi->map_file ? "IOMMU_IOAS_MAP_FILE" : "IOMMU_IOAS_MAP");
 	for (unsigned int i = 0; i < mi->nr_segments; i++)
 		printf("  IOVA 0x%" PRIx64 "-0x%" PRIx64 " <- file offset 0x%" PRIx64 "\n",
 		       mi->segments[i].iova, mi->segments[i].iova + mi->segments[i].length - 1,
@@ -385,7 +394,8 @@ int cmd_vfio_map(int argc, char **argv)
 	ret = open_region(ctx, a.file, &reg);
 	if (ret)
 		goto out;
-	struct prealloc_vfio_opts vo = { .size = sizeof(vo), .device = a.device };
+	struct prealloc_vfio_opts vo = { .size = sizeof(vo), .device = a.device,
+					 .backend = a.iommufd ? PREALLOC_VFIO_IOMMUFD : PREALLOC_VFIO_TYPE1 };
 	r = prealloc_vfio_open(ctx, &vo, &v, &vi);
 	ret = r < 0 ? open_failed(&a, &vi) : map_and_report(&a, v, &vi, reg);
 out:

@@ -49,7 +49,7 @@ static double rate6(uint64_t bytes, double seconds)
 static void test_json(void)
 {
 	static const char *const keys[] = { "command", "file", "device", "group", "iommu_type",
-		"page_size", "bytes", "seconds", "gb_per_s", "mappings", "locked_limit", "held",
+		"backend", "ioas_id", "map_file", "page_size", "bytes", "seconds", "gb_per_s", "mappings", "locked_limit", "held",
 		"segments", "nodes", NULL };
 	static const char *const seg_keys[] = { "iova", "offset", "length", NULL };
 	static const char *const node_keys[] = { "node", "bytes", "seconds", "gb_per_s", NULL };
@@ -74,6 +74,9 @@ static void test_json(void)
 	is_string(o, w, "device", args.device);
 	is_int(o, w, "group", vi.group);
 	is_int(o, w, "iommu_type", vi.iommu_type);
+	is_string(o, w, "backend", "type1");
+	is_null(o, w, "ioas_id");
+	is_bool(o, w, "map_file", false);
 	is_u64(o, w, "page_size", PREALLOC_PAGE_2M);
 	is_u64(o, w, "bytes", mi.bytes);
 	is_double(o, w, "seconds", mi.seconds, 1e-6);
@@ -119,6 +122,22 @@ static void test_json(void)
 	free(text);
 	is_null(o, "vfio-map unlimited", "locked_limit");
 	is_bool(o, "vfio-map unlimited", "held", false);
+	json_object_put(o);
+
+	/* iommufd: its IOAS, and whether the file itself was mapped (MAP_FILE). */
+	struct vfio_args viaiommufd = args;
+
+	viaiommufd.iommufd = true;
+	vi.ioas_id = 7;
+	mi.map_file = 1;
+	capture_begin(&c);
+	print_json(&viaiommufd, &vi, &mi, PREALLOC_PAGE_2M);
+	text = capture_end(&c);
+	o = text ? json_tokener_parse(text) : NULL;
+	free(text);
+	is_string(o, "vfio-map iommufd", "backend", "iommufd");
+	is_int(o, "vfio-map iommufd", "ioas_id", 7);
+	is_bool(o, "vfio-map iommufd", "map_file", true);
 	json_object_put(o);
 }
 

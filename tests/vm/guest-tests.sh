@@ -557,6 +557,43 @@ vfio_setup() {
 	return 0
 }
 
+# iommufd, once every type1 handle of the device is closed. The rig kernel:
+# the edu DMA round trip through an IOAS, a failure halfway, the fallback
+# from IOMMU_IOAS_MAP_FILE, the pin-time ratio, and the CLI's --iommufd.
+# Debian's kernel (no cdev): --iommufd refused, naming why, exit 4.
+iommufd() {
+	f=$hugemnt/vm-iommufd
+	prealloc --node 0,1 --page-size 2M --file "$f" -q 8M 2>"$tmp/err" ||
+		fail "iommufd: prepare $f" "$(head -c 300 "$tmp/err")"
+	if [ "${prealloc_vm_iommufd:-}" != 1 ]; then
+		expect_refusal "iommufd: a device without a VFIO cdev" 4 "no VFIO cdev" -- \
+			prealloc vfio-map --iommufd --device "$1" "$f"
+		prealloc rm "$f" 2>/dev/null
+		return
+	fi
+	if vm_iommufd_check "$1" >"$tmp/iommufd" 2>&1; then
+		pass "iommufd: IOAS bound, failure halfway unmaps its own, edu DMA, MAP_FILE fallback, unmap"
+	else
+		fail iommufd "vm_iommufd_check $1 failed"
+	fi
+	show "$tmp/iommufd"
+	if prealloc vfio-map --iommufd --device "$1" --json "$f" >"$tmp/iofd.json" 2>"$tmp/err" &&
+		[ "$(vm_json_get "$tmp/iofd.json" backend)" = iommufd ] &&
+		[ "$(vm_json_get "$tmp/iofd.json" map_file)" = false ] &&
+		[ "$(vm_json_get "$tmp/iofd.json" bytes)" = 8388608 ]; then
+		pass "iommufd: prealloc vfio-map --iommufd --json (IOAS $(vm_json_get "$tmp/iofd.json" ioas_id), by IOMMU_IOAS_MAP)"
+	else
+		fail "iommufd: vfio-map --iommufd" "$(head -c 300 "$tmp/err") $(head -c 300 "$tmp/iofd.json")"
+	fi
+	prealloc rm "$f" 2>/dev/null
+	if vm_vfio_bench --iommufd "$1" 64 >"$tmp/iofd-bench" 2>&1; then
+		pass "iommufd: 2M prepared pin <= 5% of the unprepared pin on each node"
+	else
+		fail "iommufd bench" "see the table"
+	fi
+	show "$tmp/iofd-bench"
+}
+
 # The rig kernel (run-vm.sh --rig-kernel): /dev/iommu, and the bound
 # device's VFIO cdev beside its group, which an iommufd user opens.
 iommufd_present() {
@@ -605,6 +642,8 @@ vfio() {
 	fi
 	show "$tmp/bench"
 	[ "$have_cli" = 1 ] && have_sub vfio-map && vfio_cli "$bdf" "$group"
+
+	iommufd "$bdf"
 
 	# A group holding a device that a host driver keeps: not viable.
 	if [ -n "$bdf2" ] && [ -n "$serial" ]; then

@@ -158,6 +158,7 @@ if [ ! -f "$static_build/build.ninja" ]; then
 		{ cat "$static_build.log"; echo "FAIL: meson setup of the static build"; exit 1; }
 fi
 checkers="tests/vm/vm_placement_check tests/vm/vm_json_get tests/vm/vm_vfio_check tests/vm/vm_membind
+	tests/vm/vm_iommufd_check
 	tests/vm/vm_vfio_bench tests/vm/vm_as_user tests/vm/vm_qemu_start"
 step "building static binaries"
 # shellcheck disable=SC2086 # a list of targets

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * vm_vfio_bench BDF [MiB]: what the pin costs for memory prealloc prepared,
+ * vm_vfio_bench [--iommufd] BDF [MiB]: what the pin costs for memory prealloc prepared,
  * for the same size never populated (MAP_DMA faults and zeroes every page
  * itself), and for memory prepared then re-cleared; 2M hugetlb and 4k, on
  * each node; median of 3. One "BENCH" line per case and a ratio line;
@@ -81,8 +81,13 @@ int main(int argc, char **argv)
 	struct prealloc_ctx *ctx;
 	int fail = 0;
 
+	if (argc > 1 && !strcmp(argv[1], "--iommufd")) {
+		vo.backend = PREALLOC_VFIO_IOMMUFD;
+		argv++;
+		argc--;
+	}
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s BDF [MiB]\n", argv[0]);
+		fprintf(stderr, "usage: %s [--iommufd] BDF [MiB]\n", argv[0]);
 		return 1;
 	}
 	bytes = (argc > 2 ? strtoull(argv[2], NULL, 0) : 64) * M;
