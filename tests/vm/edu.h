@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -83,6 +84,26 @@ static int all_bytes(const uint8_t *p, size_t n, uint8_t v)
 		if (p[i] != v)
 			return 0;
 	return 1;
+}
+
+/*
+ * A pattern written at base + a, copied by the device through a's IOVA into
+ * its buffer and back through b's IOVA to base + b: 0 when the bytes match,
+ * -EIO when they do not, -errno when a DMA failed.
+ */
+static int edu_copy(uint8_t *base, const struct prealloc_vfio_map_info *mi, uint64_t a, uint64_t b)
+{
+	int r;
+
+	for (int i = 0; i < XFER; i++)
+		base[a + i] = (uint8_t)(i * 7 + 3);
+	memset(base + b, 0, XFER);
+	r = edu_dma(iova_of(mi, a), 0);
+	if (r == 0)
+		r = edu_dma(iova_of(mi, b), 1);
+	if (r == 0 && memcmp(base + a, base + b, XFER))
+		r = -EIO;
+	return r;
 }
 
 #endif
