@@ -98,6 +98,8 @@ static int iommufd_info_read(struct prealloc_vfio *v)
 		return -errno;
 	/* EMSGSIZE: more ranges than room; the kernel filled the first ones and says how many. */
 	n = MIN(q.num_iovas, PREALLOC_VFIO_MAX_RANGES);
+	if (!n)		/* here 0 ranges would read as "all of it" */
+		return -ENOSPC;
 	for (unsigned int i = 0; i < n; i++)
 		v->info.ranges[i] = (struct prealloc_iova_range){ r[i].start, r[i].last };
 	v->info.nr_ranges = n;

@@ -28,6 +28,15 @@ uint64_t vfio_iommufd_pinned(void)
 	return atomic_load(&iommufd_pinned);
 }
 
+/* Less n, never below zero, however many handles unmap at once. */
+static void pinned_sub(uint64_t n)
+{
+	uint64_t old = atomic_load(&iommufd_pinned);
+
+	while (!atomic_compare_exchange_weak(&iommufd_pinned, &old, old - MIN(n, old)))
+		;
+}
+
 bool iommufd_use_map_file(int region_fd, bool refused)
 {
 	return region_fd >= 0 && !refused;
@@ -46,9 +55,13 @@ static int unmap_range(struct prealloc_vfio *v, uint64_t iova, uint64_t size)
 
 	if (v->backend != PREALLOC_VFIO_IOMMUFD)
 		return ioctl(v->container, VFIO_IOMMU_UNMAP_DMA, &u) < 0 ? -errno : 0;
-	if (ioctl(v->container, IOFD_IOAS_UNMAP, &iu) < 0)
+	if (ioctl(v->container, IOFD_IOAS_UNMAP, &iu) < 0) {
+		/* ENOENT: the IOAS or the mapping is gone (its owner destroyed it): unpinned too. */
+		if (errno == ENOENT)
+			pinned_sub(size);
 		return -errno;
-	atomic_fetch_sub(&iommufd_pinned, MIN(iu.length, atomic_load(&iommufd_pinned)));
+	}
+	pinned_sub(iu.length);
 	return 0;
 }
 

@@ -74,10 +74,11 @@ install_rig() {
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 			qemu-system-arm >/dev/null
 	fi
-	kpkg=$(arm64_kernel_package)
+	# (apt-cache exits 100 where the arm64 lists are missing: then update and ask again)
+	kpkg=$(arm64_kernel_package || true)
 	if [ -z "$kpkg" ]; then
 		apt-get update -qq
-		kpkg=$(arm64_kernel_package)
+		kpkg=$(arm64_kernel_package || true)
 	fi
 	[ -n "$kpkg" ] || { echo "cross/install.sh: the archive names no arm64 kernel" >&2; exit 1; }
 	if [ -x "$rig/busybox" ] && [ "$(cat "$rig/kernel-package" 2>/dev/null)" = "$kpkg" ]; then
@@ -86,6 +87,7 @@ install_rig() {
 	echo "cross/install.sh: fetching $kpkg and busybox-static (arm64) into $rig"
 	mkdir -p "$rig"
 	tmp=$(mktemp -d "$rig/fetch.XXXXXX")
+	trap 'rm -rf "$tmp"' EXIT
 	(cd "$tmp" && apt-get -o APT::Sandbox::User=root download -qq "$kpkg:arm64" \
 		busybox-static:arm64)
 	for deb in "$tmp"/*.deb; do dpkg-deb -x "$deb" "$tmp/x"; done
@@ -95,6 +97,10 @@ install_rig() {
 	rm -rf "$tmp"
 }
 
+if [ "$(id -u)" != 0 ]; then
+	echo "cross/install.sh: run as root: it adds dpkg's arm64 architecture and installs packages" >&2
+	exit 1
+fi
 install_cross
 [ "${1:-}" = --rig ] && install_rig
 exit 0

@@ -355,12 +355,18 @@ two_node() {
 			# aarch64: the store kernel auto took is one of arm64's (with DC ZVA
 			# allowed under -cpu max, a large clear's own or a probe against it).
 			k=$(vm_json_get "$tmp/clear.json" clear_kernel 2>/dev/null)
+			ks=$(prealloc info --json | tr -d ' \n' | grep -o '"kernels":\[[^]]*\]')
 			if [ "$variant" = arm64-two-node ]; then
-				case "$k" in
-				dc_zva|mops|stnp|c|c/dc_zva|c/mops|c/stnp)
-					pass "clear: an arm64 kernel, $k ($(prealloc info --json |
-						tr -d ' \n' | grep -o '"kernels":\[[^]]*\]'))" ;;
-				*) fail "clear: kernel" "clear_kernel '$k' is not an arm64 kernel" ;;
+				# QEMU's max allows DC ZVA: its kernel must be detected, and auto's
+				# pick over 64 MiB one of arm64's.
+				case "$k:$ks" in
+				*:*'"dc_zva"'*'"stnp"'*)
+					case "$k" in
+					dc_zva|mops|stnp|c|c/dc_zva|c/mops|c/stnp)
+						pass "clear: an arm64 kernel, $k ($ks)" ;;
+					*) fail "clear: kernel" "clear_kernel '$k' is not an arm64 kernel" ;;
+					esac ;;
+				*) fail "clear: kernels" "DC ZVA or STNP not detected: $ks" ;;
 				esac
 			fi
 		else

@@ -78,14 +78,23 @@ arch=x86_64
 [ "$variant" = arm64-two-node ] && arch=aarch64
 # aarch64: the cross toolchain, qemu-system-arm, the arm64 kernel and busybox.
 if [ "$arch" = aarch64 ]; then
-	if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-		echo "SKIP: the aarch64 rig installs its cross toolchain and fetches Debian's arm64" \
-			"kernel (tests/cross/install.sh --rig), and this is not root on Debian"
-		exit 77
-	fi
-	step "cross toolchain, qemu-system-aarch64, arm64 kernel and busybox"
-	"$source_dir/tests/cross/install.sh" --rig || { echo "FAIL: tests/cross/install.sh --rig"; exit 1; }
 	rig=${CROSS_CACHE:-/var/cache/prealloc-cross}/rig
+	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+		step "cross toolchain, qemu-system-aarch64, arm64 kernel and busybox"
+		"$source_dir/tests/cross/install.sh" --rig ||
+			{ echo "FAIL: tests/cross/install.sh --rig"; exit 1; }
+	else
+		missing=
+		{ [ -x "$rig/busybox" ] && [ -s "$rig/vmlinuz" ]; } ||
+			missing="$missing the arm64 kernel and busybox in $rig"
+		command -v qemu-system-aarch64 >/dev/null || missing="$missing qemu-system-arm"
+		command -v aarch64-linux-gnu-gcc >/dev/null || missing="$missing gcc-aarch64-linux-gnu"
+		if [ -n "$missing" ]; then
+			echo "SKIP: the aarch64 rig needs$missing, and this is not root on Debian" \
+				"to fetch them (tests/cross/install.sh --rig)"
+			exit 77
+		fi
+	fi
 fi
 # What the x86 rig needs, as "command package" pairs; installed from Debian if
 # missing (CI machines start fresh).
@@ -115,7 +124,15 @@ kernel=${PREALLOC_VM_KERNEL:-}
 if [ "$rig_kernel" = 1 ]; then
 	[ "$arch" = x86_64 ] || { echo "FAIL: --rig-kernel is an x86-64 kernel"; exit 1; }
 	step "the rig kernel (tests/vm/build-kernel.sh)"
-	kernel=$("$here/build-kernel.sh") || { echo "FAIL: tests/vm/build-kernel.sh"; exit 1; }
+	if ! kernel=$("$here/build-kernel.sh"); then
+		if [ "$(id -u)" != 0 ]; then
+			echo "SKIP: the rig kernel is not built (/var/cache/prealloc-rig), and building" \
+				"it needs root"
+			exit 77
+		fi
+		echo "FAIL: tests/vm/build-kernel.sh"
+		exit 1
+	fi
 fi
 [ "$arch" = aarch64 ] && [ -z "$kernel" ] && kernel=$rig/vmlinuz
 if [ -z "$kernel" ]; then

@@ -125,9 +125,11 @@ int prealloc_vfio_container_fd(const struct prealloc_vfio *vfio);
 /* The group fd the handle opened (VFIO_GROUP_GET_DEVICE_FD); -1 with CALLER_FD or iommufd. */
 int prealloc_vfio_group_fd(const struct prealloc_vfio *vfio);
 /*
- * iommufd: the device's cdev the handle opened and bound (the VMM's device
- * fd: regions, interrupts); -1 for type1 (VFIO_GROUP_GET_DEVICE_FD on the
- * group gives it there) or with CALLER_FD.
+ * iommufd: the device's cdev the handle opened and bound (a VMM's device
+ * fd: regions, interrupts), CALLER_FD included when opts.device was given;
+ * owned by the handle, closed (and the device unbound) by
+ * prealloc_vfio_close: never close it yourself. -1 where no device was
+ * bound, and for type1 (VFIO_GROUP_GET_DEVICE_FD on the group gives it there).
  */
 int prealloc_vfio_device_fd(const struct prealloc_vfio *vfio);
 /* Unmaps every mapping the handle still holds, closes what it opened, frees. */
