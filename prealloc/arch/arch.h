@@ -16,6 +16,11 @@
 
 #include "cpu.h"
 
+/* The same as internal.h's, which the arch folders, below the root, do not include. */
+#ifndef ARRAY_SIZE
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#endif
+
 /* Zeroes [dst, dst + len); any alignment, any length; NT kernels end with a store fence. */
 typedef void (*clear_fn)(void *dst, size_t len);
 

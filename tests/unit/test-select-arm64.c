@@ -16,6 +16,7 @@
 #include "config.h"
 #include "cpu.h"
 #include "memory.h"
+#include "select-check.h"
 #include "tap.h"
 
 #define MiB (UINT64_C(1) << 20)
@@ -62,19 +63,10 @@ static const struct {
 	{ "footprint overflow saturates", &n1, UINT64_MAX / 2, 4, "dc_zva" },
 };
 
-/* Without the large-clear kernels built, memset is all there is. */
-static const char *expected(const char *name)
-{
-	const char *slash = strchr(name, '/');
-	const struct clear_kernel *k = clear_kernel_find(slash ? slash + 1 : name);
-
-	return k && k->fn ? name : "c";
-}
-
 static void test_table(void)
 {
 	for (unsigned int i = 0; i < ARRAY_SIZE(cases); i++) {
-		const char *want = expected(cases[i].expect);
+		const char *want = expected_built(cases[i].expect);
 		char why[160] = "";
 		struct clear_choice k = clear_select(cases[i].cpu, cases[i].size, cases[i].threads,
 						     NULL, why, sizeof(why));
@@ -94,13 +86,7 @@ static void test_selected_usable(void)
 
 	for (unsigned int c = 0; c < ARRAY_SIZE(cpus); c++) {
 		quirkless &= !arch_clear_quirk(cpus[c]);
-		for (uint64_t size = 1; size && size < UINT64_MAX / 4; size <<= 3)
-			for (unsigned int t = 0; t < 300; t = t * 4 + 1) {
-				struct clear_choice k = clear_select(cpus[c], size, t, NULL, NULL, 0);
-
-				ok &= k.kernel && clear_kernel_usable(k.kernel, cpus[c]->features) &&
-				      (!k.nt || clear_kernel_usable(k.nt, cpus[c]->features));
-			}
+		ok &= selections_usable(cpus[c]);
 	}
 	tap_ok(ok, "every selection is usable on its CPU");
 	tap_ok(quirkless, "no arm64 CPU has a quirk (none is known)");
@@ -128,23 +114,23 @@ static void test_calibration(void)
 	struct clear_choice k;
 
 	k = clear_select(&mops_core, 1 * GiB, 1, &cal, why, sizeof(why));
-	tap_ok(!strcmp(k.name, expected("mops")) && (!k.kernel->fn || strstr(why, "calibrated")),
+	tap_ok(!strcmp(k.name, expected_built("mops")) && (!k.kernel->fn || strstr(why, "calibrated")),
 	       "a calibration puts MOPS over DC ZVA for the largest sizes: %s (%s)", k.name, why);
 	k = clear_select(&mops_core, 1 * MiB, 1, &cal, why, sizeof(why));
-	tap_ok(!strcmp(k.name, expected("c/stnp")),
+	tap_ok(!strcmp(k.name, expected_built("c/stnp")),
 	       "... and a probe against STNP below 64 MiB: %s (%s)", k.name, why);
 	cal = calibration_for(&n1, "c", "mops");
 	k = clear_select(&n1, 1 * GiB, 1, &cal, why, sizeof(why));
-	tap_ok(!strcmp(k.name, expected("dc_zva")) && !strstr(why, "calibrated"),
+	tap_ok(!strcmp(k.name, expected_built("dc_zva")) && !strstr(why, "calibrated"),
 	       "a calibrated MOPS on a CPU without it falls back to the rules: %s (%s)", k.name,
 	       why);
 	cal = calibration_for(&n1, "c", "avx2_nt");
 	k = clear_select(&n1, 1 * GiB, 1, &cal, why, sizeof(why));
-	tap_ok(!strcmp(k.name, expected("dc_zva")) && !strstr(why, "calibrated"),
+	tap_ok(!strcmp(k.name, expected_built("dc_zva")) && !strstr(why, "calibrated"),
 	       "an x86 kernel's name is unknown here: the rules (%s)", k.name);
 	cal = calibration_for(&v2, "c", "stnp");
 	k = clear_select(&n1, 1 * GiB, 1, &cal, why, sizeof(why));
-	tap_ok(!strcmp(k.name, expected("dc_zva")),
+	tap_ok(!strcmp(k.name, expected_built("dc_zva")),
 	       "a V2 calibration does not steer an N1: %s", k.name);
 }
 

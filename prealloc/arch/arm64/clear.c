@@ -18,7 +18,6 @@
 #include "config.h"
 #include "prealloc/ctx.h"
 
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define LINE 64
 
 #if PREALLOC_VECTOR_KERNELS

@@ -14,8 +14,6 @@
 #include "arch.h"
 #include "prealloc/ctx.h"
 
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-
 #ifndef HWCAP_CPUID
 #define HWCAP_CPUID (UINT64_C(1) << 11)
 #endif

@@ -5,7 +5,7 @@
 const struct clear_kernel clear_kernels[] = {
 	{ .name = "c", .fn = clear_c },
 };
-const unsigned int clear_kernels_count = sizeof(clear_kernels) / sizeof(clear_kernels[0]);
+const unsigned int clear_kernels_count = ARRAY_SIZE(clear_kernels);
 
 const struct clear_quirk *arch_clear_quirk(const struct cpu_id *cpu)
 {

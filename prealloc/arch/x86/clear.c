@@ -23,7 +23,6 @@
 #include <x86intrin.h>
 #endif
 
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define LINE 64
 
 /*

@@ -9,8 +9,6 @@
 
 #include "arch.h"
 
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-
 /* Published and measured per-model behaviour; first match wins. */
 static const struct clear_quirk clear_quirks[] = {
 	/* Skylake-SP, Cascade Lake, Cooper Lake: NT 6.3 vs REP STOSB 6.5 GB/s. */
