@@ -181,8 +181,8 @@ int backing_map(struct prealloc_region *r, const struct prealloc_region_opts *o)
 		return -errno;
 	r->addr = p;
 	r->owns_mapping = true;
-	if ((o->flags & PREALLOC_REGION_THP) && r->page_size == PREALLOC_PAGE_4K &&
-	    madvise(p, o->length, MADV_HUGEPAGE) < 0)
+	r->thp = (o->flags & PREALLOC_REGION_THP) && r->page_size == PREALLOC_PAGE_4K;
+	if (r->thp && madvise(p, o->length, MADV_HUGEPAGE) < 0)
 		return -errno;
 	return 0;
 }

@@ -28,6 +28,7 @@ struct prealloc_region {
 	int fd;
 	bool owns_mapping;
 	bool created_file;
+	bool thp;		/* FILE/MEMFD: mapped MADV_HUGEPAGE (PREALLOC_REGION_THP) */
 	char *path;		/* FILE: relative to dir_fd */
 	int dir_fd;		/* FILE: AT_FDCWD, or region_new_at's directory (our dup) */
 	unsigned int nr_extents;

@@ -114,6 +114,18 @@ median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]
 gbps() { awk -v b=$bytes -v s=$1 'BEGIN { printf "%.2f", (s > 0 ? b / s / 1e9 : 0) }'; }
 # Throughput ratio a/b from the times of a and b.
 ratio() { awk -v a=$1 -v b=$2 'BEGIN { printf "%.3f", (a > 0 ? b / a : 0) }'; }
+# Per repetition, (q - qoff) / (p - poff): "median (lowest-highest)".
+paired() { # "q1 q2 .." qoff "p1 p2 .." poff
+	local r
+	r=$(awk -v q="$1" -v qo=$2 -v p="$3" -v po=$4 'BEGIN {
+		n = split(q, a, " "); split(p, b, " ")
+		for (i = 1; i <= n; i++) if (b[i] - po > 0) printf "%.6f\n", (a[i] - qo) / (b[i] - po) }' | sort -g)
+	awk -v m="$(echo "$r" | median)" '{ v[NR] = $1 } END { printf "%.3f (%.3f-%.3f)", m, v[1], v[NR] }' <<< "$r"
+}
+# (highest - lowest) / median of the given times, in percent.
+spread() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END {
+	m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+	printf "%.0f%%", (m > 0 ? 100 * (v[NR] - v[1]) / m : 0) }'; }
 
 echo "## bench-qemu"
 echo
@@ -123,8 +135,10 @@ echo "- seconds: whole process with prealloc on, minus the median of the same pr
 echo
 echo "- CPU pressure: share of the backing's run time in which a runnable task waited for a CPU (PSI some); other work on these CPUs shows here"
 echo
-echo "| backing | threads | QEMU s | QEMU GB/s | prealloc s | prealloc GB/s | noplace s | noplace GB/s | prealloc/QEMU | noplace/QEMU | CPU pressure |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|"
+echo "- paired: prealloc/QEMU of each repetition's own two runs (run one after the other), median (lowest-highest); QEMU spread: its own runs' range over their median, the noise either ratio carries"
+echo
+echo "| backing | threads | QEMU s | QEMU GB/s | prealloc s | prealloc GB/s | noplace s | noplace GB/s | prealloc/QEMU | noplace/QEMU | paired prealloc/QEMU | QEMU spread | CPU pressure |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 
 # Microseconds some runnable task has waited for a CPU since boot.
 psi_us() { sed -n 's/^some .*total=\([0-9]*\)/\1/p' /proc/pressure/cpu 2>/dev/null || echo 0; }
@@ -143,7 +157,10 @@ for b in $backings; do
 	declare -A s=()
 	for ((r = 0; r < reps; r++)); do
 		for t in $threads; do
-			for what in qemu-on qemu-off pre-on pre-np pre-off; do
+			# The two compared runs back to back, first one then the other.
+			pair="qemu-on pre-on"
+			(( r % 2 )) && pair="pre-on qemu-on"
+			for what in $pair qemu-off pre-np pre-off; do
 				case $what in
 				qemu-on) v=$(time_cmd run_qemu $b on $t) ;;
 				qemu-off) v=$(time_cmd run_qemu $b off $t) ;;
@@ -163,9 +180,11 @@ for b in $backings; do
 		p=$(awk -v a="$(m pre-on)" -v b="$(m pre-off)" 'BEGIN { printf "%.6f", a - b }')
 		n=$(awk -v a="$(m pre-np)" -v b="$(m pre-off)" 'BEGIN { printf "%.6f", a - b }')
 		log "$b $t threads: qemu on ${s[qemu-on.$t]}/ off ${s[qemu-off.$t]}; prealloc on ${s[pre-on.$t]}/ noplace ${s[pre-np.$t]}/ off ${s[pre-off.$t]}"
-		printf "| %s | %s | %.3f | %s | %.3f | %s | %.3f | %s | %s | %s | %s |\n" \
+		printf "| %s | %s | %.3f | %s | %.3f | %s | %.3f | %s | %s | %s | %s | %s | %s |\n" \
 			$b $t $q "$(gbps $q)" $p "$(gbps $p)" $n "$(gbps $n)" \
-			"$(ratio $p $q)" "$(ratio $n $q)" "$busy"
+			"$(ratio $p $q)" "$(ratio $n $q)" \
+			"$(paired "${s[qemu-on.$t]}" "$(m qemu-off)" "${s[pre-on.$t]}" "$(m pre-off)")" \
+			"$(spread ${s[qemu-on.$t]})" "$busy"
 	done
 	unset s
 	release_hugepages
