@@ -12,6 +12,8 @@
 #             bench-populate --oneshot --skip-populate; and "noplace", the
 #             same with PREALLOC_JOB_NO_PLACEMENT.
 # Both "on" runs include unmapping the memory at exit; the "off" runs do not.
+# The two compared "on" runs go back to back, which first alternating; the
+# paired ratio is theirs per repetition, and QEMU's spread the noise.
 #
 # Backings: hugetlb2m = memory-backend-memfd,hugetlb=on,hugetlbsize=2M,share=on
 # against a 2M hugetlb memfd; thp = memory-backend-ram (QEMU madvises it
@@ -43,7 +45,7 @@ while [ $# -gt 0 ]; do
 	--threads) threads=$2; shift ;;
 	--backing) backings=$2; shift ;;
 	--keep-reporting) keep_reporting=1 ;;
-	-h|--help) sed -n '3,25p' "$0"; exit 0 ;;
+	-h|--help) sed -n '3,27p' "$0"; exit 0 ;;
 	*) echo "bench-qemu.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 	shift
