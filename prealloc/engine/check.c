@@ -63,20 +63,24 @@ static int scan_mapping(void *arg, uint64_t start, uint64_t end, uint64_t unit,
 /*
  * Counts every pool's pages at once from numa_maps, which is ~5x cheaper
  * than move_pages per page. On any mismatch the counts are reset and the
- * workers fall back to move_pages chunk by chunk.
+ * workers fall back to pagemap or move_pages chunk by chunk.
  */
 static void placement_scan_job(struct prealloc_job *job)
 {
 	uint64_t step = placement_step(job);
+	bool thp = job->backing == PREALLOC_BACKING_ANON_THP || job->region->thp;
+	/* A caller's mapping may be anything: numa_maps, else move_pages. */
+	bool pagemap = step == PREALLOC_PAGE_4K && job->backing != PREALLOC_BACKING_MAPPED &&
+		       placement_pagemap_ok();
 
 	/*
 	 * 4K pages of our own mappings (anonymous and shmem): the workers read
 	 * their own chunks' frames, all at once (pagemap.c). 2 GiB of 4K shmem:
 	 * 6 ms after the last store at 2 threads, 11 at 1, where the numa_maps
-	 * walk took 10-13 ms after it. A caller's mapping may be anything: numa_maps.
+	 * walk took 10-13 ms after it. Not THP: numa_maps counts a huge page in
+	 * one step (0.1 ms for 2 GiB), pagemap writes 512 entries (1.5 ms).
 	 */
-	if (step == PREALLOC_PAGE_4K && placement_pagemap_ok() &&
-	    job->backing != PREALLOC_BACKING_MAPPED) {
+	if (pagemap && !thp) {
 		job->placement_pagemap = true;
 		return;
 	}
@@ -85,6 +89,7 @@ static void placement_scan_job(struct prealloc_job *job)
 			atomic_store(&job->pools[p].on, 0);
 			atomic_store(&job->pools[p].off, 0);
 		}
+		job->placement_pagemap = pagemap;
 		return;
 	}
 	for (unsigned int p = 0; p < job->nr_pools; p++) {
