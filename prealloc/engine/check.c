@@ -117,13 +117,15 @@ static int huge_mapping(void *arg, uint64_t start, uint64_t end, uint64_t huge, 
 
 /*
  * Bytes mapped by huge pages: all of them for hugetlb, smaps for THP, none
- * for 4K. smaps walks every page table of the process: for 2 GiB of 4K
- * shmem it took 10-13 ms of a 0.44 s populate, to count nothing, so
- * FILE/MEMFD are read only when made with PREALLOC_REGION_THP.
+ * for 4K. Anonymous THP regions have a 2M page_size but are not hugetlb:
+ * smaps says what THP really maps. smaps walks every page table of the
+ * process: for 2 GiB of 4K shmem it took 10-13 ms of a 0.44 s populate, to
+ * count nothing, so FILE/MEMFD are read only when made with
+ * PREALLOC_REGION_THP.
  */
 static void huge_scan_job(struct prealloc_job *job)
 {
-	if (job->page_size > PREALLOC_PAGE_4K) {
+	if (job->page_size > PREALLOC_PAGE_4K && job->backing != PREALLOC_BACKING_ANON_THP) {
 		for (unsigned int p = 0; p < job->nr_pools; p++)
 			atomic_store(&job->pools[p].huge_bytes, job->pools[p].bytes);
 		return;

@@ -210,6 +210,10 @@ static void run_backing(struct prealloc_ctx *ctx, const char *name,
 		char mode[128];
 		const char *m = thp_mode(mode, sizeof(mode));
 
+		/* The report measures, never assumes: what smaps says, THP or not. */
+		tap_ok(huge >= 0 && nrep.huge_bytes == (uint64_t)huge,
+		       "%s: report's huge_bytes %llu is what smaps counts (%lld)", name,
+		       (unsigned long long)nrep.huge_bytes, huge);
 		if (prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) == 1)
 			tap_ok(huge == 0, "%s: THP disabled for the process, no huge pages (%lld bytes)",
 			       name, huge);
