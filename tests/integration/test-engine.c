@@ -108,6 +108,37 @@ static void test_verdict(void)
 	prealloc_region_free(region);
 }
 
+/*
+ * The same verdict where numa_maps counts (THP: one step a huge page):
+ * nothing populated is every page missing, all populated none.
+ */
+static void test_verdict_numa_maps(void)
+{
+	struct prealloc_node_report nr = { .size = sizeof(nr) };
+	struct prealloc_job_opts jo = { .size = sizeof(jo), .op = PREALLOC_OP_VERIFY };
+	struct prealloc_region *region = region_make(PREALLOC_BACKING_ANON_THP, LEN);
+	struct prealloc_job *job;
+	int r;
+
+	for (int pass = 0; region && pass < 2; pass++) {
+		jo.op = pass ? PREALLOC_OP_POPULATE : PREALLOC_OP_VERIFY;
+		jo.flags = pass ? PREALLOC_JOB_VERIFY : 0;
+		if (prealloc_job_start(region, &jo, &job) < 0)
+			break;
+		r = prealloc_job_wait(job);
+		prealloc_job_node_report(job, 0, &nr);
+		prealloc_job_free(job);
+		tap_ok(pass ? r == 0 && nr.pages_missing == 0 && nr.pages_on_node == LEN / 4096
+			    : r == -EXDEV && nr.pages_missing == LEN / 4096 && nr.pages_on_node == 0,
+		       "verdict (THP, numa_maps): %s: %d, %llu on, %llu missing", pass ? "populated"
+			: "not populated", r, (unsigned long long)nr.pages_on_node,
+		       (unsigned long long)nr.pages_missing);
+	}
+	if (!region)
+		tap_ok(0, "verdict (THP, numa_maps): region");
+	prealloc_region_free(region);
+}
+
 static void test_chunk_size(void)
 {
 	const uint64_t bad[] = { 4096 + 1, LEN + 4096, UINT64_MAX - 4095, UINT64_MAX };
@@ -781,6 +812,7 @@ int main(void)
 		return 1;
 	}
 	test_verdict();
+	test_verdict_numa_maps();
 	test_chunk_size();
 	test_huge_bytes();
 	test_flow();
