@@ -68,7 +68,6 @@ static int scan_mapping(void *arg, uint64_t start, uint64_t end, uint64_t unit,
 static void placement_scan_job(struct prealloc_job *job)
 {
 	uint64_t step = placement_step(job);
-	bool thp = job->backing == PREALLOC_BACKING_ANON_THP || job->region->thp;
 	/* A caller's mapping may be anything: numa_maps, else move_pages. */
 	bool pagemap = step == PREALLOC_PAGE_4K && job->backing != PREALLOC_BACKING_MAPPED &&
 		       placement_pagemap_ok();
@@ -80,7 +79,7 @@ static void placement_scan_job(struct prealloc_job *job)
 	 * walk took 10-13 ms after it. Not THP: numa_maps counts a huge page in
 	 * one step (0.1 ms for 2 GiB), pagemap writes 512 entries (1.5 ms).
 	 */
-	if (pagemap && !thp) {
+	if (pagemap && !job->region->thp) {
 		job->placement_pagemap = true;
 		return;
 	}
@@ -102,39 +101,34 @@ static void placement_scan_job(struct prealloc_job *job)
 }
 
 /* huge_scan callback: a THP mapping's huge bytes go to its extent's pool. */
-static int huge_mapping(void *arg, uint64_t start, uint64_t end, uint64_t huge, bool madv_huge)
+static int huge_mapping(void *arg, uint64_t start, uint64_t end, uint64_t huge)
 {
 	struct prealloc_job *job = arg;
 	uint64_t base = (uintptr_t)job->addr;
 	bool straddles;
 	struct node_pool *pool = extent_pool(job, start - base, end - base, &straddles);
 
-	/* anon THP always; shmem (FILE/MEMFD) only when made with PREALLOC_REGION_THP. */
-	if (pool && (job->backing == PREALLOC_BACKING_ANON_THP || madv_huge))
+	if (pool)
 		atomic_fetch_add(&pool->huge_bytes, huge);
 	return 0;
 }
 
 /*
- * Bytes mapped by huge pages: all of them for hugetlb, smaps for THP, none
- * for 4K. Anonymous THP regions have a 2M page_size but are not hugetlb:
- * smaps says what THP really maps. smaps walks every page table of the
- * process: for 2 GiB of 4K shmem it took 10-13 ms of a 0.44 s populate, to
- * count nothing, so FILE/MEMFD are read only when made with
- * PREALLOC_REGION_THP.
+ * Bytes mapped by huge pages: smaps for THP regions (anonymous THP carries
+ * a 2M page_size, yet only smaps says what THP really maps), all of them
+ * for hugetlb, none for 4K. smaps walks every page table of the process:
+ * for 2 GiB of 4K shmem it took 10-13 ms of a 0.44 s populate, to count
+ * nothing, so no other region reads it.
  */
 static void huge_scan_job(struct prealloc_job *job)
 {
-	if (job->page_size > PREALLOC_PAGE_4K && job->backing != PREALLOC_BACKING_ANON_THP) {
-		for (unsigned int p = 0; p < job->nr_pools; p++)
-			atomic_store(&job->pools[p].huge_bytes, job->pools[p].bytes);
+	if (job->region->thp) {
+		huge_scan(job->addr, job->region->length, huge_mapping, job);
 		return;
 	}
-	if (job->backing == PREALLOC_BACKING_ANON || job->backing == PREALLOC_BACKING_MAPPED)
-		return;
-	if (job->backing != PREALLOC_BACKING_ANON_THP && !job->region->thp)
-		return;
-	huge_scan(job->addr, job->region->length, huge_mapping, job);
+	if (job->page_size > PREALLOC_PAGE_4K)
+		for (unsigned int p = 0; p < job->nr_pools; p++)
+			atomic_store(&job->pools[p].huge_bytes, job->pools[p].bytes);
 }
 
 void check_scan_job(struct prealloc_job *job)

@@ -106,8 +106,8 @@ static int map_anon(struct prealloc_region *r, const struct prealloc_region_opts
 		return -errno;
 	r->addr = p;
 	r->owns_mapping = true;
-	if (madvise(p, o->length,
-		    o->backing == PREALLOC_BACKING_ANON ? MADV_NOHUGEPAGE : MADV_HUGEPAGE) < 0)
+	r->thp = o->backing == PREALLOC_BACKING_ANON_THP;
+	if (madvise(p, o->length, r->thp ? MADV_HUGEPAGE : MADV_NOHUGEPAGE) < 0)
 		return -errno;
 	return 0;
 }

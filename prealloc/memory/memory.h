@@ -28,7 +28,7 @@ struct prealloc_region {
 	int fd;
 	bool owns_mapping;
 	bool created_file;
-	bool thp;		/* FILE/MEMFD: mapped MADV_HUGEPAGE (PREALLOC_REGION_THP) */
+	bool thp;		/* transparent hugepages: ANON_THP, or FILE/MEMFD with PREALLOC_REGION_THP */
 	char *path;		/* FILE: relative to dir_fd */
 	int dir_fd;		/* FILE: AT_FDCWD, or region_new_at's directory (our dup) */
 	unsigned int nr_extents;
@@ -139,10 +139,9 @@ int placement_pagemap(const uint8_t *addr, uint64_t len, int node, uint64_t *ret
 /*
  * Calls fn once per mapping of [addr, addr+len) in /proc/self/smaps with
  * the bytes huge pages map there (AnonHugePages + ShmemPmdMapped +
- * FilePmdMapped) and whether it is MADV_HUGEPAGE (VmFlags hg).
+ * FilePmdMapped).
  */
-typedef int (*huge_fn)(void *arg, uint64_t start, uint64_t end, uint64_t huge_bytes,
-		       bool madv_huge);
+typedef int (*huge_fn)(void *arg, uint64_t start, uint64_t end, uint64_t huge_bytes);
 int huge_scan(uint8_t *addr, uint64_t len, huge_fn fn, void *arg);
 /* Offset of the first non-zero byte, or len when all zero. */
 uint64_t zero_check(const uint8_t *addr, uint64_t len);

@@ -207,8 +207,8 @@ out:
 /* The smaps fields that count huge-page-mapped bytes, in kB. */
 static const char *const huge_fields[] = { "AnonHugePages:", "ShmemPmdMapped:", "FilePmdMapped:" };
 
-/* Adds a smaps line's huge kB; notes VmFlags hg. */
-static void huge_line(const char *line, uint64_t *huge, bool *hg)
+/* Adds a smaps line's huge kB. */
+static void huge_line(const char *line, uint64_t *huge)
 {
 	unsigned long long kb;
 
@@ -218,15 +218,13 @@ static void huge_line(const char *line, uint64_t *huge, bool *hg)
 		if (!strncmp(line, huge_fields[f], n) && sscanf(line + n, "%llu", &kb) == 1)
 			*huge += (uint64_t)kb << 10;
 	}
-	if (!strncmp(line, "VmFlags:", 8) && strstr(line + 8, " hg"))
-		*hg = true;
 }
 
 int huge_scan(uint8_t *addr, uint64_t len, huge_fn fn, void *arg)
 {
 	uint64_t lo = (uintptr_t)addr, hi = lo + len, start = 0, end = 0, huge = 0;
 	char *sm = slurp("/proc/self/smaps"), *line, *save = NULL;
-	bool in = false, hg = false;
+	bool in = false;
 	int r = 0;
 
 	if (!sm)
@@ -241,15 +239,14 @@ int huge_scan(uint8_t *addr, uint64_t len, huge_fn fn, void *arg)
 			start = MAX(s, lo);
 			end = MIN(e, hi);
 			huge = 0;
-			hg = false;
 			continue;
 		}
 		if (!in)
 			continue;
-		huge_line(line, &huge, &hg);
+		huge_line(line, &huge);
 		/* VmFlags is a mapping's last field. */
 		if (!strncmp(line, "VmFlags:", 8))
-			r = fn(arg, start, end, huge, hg);
+			r = fn(arg, start, end, huge);
 	}
 	free(sm);
 	return r;
