@@ -65,8 +65,14 @@ arm64_kernel_package() {
 		awk '$1 == "Depends:" && $2 ~ /^linux-image-/ { sub(/:arm64$/, "", $2); print $2; exit }'
 }
 
+# The rig's download directory while it exists: global, since the EXIT trap
+# that removes it runs after install_rig has returned (a local would be
+# unset there, and `set -u` would fail the script after its work was done).
+rig_fetch=
+trap 'rm -rf "$rig_fetch"' EXIT
+
 install_rig() {
-	local rig=$CROSS_CACHE/rig kpkg tmp
+	local rig=$CROSS_CACHE/rig kpkg
 
 	if ! command -v qemu-system-aarch64 >/dev/null; then
 		echo "cross/install.sh: installing qemu-system-arm"
@@ -86,15 +92,15 @@ install_rig() {
 	fi
 	echo "cross/install.sh: fetching $kpkg and busybox-static (arm64) into $rig"
 	mkdir -p "$rig"
-	tmp=$(mktemp -d "$rig/fetch.XXXXXX")
-	trap 'rm -rf "$tmp"' EXIT
-	(cd "$tmp" && apt-get -o APT::Sandbox::User=root download -qq "$kpkg:arm64" \
+	rig_fetch=$(mktemp -d "$rig/fetch.XXXXXX")
+	(cd "$rig_fetch" && apt-get -o APT::Sandbox::User=root download -qq "$kpkg:arm64" \
 		busybox-static:arm64)
-	for deb in "$tmp"/*.deb; do dpkg-deb -x "$deb" "$tmp/x"; done
-	install -m 0644 "$tmp"/x/boot/vmlinuz-* "$rig/vmlinuz"
-	install -m 0755 "$tmp/x/bin/busybox" "$rig/busybox"
+	for deb in "$rig_fetch"/*.deb; do dpkg-deb -x "$deb" "$rig_fetch/x"; done
+	install -m 0644 "$rig_fetch"/x/boot/vmlinuz-* "$rig/vmlinuz"
+	install -m 0755 "$rig_fetch/x/bin/busybox" "$rig/busybox"
 	echo "$kpkg" >"$rig/kernel-package"
-	rm -rf "$tmp"
+	rm -rf "$rig_fetch"
+	rig_fetch=
 }
 
 if [ "$(id -u)" != 0 ]; then
