@@ -400,10 +400,11 @@ int node_capacity(const struct prealloc_ctx *ctx, int node, struct node_capacity
 
 /*
  * Opens (making it when missing) the caller's staging directory on the
- * mount of dir_fd, whose path is dir_path; its path goes to ret_path.
- * Returns the directory's descriptor, or a negative errno with why[]:
- * -EPERM when the name is taken by something that is not the caller's own
- * directory (never used then, never changed).
+ * mount of dir_fd, whose path is dir_path; its path goes to ret_path:
+ * STAGING_NAME (-<uid> but for root), or that and a random suffix where
+ * another user took the name first (what they made is skipped, never used
+ * or changed). Returns the directory's descriptor, or a negative errno
+ * with why[].
  */
 int staging_open(const struct prealloc_ctx *ctx, int dir_fd, const char *dir_path,
 		 char *ret_path, size_t len, char *why, size_t why_len);

@@ -9,10 +9,23 @@
  * it before. Where the caller cannot write the mount's root (a user on a
  * hugetlbfs whose root belongs to root), it is made in the target
  * directory instead.
+ *
+ * On a root anyone may write (/dev/shm, a tmpfs: mode 1777) another user
+ * can make that name first. Whatever is there then (a directory of theirs,
+ * a link, a file, a FIFO) is skipped: never followed, used, changed or
+ * removed. The caller's directory is then <name>-<16 hex digits>, a name
+ * nobody can guess, made by mkdirat and checked by fstat of its O_NOFOLLOW
+ * open; later calls find it again by listing the root (the first in name
+ * order that is the caller's own directory), so nothing needs to remember
+ * it. An existing .prealloc of ours stays in use: records name paths in it.
  */
+#include <dirent.h>
 #include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -93,68 +106,169 @@ static void path_up(const char *path, unsigned int n, char *buf, size_t len)
 	snprintf(buf, len, "%.*s", (int)end, path);
 }
 
-/* mkdir + open the staging directory in parent; ours alone, or -EPERM naming what is wrong. */
-static int open_in(int parent, const char *name, char *why, size_t why_len)
+/*
+ * parent's entry name opened, when it is a directory of the caller's (not a
+ * link), made 0700 if it was open to others; -EPERM for anything else
+ * there, whoever made it (never followed, never changed), -ENOENT for none.
+ */
+static int open_ours(int parent, const char *name)
 {
 	struct stat st;
-	int fd;
+	int fd, r;
 
-	if (mkdirat(parent, name, 0700) < 0 && errno != EEXIST)
-		return -errno;
 	fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
-		int r = -errno;
-
-		if (r == -ELOOP || r == -ENOTDIR)
-			snprintf(why, why_len, "it is not a directory");
-		return r == -ELOOP || r == -ENOTDIR ? -EPERM : r;
+		/* A link, a file, a FIFO, another user's closed directory. */
+		r = -errno;
+		return r == -ELOOP || r == -ENOTDIR || r == -EACCES ? -EPERM : r;
 	}
 	if (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid()) {
-		snprintf(why, why_len, "it belongs to uid %u, not to uid %u",
-			 (unsigned int)st.st_uid, (unsigned int)geteuid());
 		close(fd);
 		return -EPERM;
 	}
 	/* Ours, but open to others: close it (what others put there is never used). */
 	if ((st.st_mode & 077) && fchmod(fd, 0700) < 0) {
-		int r = -errno;
-
+		r = -errno;
 		close(fd);
 		return r;
 	}
 	return fd;
 }
 
+/* mkdir name in parent, then open it as open_ours does (-EEXIST: taken first). */
+static int make_ours(int parent, const char *name)
+{
+	if (mkdirat(parent, name, 0700) < 0)
+		return -errno;
+	return open_ours(parent, name);
+}
+
+/* Whether name is "<base>-" and 16 lower-case hex digits, as make_random names them. */
+static bool random_name(const char *name, const char *base)
+{
+	size_t n = strlen(base), i;
+
+	if (strncmp(name, base, n) || name[n] != '-' || strlen(name + n + 1) != 16)
+		return false;
+	for (i = n + 1; name[i]; i++)
+		if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f')))
+			return false;
+	return true;
+}
+
+/*
+ * A staging directory of the caller's that an earlier call made at a random
+ * name in parent: of those there, the first in name order, so that every
+ * process picks the same one. -ENOENT when there is none.
+ */
+static int find_random(int parent, const char *base, char *ret_name, size_t len)
+{
+	char best[NAME_MAX + 1] = "";
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+	int fd;
+
+	fd = openat(parent, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -ENOMEM;
+	}
+	while ((de = readdir(d)))
+		if (random_name(de->d_name, base) && (!best[0] || strcmp(de->d_name, best) < 0) &&
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISDIR(st.st_mode) && st.st_uid == geteuid())
+			snprintf(best, sizeof(best), "%s", de->d_name);
+	closedir(d);
+	if (!best[0])
+		return -ENOENT;
+	snprintf(ret_name, len, "%s", best);
+	/* Gone or replaced since it was listed: none, so a new one is made. */
+	fd = open_ours(parent, best);
+	return fd == -EPERM ? -ENOENT : fd;
+}
+
+/* A new staging directory in parent at "<base>-<16 random hex digits>". */
+static int make_random(int parent, const char *base, char *ret_name, size_t len)
+{
+	uint64_t rnd;
+	int fd = -EEXIST;
+
+	/* Taken only by a guess of 64 random bits, or a rename in a root without sticky bit. */
+	for (int i = 0; i < 16 && (fd == -EEXIST || fd == -EPERM); i++) {
+		if (getrandom(&rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+			return -EIO;
+		snprintf(ret_name, len, "%s-%016llx", base, (unsigned long long)rnd);
+		fd = make_ours(parent, ret_name);
+	}
+	return fd;
+}
+
+/*
+ * The caller's staging directory in parent, its name in ret_name: base if
+ * that is ours or we make it now, else (another user took base first) one
+ * of ours at a random name, found or made.
+ */
+static int open_in(int parent, const char *base, char *ret_name, size_t len, char *why,
+		   size_t why_len)
+{
+	int fd;
+
+	snprintf(ret_name, len, "%s", base);
+	fd = open_ours(parent, base);
+	if (fd == -ENOENT) {
+		/* -EEXIST: made meanwhile, by another run of ours or by someone else. */
+		fd = make_ours(parent, base);
+		if (fd == -EEXIST)
+			fd = open_ours(parent, base);
+	}
+	if (fd != -EPERM)
+		return fd;
+	fd = find_random(parent, base, ret_name, len);
+	if (fd == -ENOENT)
+		fd = make_random(parent, base, ret_name, len);
+	if (fd == -EEXIST || fd == -EPERM) {
+		snprintf(why, why_len, "%s and each name tried after it are taken by others", base);
+		snprintf(ret_name, len, "%s", base);
+		return -EEXIST;
+	}
+	if (fd < 0)
+		snprintf(ret_name, len, "%s", base);
+	return fd;
+}
+
 int staging_open(const struct prealloc_ctx *ctx, int dir_fd, const char *dir_path,
 		 char *ret_path, size_t len, char *why, size_t why_len)
 {
-	char name[32], parent[PATH_MAX];
+	char base[32], name[64], parent[PATH_MAX];
 	unsigned int up = 0;
 	int root = -1, fd = -1, r;
 
 	if (geteuid() == 0)
-		snprintf(name, sizeof(name), STAGING_NAME);
+		snprintf(base, sizeof(base), STAGING_NAME);
 	else
-		snprintf(name, sizeof(name), STAGING_NAME "-%u", (unsigned int)geteuid());
+		snprintf(base, sizeof(base), STAGING_NAME "-%u", (unsigned int)geteuid());
 	why[0] = '\0';
 	r = mount_root(ctx, dir_fd, &root, &up);
 	if (r == 0) {
-		fd = open_in(root, name, why, why_len);
+		fd = open_in(root, base, name, sizeof(name), why, why_len);
 		close(root);
 	}
 	if (r < 0 || fd == -EACCES) {
 		/* The mount's root is not ours to write (or not found): the target directory. */
 		up = 0;
-		fd = open_in(dir_fd, name, why, why_len);
+		fd = open_in(dir_fd, base, name, sizeof(name), why, why_len);
 	}
+	path_up(dir_path, up, parent, sizeof(parent));
 	if (fd < 0) {
 		if (!why[0])
 			snprintf(why, why_len, "%s", strerror(-fd));
-		path_up(dir_path, up, parent, sizeof(parent));
 		snprintf(ret_path, len, "%s/%s", strcmp(parent, "/") ? parent : "", name);
 		return fd;
 	}
-	path_up(dir_path, up, parent, sizeof(parent));
 	if ((size_t)snprintf(ret_path, len, "%s/%s", strcmp(parent, "/") ? parent : "", name) >=
 	    len) {
 		close(fd);
