@@ -25,12 +25,12 @@ static void warm_usage(FILE *f)
 {
 	fprintf(f, "Usage: prealloc warm take --node N --page-size 4k|2M|1G SIZE --to PATH\n"
 		   "                          [--owner UID:GID] [--holder NAME] [--mount DIR]\n"
-		   "                          [--fallback] [--json]\n"
+		   "                          [--fallback] [--tenant NAME] [--json]\n"
 		   "       prealloc warm take --reserve --holder NAME [--holder-check PATH]\n"
 		   "                          [--expires SECONDS] --node N --page-size P SIZE\n"
 		   "       prealloc warm take --reserved --holder NAME --node N --page-size P SIZE\n"
 		   "                          --to PATH [--owner UID:GID]\n"
-		   "       prealloc warm give PATH | --holder NAME\n"
+		   "       prealloc warm give PATH | --holder NAME [--tenant NAME]\n"
 		   "       prealloc warm fill [--conf FILE] [--threads N] [--rate GB/s] [--idle]\n"
 		   "       prealloc warm serve [--conf FILE]\n"
 		   "       prealloc warm status [--conf FILE] [--json]\n"
@@ -172,6 +172,9 @@ static int take_option(int c, struct prealloc_warm_take_opts *o, bool *json)
 		return 0;
 	case 'E':
 		return parse_expires(optarg, &o->holder_expires);
+	case 'T':
+		o->tenant = optarg;
+		return 0;
 	default:
 		warm_usage(stdout);	/* 'h' */
 		return -1;
@@ -189,6 +192,7 @@ static int take_args(int argc, char **argv, struct prealloc_warm_take_opts *o, b
 		{ "reserve", no_argument, NULL, 'R' },	   { "reserved", no_argument, NULL, 'D' },
 		{ "holder-check", required_argument, NULL, 'C' },
 		{ "expires", required_argument, NULL, 'E' },
+		{ "tenant", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },	   {}
 	};
 	bool reserve;
@@ -239,22 +243,29 @@ static int cmd_warm_take(int argc, char **argv)
 static int cmd_warm_give(int argc, char **argv)
 {
 	struct prealloc_warm_give_info info = { .size = sizeof(info) };
-	const char *holder = NULL, *path = NULL;
+	struct prealloc_warm_give_opts o = { .size = sizeof(o) };
 	struct prealloc_ctx *ctx;
 	int r;
 
-	if (argc == 3 && !strcmp(argv[1], "--holder"))
-		holder = argv[2];
-	else if (argc == 2 && argv[1][0] == '/')
-		path = argv[1];
-	else {
-		cli_error("warm give: give the PATH of a take (absolute), or --holder NAME");
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--holder") && i + 1 < argc && !o.holder)
+			o.holder = argv[++i];
+		else if (!strcmp(argv[i], "--tenant") && i + 1 < argc && !o.tenant)
+			o.tenant = argv[++i];
+		else if (argv[i][0] == '/' && !o.path)
+			o.path = argv[i];
+		else
+			o.holder = o.path = NULL, i = argc;	/* refused below */
+	}
+	if (!o.path == !o.holder) {
+		cli_error("warm give: give the PATH of a take (absolute), or --holder NAME "
+			  "(and --tenant NAME)");
 		return EXIT_USAGE;
 	}
 	ctx = cli_context();
 	if (!ctx)
 		return EXIT_ENVIRONMENT;
-	r = prealloc_warm_give(ctx, path, holder, &info);
+	r = prealloc_warm_give_with(ctx, &o, &info);
 	prealloc_ctx_free(ctx);
 	if (r < 0) {
 		cli_error("warm give: %s", info.message[0] ? info.message : strerror(-r));
@@ -307,8 +318,12 @@ static int cmd_warm_fill(int argc, char **argv)
 	r = prealloc_warm_fill(ctx, &o, &info);
 	prealloc_ctx_free(ctx);
 	if (r != -EINVAL)	/* a refused conf did nothing to report */
-		printf("warm fill: %u returned, %u cleared (%.2f GB/s), %u created, %u removed\n",
-		       info.returned, info.cleared,
+		printf("warm fill: %u returned, %u renewed (%.2f GB/s), %u cleared (%.2f GB/s), "
+		       "%u created, %u removed\n",
+		       info.returned, info.renewed,
+		       info.renew_seconds > 0 ? (double)info.renewed_bytes / info.renew_seconds / 1e9
+					      : 0.0,
+		       info.cleared,
 		       info.clear_seconds > 0 ? (double)info.cleared_bytes / info.clear_seconds / 1e9
 					      : 0.0,
 		       info.created, info.dropped);

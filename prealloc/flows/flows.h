@@ -186,6 +186,20 @@ static inline uint64_t warm_setting(uint64_t value, uint64_t def)
 
 /* ---- the warm pool (warm_file.c; warm.c, warm_fill.c, warm_status.c) ---- */
 
+/* The latest holder expiry a take accepts: 9999-12-31T23:59:59Z. */
+#define WARM_EXPIRES_MAX INT64_C(253402300799)
+
+/* A tenant label: 1 to TENANT_MAX - 1 printable ASCII bytes. */
+static inline bool tenant_valid(const char *t)
+{
+	size_t n = 0;
+
+	for (; t[n]; n++)
+		if (t[n] <= ' ' || t[n] > '~')
+			return false;
+	return n > 0 && n < TENANT_MAX;
+}
+
 /* The mount of warm files of page_size: mount, else prealloc's pick (NULL: none). */
 const char *warm_mount(struct prealloc_ctx *ctx, const char *mount, uint64_t page_size);
 /* Whether r is a warm file of node and page_size on device dev. */
@@ -198,8 +212,15 @@ int warm_open(const struct record *r, struct stat *ret_st);
  */
 int warm_unlink_path(const struct record *r, bool must);
 /*
- * A given-back file made root's (0600), then: 0 free, -EBUSY a process
- * maps or holds it, -EMLINK it has a link besides the pool's.
+ * Whether r's file (fd: the pool's link, this process's only descriptor
+ * of it) may be open elsewhere: a write lease refused, or (no lease on
+ * this filesystem) procfs shows a user or cannot be read. Fail closed.
+ */
+bool warm_in_use(struct prealloc_ctx *ctx, const struct record *r, int fd);
+/*
+ * A given-back file made root's (0600), then: 0 free, -EBUSY open or
+ * mapped elsewhere (or not provably not), -EMLINK it has a link besides
+ * the pool's.
  */
 int warm_check(struct prealloc_ctx *ctx, struct record *r);
 /* r's file at length as a region bound to its node (EXISTING: -EEXIST if resized). */
@@ -212,14 +233,15 @@ int warm_region(struct prealloc_ctx *ctx, const struct record *r, uint64_t lengt
 int warm_grow(struct prealloc_ctx *ctx, struct record *r, int fd, uint64_t length);
 /* job to its end; a readable stop_fd (-1: none) cancels it first (-ECANCELED). */
 int warm_job_finish(struct prealloc_job *job, int stop_fd);
-/* r's state after warm_check said check: DIRTY, RETURNING or QUARANTINED; no holder. */
+/* r's state after warm_check said check: DIRTY or QUARANTINED; no holder, no path. */
 void warm_returned(struct record *r, int check);
 /*
  * A new warm file of length on node and mount, populated, verified zero
  * and on its node, recorded READY (synchronous; prepare's flow, warm).
  */
 int warm_create(struct prealloc_ctx *ctx, int node, uint64_t page_size, const char *mount,
-		uint64_t length, const struct warm_pace *pace, char *why, size_t why_len);
+		uint64_t length, const struct warm_pace *pace, char *why, size_t why_len,
+		uint64_t *ret_id);
 
 
 /* ---- a pass over the pool (warm_fill.c), for fill and serve ---------------- */

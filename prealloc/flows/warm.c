@@ -20,6 +20,12 @@
 
 /* ---- take ----------------------------------------------------------------- */
 
+/* A READY file cleared in place for a tenant goes to that tenant only. */
+static bool tenant_may_take(const struct record *r, const char *tenant)
+{
+	return !r->tenant[0] || (tenant && !strcmp(r->tenant, tenant));
+}
+
 /*
  * The best READY file for the request: exactly its size, else the smallest
  * larger one (cut), else the largest smaller one (grown: a partial hit).
@@ -37,7 +43,8 @@ static long take_pick(const struct store *s, const struct prealloc_warm_take_opt
 		    r->owner.kind == PREALLOC_OWNER_HOLDER && !strcmp(r->owner.holder, o->holder))
 			return (long)i;
 		if ((o->flags & PREALLOC_WARM_TAKE_RESERVED) ||
-		    !warm_is(r, o->node, o->page_size, dev) || r->warm != PREALLOC_WARM_READY)
+		    !warm_is(r, o->node, o->page_size, dev) || r->warm != PREALLOC_WARM_READY ||
+		    !tenant_may_take(r, o->tenant))
 			continue;
 		if (r->size < o->length && (grow < 0 || r->size > s->r[grow].size))
 			grow = (long)i;
@@ -69,6 +76,13 @@ static int take_check(struct prealloc_ctx *ctx, const struct prealloc_warm_take_
 
 	if (!topo_node(ctx, o->node))
 		return take_fail(info, -ENODEV, "node %d has no memory", o->node);
+	/* Never a record the store's reader would refuse: expiry on the clock's scale. */
+	if (o->holder_expires < 0 || o->holder_expires > WARM_EXPIRES_MAX)
+		return take_fail(info, -EINVAL, "holder_expires %lld is not a time between the epoch "
+				 "and the year 9999", (long long)o->holder_expires);
+	if (o->tenant && !tenant_valid(o->tenant))
+		return take_fail(info, -EINVAL, "the tenant must be 1 to %d printable bytes",
+				 TENANT_MAX - 1);
 	if ((o->page_size != PREALLOC_PAGE_4K && o->page_size != PREALLOC_PAGE_2M &&
 	     o->page_size != PREALLOC_PAGE_1G) || !o->length || o->length % o->page_size)
 		return take_fail(info, -EINVAL, "the size must be a whole number of 4k, 2M or 1G pages");
@@ -111,37 +125,62 @@ static int take_check(struct prealloc_ctx *ctx, const struct prealloc_warm_take_
 
 /*
  * The pool's link of r opened for a take, checked to be r's file with no
- * other link; else r is QUARANTINED (gone, replaced or linked elsewhere:
- * never handed out) and -EMLINK tells the caller to try the next one.
+ * other link and of the size its record says; else r is QUARANTINED (gone,
+ * replaced, linked elsewhere, resized: never handed out as what it is not)
+ * and -EMLINK tells the caller to try the next one.
  */
 static int take_open(struct prealloc_ctx *ctx, struct store *s, struct record *r,
 		     struct stat *ret_st, struct prealloc_warm_take_info *info)
 {
 	int fd = warm_open(r, ret_st);
+	const char *why = fd < 0 ? strerror(-fd) : "another link";
 
-	if (fd >= 0 && ret_st->st_nlink == 1)
+	if (fd >= 0 && ret_st->st_nlink == 1 && (uint64_t)ret_st->st_size == r->size)
 		return fd;
+	if (fd >= 0 && ret_st->st_nlink == 1)
+		why = "its size is not its record's";
 	if (fd >= 0)
 		close(fd);
 	r->warm = PREALLOC_WARM_QUARANTINED;
 	store_save(ctx, s);
 	return take_fail(info, -EMLINK, "warm file %s is not the pool's alone (%s): quarantined",
-			 r->tmp, fd < 0 ? strerror(-fd) : "another link");
+			 r->tmp, why);
+}
+
+/*
+ * A take that failed after its link at the holder's path existed: the
+ * holder may have opened the file meanwhile, so it is given back as give
+ * does (never READY again as it is): RETURNING written, the link gone if
+ * still ours, then DIRTY, or QUARANTINED with a link the pool did not make.
+ */
+static void take_undo_linked(struct prealloc_ctx *ctx, struct store *s, struct record *r, int dir,
+			     const char *base, bool linked)
+{
+	r->warm = PREALLOC_WARM_RETURNING;
+	r->tenant[0] = '\0';
+	store_save(ctx, s);
+	if (linked)
+		unlinkat(dir, base, 0);
+	warm_returned(r, warm_check(ctx, r));
+	store_save(ctx, s);
 }
 
 /*
  * r's file (st: as take_open found it) linked as base in dir, and seen
  * there: -ESTALE when another file took the name at once (that name is not
- * ours to remove). *ret_linked says whether base is ours to unlink.
+ * ours to remove). *ret_linked says whether base is ours to unlink,
+ * *ret_exposed whether a link at the holder's path existed at all.
  */
 static int take_link(const struct record *r, const struct stat *st, int dir, const char *base,
-		     bool *ret_linked)
+		     bool *ret_linked, bool *ret_exposed)
 {
 	struct stat there;
 
 	*ret_linked = false;
 	if (linkat(AT_FDCWD, r->tmp, dir, base, 0) < 0)
 		return -errno;
+	*ret_exposed = true;
+	test_pause("warm-take-linked");
 	if (fstatat(dir, base, &there, AT_SYMLINK_NOFOLLOW) < 0 || there.st_ino != st->st_ino ||
 	    there.st_dev != st->st_dev)
 		return -ESTALE;
@@ -183,7 +222,7 @@ static int take_file(struct prealloc_ctx *ctx, struct store *s, size_t ri, int d
 		     const struct prealloc_warm_take_opts *o, struct prealloc_warm_take_info *info)
 {
 	struct record *r = &s->r[ri];
-	bool reserve = o->flags & PREALLOC_WARM_TAKE_RESERVE, linked = false;
+	bool reserve = o->flags & PREALLOC_WARM_TAKE_RESERVE, linked = false, exposed = false;
 	const char *base = reserve ? NULL : strrchr(o->path, '/') + 1;
 	struct stat st;
 	int fd, err;
@@ -195,6 +234,7 @@ static int take_file(struct prealloc_ctx *ctx, struct store *s, size_t ri, int d
 	info->file_bytes = r->size;
 	r->warm = PREALLOC_WARM_HANDED;
 	snprintf(r->path, sizeof(r->path), "%s", reserve ? "" : o->path);
+	snprintf(r->tenant, sizeof(r->tenant), "%s", o->tenant ? o->tenant : "");
 	if (o->holder)
 		owner_holder(&r->owner, o->holder, o->holder_check, o->holder_expires);
 	err = store_save(ctx, s);
@@ -211,18 +251,23 @@ static int take_file(struct prealloc_ctx *ctx, struct store *s, size_t ri, int d
 	if (err == 0 && r->size < o->length)
 		err = warm_grow(ctx, r, fd, o->length);
 	if (err == 0 && !reserve)
-		err = take_link(r, &st, dir, base, &linked);
+		err = take_link(r, &st, dir, base, &linked, &exposed);
 	if (err == 0)
 		err = store_save(ctx, s);	/* the size, after a cut */
-	if (err < 0) {
-		if (linked)
-			unlinkat(dir, base, 0);
+	if (err < 0 && exposed) {
+		close(fd);
+		take_undo_linked(ctx, s, r, dir, base, linked);
+	} else if (err < 0) {
+		/* Never linked outside the root-only staging directory: still READY. */
 		(void)!fchown(fd, 0, 0);
 		r->warm = PREALLOC_WARM_READY;
 		r->path[0] = '\0';
+		r->tenant[0] = '\0';
 		memset(&r->owner, 0, sizeof(r->owner));
 		store_save(ctx, s);
 		close(fd);
+	}
+	if (err < 0) {
 		/* The growth's refusal says it best. */
 		return info->message[0] ? err
 					: take_fail(info, err, "cannot hand over the warm file at %s: %s",
@@ -246,7 +291,7 @@ static int take_reserved(struct prealloc_ctx *ctx, struct store *s, size_t ri, i
 	const char *base = strrchr(o->path, '/') + 1;
 	struct stat st;
 	int fd = take_open(ctx, s, r, &st, info), err;
-	bool linked;
+	bool linked = false, exposed = false;
 
 	if (fd < 0)
 		return fd;
@@ -257,12 +302,18 @@ static int take_reserved(struct prealloc_ctx *ctx, struct store *s, size_t ri, i
 	if (err == 0 && (o->flags & PREALLOC_WARM_TAKE_CHOWN) && fchown(fd, o->uid, o->gid) < 0)
 		err = -errno;
 	if (err == 0)
-		err = take_link(r, &st, dir, base, &linked);
+		err = take_link(r, &st, dir, base, &linked, &exposed);
 	if (err < 0) {
-		(void)!fchown(fd, 0, 0);
-		r->path[0] = '\0';
-		store_save(ctx, s);
+		if (!exposed)
+			(void)!fchown(fd, 0, 0);
 		close(fd);
+		if (exposed) {
+			/* Seen outside the staging directory: given back, not reserved again. */
+			take_undo_linked(ctx, s, r, dir, base, linked);
+		} else {
+			r->path[0] = '\0';
+			store_save(ctx, s);
+		}
 		return take_fail(info, err, "cannot link the reserved warm file at %s: %s", o->path,
 				 strerror(-err));
 	}
@@ -327,7 +378,7 @@ EXPORT int prealloc_warm_take(struct prealloc_ctx *ctx, const struct prealloc_wa
 		hit = PREALLOC_WARM_COLD;
 		r = warm_create(ctx, o.node, o.page_size, warm_mount(ctx, o.mount, o.page_size),
 				o.length, &(struct warm_pace){ .stop_fd = -1 }, info.message,
-				sizeof(info.message));
+				sizeof(info.message), NULL);
 		if (r == 0)
 			r = take_locked(ctx, &o, dev, dir, &info);
 	}
@@ -351,23 +402,29 @@ EXPORT int prealloc_warm_take(struct prealloc_ctx *ctx, const struct prealloc_wa
 
 /* ---- give ----------------------------------------------------------------- */
 
-/* One HANDED record back: RETURNING first, then the link, then what the file says. */
+/*
+ * One HANDED record back: RETURNING first (with the tenant kept only when
+ * the give names the take's), then the link, then what the file says.
+ */
 static int give_one(struct prealloc_ctx *ctx, struct store *s, size_t ri, bool by_path,
-		    struct prealloc_warm_give_info *info)
+		    const char *tenant, struct prealloc_warm_give_info *info)
 {
 	struct record *r = &s->r[ri];
-	int err;
+	int err, check;
 
 	r->warm = PREALLOC_WARM_RETURNING;
+	if (!tenant || strcmp(tenant, r->tenant))
+		r->tenant[0] = '\0';
 	err = store_save(ctx, s);
 	test_pause("warm-give-recorded");
 	if (err == 0)
 		err = warm_unlink_path(r, by_path);
 	if (err < 0)
 		return err;
-	warm_returned(r, warm_check(ctx, r));
+	check = warm_check(ctx, r);
+	warm_returned(r, check);
 	info->files++;
-	info->returning += r->warm == PREALLOC_WARM_RETURNING;
+	info->returning += check == -EBUSY;
 	info->quarantined += r->warm == PREALLOC_WARM_QUARANTINED;
 	return store_save(ctx, s);
 }
@@ -388,29 +445,36 @@ static int give_match(const struct record *r, const char *path, const char *hold
 	return 1;
 }
 
-EXPORT int prealloc_warm_give(struct prealloc_ctx *ctx, const char *path, const char *holder,
-			      struct prealloc_warm_give_info *ret_info)
+EXPORT int prealloc_warm_give_with(struct prealloc_ctx *ctx,
+				   const struct prealloc_warm_give_opts *opts,
+				   struct prealloc_warm_give_info *ret_info)
 {
 	struct prealloc_warm_give_info info = { .size = sizeof(info) };
+	struct prealloc_warm_give_opts o = { .size = sizeof(o) };
 	int lock, r, m, first = 0;
 	struct store s;
 
-	if (!ctx || (!path) == (!holder) || (path && path[0] != '/') ||
-	    (ret_info && ret_info->size < sizeof(size_t)))
+	if (!ctx || !opts || (ret_info && ret_info->size < sizeof(size_t)))
+		return -EINVAL;
+	r = copy_sized_in(&o, sizeof(o), opts);
+	if (r < 0)
+		return r;
+	if ((!o.path) == (!o.holder) || (o.path && o.path[0] != '/') || o.flags ||
+	    (o.tenant && !tenant_valid(o.tenant)))
 		return -EINVAL;
 	r = store_open(ctx, ADMIT_LOCK_TIMEOUT_MS, &s, &lock);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < s.nr; i++) {
-		m = give_match(&s.r[i], path, holder);
+		m = give_match(&s.r[i], o.path, o.holder);
 		if (m < 0 && !first)
 			snprintf(info.message, sizeof(info.message),
-				 "%s is not the link its take made (another file is there)", path);
+				 "%s is not the link its take made (another file is there)", o.path);
 		if (m < 0 && !first)
 			first = m;
 		if (m <= 0)
 			continue;
-		r = give_one(ctx, &s, i, path != NULL, &info);
+		r = give_one(ctx, &s, i, o.path != NULL, o.tenant, &info);
 		if (r < 0 && !first) {
 			first = r;
 			snprintf(info.message, sizeof(info.message), "cannot give back %.400s: %s",
@@ -421,9 +485,17 @@ EXPORT int prealloc_warm_give(struct prealloc_ctx *ctx, const char *path, const 
 	if (!first && !info.files) {
 		first = -ENOENT;
 		snprintf(info.message, sizeof(info.message), "%s%s holds no warm file",
-			 path ? path : "holder ", path ? "" : holder);
+			 o.path ? o.path : "holder ", o.path ? "" : o.holder);
 	}
 	if (ret_info)
 		copy_sized_out(ret_info, &info, sizeof(info));
 	return first;
+}
+
+EXPORT int prealloc_warm_give(struct prealloc_ctx *ctx, const char *path, const char *holder,
+			      struct prealloc_warm_give_info *ret_info)
+{
+	struct prealloc_warm_give_opts o = { .size = sizeof(o), .path = path, .holder = holder };
+
+	return prealloc_warm_give_with(ctx, &o, ret_info);
 }

@@ -1,13 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The warm pool's files coming back and cleared, for the pass (warm_fill.c,
- * docs/warm.md): files given back become DIRTY once nothing maps or holds
- * them; each DIRTY file is marked CLEARING, cleared by its node's workers
- * and verified (every byte zero, every page present on its node), and only
- * then READY. A file whose clear or verify fails, or that its holder
+ * The warm pool's files coming back, for the pass (warm_fill.c,
+ * docs/warm.md): files given back are DIRTY; each DIRTY file is marked
+ * CLEARING (this pass's), then renewed: it leaves the pool and a new file,
+ * populated on its node and verified, takes its place, with the growth it
+ * had added. A holder may keep references to its file that no /proc file
+ * shows (an fd in flight, pipe buffers, pins): only fresh pages never
+ * reach the next holder. A file its tenant gave back to itself is cleared
+ * in place instead, by its node's workers, under a write lease, and
+ * verified (every byte zero, every page present on its node), then READY
+ * for that tenant. A file whose clear or verify fails, or that its holder
  * resized, is removed; one whose clear was stopped is DIRTY again.
  */
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,18 +36,28 @@ void warm_note(struct prealloc_warm_fill_info *info, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* A handed file whose holder is gone: its holder's dead, or (none) its path and users gone. */
+/*
+ * A handed file whose holder is gone: its holder's dead, or (none) its path
+ * gone and nothing opens or maps it (fail closed: what cannot be proven
+ * free is in use).
+ */
 static bool handed_free(struct prealloc_ctx *ctx, const struct record *r)
 {
-	unsigned int unreadable = 0;
 	struct statx stx;
+	struct stat st;
+	bool used;
+	int fd;
 
 	if (r->owner.kind == PREALLOC_OWNER_HOLDER)
 		return !owner_alive(ctx, &r->owner);
 	if (file_statx(AT_FDCWD, r->path, AT_SYMLINK_NOFOLLOW, &stx) == 0 && record_is_file(r, &stx))
 		return false;
-	/* As give's check: processes procfs does not show us (another pid namespace's) aside. */
-	return file_user(ctx, r->dev, r->ino, getpid(), &unreadable) == 0;
+	fd = warm_open(r, &st);
+	if (fd < 0)
+		return true;	/* gone from the pool too: settled as returned */
+	used = warm_in_use(ctx, r, fd);
+	close(fd);
+	return !used;
 }
 
 /*
@@ -60,19 +76,16 @@ int warm_returns(struct prealloc_ctx *ctx, struct store *s,
 
 		if (r->warm == PREALLOC_WARM_HANDED && handed_free(ctx, r)) {
 			r->warm = PREALLOC_WARM_RETURNING;
+			r->tenant[0] = '\0';	/* not given back by its tenant */
 			err = store_save(ctx, s);
 		}
 		if (err == 0 && r->warm == PREALLOC_WARM_RETURNING) {
-			bool had_path = r->path[0];
-
 			/* A give that died before the holder's link went, or a holder gone. */
 			if (r->path[0])
 				warm_unlink_path(r, false);
 			warm_returned(r, warm_check(ctx, r));
 			info->returned += r->warm == PREALLOC_WARM_DIRTY;
-			/* Still mapped, as it was: nothing to write (serve would wake itself). */
-			if (r->warm != PREALLOC_WARM_RETURNING || had_path)
-				err = store_save(ctx, s);
+			err = store_save(ctx, s);
 		}
 		/* Only a dead fill's: a live one (another pass, now) is still clearing it. */
 		if (err == 0 && r->warm == PREALLOC_WARM_CLEARING && !owner_alive(ctx, &r->owner)) {
@@ -134,11 +147,14 @@ static int next_dirty(struct prealloc_ctx *ctx, unsigned int timeout_ms, struct 
 }
 
 /*
- * Clears the file of r on its node and verifies it: every byte zero, every
- * page present and on the node (holes its holder punched are faulted there
- * by the clear). -EEXIST when its holder resized it, -ESTALE when it is not
- * the record's file or has another link, -ECANCELED when pace's stop_fd
- * stopped it; else the verify's verdict.
+ * Clears the file of r in place on its node and verifies it: every byte
+ * zero, every page present and on the node (holes its holder punched are
+ * faulted there by the clear), under a write lease held from before the
+ * first store to after the verify. -EBUSY when the lease is refused or was
+ * broken (something else may open the file: it is renewed instead),
+ * -EEXIST when its holder resized it, -ESTALE when it is not the record's
+ * file or has another link, -ECANCELED when pace's stop_fd stopped it;
+ * else the verify's verdict.
  */
 static int warm_clear(struct prealloc_ctx *ctx, const struct record *r,
 		      const struct warm_pace *pace, struct prealloc_report *report)
@@ -153,15 +169,21 @@ static int warm_clear(struct prealloc_ctx *ctx, const struct record *r,
 	struct prealloc_region *region;
 	struct prealloc_job *job;
 	struct statx stx;
-	int err;
+	int err, fd;
 
 	err = warm_region(ctx, r, r->size, &region);
 	if (err < 0)
 		return err;
-	if (file_statx(prealloc_region_fd(region), "", AT_EMPTY_PATH, &stx) < 0 ||
-	    !record_is_file(r, &stx) || stx.stx_nlink != 1) {
+	fd = prealloc_region_fd(region);
+	if (file_statx(fd, "", AT_EMPTY_PATH, &stx) < 0 || !record_is_file(r, &stx) ||
+	    stx.stx_nlink != 1) {
 		prealloc_region_free(region);
 		return -ESTALE;
+	}
+	/* The region's descriptor is this process's only one: the lease proves the rest. */
+	if (file_lease_take(fd) < 0) {
+		prealloc_region_free(region);
+		return -EBUSY;
 	}
 	test_pause("warm-fill-before-clear");
 	err = prealloc_job_start(region, &jo, &job);
@@ -170,6 +192,9 @@ static int warm_clear(struct prealloc_ctx *ctx, const struct record *r,
 		prealloc_job_report(job, report);
 		prealloc_job_free(job);
 	}
+	if (err == 0 && !file_lease_held(fd))
+		err = -EBUSY;	/* opened while it was cleared: not proven the tenant's alone */
+	file_lease_drop(fd);
 	prealloc_region_free(region);
 	test_pause("warm-fill-after-verify");
 	return err;
@@ -249,7 +274,118 @@ bool warm_stop_asked(int fd)
 	return fd >= 0 && poll(&p, 1, 0) > 0;
 }
 
-/* Every DIRTY file, one at a time: CLEARING, cleared and verified, then READY or removed. */
+/*
+ * Under the lock: c (CLEARING, this pass's) leaves the pool. The growth its
+ * file had added moves to the record of its replacement (new_id; 0: none,
+ * then it goes back as far as the pool has free pages), written before its
+ * file is unlinked; its pages go back when the last reference to them goes.
+ */
+static int retire(struct prealloc_ctx *ctx, unsigned int timeout_ms, const struct record *c,
+		  uint64_t new_id, struct prealloc_warm_fill_info *info)
+{
+	struct prealloc_release_info rel = { .size = sizeof(rel) };
+	struct store s;
+	long i, n;
+	int lock, err;
+
+	err = store_open(ctx, timeout_ms, &s, &lock);
+	if (err < 0)
+		return err;
+	i = store_find(&s, c->id);
+	n = new_id ? store_find(&s, new_id) : -1;
+	if (i < 0 || s.r[i].warm != PREALLOC_WARM_CLEARING || s.r[i].owner.pid != c->owner.pid ||
+	    s.r[i].owner.start != c->owner.start)
+		goto out;	/* no longer this pass's to finish */
+	for (unsigned int k = 0; n >= 0 && err == 0 && k < s.r[i].nr_pools; k++) {
+		struct rec_pool moved = s.r[i].pools[k];
+
+		moved.pages = 0;	/* the growth alone: the new file names its own pages */
+		moved.base = 0;
+		if (moved.added && (err = record_add_pool(&s.r[n], &moved)) == 0)
+			s.r[i].pools[k].added = 0;
+	}
+	if (err == 0)
+		err = record_settle(ctx, &s, (size_t)i, true, &rel);
+	if (err == 0 && !new_id) {
+		info->dropped++;
+		info->dropped_bytes += c->size;
+	}
+out:
+	store_close(&s, lock);
+	return err;
+}
+
+/*
+ * With a write lease proving no open file of it is left, c's pages go back
+ * to the kernel now (holes punched): what an O_PATH descriptor kept alive
+ * then holds no memory. Without one, nothing is touched: whatever still
+ * maps it (a VMM that gave back early) keeps its bytes.
+ */
+static void release_pages_if_sole(const struct record *c)
+{
+	struct stat st;
+	int fd = warm_open(c, &st);
+
+	if (fd < 0)
+		return;
+	if (st.st_nlink == 1 && file_lease_take(fd) == 0) {
+		(void)!fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)c->size);
+		file_lease_drop(fd);
+	}
+	close(fd);
+}
+
+/* The mount c's staging directory is on: "<mount root>/<staging dir>/<name>". */
+static void record_mount(const struct record *c, char *buf, size_t len)
+{
+	char *slash;
+
+	snprintf(buf, len, "%s", c->tmp);
+	for (int up = 0; up < 2 && (slash = strrchr(buf, '/')); up++)
+		*slash = '\0';
+	if (!buf[0])
+		snprintf(buf, len, "/");
+}
+
+/*
+ * c's file leaves the pool and a new one of its node, page size, mount and
+ * size takes its place: made through prepare's own flow (populated on the
+ * node, verified, READY), then c retired. A holder may still reach c's
+ * pages by ways no /proc file shows; the new file's pages are the kernel's
+ * fresh ones. Returns what clear_done would: 0, -ECANCELED, or the failure.
+ */
+static int warm_renew(struct prealloc_ctx *ctx, const struct warm_pass *p, const struct record *c,
+		      struct prealloc_warm_fill_info *info)
+{
+	char mount[PATH_MAX], why[512];
+	uint64_t new_id = 0;
+	double t0 = now_seconds();
+	int err;
+
+	release_pages_if_sole(c);
+	record_mount(c, mount, sizeof(mount));
+	test_pause("warm-renew-before-create");
+	err = warm_create(ctx, c->warm_node, c->page_size, mount, c->size, &p->pace, why,
+			  sizeof(why), &new_id);
+	if (err == -ECANCELED)
+		return err;	/* DIRTY again: renewed by the next pass */
+	if (err < 0)
+		warm_note(info, "warm file %s: no new file took its place (%s): removed", c->tmp,
+			  why);
+	test_pause("warm-renew-before-retire");
+	if (retire(ctx, p->lock_timeout_ms, c, err == 0 ? new_id : 0, info) == 0 && err == 0) {
+		info->renewed++;
+		info->renewed_bytes += c->size;
+		info->renew_seconds += now_seconds() - t0;
+	}
+	return err;
+}
+
+/*
+ * Every DIRTY file, one at a time, CLEARING first: one given back by its
+ * tenant to itself is cleared in place under a lease and READY again for
+ * that tenant; any other (or one whose lease is refused) is renewed.
+ */
 int warm_clears(struct prealloc_ctx *ctx, const struct warm_pass *p,
 		       struct prealloc_warm_fill_info *info)
 {
@@ -259,7 +395,13 @@ int warm_clears(struct prealloc_ctx *ctx, const struct warm_pass *p,
 
 	while (!warm_stop_asked(p->pace.stop_fd) &&
 	       (found = next_dirty(ctx, p->lock_timeout_ms, &c)) > 0) {
-		result = warm_clear(ctx, &c, &p->pace, &rep);
+		rep.seconds = 0;
+		result = c.tenant[0] ? warm_clear(ctx, &c, &p->pace, &rep) : -EBUSY;
+		if (result == -EBUSY) {
+			result = warm_renew(ctx, p, &c, info);
+			if (result != -ECANCELED)
+				continue;	/* retired: nothing of c is left to finish */
+		}
 		if (result < 0 && result != -ECANCELED)
 			warm_note(info, "warm file %s could not be cleared (%s): removed", c.tmp,
 				  strerror(-result));

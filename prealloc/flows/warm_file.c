@@ -68,9 +68,19 @@ int warm_unlink_path(const struct record *r, bool must)
 	return must || err == 0 ? err : 0;
 }
 
-int warm_check(struct prealloc_ctx *ctx, struct record *r)
+bool warm_in_use(struct prealloc_ctx *ctx, const struct record *r, int fd)
 {
 	unsigned int unreadable = 0;
+	int err = file_sole_open(fd);
+
+	if (err == 0 || err == -EAGAIN)
+		return err == -EAGAIN;
+	/* No lease here: procfs, where what it cannot read counts as in use. */
+	return file_user(ctx, r->dev, r->ino, getpid(), &unreadable) != 0 || unreadable;
+}
+
+int warm_check(struct prealloc_ctx *ctx, struct record *r)
+{
 	struct stat st;
 	int fd = warm_open(r, &st), r_;
 
@@ -78,12 +88,12 @@ int warm_check(struct prealloc_ctx *ctx, struct record *r)
 		return fd;
 	/*
 	 * The holder's uid loses the file first: with fs.protected_hardlinks
-	 * it can then make no new link to it, so the count below is final.
+	 * it can then make no new link to it, so the count read after is final.
 	 */
-	r_ = fchown(fd, 0, 0) < 0 || fchmod(fd, 0600) < 0 ? -errno : 0;
+	r_ = fchown(fd, 0, 0) < 0 || fchmod(fd, 0600) < 0 || fstat(fd, &st) < 0 ? -errno : 0;
 	if (r_ == 0 && st.st_nlink != 1)
 		r_ = -EMLINK;
-	else if (r_ == 0 && file_user(ctx, r->dev, r->ino, getpid(), &unreadable) != 0)
+	else if (r_ == 0 && warm_in_use(ctx, r, fd))
 		r_ = -EBUSY;
 	close(fd);
 	return r_;
@@ -91,10 +101,11 @@ int warm_check(struct prealloc_ctx *ctx, struct record *r)
 
 void warm_returned(struct record *r, int check)
 {
-	r->warm = check == -EMLINK ? PREALLOC_WARM_QUARANTINED
-		  : check == -EBUSY ? PREALLOC_WARM_RETURNING
-		  : check == 0	    ? PREALLOC_WARM_DIRTY
-				    : PREALLOC_WARM_QUARANTINED;
+	/*
+	 * Still open or mapped (-EBUSY) is DIRTY too: its pages are never
+	 * cleared in place without a lease, and a new file takes its place.
+	 */
+	r->warm = check == 0 || check == -EBUSY ? PREALLOC_WARM_DIRTY : PREALLOC_WARM_QUARANTINED;
 	r->path[0] = '\0';
 	memset(&r->owner, 0, sizeof(r->owner));
 }
@@ -161,7 +172,8 @@ int warm_job_finish(struct prealloc_job *job, int stop_fd)
 }
 
 int warm_create(struct prealloc_ctx *ctx, int node, uint64_t page_size, const char *mount,
-		uint64_t length, const struct warm_pace *pace, char *why, size_t why_len)
+		uint64_t length, const struct warm_pace *pace, char *why, size_t why_len,
+		uint64_t *ret_id)
 {
 	struct prealloc_prepare_info pinfo = { .size = sizeof(pinfo) };
 	struct prealloc_prepare_opts po = {
@@ -185,5 +197,7 @@ int warm_create(struct prealloc_ctx *ctx, int node, uint64_t page_size, const ch
 	}
 	if (err < 0)
 		snprintf(why, why_len, "%s", pinfo.message[0] ? pinfo.message : strerror(-err));
+	if (err == 0 && ret_id)
+		*ret_id = pinfo.record_id;
 	return err;
 }

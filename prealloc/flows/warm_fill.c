@@ -160,7 +160,7 @@ static int target_grow(struct prealloc_ctx *ctx, const struct warm_pass *p, unsi
 	}
 	store_close(&s, lock);
 	err = warm_create(ctx, t->node, t->page_size, mount, t->file_bytes, &p->pace, why,
-			  sizeof(why));
+			  sizeof(why), NULL);
 	if (err < 0) {
 		warm_note(info, "node%d.%s: %s", t->node, prealloc_page_name(t->page_size), why);
 		return err;

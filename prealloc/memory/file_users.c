@@ -6,9 +6,16 @@
  * are answered from procfs, by device and inode (which survive an unlink),
  * never by measuring free pages, which races with everything else that
  * faults pages.
+ *
+ * procfs can prove a use, never its absence: fds in flight over a socket,
+ * pipe buffers and page pins are in no /proc file, and without
+ * CAP_SYS_PTRACE another user's fds cannot be read at all. What cannot be
+ * read is counted unreadable, never "not this file". Where it matters that
+ * no open file is left, a write lease proves it (file_lease_*).
  */
 #include <ctype.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,9 +60,13 @@ static int uses_file(const struct prealloc_ctx *ctx, const char *pid, uint64_t d
 	while (!found && (de = readdir(d))) {
 		struct stat st;
 
+		if (de->d_name[0] == '.')
+			continue;
 		/* stat follows the descriptor to its file, unlinked or not. */
-		if (de->d_name[0] != '.' && fstatat(dirfd(d), de->d_name, &st, 0) == 0)
+		if (fstatat(dirfd(d), de->d_name, &st, 0) == 0)
 			found = (uint64_t)st.st_dev == dev && (uint64_t)st.st_ino == ino;
+		else if (errno != ENOENT)
+			found = -EACCES;	/* e.g. no CAP_SYS_PTRACE: it may be this file */
 	}
 	closedir(d);
 	return found;
@@ -90,4 +101,41 @@ pid_t file_user(const struct prealloc_ctx *ctx, uint64_t dev, uint64_t ino, pid_
 	}
 	closedir(proc);
 	return found;
+}
+
+/*
+ * A write lease (fcntl(2) F_SETLEASE F_WRLCK) is granted only while no open
+ * file description of the inode exists but fd's own: another process's fd,
+ * an fd in flight over a socket, a mapping (it holds its file) all refuse
+ * it (EAGAIN). It needs no ptrace. The kernel signals the holder when
+ * someone opens the file meanwhile (SIGIO by default, which would end the
+ * process): the owner is cleared at once, so a break only shows in
+ * F_GETLEASE. It does not see O_PATH descriptors, nor pages a pipe or a
+ * pin holds: those hold pages, not the file.
+ */
+int file_lease_take(int fd)
+{
+	if (fcntl(fd, F_SETLEASE, F_WRLCK) < 0)
+		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+	(void)!fcntl(fd, F_SETOWN, 0);
+	return 0;
+}
+
+bool file_lease_held(int fd)
+{
+	return fcntl(fd, F_GETLEASE) == F_WRLCK;
+}
+
+void file_lease_drop(int fd)
+{
+	(void)!fcntl(fd, F_SETLEASE, F_UNLCK);
+}
+
+int file_sole_open(int fd)
+{
+	int r = file_lease_take(fd);
+
+	if (r == 0)
+		file_lease_drop(fd);
+	return r;
 }

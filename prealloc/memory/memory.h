@@ -322,6 +322,20 @@ int small_file_write(const char *path, const char *text, size_t len);
  */
 pid_t file_user(const struct prealloc_ctx *ctx, uint64_t dev, uint64_t ino, pid_t skip,
 		  unsigned int *ret_unreadable);
+/*
+ * A write lease on fd's file: 0 held (no other open file description of
+ * it exists: no fd elsewhere, none in flight, no mapping but through fd),
+ * -EAGAIN another exists, another negative errno where the filesystem or
+ * the sysctl (fs.leases-enable) has none. Blind to O_PATH fds and to pages
+ * a pipe or a pin holds. fd must be the only descriptor of the file this
+ * process opened (mappings through it are fine).
+ */
+int file_lease_take(int fd);
+/* Whether the lease is still held whole (nobody opened the file meanwhile). */
+bool file_lease_held(int fd);
+void file_lease_drop(int fd);
+/* file_lease_take and drop: 0 when no other open file description exists now. */
+int file_sole_open(int fd);
 
 /* ---- hugepage pools (hugetlb.c) ------------------------------------------ */
 

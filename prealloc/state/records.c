@@ -201,7 +201,12 @@ int store_format(const struct store *s, char **ret_text, size_t *ret_len)
 		text_add(&t, "\n");
 		lines++;
 		if (r->warm != WARM_NONE) {
-			text_add(&t, "warm %s %d\n", warm_names[r->warm], r->warm_node);
+			text_add(&t, "warm %s %d", warm_names[r->warm], r->warm_node);
+			if (store_version(s) == STORE_VERSION_TENANT) {
+				text_add(&t, " ");
+				text_str(&t, r->tenant);
+			}
+			text_add(&t, "\n");
 			lines++;
 		}
 		for (unsigned int k = 0; k < r->nr_pools; k++, lines++) {
@@ -319,16 +324,28 @@ static int parse_rec(char *line, struct store *s)
 	return 0;
 }
 
-/* "warm <state> <node>": the rec above is a warm file (version 3 only, once). */
-static int parse_warm(const char *line, struct store *s)
+/*
+ * "warm <state> <node>" (version 3), "warm <state> <node> <tenant>"
+ * (version 4): the rec above is a warm file (once).
+ */
+static int parse_warm(const char *line, int version, struct store *s)
 {
-	char state[16];
+	char state[16], tenant[3 * TENANT_MAX] = "-";
 	struct record *r;
 	int node, end = 0;
 	size_t st;
 
-	if (!s->nr || sscanf(line, "warm %15s %d%n", state, &node, &end) != 2 || line[end] ||
-	    node < 0 || node >= PREALLOC_MAX_NODES)
+	if (!s->nr || sscanf(line, "warm %15s %d%n", state, &node, &end) != 2 || node < 0 ||
+	    node >= PREALLOC_MAX_NODES)
+		return -EBADMSG;
+	if (version == STORE_VERSION_TENANT) {
+		int n = 0;
+
+		if (sscanf(line + end, " %191s%n", tenant, &n) != 1)
+			return -EBADMSG;
+		end += n;
+	}
+	if (line[end] || str_decode(tenant, s->r[s->nr - 1].tenant, TENANT_MAX) < 0)
 		return -EBADMSG;
 	for (st = 1; st < ARRAY_SIZE(warm_names); st++)
 		if (!strcmp(state, warm_names[st]))
@@ -370,7 +387,8 @@ static int check_frame(char *text, char **ret_body_end, int *ret_version)
 	int version, end = 0;
 
 	if (sscanf(text, "prealloc-store %d\n", &version) != 1 ||
-	    (version != STORE_VERSION && version != STORE_VERSION_WARM))
+	    (version != STORE_VERSION && version != STORE_VERSION_WARM &&
+	     version != STORE_VERSION_TENANT))
 		return -EBADMSG;
 	*ret_version = version;
 	nl = text + strlen(text);
@@ -408,8 +426,8 @@ int store_parse(const char *text, struct store *s)
 	while (r == 0 && (line = strtok_r(NULL, "\n", &save)))
 		r = !strncmp(line, "rec ", 4)	 ? parse_rec(line, s)
 		    : !strncmp(line, "pool ", 5) ? parse_pool(line, s)
-		    : !strncmp(line, "warm ", 5) && version == STORE_VERSION_WARM
-			? parse_warm(line, s)
+		    : !strncmp(line, "warm ", 5) && version >= STORE_VERSION_WARM
+			? parse_warm(line, version, s)
 			: -EBADMSG;
 out:
 	free(copy);

@@ -132,7 +132,9 @@ static int settle_file(struct prealloc_ctx *ctx, struct store *s, size_t ri, boo
 		return 0;
 	names = record_file_names(r);
 	if (names) {
-		*ret_in_use = r->ino && file_user(ctx, r->dev, r->ino, 0, &unreadable) != 0;
+		/* What procfs cannot show us counts as in use: its pages may be. */
+		*ret_in_use = r->ino && (file_user(ctx, r->dev, r->ino, 0, &unreadable) != 0 ||
+					 unreadable);
 		r->state = PREALLOC_RECORD_RELEASING;
 		ret = store_save(ctx, s);
 		if (ret < 0)
@@ -159,7 +161,8 @@ static bool inode_in_use(const struct prealloc_ctx *ctx, const struct record *r)
 {
 	unsigned int unreadable;
 
-	return !r->has_file && r->ino && file_user(ctx, r->dev, r->ino, 0, &unreadable) != 0;
+	return !r->has_file && r->ino &&
+	       (file_user(ctx, r->dev, r->ino, 0, &unreadable) != 0 || unreadable);
 }
 
 int record_settle(struct prealloc_ctx *ctx, struct store *s, size_t ri, bool remove_ready,

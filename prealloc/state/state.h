@@ -24,6 +24,13 @@
  * prealloc that knows no warm pool still reads it.
  */
 #define STORE_VERSION_WARM 3
+/*
+ * A warm file recycled for one tenant (docs/warm.md) names it on its warm
+ * line: "warm <state> <node> <tenant>", version 4, written only when a
+ * record has one, so that stores without tenants stay readable by 0.2.
+ */
+#define STORE_VERSION_TENANT 4
+#define TENANT_MAX 64	/* a tenant label's bytes, its NUL included */
 
 /* record.warm of a record that is no warm file (else enum prealloc_warm_state). */
 #define WARM_NONE 0
@@ -80,6 +87,12 @@ struct record {
 	struct rec_pool *pools;
 	int warm;		/* WARM_NONE, or enum prealloc_warm_state */
 	int warm_node;		/* a warm file's node */
+	/*
+	 * A warm file's tenant: given at take; kept at give only when the give
+	 * names the same one; then the file may be cleared in place for that
+	 * tenant's next take, else it leaves the pool. "" none.
+	 */
+	char tenant[TENANT_MAX];
 };
 
 struct store {

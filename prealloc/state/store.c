@@ -75,8 +75,13 @@ uint64_t record_new_id(void)
 
 int store_version(const struct store *s)
 {
-	for (size_t i = 0; i < s->nr; i++)
+	int v = STORE_VERSION;
+
+	for (size_t i = 0; i < s->nr; i++) {
+		if (s->r[i].warm != WARM_NONE && s->r[i].tenant[0])
+			return STORE_VERSION_TENANT;
 		if (s->r[i].warm != WARM_NONE)
-			return STORE_VERSION_WARM;
-	return STORE_VERSION;
+			v = STORE_VERSION_WARM;
+	}
+	return v;
 }

@@ -17,16 +17,21 @@ extern "C" {
  * Files populated on their node and proven zero ahead of time, kept in the
  * root-only staging directory of their mount, handed to a guest by a link
  * in O(1), taken back when it stops and cleared again by prealloc_warm_fill.
- * A holder never sees a byte another holder wrote: a file is handed out
- * only READY (cleared and verified since its last holder), and a file with
- * a link the pool did not make is never handed out again.
+ * A holder never sees a byte another holder wrote: a file given back
+ * leaves the pool and a new one, made and verified on its node, takes its
+ * place (a holder may keep references to its file that no /proc file
+ * shows: fds in flight, pipe buffers, pins). Only a file given back by a
+ * tenant to the same tenant (a label named at take and at give), with a
+ * write lease proving no open file of it is left, is cleared in place for
+ * that tenant. A file with a link the pool did not make is never handed
+ * out again.
  */
 enum prealloc_warm_state {
 	PREALLOC_WARM_POPULATING = 1,	/* being made and populated on its node */
 	PREALLOC_WARM_READY,		/* every byte zero, every page on its node */
 	PREALLOC_WARM_HANDED,		/* linked at a holder's path */
-	PREALLOC_WARM_RETURNING,	/* given back, still mapped or held */
-	PREALLOC_WARM_DIRTY,		/* back, the pool's link alone: to be cleared */
+	PREALLOC_WARM_RETURNING,	/* being given back (written before the holder's link goes) */
+	PREALLOC_WARM_DIRTY,		/* back, root's, the pool's link alone: renewed, or cleared for its tenant */
 	PREALLOC_WARM_CLEARING,		/* being cleared and verified */
 	PREALLOC_WARM_QUARANTINED,	/* never handed out again; removed by the next fill */
 };
@@ -78,6 +83,12 @@ struct prealloc_warm_take_opts {
 	const char *holder_check;
 	int64_t holder_expires;
 	int dir_fd;		/* DIR_FD: where the link goes (not closed) */
+	/*
+	 * The holder's tenant (NULL: none; 1-63 printable bytes): a file
+	 * given back with the same tenant may be cleared in place and handed
+	 * to this tenant only; a READY file of another tenant is never taken.
+	 */
+	const char *tenant;
 };
 
 enum prealloc_warm_hit {
@@ -113,7 +124,7 @@ int prealloc_warm_take(struct prealloc_ctx *ctx, const struct prealloc_warm_take
 struct prealloc_warm_give_info {
 	size_t size;		/* sizeof(struct prealloc_warm_give_info) */
 	unsigned int files;	/* files given back */
-	unsigned int returning;	/* of them, still mapped or held: RETURNING */
+	unsigned int returning;	/* of them, still open or mapped elsewhere (never cleared in place) */
 	unsigned int quarantined; /* of them, with a link the pool did not make */
 	char message[512];
 };
@@ -121,13 +132,34 @@ struct prealloc_warm_give_info {
 /*
  * Takes files back: the one linked at path (which must be the link its take
  * made: the record's inode), or every file handed to holder (path NULL).
- * Each is removed from path, given to root with mode 0600, then DIRTY if no
- * process maps or holds it and the pool's link is its only one, RETURNING
- * while one does (a later fill looks again; the caller never waits), and
- * QUARANTINED if it has another link.
+ * Each is RETURNING (written first), removed from path, given to root with
+ * mode 0600, then DIRTY, or QUARANTINED if it has another link. A DIRTY file
+ * leaves the pool at the next fill (a new file takes its place); its pages
+ * are never cleared or punched while anything may still open or map it (a
+ * VMM that gives back early keeps its memory until it unmaps). info's
+ * returning counts files still open or mapped elsewhere now. The caller
+ * never waits. No tenant: see prealloc_warm_give_with.
  */
 int prealloc_warm_give(struct prealloc_ctx *ctx, const char *path, const char *holder,
 		       struct prealloc_warm_give_info *ret_info);
+
+struct prealloc_warm_give_opts {
+	size_t size;		/* sizeof(struct prealloc_warm_give_opts) */
+	unsigned int flags;	/* none yet: 0 */
+	const char *path;	/* one of path and holder, as prealloc_warm_give */
+	const char *holder;
+	/*
+	 * The tenant giving it back: the file may be cleared in place for
+	 * its tenant's next take only when this names the tenant its take
+	 * named (and a write lease then proves no open file of it is left);
+	 * NULL, or another tenant: it leaves the pool for a new file.
+	 */
+	const char *tenant;
+};
+
+/* prealloc_warm_give, with the tenant that gives the files back. */
+int prealloc_warm_give_with(struct prealloc_ctx *ctx, const struct prealloc_warm_give_opts *opts,
+			    struct prealloc_warm_give_info *ret_info);
 
 enum prealloc_warm_fill_flags {
 	PREALLOC_WARM_FILL_IDLE = 1u << 0,	/* workers SCHED_IDLE (else nice 19) */
@@ -155,6 +187,10 @@ struct prealloc_warm_fill_info {
 	double clear_seconds;	/* the clears' own time */
 	char message[512];	/* the first failure, if any */
 	uint64_t dropped_bytes;	/* of the files removed */
+	/* Files given back that left the pool, each for a new file made and verified. */
+	unsigned int renewed;
+	uint64_t renewed_bytes;
+	double renew_seconds;	/* the new files' own time */
 };
 
 /*
