@@ -7,8 +7,15 @@
 #   ./setup.sh test   install what is missing, build, and run the whole
 #                     default test suite (also what .ci/run calls)
 #   ./setup.sh build  install and build only
+#
+# Every cache the scripts keep (the cross tools, the arm64 rig's files, the
+# rig kernel and its source) lies under $PREALLOC_CACHE_ROOT, /var/cache
+# unless set; .ci/run points it at an empty directory (docs/testing.md).
 set -euo pipefail
 
+# Absolute before the cd, so the scripts this runs all see the same place.
+PREALLOC_CACHE_ROOT=$(realpath -m -- "${PREALLOC_CACHE_ROOT:-/var/cache}")
+export PREALLOC_CACHE_ROOT
 cd "$(dirname "$0")"
 ROOT=$PWD
 
@@ -36,7 +43,7 @@ install_packages() {
 }
 
 # The arm64 cross build's tools (tests/cross/install.sh prints where they come from).
-CROSS_CACHE=/var/cache/prealloc-cross
+CROSS_CACHE=$PREALLOC_CACHE_ROOT/prealloc-cross
 
 # build DIR [meson options...]
 build() {

@@ -12,12 +12,13 @@
 # qemu-system-arm installed, and Debian's arm64 kernel and busybox-static
 # fetched with apt-get download and unpacked (never installed) as
 # $CROSS_CACHE/rig/vmlinuz and $CROSS_CACHE/rig/busybox. Idempotent; prints
-# what it does.
+# what it does. CROSS_CACHE is $PREALLOC_CACHE_ROOT/prealloc-cross, the root
+# /var/cache unless set (docs/testing.md, "Caches").
 set -euo pipefail
 
 CROSS_PACKAGES=(gcc-aarch64-linux-gnu libc6-dev:arm64 libnuma-dev:arm64 liburing-dev:arm64
 	libjson-c-dev:arm64)
-CROSS_CACHE=${CROSS_CACHE:-/var/cache/prealloc-cross}
+CROSS_CACHE=$(realpath -m -- "${PREALLOC_CACHE_ROOT:-/var/cache}")/prealloc-cross
 QEMU_AARCH64=$CROSS_CACHE/bin/qemu-aarch64-static
 
 install_cross() {

@@ -7,13 +7,13 @@
 # and 6.12 kernels have neither). Prints the bzImage's path on stdout.
 #
 # The result is cached outside the checkout, keyed by the source version, the
-# fragment and this script: $PREALLOC_RIG_CACHE (default
-# /var/cache/prealloc-rig)/bzImage-<key>; a second run prints it at once.
+# fragment and this script: $PREALLOC_CACHE_ROOT/prealloc-rig/bzImage-<key>
+# (the root is /var/cache unless set); a second run prints it at once.
 # Installs what is missing (root, Debian). Exit 0 built or cached, 1 failed.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-cache=${PREALLOC_RIG_CACHE:-/var/cache/prealloc-rig}
+cache=$(realpath -m -- "${PREALLOC_CACHE_ROOT:-/var/cache}")/prealloc-rig
 fragment=$here/rig-kernel.config
 log() { echo "build-kernel.sh: $*" >&2; }
 die() { log "$*"; exit 1; }

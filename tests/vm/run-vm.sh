@@ -27,7 +27,9 @@
 # PREALLOC_VM_KERNEL=/boot/vmlinuz-X picks the guest kernel; --rig-kernel
 # boots the kernel tests/vm/build-kernel.sh builds (6.12 with IOMMUFD and
 # VFIO_DEVICE_CDEV, everything built in; cached after the first build);
-# PREALLOC_VM_QEMU_MB=N sets qemu-vfio's inner guest RAM (default 512).
+# PREALLOC_VM_QEMU_MB=N sets qemu-vfio's inner guest RAM (default 512);
+# PREALLOC_CACHE_ROOT (default /var/cache) holds the caches: the arm64 rig's
+# files in prealloc-cross/rig, the rig kernel in prealloc-rig.
 # shellcheck disable=SC2054 # the commas in arrays belong to QEMU's option values
 set -u -o pipefail
 
@@ -78,7 +80,7 @@ arch=x86_64
 [ "$variant" = arm64-two-node ] && arch=aarch64
 # aarch64: the cross toolchain, qemu-system-arm, the arm64 kernel and busybox.
 if [ "$arch" = aarch64 ]; then
-	rig=${CROSS_CACHE:-/var/cache/prealloc-cross}/rig
+	rig=$(realpath -m -- "${PREALLOC_CACHE_ROOT:-/var/cache}")/prealloc-cross/rig
 	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
 		step "cross toolchain, qemu-system-aarch64, arm64 kernel and busybox"
 		"$source_dir/tests/cross/install.sh" --rig ||
@@ -126,8 +128,8 @@ if [ "$rig_kernel" = 1 ]; then
 	step "the rig kernel (tests/vm/build-kernel.sh)"
 	if ! kernel=$("$here/build-kernel.sh"); then
 		if [ "$(id -u)" != 0 ]; then
-			echo "SKIP: the rig kernel is not built (/var/cache/prealloc-rig), and building" \
-				"it needs root"
+			echo "SKIP: the rig kernel is not built" \
+				"(${PREALLOC_CACHE_ROOT:-/var/cache}/prealloc-rig), and building it needs root"
 			exit 77
 		fi
 		echo "FAIL: tests/vm/build-kernel.sh"
