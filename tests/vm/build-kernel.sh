@@ -10,7 +10,18 @@
 # fragment and this script: $PREALLOC_CACHE_ROOT/prealloc-rig/bzImage-<key>
 # (the root is /var/cache unless set); a second run prints it at once.
 # Installs what is missing (root, Debian). Exit 0 built or cached, 1 failed.
+#
+# --fetch: only what the build takes from outside: the packages installed and
+# the source unpacked into the cache; prints the source directory, builds
+# nothing (tests/cross/test-install.sh runs it from an empty cache).
 set -euo pipefail
+
+fetch_only=0
+case "${1:-}" in
+"") ;;
+--fetch) fetch_only=1 ;;
+*) echo "usage: $0 [--fetch]" >&2; exit 2 ;;
+esac
 
 here=$(cd "$(dirname "$0")" && pwd)
 cache=$(realpath -m -- "${PREALLOC_CACHE_ROOT:-/var/cache}")/prealloc-rig
@@ -35,7 +46,7 @@ fi
 version=$(dpkg-query -W -f='${Version}' linux-source-6.12)
 key=$( { echo "$version"; cat "$fragment" "$0"; } | sha256sum | cut -c1-16)
 image=$cache/bzImage-$key
-if [ -s "$image" ]; then
+if [ "$fetch_only" = 0 ] && [ -s "$image" ]; then
 	echo "$image"
 	exit 0
 fi
@@ -43,7 +54,7 @@ fi
 mkdir -p "$cache"
 exec 9>"$cache/lock"
 flock 9
-[ -s "$image" ] && { echo "$image"; exit 0; }
+[ "$fetch_only" = 0 ] && [ -s "$image" ] && { echo "$image"; exit 0; }
 src=$cache/linux-source-6.12-$version
 if [ ! -f "$src/Makefile" ]; then
 	log "unpacking linux-source-6.12 $version"
@@ -51,6 +62,7 @@ if [ ! -f "$src/Makefile" ]; then
 	tar -C "$cache" -xf /usr/src/linux-source-6.12.tar.xz
 	mv "$cache/linux-source-6.12" "$src"
 fi
+[ "$fetch_only" = 1 ] && { echo "$src"; exit 0; }
 obj=$cache/build-$key
 rm -rf "$obj"
 mkdir -p "$obj"
