@@ -94,6 +94,7 @@ install_rig() {
 	echo "cross/install.sh: fetching $kpkg and busybox-static (arm64) into $rig"
 	mkdir -p "$rig"
 	rig_fetch=$(mktemp -d "$rig/fetch.XXXXXX")
+	# apt-packages: linux-image-*-arm64:arm64 (the kernel linux-image-arm64 names)
 	(cd "$rig_fetch" && apt-get -o APT::Sandbox::User=root download -qq "$kpkg:arm64" \
 		busybox-static:arm64)
 	for deb in "$rig_fetch"/*.deb; do dpkg-deb -x "$deb" "$rig_fetch/x"; done
