@@ -180,11 +180,28 @@ static void format_owner(struct text *t, const struct rec_owner *o)
 	}
 }
 
+/* Text a load would refuse (expires < 0, pid 0, an id twice) is -EINVAL: never saved. */
+static int read_back(const char *text)
+{
+	struct store back;
+	int r = store_parse(text, &back);
+
+	if (r == 0)
+		store_free(&back);
+	return r == -EBADMSG ? -EINVAL : r;
+}
+
+/* The store's text; -EINVAL, nothing made, for one its reader would refuse. */
 int store_format(const struct store *s, char **ret_text, size_t *ret_len)
 {
 	struct text t = { 0 };
 	size_t lines = 1;
 
+	for (size_t i = 0; i < s->nr; i++)
+		if ((unsigned int)s->r[i].state >= ARRAY_SIZE(state_names) ||
+		    (unsigned int)s->r[i].warm >= ARRAY_SIZE(warm_names) ||
+		    (unsigned int)s->r[i].owner.kind > PREALLOC_OWNER_HOLDER)
+			return -EINVAL;	/* no name to write it by */
 	text_add(&t, "prealloc-store %d\n", store_version(s));
 	for (size_t i = 0; i < s->nr; i++) {
 		const struct record *r = &s->r[i];
@@ -225,6 +242,8 @@ int store_format(const struct store *s, char **ret_text, size_t *ret_len)
 
 		text_add(&t, "end %zu %016" PRIx64 "\n", lines, h);
 	}
+	if (!t.err)
+		t.err = read_back(t.buf);
 	if (t.err) {
 		free(t.buf);
 		return t.err;

@@ -9,6 +9,7 @@
  * a store input is also tried with a correct end line appended, so the
  * fuzzer reaches the record parsers without having to forge FNV-1a.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +33,9 @@ static bool same_records(const struct store *a, const struct store *b)
 		    x->created != y->created || x->dev != y->dev || x->ino != y->ino ||
 		    x->tag_sec != y->tag_sec || x->tag_nsec != y->tag_nsec ||
 		    x->size != y->size || x->page_size != y->page_size || strcmp(x->path, y->path) ||
-		    strcmp(x->tmp, y->tmp) || x->nr_pools != y->nr_pools)
+		    strcmp(x->tmp, y->tmp) || x->warm != y->warm ||
+		    (x->warm && x->warm_node != y->warm_node) ||
+		    (x->warm && strcmp(x->tenant, y->tenant)) || x->nr_pools != y->nr_pools)
 			return false;
 		for (unsigned int k = 0; k < x->nr_pools; k++) {
 			const struct rec_pool *p = &x->pools[k], *q = &y->pools[k];
@@ -47,15 +50,26 @@ static bool same_records(const struct store *a, const struct store *b)
 	return true;
 }
 
-/* Formats s, parses the text back: the same records, or abort. */
-static void round_trip(const struct store *s)
+/*
+ * Formats s, parses the text back: the same records, or abort. What
+ * store_parse read, store_format must take (strict); the version-1 parsers
+ * still let through records the store cannot carry (an in-flight line of
+ * pid 0, a node past PREALLOC_MAX_NODES, any page size), which store_format
+ * refuses with -EINVAL instead of writing them: for those, refused is right.
+ */
+static void round_trip(const struct store *s, bool strict)
 {
 	struct store back;
 	char *text;
 	size_t len;
+	int r = store_format(s, &text, &len);
 
-	if (store_format(s, &text, &len) < 0)
-		return;	/* ENOMEM only */
+	if (r == -ENOMEM || (r == -EINVAL && !strict))
+		return;
+	if (r < 0) {
+		fprintf(stderr, "a parsed store is refused by store_format: %d\n", r);
+		abort();
+	}
 	if (strlen(text) != len || store_parse(text, &back) < 0) {
 		fprintf(stderr, "formatted store does not parse:\n%s", text);
 		abort();
@@ -84,7 +98,7 @@ static void parse_store(const char *text, size_t len)
 	char *framed;
 
 	if (store_parse(text, &s) == 0) {
-		round_trip(&s);
+		round_trip(&s, true);
 		store_free(&s);
 	}
 	/* The same text with a right end line: the record lines are what is tested. */
@@ -99,7 +113,7 @@ static void parse_store(const char *text, size_t len)
 	snprintf(framed + len, 64, "end %zu %016llx\n", lines,
 		 (unsigned long long)fnv1a(text, len));
 	if (store_parse(framed, &s) == 0) {
-		round_trip(&s);
+		round_trip(&s, true);
 		store_free(&s);
 	}
 	free(framed);
@@ -123,12 +137,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	case 1:
 		if (legacy_parse_ledger(text, &s) == 0)
-			round_trip(&s);
+			round_trip(&s, false);
 		store_free(&s);
 		break;
 	default:
 		if (legacy_parse_registry(text, 0x801, 42, &s) == 0)
-			round_trip(&s);
+			round_trip(&s, false);
 		store_free(&s);
 		break;
 	}

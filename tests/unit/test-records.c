@@ -219,8 +219,8 @@ static void test_corrupt(void)
 	expect_corrupt(ctx, good, strlen("prealloc-store 2\n") + strlen(body),
 		       "cut short before the end line");
 	expect_corrupt(ctx, good, 0, "empty");
-	framed("prealloc-store 4", body, bad, sizeof(bad));
-	expect_corrupt(ctx, bad, strlen(bad), "unknown version 4 (checksum right)");
+	framed("prealloc-store 5", body, bad, sizeof(bad));
+	expect_corrupt(ctx, bad, strlen(bad), "unknown version 5 (checksum right)");
 	framed("prealloc-store 2", "rec 00000000000000cc ready none f 1 2 0.000000000 4194304 "
 				   "2097152 /mnt/a -\nwarm ready 0\n",
 	       bad, sizeof(bad));
@@ -354,6 +354,270 @@ static void test_warm(void)
 	}
 }
 
+/* Every field the text carries, compared one by one (warm_node only where warm). */
+static bool same_record(const struct record *x, const struct record *y)
+{
+	if (x->id != y->id || x->state != y->state || x->owner.kind != y->owner.kind ||
+	    x->owner.pid != y->owner.pid || x->owner.start != y->owner.start ||
+	    x->owner.expires != y->owner.expires || strcmp(x->owner.holder, y->owner.holder) ||
+	    strcmp(x->owner.check, y->owner.check) || x->has_file != y->has_file ||
+	    x->created != y->created || x->dev != y->dev || x->ino != y->ino ||
+	    x->tag_sec != y->tag_sec || x->tag_nsec != y->tag_nsec || x->size != y->size ||
+	    x->page_size != y->page_size || strcmp(x->path, y->path) || strcmp(x->tmp, y->tmp) ||
+	    x->warm != y->warm || (x->warm && x->warm_node != y->warm_node) ||
+	    (x->warm && strcmp(x->tenant, y->tenant)) || x->nr_pools != y->nr_pools)
+		return false;
+	for (unsigned int k = 0; k < x->nr_pools; k++) {
+		const struct rec_pool *p = &x->pools[k], *q = &y->pools[k];
+
+		if (p->node != q->node || p->page_size != q->page_size || p->pages != q->pages ||
+		    p->added != q->added || p->base != q->base || p->growing != q->growing ||
+		    p->grow_from != q->grow_from)
+			return false;
+	}
+	return true;
+}
+
+/* store_format, then store_parse: 0 when the same records come back, else why not. */
+static int round_trip(const struct store *s, const char **ret_why)
+{
+	struct store back;
+	char *text = NULL;
+	size_t len;
+	int r = store_format(s, &text, &len);
+
+	*ret_why = "format refused it";
+	if (r < 0)
+		return r;
+	*ret_why = "the text does not parse";
+	r = strlen(text) == len ? store_parse(text, &back) : -EBADMSG;
+	free(text);
+	if (r < 0)
+		return r;
+	*ret_why = "other records came back";
+	r = back.nr == s->nr ? 0 : -EIO;
+	for (size_t i = 0; r == 0 && i < s->nr; i++)
+		r = same_record(&s->r[i], &back.r[i]) ? 0 : -EIO;
+	if (r == 0)
+		*ret_why = "the same records";
+	store_free(&back);
+	return r;
+}
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
+
+/* xorshift64: the same sequence every run, so a failure repeats. */
+static uint64_t rnd(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+/* Up to max - 1 bytes of 1-255, at least min; half the time only bytes the text escapes. */
+static void rnd_str(char *buf, size_t max, size_t min)
+{
+	static const char esc[] = " %:-\t\n\x7f\xff\x01";
+	size_t n = min + rnd() % (max - min);
+	bool escapes = rnd() & 1;
+
+	/* Lengths near the ends matter most: empty, and the whole array. */
+	if (!(rnd() % 4))
+		n = rnd() & 1 ? min : max - 1;
+	for (size_t i = 0; i < n; i++)
+		buf[i] = escapes ? esc[rnd() % (sizeof(esc) - 1)] : (char)(1 + rnd() % 255);
+	buf[n] = '\0';
+}
+
+/* A record with every field drawn within what the store's text can carry. */
+static void rnd_record(struct store *s, uint64_t id)
+{
+	static const uint64_t sizes[] = { PREALLOC_PAGE_4K, PREALLOC_PAGE_2M, PREALLOC_PAGE_1G };
+	static const int64_t edges[] = { 0, 1, INT64_MAX, INT64_MIN };
+	struct record *r = store_add(s, id);
+
+	r->state = (int)(rnd() % 4);
+	r->owner.kind = (int)(rnd() % 3);
+	if (r->owner.kind == PREALLOC_OWNER_RUN) {
+		r->owner.pid = rnd() & 1 ? INT32_MAX : 1 + (int)(rnd() % INT32_MAX);
+		r->owner.start = rnd() & 1 ? UINT64_MAX : rnd();
+	} else if (r->owner.kind == PREALLOC_OWNER_HOLDER) {
+		rnd_str(r->owner.holder, sizeof(r->owner.holder), 1);
+		rnd_str(r->owner.check, sizeof(r->owner.check), 0);
+		r->owner.expires = rnd() & 1 ? (int64_t)(rnd() >> 1) : rnd() & 1 ? INT64_MAX : 0;
+	}
+	r->has_file = rnd() & 1;
+	r->created = rnd() & 1;
+	r->dev = rnd();
+	r->ino = rnd() & 1 ? UINT64_MAX : rnd();
+	r->tag_sec = rnd() & 1 ? (int64_t)rnd() : edges[rnd() % 4];
+	r->tag_nsec = rnd() & 1 ? (long)(rnd() % 1000000000) : 999999999;
+	r->size = rnd();
+	r->page_size = rnd() & 1 ? sizes[rnd() % 3] : rnd();
+	rnd_str(r->path, sizeof(r->path), 0);
+	rnd_str(r->tmp, sizeof(r->tmp), 0);
+	r->warm = (int)(rnd() % (PREALLOC_WARM_QUARANTINED + 1));
+	r->warm_node = r->warm ? (int)(rnd() % PREALLOC_MAX_NODES) : 0;
+	if (r->warm && rnd() & 1)
+		rnd_str(r->tenant, sizeof(r->tenant), 1);
+	for (unsigned int k = rnd() % 4; k; k--) {
+		struct rec_pool p = {
+			.node = rnd() & 1 ? PREALLOC_MAX_NODES - 1 : (int)(rnd() % PREALLOC_MAX_NODES),
+			.page_size = sizes[rnd() % 3], .pages = rnd(), .added = rnd(), .base = rnd(),
+			.growing = rnd() & 1,
+		};
+
+		p.grow_from = p.growing ? (rnd() & 1 ? UINT64_MAX : rnd()) : 0;
+		record_add_pool(r, &p);
+	}
+}
+
+/* Spoils r the i-th way its text could not be read back; returns what it did, NULL past the last. */
+static const char *spoil(struct record *r, unsigned int i)
+{
+	switch (i) {
+	case 0:
+		r->owner.expires = -1;
+		return "a holder expiring at -1";
+	case 1:
+		r->owner.expires = INT64_MIN;
+		return "a holder expiring at INT64_MIN";
+	case 2:
+		r->owner.expires = (int64_t)((uint64_t)INT64_MAX + 1700000000);
+		return "an overflowed --expires (INT64_MAX seconds from now)";
+	case 3:
+		r->owner.holder[0] = '\0';
+		return "a holder with no name";
+	case 4:
+		r->owner = (struct rec_owner){ .kind = PREALLOC_OWNER_RUN, .pid = 0 };
+		return "a run of pid 0";
+	case 5:
+		r->owner = (struct rec_owner){ .kind = PREALLOC_OWNER_RUN, .pid = -1 };
+		return "a run of pid -1";
+	case 6:
+		r->owner.kind = 7;
+		return "an owner kind nobody knows";
+	case 7:
+		r->state = PREALLOC_RECORD_ORPHAN + 1;
+		return "a state past the last";
+	case 8:
+		r->state = -1;
+		return "a negative state";
+	case 9:
+		r->tag_nsec = 1000000000;
+		return "a tag of 10^9 nanoseconds";
+	case 10:
+		r->tag_nsec = -1;
+		return "a tag of -1 nanoseconds";
+	case 11:
+		r->warm = PREALLOC_WARM_QUARANTINED + 1;
+		return "a warm state past the last";
+	case 12:
+		r->warm_node = PREALLOC_MAX_NODES;
+		return "a warm node of PREALLOC_MAX_NODES";
+	case 13:
+		r->warm_node = -1;
+		return "a negative warm node";
+	case 14:
+		r->pools[0].node = PREALLOC_MAX_NODES;
+		return "a pool node of PREALLOC_MAX_NODES";
+	case 15:
+		r->pools[0].node = -1;
+		return "a negative pool node";
+	case 16:
+		r->pools[0].page_size = 8192;
+		return "a pool of 8k pages";
+	default:
+		return NULL;
+	}
+}
+
+/*
+ * The store's text as a property: whatever records store_format takes,
+ * store_parse gives back field for field (escapes, the longest strings,
+ * INT64_MAX and 0 expiry); whatever it could not give back, store_format
+ * refuses with -EINVAL and makes no text, so store_save never writes a
+ * store its own reader calls corrupt.
+ */
+static void test_round_trip(void)
+{
+	unsigned int bad = 0, rounds = 300;
+	const char *why = "";
+	struct store s = { 0 };
+	struct record *r;
+	char *text;
+	size_t len;
+	int ret;
+
+	/* The extremes by hand: the longest holder and paths, all of it escaped. */
+	r = store_add(&s, UINT64_MAX);
+	r->owner = (struct rec_owner){ .kind = PREALLOC_OWNER_HOLDER, .expires = INT64_MAX };
+	memset(r->owner.holder, ':', sizeof(r->owner.holder) - 1);
+	memset(r->owner.check, '%', sizeof(r->owner.check) - 1);
+	memset(r->path, '-', sizeof(r->path) - 1);
+	memset(r->tmp, '\xff', sizeof(r->tmp) - 1);
+	r->tag_sec = INT64_MIN;
+	r->tag_nsec = 999999999;
+	r->warm = PREALLOC_WARM_HANDED;
+	r->warm_node = PREALLOC_MAX_NODES - 1;
+	memset(r->tenant, '%', sizeof(r->tenant) - 1);
+	r = store_add(&s, 0);
+	owner_holder(&r->owner, "-", NULL, 0);
+	r = store_add(&s, 2);
+	r->owner = (struct rec_owner){ .kind = PREALLOC_OWNER_RUN, .pid = INT32_MAX,
+				       .start = UINT64_MAX };
+	snprintf(r->path, sizeof(r->path), "/mnt/vm one/%%41:-\t\n\x7f\xc3\xa9");
+	ret = round_trip(&s, &why);
+	tap_ok(ret == 0, "round trip: expires INT64_MAX and 0, a 255-byte holder of ':', 4095-byte "
+			 "paths of '%%', '-' and 0xff, a 63-byte tenant, pid INT32_MAX (r %d: %s)", ret, why);
+	store_free(&s);
+
+	/* Then many drawn at random, a few to a store. */
+	for (unsigned int i = 0; i < rounds; i++) {
+		for (unsigned int k = 1 + rnd() % 3; k; k--)
+			rnd_record(&s, rnd() + k);
+		ret = round_trip(&s, &why);
+		if (ret < 0 && !bad++)
+			tap_ok(0, "round trip of random store %u: %s (r %d)", i, why, ret);
+		store_free(&s);
+	}
+	tap_ok(!bad, "round trip: %u random stores of every field read back as written (%u not)",
+	       rounds, bad);
+
+	for (unsigned int i = 0;; i++) {
+		struct rec_pool p = { .node = 1, .page_size = PREALLOC_PAGE_2M, .pages = 1 };
+		const char *what;
+
+		store_add(&s, 1);
+		r = store_add(&s, 2);
+		owner_holder(&r->owner, "vm", NULL, 1700000000);
+		r->warm = PREALLOC_WARM_READY;
+		record_add_pool(r, &p);
+		what = spoil(r, i);
+		if (!what) {
+			store_free(&s);
+			break;
+		}
+		text = (char *)&s;	/* store_format must leave it alone */
+		ret = store_format(&s, &text, &len);
+		tap_ok(ret == -EINVAL && text == (char *)&s, "store_format refuses %s (r %d)", what,
+		       ret);
+		if (ret == 0)
+			free(text);
+		store_free(&s);
+	}
+	store_add(&s, 5);
+	store_add(&s, 6);
+	store_add(&s, 5);
+	text = NULL;
+	ret = store_format(&s, &text, &len);
+	tap_ok(ret == -EINVAL && !text, "store_format refuses two records of one id (r %d)", ret);
+	if (ret == 0)
+		free(text);
+	store_free(&s);
+}
+
 int main(void)
 {
 	if (fakeroot_make(&fr, 2) < 0) {
@@ -365,6 +629,7 @@ int main(void)
 	test_corrupt();
 	test_identity();
 	test_warm();
+	test_round_trip();
 	fakeroot_remove(&fr);
 	return tap_done();
 }
