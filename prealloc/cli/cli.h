@@ -35,6 +35,12 @@ int parse_node_spec(const char *spec, struct node_request *req, char *err, size_
 int parse_page_size(const char *s, uint64_t *ret, char *err, size_t err_len);
 /* Workers per node: 1-65536, decimal digits only. */
 int parse_threads(const char *s, unsigned int *ret, char *err, size_t err_len);
+/* One node number: decimal digits only, 0 to PREALLOC_MAX_NODES - 1 (-ERANGE past it). */
+int parse_node(const char *s, int *ret, char *err, size_t err_len);
+/* warm take --expires: at most ten years from now, so that now + it never overflows. */
+#define EXPIRES_MAX_SECONDS (10 * 365 * 86400)
+/* Seconds: decimal digits only, 1 to max (-ERANGE past it). */
+int parse_seconds(const char *s, unsigned int max, unsigned int *ret, char *err, size_t err_len);
 /* "4k", "2M", "1G", "thp" or "auto" for a page size as parse_page_size gives it. */
 #define page_label prealloc_page_name
 /*

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Command-line parsers: node specs and page sizes. Pure functions with a
+ * Command-line parsers: node specs, node numbers, seconds, thread counts
+ * and page sizes. Pure functions with a
  * one-line reason on failure; tests/unit/test-parse.c and the fuzz target
  * feed them garbage.
  */
@@ -158,6 +159,49 @@ int parse_threads(const char *s, unsigned int *ret, char *err, size_t err_len)
 	}
 	if (*p || v == 0)
 		return fail(err, err_len, -EINVAL, "invalid thread count '%s' (expected 1-65536)", s);
+	*ret = (unsigned int)v;
+	return 0;
+}
+
+int parse_node(const char *s, int *ret, char *err, size_t err_len)
+{
+	const char *p = s;
+	int node, r;
+
+	r = parse_node_number(&p, &node);
+	if (r == -ERANGE) {
+		if (err && err_len)
+			snprintf(err, err_len, "node '%s' out of range (0 to %d)", s,
+				 PREALLOC_MAX_NODES - 1);
+		return r;
+	}
+	if (r < 0 || *p) {
+		if (err && err_len)
+			snprintf(err, err_len, "invalid node '%s' (a number, 0 to %d)", s,
+				 PREALLOC_MAX_NODES - 1);
+		return -EINVAL;
+	}
+	*ret = node;
+	return 0;
+}
+
+int parse_seconds(const char *s, unsigned int max, unsigned int *ret, char *err, size_t err_len)
+{
+	unsigned long long v = 0;
+	const char *p = s;
+
+	if (!isdigit((unsigned char)*p))
+		return fail(err, err_len, -EINVAL, "invalid seconds '%s' (a whole number above 0)", s);
+	for (; isdigit((unsigned char)*p); p++) {
+		v = v * 10 + (unsigned long long)(*p - '0');
+		if (v > max) {
+			if (err && err_len)
+				snprintf(err, err_len, "seconds '%s' out of range (1 to %u)", s, max);
+			return -ERANGE;
+		}
+	}
+	if (*p || v == 0)
+		return fail(err, err_len, -EINVAL, "invalid seconds '%s' (a whole number above 0)", s);
 	*ret = (unsigned int)v;
 	return 0;
 }

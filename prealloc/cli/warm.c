@@ -108,31 +108,34 @@ static void take_print(const struct prealloc_warm_take_info *info, uint64_t leng
 	       info->seconds);
 }
 
-/* --expires SECONDS: that long from now, as seconds since the epoch; 0 or EXIT_USAGE. */
+/*
+ * --expires SECONDS: that long from now, as seconds since the epoch; 0 or
+ * EXIT_USAGE. Bounded (EXPIRES_MAX_SECONDS), so the sum cannot overflow
+ * into a negative time that the record store refuses to write.
+ */
 static int parse_expires(const char *arg, int64_t *ret)
 {
-	char *end;
-	long secs = strtol(arg, &end, 10);
+	unsigned int secs;
 
-	if (end != arg && !*end && secs > 0) {
+	if (parse_seconds(arg, EXPIRES_MAX_SECONDS, &secs, NULL, 0) == 0) {
 		*ret = (int64_t)time(NULL) + secs;
 		return 0;
 	}
-	cli_error("warm take: bad --expires '%s' (seconds from now, above 0)", arg);
+	cli_error("warm take: bad --expires '%s' (seconds from now, 1 to %d: ten years)", arg,
+		  EXPIRES_MAX_SECONDS);
 	return EXIT_USAGE;
 }
 
 /* One of take's options into o: 0, -1 for --help (done), or the exit status of a bad one. */
 static int take_option(int c, struct prealloc_warm_take_opts *o, bool *json)
 {
-	char err[128], *end;
+	char err[128];
 
 	switch (c) {
 	case 'n':
-		o->node = (int)strtol(optarg, &end, 10);
-		if (end != optarg && !*end && o->node >= 0)
+		if (parse_node(optarg, &o->node, err, sizeof(err)) == 0)
 			return 0;
-		cli_error("warm take: bad node '%s'", optarg);
+		cli_error("warm take: bad --node: %s", err);
 		return EXIT_USAGE;
 	case 'p':
 		if (parse_page_size(optarg, &o->page_size, err, sizeof(err)) == 0 &&

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Size, node-list and page-size parsers: good input, garbage and overflow. */
+/* Size, node-list, node, seconds and page-size parsers: good input, garbage and overflow. */
 #include <errno.h>
 #include <string.h>
 
@@ -82,6 +82,7 @@ int main(void)
 	node_case("1023", 0, 1, (int[]){ 1023 }, NULL);
 	node_case("1024", -ERANGE, 0, NULL, NULL);
 	node_case("99999999999999999999", -ERANGE, 0, NULL, NULL);
+	node_case("4294967296", -ERANGE, 0, NULL, NULL);	/* 2^32: not node 0 */
 	node_case("", -EINVAL, 0, NULL, NULL);
 	node_case(",", -EINVAL, 0, NULL, NULL);
 	node_case("0,", -EINVAL, 0, NULL, NULL);
@@ -151,6 +152,58 @@ int main(void)
 
 		tap_ok(threads[i].want ? r == 0 && v == threads[i].want : r < 0 && v == 777 && err[0],
 		       "thread count '%s' %s", threads[i].s, threads[i].want ? "accepted" : "rejected");
+	}
+
+	/* One node (warm take --node): in range, or refused with the value named. */
+	static const struct {
+		const char *s;
+		int want;	/* the node, or the error */
+	} nodes[] = {
+		{ "0", 0 }, { "7", 7 }, { "1023", 1023 }, { "0001", 1 }, { "1024", -ERANGE },
+		{ "4294967296", -ERANGE }, { "4294967297", -ERANGE },
+		{ "18446744073709551616", -ERANGE }, { "-1", -EINVAL }, { "", -EINVAL },
+		{ "0x1", -EINVAL }, { "1,2", -EINVAL }, { "0-1", -EINVAL }, { " 1", -EINVAL },
+		{ "1 ", -EINVAL }, { "+1", -EINVAL },
+	};
+	for (size_t i = 0; i < sizeof(nodes) / sizeof(nodes[0]); i++) {
+		char err[128] = "";
+		int v = 777, r = parse_node(nodes[i].s, &v, err, sizeof(err));
+
+		if (nodes[i].want >= 0)
+			tap_ok(r == 0 && v == nodes[i].want, "node '%s' is %d (r %d, v %d)", nodes[i].s,
+			       nodes[i].want, r, v);
+		else
+			tap_ok(r == nodes[i].want && v == 777 && strstr(err, nodes[i].s) &&
+				       strstr(err, "0 to 1023"),
+			       "node '%s' refused (%d), naming it: %s", nodes[i].s, r, err);
+	}
+
+	/* Seconds (warm take --expires): 1 to the bound, no overflow on the way. */
+	static const struct {
+		const char *s;
+		unsigned int max, want;	/* want 0: refused */
+	} secs[] = {
+		{ "1", EXPIRES_MAX_SECONDS, 1 },
+		{ "315360000", EXPIRES_MAX_SECONDS, 315360000 },
+		{ "315360001", EXPIRES_MAX_SECONDS, 0 },
+		{ "9223372036854775807", EXPIRES_MAX_SECONDS, 0 },
+		{ "99999999999999999999999", EXPIRES_MAX_SECONDS, 0 },
+		{ "4294967295", UINT32_MAX, UINT32_MAX },
+		{ "4294967296", UINT32_MAX, 0 },
+		{ "0", EXPIRES_MAX_SECONDS, 0 }, { "-1", EXPIRES_MAX_SECONDS, 0 },
+		{ "", EXPIRES_MAX_SECONDS, 0 }, { "1s", EXPIRES_MAX_SECONDS, 0 },
+		{ "+5", EXPIRES_MAX_SECONDS, 0 }, { "1e3", EXPIRES_MAX_SECONDS, 0 },
+	};
+	tap_ok(EXPIRES_MAX_SECONDS == 315360000, "--expires at most ten years of 365 days");
+	for (size_t i = 0; i < sizeof(secs) / sizeof(secs[0]); i++) {
+		unsigned int v = 777;
+		char err[128] = "";
+		int r = parse_seconds(secs[i].s, secs[i].max, &v, err, sizeof(err));
+
+		tap_ok(secs[i].want ? r == 0 && v == secs[i].want
+				    : r < 0 && v == 777 && strstr(err, secs[i].s),
+		       "seconds '%s' (at most %u) %s (r %d: %s)", secs[i].s, secs[i].max,
+		       secs[i].want ? "taken" : "refused", r, err);
 	}
 
 	tap_ok(!strcmp(page_label(PREALLOC_PAGE_2M), "2M") && !strcmp(page_label(PAGE_SIZE_THP), "thp") &&
