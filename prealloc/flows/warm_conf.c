@@ -20,15 +20,28 @@
  * mount lives on the one prealloc picks for its page size (prealloc info
  * shows it; /dev/shm for 4k). The other keys are settings (struct
  * warm_settings). A bad line refuses the whole file, naming the line: half
- * a configuration is never applied.
+ * a configuration is never applied. So does a target past WARM_CONF_MAX_BYTES
+ * (or targets past it together: no sum of them can wrap), a NUL byte (text
+ * read as a C string would end there, and the lines after it be lost), and
+ * a path that is no regular file or over WARM_CONF_MAX_FILE. Every error
+ * names the file.
  */
 #include <ctype.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "flows.h"
+
+/* The most bytes one target, and all the file's targets together, may ask: 1 EiB. */
+#define WARM_CONF_MAX_BYTES (UINT64_C(1) << 60)
+#define WARM_CONF_MAX_TEXT "1048576T (1 EiB)"
+/* The largest warm.conf read: far past any real one, never a whole disk's file in memory. */
+#define WARM_CONF_MAX_FILE (1u << 20)
 
 __attribute__((format(printf, 4, 5))) static int conf_error(char *err, size_t len,
 							   unsigned int line, const char *fmt,
@@ -89,6 +102,7 @@ static int parse_size(char *text, struct warm_target *t, char *err, size_t len, 
 {
 	char *x = strpbrk(text, "xX"), *size = text, *end;
 	unsigned long n = 1;
+	int r;
 
 	if (x) {
 		*x = '\0';
@@ -98,7 +112,11 @@ static int parse_size(char *text, struct warm_target *t, char *err, size_t len, 
 		size = x + 1;
 	}
 	size = trim(size);
-	if (prealloc_parse_size(size, &t->file_bytes) < 0)
+	r = prealloc_parse_size(size, &t->file_bytes);
+	if (r == -ERANGE || (r == 0 && t->file_bytes > WARM_CONF_MAX_BYTES / n))
+		return conf_error(err, len, line, "%s%s%s is more than " WARM_CONF_MAX_TEXT,
+				  x ? trim(text) : "", x ? " x " : "", size);
+	if (r < 0)
 		return conf_error(err, len, line, "bad size '%s' (say 16G, or 4 x 4G)", size);
 	if (t->file_bytes % t->page_size)
 		return conf_error(err, len, line, "%s is not a whole number of %s pages", size,
@@ -327,6 +345,7 @@ int warm_conf_parse(const char *text, struct warm_conf *ret, char *err, size_t e
 	struct warm_settings set;
 	struct warm_target *t = NULL;
 	unsigned int nr = 0, no = 0;
+	uint64_t total = 0;
 	int r = 0;
 
 	if (!copy)
@@ -341,6 +360,13 @@ int warm_conf_parse(const char *text, struct warm_conf *ret, char *err, size_t e
 		r = parse_line(line, &one, &set, err, err_len, ++no);
 		if (r <= 0)
 			continue;
+		/* Each at most WARM_CONF_MAX_BYTES: the sum cannot wrap before it is caught. */
+		total += one.bytes;
+		if (total > WARM_CONF_MAX_BYTES) {
+			r = conf_error(err, err_len, no,
+				       "the targets add up to more than " WARM_CONF_MAX_TEXT);
+			break;
+		}
 		n = realloc(t, (nr + 1) * sizeof(*t));
 		if (!n) {
 			r = -ENOMEM;
@@ -363,37 +389,84 @@ int warm_conf_parse(const char *text, struct warm_conf *ret, char *err, size_t e
 	return 0;
 }
 
+/*
+ * All of the regular file fd into *ret_text (NUL-terminated) and *ret_len;
+ * -EINVAL with why in err for a file that is no regular one or too large.
+ */
+static int conf_read(int fd, char **ret_text, size_t *ret_len, char *err, size_t err_len)
+{
+	struct stat st;
+	size_t len = 0;
+	char *text;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(err, err_len, "%s",
+			 S_ISDIR(st.st_mode) ? "a directory, not a file" : "not a regular file");
+		return -EINVAL;
+	}
+	/* Reading up to one byte past the limit tells a file over it from one that fits. */
+	text = malloc(WARM_CONF_MAX_FILE + 2);
+	if (!text)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t n = read(fd, text + len, WARM_CONF_MAX_FILE + 1 - len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int r = -errno;
+
+			free(text);
+			return r;
+		}
+		if (n == 0 || (len += (size_t)n) > WARM_CONF_MAX_FILE)
+			break;
+	}
+	if (len > WARM_CONF_MAX_FILE) {
+		free(text);
+		snprintf(err, err_len, "larger than %u KiB", WARM_CONF_MAX_FILE >> 10);
+		return -EINVAL;
+	}
+	text[len] = '\0';
+	*ret_text = text;
+	*ret_len = len;
+	return 0;
+}
+
 int warm_conf_load(const char *path, struct warm_conf *ret, char *err, size_t err_len)
 {
 	const char *env = getenv("PREALLOC_WARM_CONF");
-	char *text = NULL;
+	char *text = NULL, *nul, why[512] = "";
 	size_t len = 0;
-	FILE *f;
-	int r;
+	int fd, r;
 
 	if (!path)
 		path = env && *env ? env : "/etc/prealloc/warm.conf";
-	f = fopen(path, "re");
-	if (!f && errno == ENOENT) {
+	/* O_NONBLOCK: a FIFO under the name is refused below, not waited on. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0 && errno == ENOENT) {
 		memset(ret, 0, sizeof(*ret));
 		settings_unset(&ret->set);
 		return 0;
 	}
-	if (!f) {
-		r = -errno;
-		snprintf(err, err_len, "%s: %s", path, strerror(errno));
-		return r;
-	}
-	r = getdelim(&text, &len, '\0', f) < 0 && !feof(f) ? -EIO : 0;
-	fclose(f);
-	if (r == 0)
-		r = warm_conf_parse(text ? text : "", ret, err, err_len);
-	if (r == -EINVAL) {
-		char line[256];
+	r = fd < 0 ? -errno : conf_read(fd, &text, &len, why, sizeof(why));
+	if (fd >= 0)
+		close(fd);
+	nul = r == 0 ? memchr(text, '\0', len) : NULL;
+	if (nul) {
+		unsigned int line = 1;
 
-		snprintf(line, sizeof(line), "%s", err);
-		snprintf(err, err_len, "%s: %s", path, line);
+		for (const char *p = text; p < nul; p++)
+			line += *p == '\n';
+		r = conf_error(why, sizeof(why), line, "a NUL byte (warm.conf is text)");
 	}
+	if (r == 0)
+		r = warm_conf_parse(text, ret, why, sizeof(why));
+	/* Every error names the file: the parser's line and reason, else the errno's. */
+	if (r < 0)
+		snprintf(err, err_len, "%s: %s", path, why[0] ? why : strerror(-r));
 	free(text);
 	return r;
 }

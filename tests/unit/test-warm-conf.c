@@ -3,10 +3,14 @@
  * /etc/prealloc/warm.conf (flows/warm_conf.c): the targets a good file
  * names, in order, with and without a mount; its settings, and unset ones
  * left unset; every kind of bad line refused with its line number and the
- * reason, and nothing returned for the file.
+ * reason, and nothing returned for the file; sizes that would wrap (a
+ * target, N x SIZE, the targets together) refused; and a file loaded whole
+ * (a NUL byte refused, not the end of it), its every error naming it.
  */
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "flows.h"
 #include "tap.h"
@@ -142,6 +146,20 @@ static void test_bad(void)
 		{ "check_interval = 86400000000s\n", "line 1", "bad check_interval" },
 		{ "pressure_quiet = 1441m\n", "line 1", "bad pressure_quiet '1441m'" },
 		{ "clear_thread = 1\n", "line 1", "bad target 'clear_thread'" },
+		/* 2 x 2^63 wrapped to a target of 0: the next fill removed the node's files. */
+		{ "node0.4k = 2 x 8388608T\n", "line 1", "2 x 8388608T is more than 1048576T" },
+		{ "node0.2M = 2G\nnode0.1G = 4096 x 8388608T\n", "line 2",
+		  "4096 x 8388608T is more than 1048576T" },
+		{ "node0.2M = 4097 x 1G\n", "line 1", "bad file count '4097'" },
+		{ "node0.2M = 8388608T\n", "line 1", "8388608T is more than 1048576T (1 EiB)" },
+		{ "node0.2M = 16777216T\n", "line 1", "16777216T is more than 1048576T" },
+		{ "node0.2M = 99999999999999999999999\n", "line 1", "is more than 1048576T" },
+		{ "node0.2M = 18446744073709551615 x 2M\n", "line 1", "bad file count" },
+		{ "node0.2M = 3 x 524288T\n", "line 1", "3 x 524288T is more than" },
+		{ "node0.2M = 1048576T\n#\nnode1.2M = 2M\n", "line 3",
+		  "the targets add up to more than 1048576T" },
+		{ "node0.2M = 2 x 262144T\nnode1.2M = 2 x 262144T\nnode2.2M = 2M\n", "line 3",
+		  "the targets add up to more than" },
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
@@ -156,10 +174,132 @@ static void test_bad(void)
 	}
 }
 
+/* The edges that stay: one target of exactly 1 EiB, and the most files of a size. */
+static void test_limits(void)
+{
+	struct warm_conf conf;
+	char err[256] = "";
+	int r;
+
+	r = warm_conf_parse("node0.1G = 1048576T\n", &conf, err, sizeof(err));
+	tap_ok(r == 0 && conf.nr == 1 && conf.t[0].bytes == UINT64_C(1) << 60,
+	       "a target of 1048576T (1 EiB) is taken (r %d, '%s')", r, err);
+	if (r == 0)
+		warm_conf_free(&conf);
+	r = warm_conf_parse("node0.2M = 1024 x 1024T\nnode1.2M = 0\n", &conf, err, sizeof(err));
+	tap_ok(r == 0 && conf.nr == 2 && conf.t[0].bytes == UINT64_C(1) << 60 &&
+		       conf.t[0].files == 1024,
+	       "1024 x 1024T: 1 EiB in all, taken (r %d, '%s')", r, err);
+	if (r == 0)
+		warm_conf_free(&conf);
+}
+
+static char dir[64];
+
+/* path in dir holding len bytes of text. */
+static const char *conf_file(const char *leaf, const char *text, size_t len)
+{
+	static char path[128];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, leaf);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0 || write(fd, text, len) != (ssize_t)len)
+		tap_ok(0, "cannot write %s", path);
+	if (fd >= 0)
+		close(fd);
+	return path;
+}
+
+/* warm_conf_load(path) refuses with want, err "<path>: " then what: nothing returned. */
+static void load_refused(const char *path, int want, const char *what, const char *label)
+{
+	struct warm_conf conf = { .t = (struct warm_target *)1, .nr = 77 };
+	char err[512] = "", prefix[160];
+	int r = warm_conf_load(path, &conf, err, sizeof(err));
+
+	snprintf(prefix, sizeof(prefix), "%s: ", path);
+	tap_ok(r == want && !strncmp(err, prefix, strlen(prefix)) && strstr(err, what) &&
+		       conf.t == (struct warm_target *)1 && conf.nr == 77,
+	       "%s: refused (%d), naming the file: '%s'", label, r, err);
+	if (r == 0)
+		warm_conf_free(&conf);
+}
+
+/*
+ * warm_conf_load: the whole file or nothing. A NUL byte ended the text a C
+ * string saw, and the lines after it were dropped unread; a directory read
+ * as EIO with no name; a FIFO blocked the open for ever.
+ */
+static void test_load(void)
+{
+	static const char nul[] = "node0.2M = 2G\n# next: a NUL\nnode1.2M = 2G\0\nnode0.2M = x\n";
+	struct warm_conf conf;
+	char err[512] = "", other[128], *big;
+	const char *path;
+	int r;
+
+	snprintf(dir, sizeof(dir), "/tmp/prealloc-test-warm-conf.XXXXXX");
+	if (!tap_ok(mkdtemp(dir) != NULL, "a directory for the files"))
+		return;
+	tap_remove_at_exit(dir);
+	path = conf_file("good.conf", "node0.2M = 2G\nclear_threads = 2\n", 32);
+	r = warm_conf_load(path, &conf, err, sizeof(err));
+	tap_ok(r == 0 && conf.found && conf.nr == 1 && conf.set.clear_threads == 2,
+	       "a good file loads (r %d, '%s')", r, err);
+	if (r == 0)
+		warm_conf_free(&conf);
+	snprintf(other, sizeof(other), "%s/absent.conf", dir);
+	r = warm_conf_load(other, &conf, err, sizeof(err));
+	tap_ok(r == 0 && !conf.found && conf.nr == 0, "no file: no targets, as before (r %d)", r);
+
+	load_refused(conf_file("nul.conf", nul, sizeof(nul) - 1), -EINVAL, "line 3: a NUL byte",
+		     "a NUL byte on line 3");
+	load_refused(conf_file("nul1.conf", "\0", 1), -EINVAL, "line 1: a NUL byte",
+		     "a NUL byte alone");
+	load_refused(conf_file("bad.conf", "node0.2M = 2G\nnode1.4k = 2 x 8388608T\n", 38),
+		     -EINVAL, "line 2: 2 x 8388608T is more than", "a wrapping target");
+	load_refused(dir, -EINVAL, "a directory, not a file", "a directory");
+	snprintf(other, sizeof(other), "%s/fifo", dir);
+	if (mkfifo(other, 0600) == 0) {
+		load_refused(other, -EINVAL, "not a regular file", "a FIFO (not waited on)");
+	} else {
+		tap_skip("no FIFO in %s", dir);
+	}
+	big = malloc((1 << 20) + 1);
+	if (big) {
+		memset(big, '#', (1 << 20) + 1);
+		load_refused(conf_file("big.conf", big, (1 << 20) + 1), -EINVAL,
+			     "larger than 1024 KiB", "a file past 1 MiB");
+		big[(1 << 20) - 1] = '\n';
+		path = conf_file("max.conf", big, 1 << 20);
+		err[0] = '\0';
+		r = warm_conf_load(path, &conf, err, sizeof(err));
+		tap_ok(r == 0 && conf.nr == 0, "a file of 1 MiB exactly loads (r %d, '%s')", r, err);
+		if (r == 0)
+			warm_conf_free(&conf);
+		free(big);
+	}
+}
+
+/* A load that blocks (a FIFO opened for reading waits for a writer) fails the test. */
+static void timed_out(int sig)
+{
+	static const char msg[] = "not ok - a load blocked for 30 s\n";
+
+	(void)!write(STDOUT_FILENO, msg, sizeof(msg) - 1);
+	tap_on_signal(sig);
+}
+
 int main(void)
 {
+	setvbuf(stdout, NULL, _IOLBF, 0);	/* every line out before a timeout kills it */
+	signal(SIGALRM, timed_out);
+	alarm(30);
 	test_good();
 	test_settings();
 	test_bad();
+	test_limits();
+	test_load();
 	return tap_done();
 }
