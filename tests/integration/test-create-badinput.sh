@@ -19,7 +19,12 @@ chmod 600 "$TMP/shm/existing"	# ours alone: --reuse then meets the size check
 ln -s "$TMP/shm/existing" "$TMP/shm/link"
 
 snapshot() {
-	{ leftovers "$MNT" "$TMP/shm" /dev/shm; echo "free $(hp_free) total $(hp_total)"; } 2>/dev/null
+	{
+		leftovers "$MNT" "$TMP/shm" /dev/shm
+		echo "free $(hp_free) total $(hp_total)"
+		# The records, not the file: a refused admission may save an empty store.
+		echo "records $(grep -E '^(rec|warm|pool) ' "$PREALLOC_STATE_DIR/store" | md5sum)"
+	} 2>/dev/null
 }
 
 # case EXIT REGEX ARGS...
@@ -81,4 +86,39 @@ case_ 2 "unknown option '--bogus'" clear --bogus x
 case_ 2 "option '--node' needs an argument" 1G --node
 
 check "refused files keep their contents" [ "$(cat "$TMP/shm/existing")" = precious ]
+
+# The warm pool's numbers, bounded: a READY warm file on the private tmpfs
+# for the takes to find, so a take let through would change the store.
+printf 'node0.4k = 1M @ %s\n' "$TMP/shm" > "$TMP/warm.conf"
+export PREALLOC_WARM_CONF=$TMP/warm.conf
+check "warm fill makes a READY 1 MiB warm file on $TMP/shm" \
+	all_of '"$PREALLOC" warm fill > /dev/null 2>&1 && "$PREALLOC" warm status | grep -q "ready 1 MiB"'
+take=(warm take --reserve --holder vm1 --node 0 --page-size 4k --mount "$TMP/shm")
+# INT64_MAX seconds from now overflowed into a negative expiry the store refused to read.
+case_ 2 "bad --expires '9223372036854775807' \(seconds from now, 1 to 315360000" \
+	"${take[@]}" --expires 9223372036854775807 4k
+case_ 2 "bad --expires '315360001'" "${take[@]}" --expires 315360001 4k
+case_ 2 "bad --expires '0'" "${take[@]}" --expires 0 4k
+case_ 2 "bad --expires '-5'" "${take[@]}" --expires -5 4k
+# 2^32 was node 0 (an int cast); every --node is 0 to PREALLOC_MAX_NODES - 1.
+case_ 2 "bad --node: node '4294967296' out of range \(0 to 1023\)" \
+	warm take --reserve --holder vm1 --node 4294967296 --page-size 4k --mount "$TMP/shm" 4k
+case_ 2 "bad --node: node '1024' out of range" \
+	warm take --reserve --holder vm1 --node 1024 --page-size 4k --mount "$TMP/shm" 4k
+case_ 2 "bad --node: invalid node '0x0'" \
+	warm take --reserve --holder vm1 --node 0x0 --page-size 4k --mount "$TMP/shm" 4k
+case_ 2 "node number too large in '4294967296'" --node 4294967296 1G
+# A conf that is no file, wraps, or hides lines behind a NUL byte: named, exit 2.
+mkdir "$TMP/conf.d"
+printf 'node0.4k = 2 x 8388608T @ %s\n' "$TMP/shm" > "$TMP/wrap.conf"	# 2 x 2^63: 0 bytes
+printf 'node0.4k = 1M @ %s\n\0\nnode0.4k = 0 @ %s\n' "$TMP/shm" "$TMP/shm" > "$TMP/nul.conf"
+case_ 2 "warm fill: $TMP/conf.d: a directory, not a file" warm fill --conf "$TMP/conf.d"
+case_ 2 "warm status: $TMP/conf.d: a directory, not a file" warm status --conf "$TMP/conf.d"
+case_ 2 "warm fill: $TMP/wrap.conf: line 1: 2 x 8388608T is more than 1048576T" \
+	warm fill --conf "$TMP/wrap.conf"
+case_ 2 "warm fill: $TMP/nul.conf: line 2: a NUL byte" warm fill --conf "$TMP/nul.conf"
+check "the store reads after every refusal (warm status)" "$PREALLOC" warm status
+check "a take of --expires 315360000 (ten years) is written and read back" \
+	all_of '"$PREALLOC" "${take[@]}" --expires 315360000 4k > /dev/null 2>&1 &&
+		"$PREALLOC" warm status > /dev/null && "$PREALLOC" pool --gc > /dev/null'
 finish	# lib.sh's cleanup unmounts $TMP/shm and removes $disk_dir
