@@ -9,6 +9,10 @@
  * in a PREPARING record, which later admissions subtract until the run has
  * faulted its pages (commit) or given up (rollback). A line is written
  * before the growth it names.
+ *
+ * Every node and every limit is decided first, touching nothing (a plan);
+ * then the pools grow; only then are READY warm files cut for short nodes
+ * (admit_warm.c), so that a refused request leaves every warm file as it was.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -61,14 +65,18 @@ static void fail_with(struct prealloc_admit_result *res, int reason, int node, u
  * 4K and THP, under the lock: the memory cgroups' room for the whole
  * request, and each node's free memory less what other preparing runs have
  * still to fault there (their 4K shares), so two runs started together are
- * not both admitted against the same free memory. Leaves a 4K share per
- * node in record id.
+ * not both admitted against the same free memory. A short node counts the
+ * READY warm files of the node (their memory is reclaimable), taken only
+ * once every node is admitted: a refused request takes nothing. Leaves a
+ * 4K share per node in record id.
  */
 static int admit_memory(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *o,
-			struct store *s, uint64_t id, struct prealloc_admit_result *res)
+			struct store *s, uint64_t id, struct admit_plan *plan,
+			struct prealloc_admit_result *res)
 {
 	bool check = !(o->flags & PREALLOC_ADMIT_NO_CHECK);
-	uint64_t total = 0, room;
+	unsigned int first_line = s->r[store_find(s, id)].nr_pools;
+	uint64_t total = 0, room, ps = PREALLOC_PAGE_4K;
 	int r;
 
 	for (unsigned int i = 0; i < o->nr_nodes; i++) {
@@ -83,38 +91,30 @@ static int admit_memory(struct prealloc_ctx *ctx, const struct prealloc_admit_op
 	}
 	for (unsigned int i = 0; i < o->nr_nodes; i++) {
 		uint64_t free_bytes = node_free_memory(ctx, o->nodes[i]);
-		uint64_t others = store_node_outstanding(ctx, s, o->nodes[i], PREALLOC_PAGE_4K, id) *
-				  PREALLOC_PAGE_4K;
-		struct rec_pool line = { .node = o->nodes[i], .page_size = PREALLOC_PAGE_4K,
-					 .pages = (o->node_bytes[i] + PREALLOC_PAGE_4K - 1) /
-						  PREALLOC_PAGE_4K };
+		uint64_t others = store_node_outstanding(ctx, s, o->nodes[i], ps, id) * ps;
+		struct rec_pool line = { .node = o->nodes[i], .page_size = ps,
+					 .pages = (o->node_bytes[i] + ps - 1) / ps };
+		uint64_t short_pages;
 
 		free_bytes = free_bytes > others ? free_bytes - others : 0;
+		plan[i].avail = free_bytes;
 		r = record_add_pool(&s->r[store_find(s, id)], &line);
 		if (r < 0)
 			return r;
-		/* Short: READY warm files of the node first (their memory is reclaimable). */
-		/* Only when they are enough: a request refused anyway takes nothing. */
-		if (check && o->node_bytes[i] > free_bytes &&
-		    !(o->flags & PREALLOC_ADMIT_KEEP_WARM) &&
-		    free_bytes / PREALLOC_PAGE_4K +
-				    warm_ready_pages(s, o->nodes[i], PREALLOC_PAGE_4K) >=
-			    line.pages &&
-		    take_warm(ctx, s, id, s->r[store_find(s, id)].nr_pools - 1, o->nodes[i],
-			      PREALLOC_PAGE_4K,
-			      (o->node_bytes[i] - free_bytes + PREALLOC_PAGE_4K - 1) / PREALLOC_PAGE_4K,
-			      res)) {
-			free_bytes = node_free_memory(ctx, o->nodes[i]);
-			free_bytes = free_bytes > others ? free_bytes - others : 0;
+		if (!check || o->node_bytes[i] <= free_bytes)
+			continue;
+		short_pages = (o->node_bytes[i] - free_bytes + ps - 1) / ps;
+		if (!(o->flags & PREALLOC_ADMIT_KEEP_WARM) &&
+		    admit_warm_left(s, o, plan, i) >= short_pages) {
+			plan[i].take = short_pages;
+			continue;
 		}
-		if (check && o->node_bytes[i] > free_bytes) {
-			fail_with(res, PREALLOC_ADMIT_MEMORY, o->nodes[i], o->node_bytes[i],
-				  free_bytes);
-			res->reserved_others = others;
-			return -ENOMEM;
-		}
+		fail_with(res, PREALLOC_ADMIT_MEMORY, o->nodes[i], o->node_bytes[i], free_bytes);
+		res->reserved_others = others;
+		return -ENOMEM;
 	}
-	return store_save(ctx, s);
+	r = admit_warm_take(ctx, o, s, id, first_line, plan, res);
+	return r < 0 ? r : store_save(ctx, s);
 }
 
 /* Pool line k of record id: the pointer moves whenever the store grows. */
@@ -136,7 +136,7 @@ static int grow_node(struct prealloc_ctx *ctx, const struct prealloc_admit_opts 
 {
 	struct grow_result g;
 	struct rec_pool *p = line_of(s, id, k);
-	/* What the line has already: growth taken over from warm files (take_warm). */
+	/* What the line has already (none yet: warm files are taken after every growth). */
 	uint64_t nr = 0, prev = p->added;
 	int r;
 
@@ -212,15 +212,19 @@ static uint64_t foreign_reserved(struct prealloc_ctx *ctx, const struct store *s
 	return gresv > mine ? gresv - mine : 0;
 }
 
-/* One node of the request: enough free pages (less others' promises), or grow, or fail. */
-static int admit_node(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *o,
-		      struct store *s, uint64_t id, unsigned int i, double deadline,
-		      struct prealloc_admit_result *res)
+/*
+ * Node i of the request, decided, touching nothing: enough free pages (less
+ * others' promises); else READY warm files of the node first, then growth
+ * (RESERVE, the node's capacity checked) for the rest; else refused. The
+ * warm files count only when they, or growth after them, cover the node.
+ */
+static int plan_node(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *o,
+		     struct store *s, uint64_t id, unsigned int i, struct admit_plan *plan,
+		     struct prealloc_admit_result *res)
 {
 	uint64_t ps = o->page_size, total = 0, free_pages = 0, others, avail, gfree, warm;
-	uint64_t need = o->node_bytes[i] / ps + (o->node_bytes[i] % ps ? 1 : 0);
+	uint64_t need = o->node_bytes[i] / ps + (o->node_bytes[i] % ps ? 1 : 0), short_by;
 	struct rec_pool line = { .node = o->nodes[i], .page_size = ps, .pages = need };
-	long ri = store_find(s, id);
 	int r;
 
 	r = hugetlb_read(ctx, o->nodes[i], ps, &total, &free_pages, NULL);
@@ -229,7 +233,7 @@ static int admit_node(struct prealloc_ctx *ctx, const struct prealloc_admit_opts
 		fail_with(res, PREALLOC_ADMIT_POOL, o->nodes[i], need, 0);
 		return r == -ENOENT ? -EOPNOTSUPP : r;
 	}
-	r = record_add_pool(&s->r[ri], &line);
+	r = record_add_pool(&s->r[store_find(s, id)], &line);
 	if (r < 0)
 		return r;
 	others = store_node_outstanding(ctx, s, o->nodes[i], ps, id);
@@ -237,38 +241,47 @@ static int admit_node(struct prealloc_ctx *ctx, const struct prealloc_admit_opts
 	if (ctx->nr_nodes == 1)
 		others += foreign_reserved(ctx, s, ps, id, &gfree);
 	avail = free_pages > others ? free_pages - others : 0;
-	/*
-	 * Short: READY warm files on the node first, before any growth
-	 * (docs/warm.md); only when they are enough, or growth can make up the
-	 * rest (the capacity check, first): a refusal takes nothing.
-	 */
-	warm = warm_ready_pages(s, o->nodes[i], ps);
-	if (avail < need && warm && (o->flags & PREALLOC_ADMIT_RESERVE) &&
-	    !(o->flags & (PREALLOC_ADMIT_NO_CHECK | PREALLOC_ADMIT_KEEP_WARM)) &&
-	    avail + warm < need) {
-		r = capacity_check(ctx, o->nodes[i], ps, need, avail + warm, res);
-		if (r < 0)
-			return r;
-	}
-	if (avail < need && !(o->flags & (PREALLOC_ADMIT_NO_CHECK | PREALLOC_ADMIT_KEEP_WARM)) &&
-	    ((o->flags & PREALLOC_ADMIT_RESERVE) || avail + warm >= need) &&
-	    take_warm(ctx, s, id, s->r[ri].nr_pools - 1, o->nodes[i], ps, need - avail, res) &&
-	    hugetlb_read(ctx, o->nodes[i], ps, &total, &free_pages, NULL) == 0)
-		avail = free_pages > others ? free_pages - others : 0;
-	ri = store_find(s, id);	/* a warm file taken whole left the store */
 	res->pool_total = total;
 	res->pool_free = free_pages;
 	res->reserved_others = others;
+	plan[i].avail = avail;
 	if ((o->flags & PREALLOC_ADMIT_NO_CHECK) || avail >= need)
+		return 0;
+	short_by = need - avail;
+	warm = (o->flags & PREALLOC_ADMIT_KEEP_WARM) ? 0 : admit_warm_left(s, o, plan, i);
+	if (warm >= short_by || (o->flags & PREALLOC_ADMIT_RESERVE))
+		plan[i].take = MIN(warm, short_by);
+	if (plan[i].take == short_by)
 		return 0;
 	if (!(o->flags & PREALLOC_ADMIT_RESERVE)) {
 		fail_with(res, PREALLOC_ADMIT_POOL, o->nodes[i], need, avail);
 		return -ENOMEM;
 	}
-	r = capacity_check(ctx, o->nodes[i], ps, need, avail, res);
+	r = capacity_check(ctx, o->nodes[i], ps, need, avail + plan[i].take, res);
 	if (r < 0)
 		return r;
-	return grow_node(ctx, o, s, id, s->r[ri].nr_pools - 1, need - avail, deadline, res);
+	plan[i].grow = short_by - plan[i].take;
+	return 0;
+}
+
+/*
+ * Several nodes: the system-wide free count, with the planned growth and
+ * takes, less every reservation (prealloc's runs and other programs').
+ */
+static int global_check(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *o,
+			const struct store *s, uint64_t id, const struct admit_plan *plan,
+			uint64_t need_total, struct prealloc_admit_result *res)
+{
+	uint64_t ps = o->page_size, gfree, held = foreign_reserved(ctx, s, ps, id, &gfree);
+
+	for (unsigned int n = 0; n < ctx->nr_nodes; n++)
+		held += store_node_outstanding(ctx, s, ctx->nodes[n].node, ps, id);
+	for (unsigned int i = 0; i < o->nr_nodes; i++)
+		gfree += plan[i].take + plan[i].grow;
+	if (gfree >= held && gfree - held >= need_total)
+		return 0;
+	fail_with(res, PREALLOC_ADMIT_GLOBAL, -1, need_total, gfree > held ? gfree - held : 0);
+	return -ENOMEM;
 }
 
 /* Gives back what record id's lines added so far, forgetting them first (write-ahead). */
@@ -297,21 +310,21 @@ static void admit_undo(struct prealloc_ctx *ctx, struct store *s, uint64_t id,
 	free(lines);
 }
 
-int admit_locked(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *o, struct store *s,
-		 uint64_t id, struct prealloc_admit_result *res)
+/*
+ * Hugetlb, under the lock: the cgroup limits, every node planned and the
+ * system-wide count, all before any change; then each short pool grows
+ * (a growth the kernel refuses leaves every warm file as it was); then the
+ * warm files are cut. Any failure gives back this request's lines.
+ */
+static int admit_hugetlb(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *o,
+			 struct store *s, uint64_t id, struct admit_plan *plan,
+			 struct prealloc_admit_result *res)
 {
 	uint64_t ps = o->page_size, need_total = 0, cg_left;
 	bool check = !(o->flags & PREALLOC_ADMIT_NO_CHECK);
 	unsigned int first_line = s->r[store_find(s, id)].nr_pools;
 	double deadline = now_seconds() + o->reserve_timeout_ms / 1000.0;
 	int r = 0;
-
-	if (ps == PREALLOC_PAGE_4K) {
-		r = admit_memory(ctx, o, s, id, res);
-		if (r < 0)
-			s->r[store_find(s, id)].nr_pools = first_line;
-		return r;
-	}
 
 	for (unsigned int i = 0; i < o->nr_nodes; i++) {
 		/* Page counts, rounded up; no byte count near 2^64 may wrap to "none". */
@@ -328,20 +341,15 @@ int admit_locked(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *o, 
 		return -EDQUOT;
 	}
 	for (unsigned int i = 0; i < o->nr_nodes && r == 0; i++)
-		r = admit_node(ctx, o, s, id, i, deadline, res);
+		r = plan_node(ctx, o, s, id, i, plan, res);
 	/* Several nodes: the system-wide count catches other programs' reservations. */
-	if (r == 0 && check && ctx->nr_nodes > 1) {
-		uint64_t gfree, foreign = foreign_reserved(ctx, s, ps, id, &gfree);
-		uint64_t held = foreign;
-
-		for (unsigned int n = 0; n < ctx->nr_nodes; n++)
-			held += store_node_outstanding(ctx, s, ctx->nodes[n].node, ps, id);
-		if (gfree < held || gfree - held < need_total) {
-			fail_with(res, PREALLOC_ADMIT_GLOBAL, -1, need_total,
-				  gfree > held ? gfree - held : 0);
-			r = -ENOMEM;
-		}
-	}
+	if (r == 0 && check && ctx->nr_nodes > 1)
+		r = global_check(ctx, o, s, id, plan, need_total, res);
+	for (unsigned int i = 0; i < o->nr_nodes && r == 0; i++)
+		if (plan[i].grow)
+			r = grow_node(ctx, o, s, id, first_line + i, plan[i].grow, deadline, res);
+	if (r == 0)
+		r = admit_warm_take(ctx, o, s, id, first_line, plan, res);
 	if (r == 0)
 		r = store_save(ctx, s);
 	if (r < 0) {
@@ -349,6 +357,26 @@ int admit_locked(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *o, 
 		admit_undo(ctx, s, id, first_line);
 		res->added = 0;
 	}
+	return r;
+}
+
+int admit_locked(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *o, struct store *s,
+		 uint64_t id, struct prealloc_admit_result *res)
+{
+	unsigned int first_line = s->r[store_find(s, id)].nr_pools;
+	struct admit_plan *plan = calloc(o->nr_nodes, sizeof(*plan));
+	int r;
+
+	if (!plan)
+		return -ENOMEM;
+	if (o->page_size != PREALLOC_PAGE_4K) {
+		r = admit_hugetlb(ctx, o, s, id, plan, res);
+	} else {
+		r = admit_memory(ctx, o, s, id, plan, res);
+		if (r < 0)
+			s->r[store_find(s, id)].nr_pools = first_line;
+	}
+	free(plan);
 	return r;
 }
 

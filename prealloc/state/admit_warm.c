@@ -2,26 +2,16 @@
 /*
  * Admission takes from the warm pool (docs/warm.md): a node short of free
  * pages (4k: of free memory) cuts or removes READY warm files of its node
- * and page size before it grows the pool, and the growth those files had
- * added moves to the request.
+ * and page size, once every node of the request is admitted and its pools
+ * grown, and the growth those files had added moves to the request.
  */
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "state.h"
-
-/* Pages of READY warm files of node and page size ps: what a short node can take. */
-uint64_t warm_ready_pages(const struct store *s, int node, uint64_t ps)
-{
-	uint64_t n = 0;
-
-	for (size_t i = 0; i < s->nr; i++)
-		if (s->r[i].warm == PREALLOC_WARM_READY && s->r[i].warm_node == node &&
-		    s->r[i].page_size == ps)
-			n += s->r[i].size / ps;
-	return n;
-}
 
 /* The pool link of READY warm file w opened, checked to be its file with no other link. */
 static int warm_link_open(const struct record *w)
@@ -40,16 +30,37 @@ static int warm_link_open(const struct record *w)
 }
 
 /*
+ * Pages of READY warm files of node and page size ps that a take could cut
+ * now (their pool link is theirs alone): what a short node may count on.
+ */
+static uint64_t warm_ready_pages(const struct store *s, int node, uint64_t ps)
+{
+	uint64_t n = 0;
+	int fd;
+
+	for (size_t i = 0; i < s->nr; i++) {
+		const struct record *w = &s->r[i];
+
+		if (w->warm != PREALLOC_WARM_READY || w->warm_node != node ||
+		    w->page_size != ps || (fd = warm_link_open(w)) < 0)
+			continue;
+		close(fd);
+		n += w->size / ps;
+	}
+	return n;
+}
+
+/*
  * Pages of READY warm files on node i of the request freed for record id
  * (line: its line for the node): each file cut by what is still short, or
  * removed when it has no more. What a file's lines added to the pool moves
  * to id's line, so that it is given back with id's own growth, not now
  * (the pages are this request's). The pages go back to the pool's free
- * list at the cut (nothing maps a READY file). Returns the pages freed.
+ * list at the cut (nothing maps a READY file). *ret_freed: the pages freed.
  */
-uint64_t take_warm(struct prealloc_ctx *ctx, struct store *s, uint64_t id,
-			  unsigned int line, int node, uint64_t ps, uint64_t short_pages,
-			  struct prealloc_admit_result *res)
+static int take_warm(struct prealloc_ctx *ctx, struct store *s, uint64_t id, unsigned int line,
+		     int node, uint64_t ps, uint64_t short_pages,
+		     struct prealloc_admit_result *res, uint64_t *ret_freed)
 {
 	uint64_t freed = 0;
 
@@ -96,5 +107,44 @@ uint64_t take_warm(struct prealloc_ctx *ctx, struct store *s, uint64_t id,
 		}
 		store_save(ctx, s);	/* else the end of admission saves it, or undoes */
 	}
-	return freed;
+	*ret_freed = freed;
+	return 0;
+}
+
+uint64_t admit_warm_left(const struct store *s, const struct prealloc_admit_opts *o,
+			 const struct admit_plan *plan, unsigned int i)
+{
+	uint64_t warm = warm_ready_pages(s, o->nodes[i], o->page_size);
+
+	for (unsigned int j = 0; j < i; j++)
+		if (o->nodes[j] == o->nodes[i])
+			warm -= MIN(warm, plan[j].take);
+	return warm;
+}
+
+int admit_warm_take(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *o,
+		    struct store *s, uint64_t id, unsigned int first_line,
+		    const struct admit_plan *plan, struct prealloc_admit_result *res)
+{
+	uint64_t ps = o->page_size, freed;
+	bool k4 = ps == PREALLOC_PAGE_4K;
+	int r;
+
+	for (unsigned int i = 0; i < o->nr_nodes; i++) {
+		if (!plan[i].take)
+			continue;
+		r = take_warm(ctx, s, id, first_line + i, o->nodes[i], ps, plan[i].take, res,
+			      &freed);
+		if (r < 0)
+			return r;
+		if (freed == plan[i].take)
+			continue;
+		/* Short after all: refused, with what was cut already in res->warm_pages. */
+		res->reason = k4 ? PREALLOC_ADMIT_MEMORY : PREALLOC_ADMIT_POOL;
+		res->node = o->nodes[i];
+		res->needed = k4 ? o->node_bytes[i] : plan[i].avail + plan[i].take + plan[i].grow;
+		res->available = plan[i].avail + freed * (k4 ? ps : 1);
+		return -ENOMEM;
+	}
+	return 0;
 }

@@ -263,20 +263,37 @@ int admit_new(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *o, uin
 int record_return_growth(struct prealloc_ctx *ctx, struct store *s, size_t ri, unsigned int k,
 			 uint64_t *ret_returned, uint64_t *ret_vanished);
 /*
+ * admit.c, admit_warm.c: one node of a request, decided before anything is
+ * changed (admission plans every node, then grows pools, then takes).
+ */
+struct admit_plan {
+	uint64_t avail;		/* usable now: pages, or bytes for 4K */
+	uint64_t take;		/* pages to take from READY warm files of the node */
+	uint64_t grow;		/* pages to grow its pool by (RESERVE) */
+};
+/*
+ * admit_warm.c: pages of READY warm files on node i of o, of its page size,
+ * that a take could cut now, less what plan takes there for nodes before i.
+ */
+uint64_t admit_warm_left(const struct store *s, const struct prealloc_admit_opts *o,
+			 const struct admit_plan *plan, unsigned int i);
+/*
+ * admit_warm.c: plan's takes, for record id (node i's line: first_line + i):
+ * READY warm files cut or removed, the growth they had added moved to the
+ * line. Only once the whole request is admitted and grown: a cut is not
+ * undone. -ENOMEM (res says why; res->warm_pages what was cut) when a node
+ * is short after all.
+ */
+int admit_warm_take(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *o,
+		    struct store *s, uint64_t id, unsigned int first_line,
+		    const struct admit_plan *plan, struct prealloc_admit_result *res);
+/*
  * Settles record ri whose owner is gone or which is being released: the
  * file goes if prealloc created it and (unless ready) it never became
  * ready, then the growth is given back. The record leaves the store, or
  * stays ORPHAN with the growth still in use. Saves s. Adds to info's
  * returned, in_use (growth still owed) and vanished; sets removed.
  */
-/* admit_warm.c: pages of READY warm files of node and page size ps. */
-uint64_t warm_ready_pages(const struct store *s, int node, uint64_t ps);
-/*
- * admit_warm.c: READY warm files of node cut or removed for record id (its
- * pool line line) until short_pages are free; returns the pages freed.
- */
-uint64_t take_warm(struct prealloc_ctx *ctx, struct store *s, uint64_t id, unsigned int line,
-		   int node, uint64_t ps, uint64_t short_pages, struct prealloc_admit_result *res);
 int record_settle(struct prealloc_ctx *ctx, struct store *s, size_t ri, bool remove_ready,
 		  struct prealloc_release_info *info);
 /* settle.c. Commit: READY, held by its holder or file; lines that added nothing go. */
