@@ -3,7 +3,8 @@
  * Admission takes from the warm pool (docs/warm.md): a node short of free
  * pages (4k: of free memory) cuts or removes READY warm files of its node
  * and page size, once every node of the request is admitted and its pools
- * grown, and the growth those files had added moves to the request.
+ * grown, and the growth those files had added moves to the request. Each
+ * file's record is written before its file changes.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -51,63 +52,114 @@ static uint64_t warm_ready_pages(const struct store *s, int node, uint64_t ps)
 }
 
 /*
+ * Warm file w gives cut pages of node's pool to line mine: what its lines
+ * had added moves there (given back with the request, not now), and its
+ * lines need as much less.
+ */
+static void warm_move_growth(struct record *w, struct rec_pool *mine, uint64_t cut)
+{
+	for (unsigned int k = 0; k < w->nr_pools; k++) {
+		struct rec_pool *p = &w->pools[k];
+		uint64_t moved = MIN(p->added, cut);
+
+		if (p->node != w->warm_node || p->page_size != w->page_size)
+			continue;
+		p->added -= moved;
+		p->pages -= MIN(p->pages, cut);
+		mine->added += moved;
+	}
+}
+
+/*
+ * Cuts cut pages off warm file i (fd: its pool link, closed here) for line
+ * of record id, written ahead: first its record at the new size, DIRTY
+ * (QUARANTINED when the whole file goes), with its growth on id's line,
+ * then the file. A kill between leaves nothing READY: fill takes a DIRTY
+ * file as one given back (zero again, or removed when its size is not the
+ * record's) and removes a QUARANTINED one. Then READY again, or the record
+ * goes. 1: the file could not be cut; record and line are as they were.
+ */
+static int warm_cut(struct prealloc_ctx *ctx, struct store *s, size_t i, int fd, uint64_t id,
+		    unsigned int line, uint64_t cut)
+{
+	struct record *w = &s->r[i];
+	struct rec_pool *mine = &s->r[store_find(s, id)].pools[line];
+	size_t n = w->nr_pools * sizeof(*w->pools);
+	struct rec_pool *lines = malloc(n + 1);
+	uint64_t ps = w->page_size, size_was = w->size, mine_was = mine->added;
+	bool whole = cut == w->size / ps;
+	int r = -ENOMEM;
+
+	if (lines) {
+		if (n)
+			memcpy(lines, w->pools, n);
+		warm_move_growth(w, mine, cut);
+		w->size -= cut * ps;
+		w->warm = whole ? PREALLOC_WARM_QUARANTINED : PREALLOC_WARM_DIRTY;
+		r = store_save(ctx, s);
+	}
+	if (r == 0) {
+		test_pause("admit-warm-recorded");
+		if ((whole ? unlink(w->tmp) : ftruncate(fd, (off_t)w->size)) < 0)
+			r = 1;	/* not ours to take after all */
+	}
+	close(fd);
+	if (r != 0 && lines) {
+		/* The file as it was, and so its record (on disk too, where it was saved). */
+		if (n)
+			memcpy(w->pools, lines, n);
+		w->size = size_was;
+		w->warm = PREALLOC_WARM_READY;
+		mine->added = mine_was;
+		if (r > 0)
+			store_save(ctx, s);
+	}
+	free(lines);
+	if (r != 0)
+		return r;
+	test_pause("admit-warm-taken");
+	if (whole)
+		store_del(s, i);
+	else
+		w->warm = PREALLOC_WARM_READY;
+	store_save(ctx, s);	/* else the end of admission saves it, or undoes */
+	return 0;
+}
+
+/*
  * Pages of READY warm files on node i of the request freed for record id
  * (line: its line for the node): each file cut by what is still short, or
- * removed when it has no more. What a file's lines added to the pool moves
- * to id's line, so that it is given back with id's own growth, not now
- * (the pages are this request's). The pages go back to the pool's free
- * list at the cut (nothing maps a READY file). *ret_freed: the pages freed.
+ * removed when it has no more (warm_cut). The pages go back to the pool's
+ * free list at the cut (nothing maps a READY file). *ret_freed: the pages
+ * freed, also on failure (a store that cannot be written).
  */
 static int take_warm(struct prealloc_ctx *ctx, struct store *s, uint64_t id, unsigned int line,
 		     int node, uint64_t ps, uint64_t short_pages,
 		     struct prealloc_admit_result *res, uint64_t *ret_freed)
 {
-	uint64_t freed = 0;
-
-	for (size_t i = 0; i < s->nr && freed < short_pages; i++) {
+	*ret_freed = 0;
+	for (size_t i = 0; i < s->nr && *ret_freed < short_pages; i++) {
 		struct record *w = &s->r[i];
-		uint64_t pages = w->size / ps, cut = MIN(pages, short_pages - freed);
-		char link[PATH_MAX];
-		struct rec_pool *mine;
+		uint64_t pages = w->size / ps, cut = MIN(pages, short_pages - *ret_freed);
 		int fd, r;
 
 		if (w->warm != PREALLOC_WARM_READY || w->warm_node != node || w->page_size != ps ||
 		    !pages || (fd = warm_link_open(w)) < 0)
 			continue;
-		snprintf(link, sizeof(link), "%s", w->tmp);
-		/*
-		 * The file first, then its record: a run killed between leaves a
-		 * record that claims more than its file has (settled by the next
-		 * pass or gc), never a file that no record names.
-		 */
-		r = cut == pages ? unlink(link) : ftruncate(fd, (off_t)((pages - cut) * ps));
-		close(fd);
+		r = warm_cut(ctx, s, i, fd, id, line, cut);
 		if (r < 0)
-			continue;	/* not ours to take after all */
-		test_pause("admit-warm-taken");
-		mine = &s->r[store_find(s, id)].pools[line];
-		for (unsigned int k = 0; k < w->nr_pools; k++) {
-			struct rec_pool *p = &w->pools[k];
-			uint64_t moved = MIN(p->added, cut);
-
-			if (p->node != node || p->page_size != ps)
-				continue;
-			p->added -= moved;
-			p->pages -= MIN(p->pages, cut);
-			mine->added += moved;
-		}
-		freed += cut;
+			return r;
+		if (r > 0)
+			continue;
+		*ret_freed += cut;
 		res->warm_pages += cut;
 		if (cut == pages) {
 			res->warm_removed++;
-			store_del(s, i--);
+			i--;	/* the record left the store */
 		} else {
 			res->warm_cut++;
-			w->size -= cut * ps;
 		}
-		store_save(ctx, s);	/* else the end of admission saves it, or undoes */
 	}
-	*ret_freed = freed;
 	return 0;
 }
 

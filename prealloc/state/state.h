@@ -279,10 +279,10 @@ uint64_t admit_warm_left(const struct store *s, const struct prealloc_admit_opts
 			 const struct admit_plan *plan, unsigned int i);
 /*
  * admit_warm.c: plan's takes, for record id (node i's line: first_line + i):
- * READY warm files cut or removed, the growth they had added moved to the
- * line. Only once the whole request is admitted and grown: a cut is not
- * undone. -ENOMEM (res says why; res->warm_pages what was cut) when a node
- * is short after all.
+ * READY warm files cut or removed, each file's record (and the growth it
+ * moves to the line) saved before its file changes. Only once the whole
+ * request is admitted and grown: a cut is not undone. -ENOMEM (res says
+ * why; res->warm_pages what was cut) when a node is short after all.
  */
 int admit_warm_take(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *o,
 		    struct store *s, uint64_t id, unsigned int first_line,
