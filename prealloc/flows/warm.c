@@ -148,20 +148,32 @@ static int take_open(struct prealloc_ctx *ctx, struct store *s, struct record *r
 }
 
 /*
- * A take that failed after its link at the holder's path existed: the
- * holder may have opened the file meanwhile, so it is given back as give
- * does (never READY again as it is): RETURNING written, the link gone if
- * still ours, then DIRTY, or QUARANTINED with a link the pool did not make.
+ * A take that failed: a file whose link at the holder's path existed
+ * (exposed) may have been opened by the holder meanwhile, so it is given
+ * back as give does, never READY again as it is: RETURNING written, the
+ * link gone if still ours, then DIRTY, or QUARANTINED with a link the pool
+ * did not make. One never seen outside the root-only staging directory is
+ * READY again (reserved: the holder's reservation again).
  */
-static void take_undo_linked(struct prealloc_ctx *ctx, struct store *s, struct record *r, int dir,
-			     const char *base, bool linked)
+static void take_undo(struct prealloc_ctx *ctx, struct store *s, struct record *r, int fd, int dir,
+		      const char *base, bool linked, bool exposed, bool reserved)
 {
-	r->warm = PREALLOC_WARM_RETURNING;
-	r->tenant[0] = '\0';
-	store_save(ctx, s);
-	if (linked)
-		unlinkat(dir, base, 0);
-	warm_returned(r, warm_check(ctx, r));
+	if (!exposed)
+		(void)!fchown(fd, 0, 0);
+	close(fd);
+	r->path[0] = '\0';
+	if (exposed) {
+		r->warm = PREALLOC_WARM_RETURNING;
+		r->tenant[0] = '\0';
+		store_save(ctx, s);
+		if (linked)
+			unlinkat(dir, base, 0);
+		warm_returned(r, warm_check(ctx, r));
+	} else if (!reserved) {
+		r->warm = PREALLOC_WARM_READY;
+		r->tenant[0] = '\0';
+		memset(&r->owner, 0, sizeof(r->owner));
+	}
 	store_save(ctx, s);
 }
 
@@ -215,8 +227,7 @@ static int grow_admitted(struct prealloc_ctx *ctx, const struct store *s, const 
 
 /*
  * Hands record ri's file to the caller: HANDED written first, then its
- * owner, its size, the link at path. On failure the record is READY again
- * (the file untouched but for a cut) or, with another link, QUARANTINED.
+ * owner, its size, the link at path. On failure: take_undo.
  */
 static int take_file(struct prealloc_ctx *ctx, struct store *s, size_t ri, int dir,
 		     const struct prealloc_warm_take_opts *o, struct prealloc_warm_take_info *info)
@@ -254,20 +265,8 @@ static int take_file(struct prealloc_ctx *ctx, struct store *s, size_t ri, int d
 		err = take_link(r, &st, dir, base, &linked, &exposed);
 	if (err == 0)
 		err = store_save(ctx, s);	/* the size, after a cut */
-	if (err < 0 && exposed) {
-		close(fd);
-		take_undo_linked(ctx, s, r, dir, base, linked);
-	} else if (err < 0) {
-		/* Never linked outside the root-only staging directory: still READY. */
-		(void)!fchown(fd, 0, 0);
-		r->warm = PREALLOC_WARM_READY;
-		r->path[0] = '\0';
-		r->tenant[0] = '\0';
-		memset(&r->owner, 0, sizeof(r->owner));
-		store_save(ctx, s);
-		close(fd);
-	}
 	if (err < 0) {
+		take_undo(ctx, s, r, fd, dir, base, linked, exposed, false);
 		/* The growth's refusal says it best. */
 		return info->message[0] ? err
 					: take_fail(info, err, "cannot hand over the warm file at %s: %s",
@@ -281,7 +280,8 @@ static int take_file(struct prealloc_ctx *ctx, struct store *s, size_t ri, int d
 /*
  * RESERVED: the holder's reserved file linked at path. Its path written
  * first (HANDED there, as a take writes it), then its owner, the link;
- * on failure it is the holder's reserved file again, unlinked.
+ * on failure (take_undo) the holder's reserved file again, unless its
+ * link was seen at path: then given back.
  */
 static int take_reserved(struct prealloc_ctx *ctx, struct store *s, size_t ri, int dir,
 			 const struct prealloc_warm_take_opts *o,
@@ -304,16 +304,7 @@ static int take_reserved(struct prealloc_ctx *ctx, struct store *s, size_t ri, i
 	if (err == 0)
 		err = take_link(r, &st, dir, base, &linked, &exposed);
 	if (err < 0) {
-		if (!exposed)
-			(void)!fchown(fd, 0, 0);
-		close(fd);
-		if (exposed) {
-			/* Seen outside the staging directory: given back, not reserved again. */
-			take_undo_linked(ctx, s, r, dir, base, linked);
-		} else {
-			r->path[0] = '\0';
-			store_save(ctx, s);
-		}
+		take_undo(ctx, s, r, fd, dir, base, linked, exposed, true);
 		return take_fail(info, err, "cannot link the reserved warm file at %s: %s", o->path,
 				 strerror(-err));
 	}

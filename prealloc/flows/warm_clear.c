@@ -374,9 +374,12 @@ static int warm_renew(struct prealloc_ctx *ctx, const struct warm_pass *p, const
 			  why);
 	test_pause("warm-renew-before-retire");
 	if (retire(ctx, p->lock_timeout_ms, c, err == 0 ? new_id : 0, info) == 0 && err == 0) {
+		double seconds = now_seconds() - t0;
+
 		info->renewed++;
 		info->renewed_bytes += c->size;
-		info->renew_seconds += now_seconds() - t0;
+		info->renew_seconds += seconds;
+		note_rate(ctx, c, (double)c->size / seconds / 1e9);
 	}
 	return err;
 }

@@ -63,7 +63,11 @@ static long drop_pick(const struct store *s, const struct warm_conf *conf, const
 	return ready;
 }
 
-/* Bytes of warm files (not quarantined) of target want (-1: of none). */
+/*
+ * Bytes of warm files of target want (-1: of none): not quarantined, and
+ * not a file being renewed (CLEARING with no tenant: the new file that
+ * takes its place counts, POPULATING, then READY).
+ */
 static uint64_t target_held(const struct store *s, const struct warm_conf *conf,
 			    const uint64_t *devs, long want)
 {
@@ -73,6 +77,7 @@ static uint64_t target_held(const struct store *s, const struct warm_conf *conf,
 		const struct record *r = &s->r[i];
 
 		if (r->warm != WARM_NONE && r->warm != PREALLOC_WARM_QUARANTINED &&
+		    !(r->warm == PREALLOC_WARM_CLEARING && !r->tenant[0]) &&
 		    record_target(conf, devs, r) == want)
 			sum += r->size;
 	}

@@ -115,8 +115,21 @@ for page in $PAGES; do
 		all_of '[ $rc -eq 3 ] && [ ! -e "$dir/c" ]'
 	"$PREALLOC" warm give "$dir/b" > /dev/null 2>&1
 
-	# fill killed at each point of the clear: a take then gets zeroes, or nothing.
-	for point in warm-fill-clearing warm-fill-before-clear mid-op before-check warm-fill-after-verify; do
+	# fill killed at each point: a take then gets zeroes, or nothing. Given
+	# back with no tenant, a file is renewed (a new file takes its place);
+	# given back by its tenant to itself, it is cleared in place.
+	for point in warm-fill-clearing warm-renew-before-create mid-op before-check \
+		warm-renew-before-retire t1:warm-fill-clearing t1:warm-fill-before-clear t1:mid-op \
+		t1:before-check t1:warm-fill-after-verify; do
+		ten=()
+		case $point in t1:*) ten=(--tenant t1) point=${point#t1:} ;; esac
+		# Both files taken, dirtied and given back (by the tenant, if any).
+		"$PREALLOC" warm fill > /dev/null 2>&1
+		for f in x y; do
+			"$PREALLOC" warm take --node 0 --page-size "$page" --mount "$dir" --to "$dir/$f" \
+				"${ten[@]}" "$SZ" > /dev/null 2>&1 && fill_pattern "$dir/$f"
+			"$PREALLOC" warm give "$dir/$f" "${ten[@]}" > /dev/null 2>&1
+		done
 		PREALLOC_TEST_PAUSE=$point "$PREALLOC" warm fill > /dev/null 2>&1 &
 		pid=$!
 		if wait_stopped $pid; then
@@ -127,24 +140,25 @@ for page in $PAGES; do
 			wait $pid 2> /dev/null
 			stopped="no (it ran to its end)"
 		fi
-		"$PREALLOC" warm take --node 0 --page-size "$page" --mount "$dir" --to "$dir/k" "$SZ" > /dev/null 2>&1
+		"$PREALLOC" warm take --node 0 --page-size "$page" --mount "$dir" --to "$dir/k" \
+			"${ten[@]}" "$SZ" > /dev/null 2>&1
 		rc=$?
 		if [ $rc -eq 0 ]; then
 			sum=$(sha256sum < "$dir/k")
-			check "$page: fill killed at $point (stopped: $stopped): the take gets all zero" \
+			check "$page: fill killed at $point${ten[*]:+ (tenant)} (stopped: $stopped): the take gets all zero" \
 				[ "$sum" = "$ZERO" ]
 			"$PREALLOC" warm give "$dir/k" > /dev/null 2>&1
 		else
-			check "$page: fill killed at $point (stopped: $stopped): no file handed (rc $rc)" \
+			check "$page: fill killed at $point${ten[*]:+ (tenant)} (stopped: $stopped): no file handed (rc $rc)" \
 				all_of '[ $rc -eq 3 ] && [ ! -e "$dir/k" ]'
 		fi
-		# Dirty the files again for the next point.
-		for f in x y; do
-			"$PREALLOC" warm take --node 0 --page-size "$page" --mount "$dir" --to "$dir/$f" "$SZ" > /dev/null 2>&1 &&
-				fill_pattern "$dir/$f"
-		done
-		"$PREALLOC" warm give "$dir/x" > /dev/null 2>&1
-		"$PREALLOC" warm give "$dir/y" > /dev/null 2>&1
+	done
+	# The tenant's files back to the pool at large: given back with no tenant, renewed.
+	"$PREALLOC" warm fill > /dev/null 2>&1
+	for f in x y; do
+		"$PREALLOC" warm take --node 0 --page-size "$page" --mount "$dir" --to "$dir/$f" \
+			--tenant t1 "$SZ" > /dev/null 2>&1
+		"$PREALLOC" warm give "$dir/$f" > /dev/null 2>&1
 	done
 	"$PREALLOC" warm fill > /dev/null 2>&1
 	check "$page: after the kills, a fill leaves the target READY again ($(status ready_bytes $ps "$dir") bytes)" \
@@ -286,16 +300,20 @@ for l in open(sys.argv[1]):
 	check "$page: a give killed before it removed the link: fill removes it and clears the file, not quarantined ($(status ready_bytes $ps "$dir") ready, $(status quarantined_bytes $ps "$dir") quarantined)" \
 		all_of '[ ! -e "$dir/g" ] && [ "$(status ready_bytes $ps "$dir")" -eq $((2 * SZB)) ]'
 
-	# Holes its holder punched: the clear faults them again, on the node, and the file is whole.
+	# Holes its holder punched: the file leaves the pool; the one in its place is whole.
 	"$PREALLOC" warm take --node 0 --page-size "$page" --mount "$dir" --to "$dir/h" "$SZ" > /dev/null 2>&1
 	fill_pattern "$dir/h"
 	fallocate -p -o 0 -l $((SZB / 2 / ps * ps + ps)) "$dir/h"
 	ino=$(stat -c %i "$dir/h")
 	"$PREALLOC" warm give "$dir/h" > /dev/null 2>&1
 	"$PREALLOC" warm fill > /dev/null 2>&1
-	hf=$(find "$dir/.prealloc" -inum "$ino")
-	check "$page: a punched file is whole again after fill: all its pages present, all zero ($(stat -c '%b*%B' "$hf" 2> /dev/null) of $SZB)" \
-		all_of '[ -n "$hf" ] && [ $(( $(stat -c "%b * %B" "$hf") )) -ge "$SZB" ] && [ "$(sha256sum < "$hf")" = "$ZERO" ]'
+	whole=0
+	for hf in "$dir"/.prealloc*/*; do
+		[ $(( $(stat -c "%b * %B" "$hf") )) -ge "$SZB" ] && [ "$(sha256sum < "$hf")" = "$ZERO" ] &&
+			whole=$((whole + 1))
+	done
+	check "$page: a punched file leaves the pool; after fill both files are whole, all zero ($whole of 2)" \
+		all_of '[ $whole -eq 2 ] && [ -z "$(find "$dir"/.prealloc* -inum "$ino")" ]'
 
 	# A partial hit: only smaller READY files; the largest is grown, the rest populated on the node.
 	if [ "$page" != 1G ]; then
