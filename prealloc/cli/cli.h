@@ -170,6 +170,22 @@ void create_view(const struct prealloc_prepare_info *info, bool verified, bool s
 #define NOTE_MAX 1024
 void clear_note(const struct prealloc_clear_file_info *info, bool auto_kernel, char *note);
 
+/*
+ * A command and its subcommands: the tables main.c dispatches through
+ * (descending into subs) and `prealloc --list-commands` prints, so that a
+ * test walks every command's --help. fn runs the command, or for one with
+ * subcommands says that none was named. subs ends with an empty entry.
+ */
+struct cli_command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const struct cli_command *subs;
+};
+/* warm.c: take, give, fill, serve, status. */
+extern const struct cli_command warm_commands[];
+/* warm_serve.c: its synopsis line, for its --help and warm's. */
+extern const char warm_serve_synopsis[];
+
 /* Subcommands. */
 int cmd_create(int argc, char **argv);
 int cmd_info(int argc, char **argv);

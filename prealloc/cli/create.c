@@ -55,7 +55,8 @@ static const char usage_text[] =
 	"\n"
 	"SIZE takes K, M, G, T (or KiB, MiB, GiB, TiB), binary multiples.\n"
 	"Other commands: prealloc info | pool | rm FILE | clear FILE | bench | vfio-map |\n"
-	"warm take|give|fill|status | hook install|uninstall | --version. See prealloc(1).\n";
+	"warm take|give|fill|serve|status | hook install|uninstall | --version; each\n"
+	"answers --help. See prealloc(1).\n";
 
 /* --reserve-timeout: seconds, more than 0, at most an hour. */
 static int parse_timeout(const char *arg, unsigned int *ret_ms)

@@ -21,20 +21,35 @@ static const char *const state_names[] = {
 	[PREALLOC_WARM_QUARANTINED] = "quarantined",
 };
 
-static void warm_usage(FILE *f)
+/* Each subcommand's synopses, after "Usage: " or its indent (take's three forms). */
+static const struct {
+	const char *sub, *lines;
+} warm_synopses[] = {
+	{ "take", "prealloc warm take --node N --page-size 4k|2M|1G SIZE --to PATH\n"
+		  "                          [--owner UID:GID] [--holder NAME] [--mount DIR]\n"
+		  "                          [--fallback] [--tenant NAME] [--json]\n" },
+	{ "take", "prealloc warm take --reserve --holder NAME [--holder-check PATH]\n"
+		  "                          [--expires SECONDS] --node N --page-size P SIZE\n" },
+	{ "take", "prealloc warm take --reserved --holder NAME --node N --page-size P SIZE\n"
+		  "                          --to PATH [--owner UID:GID]\n" },
+	{ "give", "prealloc warm give PATH | --holder NAME [--tenant NAME]\n" },
+	{ "fill", "prealloc warm fill [--conf FILE] [--threads N] [--rate GB/s] [--idle]\n" },
+	{ "serve", warm_serve_synopsis },
+	{ "status", "prealloc warm status [--conf FILE] [--json]\n" },
+};
+
+/* The synopses of sub (NULL: every subcommand's), then what the pool is. */
+static void warm_usage(FILE *f, const char *sub)
 {
-	fprintf(f, "Usage: prealloc warm take --node N --page-size 4k|2M|1G SIZE --to PATH\n"
-		   "                          [--owner UID:GID] [--holder NAME] [--mount DIR]\n"
-		   "                          [--fallback] [--tenant NAME] [--json]\n"
-		   "       prealloc warm take --reserve --holder NAME [--holder-check PATH]\n"
-		   "                          [--expires SECONDS] --node N --page-size P SIZE\n"
-		   "       prealloc warm take --reserved --holder NAME --node N --page-size P SIZE\n"
-		   "                          --to PATH [--owner UID:GID]\n"
-		   "       prealloc warm give PATH | --holder NAME [--tenant NAME]\n"
-		   "       prealloc warm fill [--conf FILE] [--threads N] [--rate GB/s] [--idle]\n"
-		   "       prealloc warm serve [--conf FILE]\n"
-		   "       prealloc warm status [--conf FILE] [--json]\n"
-		   "Files populated on their node and proven zero ahead of time, handed to a\n"
+	const char *lead = "Usage: ";
+
+	for (size_t i = 0; i < sizeof(warm_synopses) / sizeof(warm_synopses[0]); i++) {
+		if (sub && strcmp(sub, warm_synopses[i].sub))
+			continue;
+		fprintf(f, "%s%s", lead, warm_synopses[i].lines);
+		lead = "       ";
+	}
+	fprintf(f, "Files populated on their node and proven zero ahead of time, handed to a\n"
 		   "guest in O(1) and cleared again after it (see prealloc(1), docs/warm.md).\n");
 }
 
@@ -179,7 +194,7 @@ static int take_option(int c, struct prealloc_warm_take_opts *o, bool *json)
 		o->tenant = optarg;
 		return 0;
 	default:
-		warm_usage(stdout);	/* 'h' */
+		warm_usage(stdout, "take");	/* 'h' */
 		return -1;
 	}
 }
@@ -251,6 +266,10 @@ static int cmd_warm_give(int argc, char **argv)
 	int r;
 
 	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help")) {
+			warm_usage(stdout, "give");
+			return EXIT_OK;
+		}
 		if (!strcmp(argv[i], "--holder") && i + 1 < argc && !o.holder)
 			o.holder = argv[++i];
 		else if (!strcmp(argv[i], "--tenant") && i + 1 < argc && !o.tenant)
@@ -308,6 +327,9 @@ static int cmd_warm_fill(int argc, char **argv)
 			o.clear_rate = (uint64_t)(gbps * 1e9);
 		} else if (!strcmp(argv[i], "--idle")) {
 			o.flags |= PREALLOC_WARM_FILL_IDLE;
+		} else if (!strcmp(argv[i], "--help")) {
+			warm_usage(stdout, "fill");
+			return EXIT_OK;
 		} else {
 			cli_error("warm fill: unknown argument '%s' (--conf FILE, --threads N, "
 				  "--rate GB/s, --idle)",
@@ -392,6 +414,10 @@ static int cmd_warm_status(int argc, char **argv)
 			json = true;
 		} else if (!strcmp(argv[i], "--conf") && i + 1 < argc) {
 			conf = argv[++i];
+		} else if (!strcmp(argv[i], "--help")) {
+			warm_usage(stdout, "status");
+			json_object_put(arr);
+			return EXIT_OK;
 		} else {
 			cli_error("warm status: unknown argument '%s' (--conf FILE, --json)", argv[i]);
 			json_object_put(arr);
@@ -431,22 +457,20 @@ static int cmd_warm_status(int argc, char **argv)
 	return EXIT_OK;
 }
 
+const struct cli_command warm_commands[] = {
+	{ "take", cmd_warm_take, NULL },
+	{ "give", cmd_warm_give, NULL },
+	{ "fill", cmd_warm_fill, NULL },
+	{ "serve", cmd_warm_serve, NULL },
+	{ "status", cmd_warm_status, NULL },
+	{},
+};
+
+/* prealloc warm, no subcommand named (main.c dispatches warm_commands): the usage. */
 int cmd_warm(int argc, char **argv)
 {
-	static const struct {
-		const char *name;
-		int (*fn)(int argc, char **argv);
-	} subs[] = {
-		{ "take", cmd_warm_take },
-		{ "give", cmd_warm_give },
-		{ "fill", cmd_warm_fill },
-		{ "serve", cmd_warm_serve },
-		{ "status", cmd_warm_status },
-	};
+	bool help = argc == 2 && !strcmp(argv[1], "--help");
 
-	for (size_t i = 0; argc > 1 && i < sizeof(subs) / sizeof(subs[0]); i++)
-		if (!strcmp(argv[1], subs[i].name))
-			return subs[i].fn(argc - 1, argv + 1);
-	warm_usage(argc == 2 && !strcmp(argv[1], "--help") ? stdout : stderr);
-	return argc == 2 && !strcmp(argv[1], "--help") ? EXIT_OK : EXIT_USAGE;
+	warm_usage(help ? stdout : stderr, NULL);
+	return help ? EXIT_OK : EXIT_USAGE;
 }

@@ -72,6 +72,8 @@ static int signal_fd(int a, int b)
 	return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 }
 
+const char warm_serve_synopsis[] = "prealloc warm serve [--conf FILE]\n";
+
 int cmd_warm_serve(int argc, char **argv)
 {
 	struct prealloc_warm_serve_opts o = { .size = sizeof(o) };
@@ -83,6 +85,12 @@ int cmd_warm_serve(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--conf") && i + 1 < argc) {
 			o.conf_path = argv[++i];
+		} else if (!strcmp(argv[i], "--help")) {
+			printf("Usage: %sThe warm pool's daemon: fill's pass when there may be work,\n"
+			       "files given back under memory pressure; SIGHUP reads warm.conf again,\n"
+			       "SIGTERM stops it (see prealloc(1), docs/warm.md).\n",
+			       warm_serve_synopsis);
+			return EXIT_OK;
 		} else {
 			cli_error("warm serve: unknown argument '%s' (--conf FILE)", argv[i]);
 			return EXIT_USAGE;
