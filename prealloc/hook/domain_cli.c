@@ -260,6 +260,10 @@ int main(int argc, char **argv)
 	bool json = false;
 	virConnectPtr conn;
 
+	/* --help or -h wherever it stands (before "--"): no usage error comes first. */
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+			return usage(stdout, 0);
 	while ((c = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
 		if (c == 'c')
 			uri = optarg;

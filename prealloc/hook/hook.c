@@ -148,6 +148,17 @@ static int stage(struct hook_run *run, const char *op, const char *sub, char *xm
 	return 0;
 }
 
+/* --help on a line that is not libvirt's (which ends in "-"): the installer prints the usage. */
+static bool help_asked(int argc, char **argv)
+{
+	if (argc == 5 && !strcmp(argv[4], "-"))
+		return false;	/* whatever the domain's name */
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--help"))
+			return true;
+	return false;
+}
+
 int main(int argc, char **argv)
 {
 	struct hook_run *run;
@@ -155,7 +166,7 @@ int main(int argc, char **argv)
 	char *xml;
 	int rc = 0;
 
-	if (hook_install_args(argc, argv))
+	if (hook_install_args(argc, argv) || help_asked(argc, argv))
 		return hook_install_main(argc, argv);
 	silence_stdout();
 	signal(SIGALRM, on_alarm);

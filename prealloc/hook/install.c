@@ -217,6 +217,10 @@ int hook_install_main(int argc, char **argv)
 	const char *root = "";
 	int c, action = 0, r;
 
+	/* --help wherever it stands (before "--"): no usage error comes first. */
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "--help"))
+			return usage(stdout, 0);
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (c == 'i' || c == 'u') {
 			if (action && action != c)
