@@ -382,6 +382,7 @@ static struct json_object *status_json(const struct prealloc_warm_status *st)
 			       json_object_new_uint64(st->bytes[PREALLOC_WARM_QUARANTINED]));
 	json_object_object_add(o, "target_bytes", json_object_new_uint64(st->target_bytes));
 	json_object_object_add(o, "last_clear_gbps", json_object_new_double(st->last_clear_gbps));
+	json_object_object_add(o, "unrecorded_pages", json_object_new_uint64(st->unrecorded_pages));
 	return o;
 }
 
@@ -397,6 +398,8 @@ static void status_human(const struct prealloc_warm_status *st)
 			       st->files[s]);
 	if (st->last_clear_gbps > 0)
 		printf(", last clear %.2f GB/s", st->last_clear_gbps);
+	if (st->unrecorded_pages)
+		printf(", %llu pages in use by no record", (unsigned long long)st->unrecorded_pages);
 	printf("\n");
 }
 

@@ -145,6 +145,8 @@ struct warm_target {
 	unsigned int files;
 	char mount[PATH_MAX];	/* "": the mount prealloc picks for page_size */
 	unsigned int line;	/* where it was set */
+	/* Declared so: every holder of its files is one tenant (cleared in place, never renewed). */
+	bool single_tenant;
 };
 /*
  * The settings of warm.conf (docs/warm.md), for serve and fill. A value
@@ -204,6 +206,10 @@ static inline bool tenant_valid(const char *t)
 const char *warm_mount(struct prealloc_ctx *ctx, const char *mount, uint64_t page_size);
 /* Whether r is a warm file of node and page_size on device dev. */
 bool warm_is(const struct record *r, int node, uint64_t page_size, uint64_t dev);
+/* The target of warm file r, or -1: none wants it. devs: each target's mount, 0 none. */
+long warm_target_of(const struct warm_conf *conf, const uint64_t *devs, const struct record *r);
+/* Whether r's target is declared single-tenant. */
+bool warm_single_tenant(const struct warm_conf *conf, const uint64_t *devs, const struct record *r);
 /* The pool's link of r opened O_RDWR and checked to be r's file; -ESTALE if not. */
 int warm_open(const struct record *r, struct stat *ret_st);
 /*
@@ -276,8 +282,9 @@ bool warm_stop_asked(int fd);
 /* Under the lock: files back from holders checked, dead fills' and runs' leftovers settled. */
 int warm_returns(struct prealloc_ctx *ctx, struct store *s, struct prealloc_warm_fill_info *info);
 /* Every DIRTY file: CLEARING, cleared and verified, then READY (or removed, or DIRTY if stopped). */
-int warm_clears(struct prealloc_ctx *ctx, const struct warm_pass *p,
+int warm_clears(struct prealloc_ctx *ctx, const struct warm_pass *p, const uint64_t *devs,
 		struct prealloc_warm_fill_info *info);
+
 /*
  * Memory pressure: warm files given back until bytes are (or none can go
  * now): files no target wants, then DIRTY ones, then READY ones of the

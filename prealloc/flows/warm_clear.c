@@ -386,11 +386,12 @@ static int warm_renew(struct prealloc_ctx *ctx, const struct warm_pass *p, const
 
 /*
  * Every DIRTY file, one at a time, CLEARING first: one given back by its
- * tenant to itself is cleared in place under a lease and READY again for
- * that tenant; any other (or one whose lease is refused) is renewed.
+ * tenant to itself, or of a target declared single-tenant, is cleared in
+ * place under a lease and READY again (for that tenant); any other, or one
+ * whose lease is refused, is renewed.
  */
-int warm_clears(struct prealloc_ctx *ctx, const struct warm_pass *p,
-		       struct prealloc_warm_fill_info *info)
+int warm_clears(struct prealloc_ctx *ctx, const struct warm_pass *p, const uint64_t *devs,
+		struct prealloc_warm_fill_info *info)
 {
 	struct prealloc_report rep = { .size = sizeof(rep) };
 	struct record c;
@@ -399,7 +400,9 @@ int warm_clears(struct prealloc_ctx *ctx, const struct warm_pass *p,
 	while (!warm_stop_asked(p->pace.stop_fd) &&
 	       (found = next_dirty(ctx, p->lock_timeout_ms, &c)) > 0) {
 		rep.seconds = 0;
-		result = c.tenant[0] ? warm_clear(ctx, &c, &p->pace, &rep) : -EBUSY;
+		result = c.tenant[0] || warm_single_tenant(p->conf, devs, &c)
+				 ? warm_clear(ctx, &c, &p->pace, &rep)
+				 : -EBUSY;
 		if (result == -EBUSY) {
 			result = warm_renew(ctx, p, &c, info);
 			if (result != -ECANCELED)

@@ -8,6 +8,7 @@
  *   node0.2M = 16G
  *   node0.2M = 4 x 4G @ /mnt/guests
  *   node1.1G = 8G @ /dev/hugepages-1G
+ *   node0.4k = 2 x 1G @ /dev/shm single-tenant
  *
  *   clear_threads = 1
  *   clear_rate = 2          # GB/s per node, 0: no cap
@@ -18,7 +19,9 @@
  * SIZE is one file of that size; N x SIZE, N files of SIZE (a take hands
  * out a file at least as large as asked, cut to size). A target without a
  * mount lives on the one prealloc picks for its page size (prealloc info
- * shows it; /dev/shm for 4k). The other keys are settings (struct
+ * shows it; /dev/shm for 4k). "single-tenant" declares every holder of
+ * the target's files one tenant: a file given back is cleared in place
+ * (under a lease) instead of renewed. The other keys are settings (struct
  * warm_settings). A bad line refuses the whole file, naming the line: half
  * a configuration is never applied. So does a target past WARM_CONF_MAX_BYTES
  * (or targets past it together: no sum of them can wrap), a NUL byte (text
@@ -128,11 +131,21 @@ static int parse_size(char *text, struct warm_target *t, char *err, size_t len, 
 	return 0;
 }
 
-/* "<size> [@ <mount>]" into the sizes and t->mount. */
+#define SINGLE_TENANT "single-tenant"
+
+/* "<size> [@ <mount>] [single-tenant]" into the sizes, t->mount and t->single_tenant. */
 static int parse_value(char *value, struct warm_target *t, char *err, size_t len,
 		       unsigned int line)
 {
-	char *at = strchr(value, '@'), *mount;
+	size_t n = strlen(value), k = strlen(SINGLE_TENANT);
+	char *at, *mount;
+
+	/* Said in so many words, never implied: every holder of it is one tenant. */
+	if (n > k && !strcmp(value + n - k, SINGLE_TENANT) && isspace((unsigned char)value[n - k - 1])) {
+		value[n - k] = '\0';
+		t->single_tenant = true;
+	}
+	at = strchr(value, '@');
 
 	if (at) {
 		*at = '\0';

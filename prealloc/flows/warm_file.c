@@ -31,6 +31,21 @@ bool warm_is(const struct record *r, int node, uint64_t page_size, uint64_t dev)
 	       r->dev == dev;
 }
 
+long warm_target_of(const struct warm_conf *conf, const uint64_t *devs, const struct record *r)
+{
+	for (unsigned int i = 0; i < conf->nr; i++)
+		if (devs[i] && warm_is(r, conf->t[i].node, conf->t[i].page_size, devs[i]))
+			return i;
+	return -1;
+}
+
+bool warm_single_tenant(const struct warm_conf *conf, const uint64_t *devs, const struct record *r)
+{
+	long t = warm_target_of(conf, devs, r);
+
+	return t >= 0 && conf->t[t].single_tenant;
+}
+
 int warm_open(const struct record *r, struct stat *ret_st)
 {
 	struct statx stx;

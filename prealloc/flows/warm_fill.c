@@ -28,15 +28,6 @@ static int target_dev(struct prealloc_ctx *ctx, const struct warm_target *t, uin
 	return 0;
 }
 
-/* The target of warm file r, or -1: none wants it. devs: each target's mount, 0 none. */
-static long record_target(const struct warm_conf *conf, const uint64_t *devs,
-			  const struct record *r)
-{
-	for (unsigned int i = 0; i < conf->nr; i++)
-		if (devs[i] && warm_is(r, conf->t[i].node, conf->t[i].page_size, devs[i]))
-			return i;
-	return -1;
-}
 
 /*
  * The file to give back first of those of target want (-1: of no target),
@@ -53,7 +44,7 @@ static long drop_pick(const struct store *s, const struct warm_conf *conf, const
 		const struct record *r = &s->r[i];
 
 		if (r->warm == WARM_NONE || r->size == keep_size ||
-		    record_target(conf, devs, r) != want)
+		    warm_target_of(conf, devs, r) != want)
 			continue;
 		if (r->warm == PREALLOC_WARM_DIRTY)
 			return (long)i;
@@ -78,7 +69,7 @@ static uint64_t target_held(const struct store *s, const struct warm_conf *conf,
 
 		if (r->warm != WARM_NONE && r->warm != PREALLOC_WARM_QUARANTINED &&
 		    !(r->warm == PREALLOC_WARM_CLEARING && !r->tenant[0]) &&
-		    record_target(conf, devs, r) == want)
+		    warm_target_of(conf, devs, r) == want)
 			sum += r->size;
 	}
 	return sum;
@@ -239,7 +230,7 @@ int warm_pass_run(struct prealloc_ctx *ctx, const struct warm_pass *p,
 	if (err == 0)
 		err = fill_trims(ctx, p, devs, info);
 	if (err == 0)
-		err = warm_clears(ctx, p, info);
+		err = warm_clears(ctx, p, devs, info);
 	for (unsigned int i = 0; err == 0 && i < p->conf->nr; i++) {
 		int r = 0;
 

@@ -220,6 +220,8 @@ static void fill_add(struct prealloc_warm_serve_info *info,
 	info->dropped += f->dropped;
 	info->cleared_bytes += f->cleared_bytes;
 	info->dropped_bytes += f->dropped_bytes;
+	info->renewed += f->renewed;
+	info->renewed_bytes += f->renewed_bytes;
 }
 
 /* One pass, logged when it did something; whether it did. */
@@ -233,17 +235,19 @@ static bool serve_pass(struct prealloc_warm_serve *srv, struct prealloc_warm_ser
 	r = warm_pass_run(srv->ctx, &p, &f);
 	info->passes++;
 	fill_add(info, &f);
-	if (f.returned || f.cleared || f.created || f.dropped)
+	if (f.returned || f.renewed || f.cleared || f.created || f.dropped)
 		ctx_log(srv->ctx, PREALLOC_LOG_INFO,
-			"warm serve: %u returned, %u cleared (%llu MiB, %.2f GB/s), %u made, "
-			"%u given back (%llu MiB)",
-			f.returned, f.cleared, (unsigned long long)(f.cleared_bytes >> 20),
+			"warm serve: %u returned, %u renewed (%llu MiB, %.2f GB/s), %u cleared "
+			"(%llu MiB, %.2f GB/s), %u made, %u given back (%llu MiB)",
+			f.returned, f.renewed, (unsigned long long)(f.renewed_bytes >> 20),
+			f.renew_seconds > 0 ? (double)f.renewed_bytes / f.renew_seconds / 1e9 : 0.0,
+			f.cleared, (unsigned long long)(f.cleared_bytes >> 20),
 			f.clear_seconds > 0 ? (double)f.cleared_bytes / f.clear_seconds / 1e9 : 0.0,
 			f.created, f.dropped, (unsigned long long)(f.dropped_bytes >> 20));
 	if (r < 0 || f.message[0])
 		ctx_log(srv->ctx, PREALLOC_LOG_WARNING, "warm serve: %s",
 			f.message[0] ? f.message : strerror(-r));
-	return f.returned || f.cleared || f.created || f.dropped;
+	return f.returned || f.renewed || f.cleared || f.created || f.dropped;
 }
 
 /* A pressure event: pressure_step of warm files given back, their targets' limits cut. */

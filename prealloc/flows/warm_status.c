@@ -72,6 +72,30 @@ static void status_rate(struct prealloc_ctx *ctx, struct prealloc_warm_status *e
 	free(text);
 }
 
+/* Hugetlb pages of e's node and size in use that no record of s accounts for. */
+static void status_unrecorded(struct prealloc_ctx *ctx, const struct store *s,
+			      struct prealloc_warm_status *e)
+{
+	uint64_t total = 0, free_pages = 0, recorded = 0;
+
+	if (e->page_size == PREALLOC_PAGE_4K ||
+	    hugetlb_read(ctx, e->node, e->page_size, &total, &free_pages, NULL) < 0)
+		return;
+	for (size_t i = 0; i < s->nr; i++) {
+		const struct record *r = &s->r[i];
+
+		if (r->warm != WARM_NONE && r->has_file && r->warm_node == e->node &&
+		    r->page_size == e->page_size) {
+			recorded += r->size / r->page_size;
+			continue;
+		}
+		for (unsigned int k = 0; r->warm == WARM_NONE && k < r->nr_pools; k++)
+			if (r->pools[k].node == e->node && r->pools[k].page_size == e->page_size)
+				recorded += r->pools[k].pages;
+	}
+	e->unrecorded_pages = total - free_pages > recorded ? total - free_pages - recorded : 0;
+}
+
 EXPORT int prealloc_warm_status(struct prealloc_ctx *ctx, const char *conf_path, unsigned int index,
 				struct prealloc_warm_status *ret_status)
 {
@@ -115,6 +139,8 @@ EXPORT int prealloc_warm_status(struct prealloc_ctx *ctx, const char *conf_path,
 		x->bytes[rec->warm] += rec->size;
 		x->files[rec->warm]++;
 	}
+	for (unsigned int i = 0; e && i < nr; i++)
+		status_unrecorded(ctx, &s, &e[i]);
 	store_free(&s);
 	warm_conf_free(&conf);
 	if (!e)

@@ -344,6 +344,27 @@ static int yes_no(struct px *p, const char *attr, int *ret)
 	return 0;
 }
 
+/*
+ * tenant='NAME' in <metadata>: the guest's tenant, named to the warm pool
+ * at take and give, so that its files may be cleared in place for it (1 to
+ * 63 printable bytes; none: every file it gave back is renewed).
+ */
+static int tenant_parse(struct px *p, struct domain *d)
+{
+	size_t n;
+
+	if (!xstr(p, NULL, "/domain/metadata/pa:config/@tenant", d->tenant, sizeof(d->tenant)))
+		return 0;
+	n = strlen(d->tenant);
+	for (size_t i = 0; i < n; i++)
+		if (d->tenant[i] <= ' ' || d->tenant[i] > '~')
+			n = 0;
+	if (n == 0 || n >= sizeof(d->tenant) - 1)
+		return bad(p, "<metadata> config tenant='%s': 1 to %zu printable characters", d->tenant,
+			   sizeof(d->tenant) - 2);
+	return 0;
+}
+
 static int parse_misc(struct px *p, struct domain *d)
 {
 	char buf[256];
@@ -365,6 +386,8 @@ static int parse_misc(struct px *p, struct domain *d)
 	r = yes_no(p, "reserve", &d->reserve);
 	if (r == 0)
 		r = yes_no(p, "warm", &d->warm);
+	if (r == 0)
+		r = tenant_parse(p, d);
 	return r < 0 ? r : yes_no(p, "prefault", &d->prefault);
 }
 

@@ -78,6 +78,7 @@ struct domain {
 	bool has_dac;
 	unsigned int uid, gid;	/* DAC label */
 	int reserve, prefault, warm;	/* enum dom_tristate, from <metadata> */
+	char tenant[65];		/* <metadata> tenant='': the warm pool's tenant, "" none */
 };
 
 /* Parses len bytes of domain XML; 0 or -EINVAL with why[] saying what is wrong. */

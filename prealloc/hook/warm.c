@@ -88,6 +88,7 @@ static void reserve_one(struct hook_run *run, unsigned int i)
 		.page_size = backend_page(be), .length = be->bytes, .mount = run->backing_top,
 		.holder = run->holder, .holder_check = run->check, .holder_expires = run->expires,
 		.lock_timeout_ms = run_wait_ms(run, run->set.deadline_s * 400, 0.25),
+		.tenant = run->dom.tenant[0] ? run->dom.tenant : NULL,
 	};
 	char pl[16];
 	int r = prealloc_warm_take(run->ctx, &o, &info);
@@ -204,13 +205,17 @@ int run_warm_link(struct hook_run *run, unsigned int i, int dir_fd, const char *
 int run_warm_give(struct hook_run *run)
 {
 	struct prealloc_warm_give_info info = { .size = sizeof(info) };
-	int r = prealloc_warm_give(run->ctx, NULL, run->holder, &info);
+	struct prealloc_warm_give_opts o = {
+		.size = sizeof(o), .holder = run->holder,
+		.tenant = run->dom.tenant[0] ? run->dom.tenant : NULL,
+	};
+	int r = prealloc_warm_give_with(run->ctx, &o, &info);
 
 	if (r == -ENOENT && !info.files)
 		return 0;	/* it held none */
 	if (info.files)
 		run_log(run, info.quarantined ? 4 : 6, "%s: gave back %u warm file(s): %u still "
-			"mapped, %u quarantined (a link the pool did not make)", run->dom.name,
+			"open or mapped, %u quarantined (a link the pool did not make)", run->dom.name,
 			info.files, info.returning, info.quarantined);
 	if (r < 0)
 		run_log(run, 4, "%s: giving back its warm files: %s", run->dom.name,

@@ -132,9 +132,12 @@ static int settle_file(struct prealloc_ctx *ctx, struct store *s, size_t ri, boo
 		return 0;
 	names = record_file_names(r);
 	if (names) {
-		/* What procfs cannot show us counts as in use: its pages may be. */
-		*ret_in_use = r->ino && (file_user(ctx, r->dev, r->ino, 0, &unreadable) != 0 ||
-					 unreadable);
+		/*
+		 * procfs alone: it misses what it cannot read, which here costs
+		 * no isolation, only growth given back while pages are still
+		 * held, and record_return_growth gives back free pages only.
+		 */
+		*ret_in_use = r->ino && file_user(ctx, r->dev, r->ino, 0, &unreadable) != 0;
 		r->state = PREALLOC_RECORD_RELEASING;
 		ret = store_save(ctx, s);
 		if (ret < 0)
@@ -161,8 +164,7 @@ static bool inode_in_use(const struct prealloc_ctx *ctx, const struct record *r)
 {
 	unsigned int unreadable;
 
-	return !r->has_file && r->ino &&
-	       (file_user(ctx, r->dev, r->ino, 0, &unreadable) != 0 || unreadable);
+	return !r->has_file && r->ino && file_user(ctx, r->dev, r->ino, 0, &unreadable) != 0;
 }
 
 int record_settle(struct prealloc_ctx *ctx, struct store *s, size_t ri, bool remove_ready,
@@ -196,9 +198,15 @@ int record_settle(struct prealloc_ctx *ctx, struct store *s, size_t ri, bool rem
 	}
 	info->in_use += left;
 	if (left) {
-		/* Pages still in use (mapped or open elsewhere): a later gc gives them back. */
+		/*
+		 * Pages still in use (mapped or open elsewhere): a later gc gives
+		 * them back. A warm file's record is no warm file any more: its
+		 * file is gone, only its growth is left.
+		 */
 		s->r[ri].state = PREALLOC_RECORD_ORPHAN;
 		s->r[ri].owner.kind = PREALLOC_OWNER_NONE;
+		s->r[ri].warm = WARM_NONE;
+		s->r[ri].tenant[0] = '\0';
 	} else {
 		store_del(s, ri);
 	}

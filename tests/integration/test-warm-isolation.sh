@@ -174,6 +174,20 @@ TAKE_ARGS=(--tenant t1) GIVE_ARGS=(--tenant t1) LABEL=" (tenant, lease refused)"
 attack 4k "$SHM" fd
 TAKE_ARGS=() GIVE_ARGS=() LABEL=
 
+# A target declared single-tenant: every holder is one tenant, so a file
+# given back with no label (and nothing else open) is cleared in place.
+printf 'node0.4k = 16M @ %s single-tenant\nnode0.2M = 16M @ %s\n' "$SHM" "$MNT2M" > "$PREALLOC_WARM_CONF"
+ino_a=$(take 4k "$SHM" a)
+fill_pattern "$SHM/a"
+"$PREALLOC" warm give "$SHM/a" > /dev/null 2>&1
+"$PREALLOC" warm fill > "$TMP/fill.out" 2>&1
+ino=$(take 4k "$SHM" b)
+check "single-tenant target: cleared in place, any take gets it, all zero ($(cat "$TMP/fill.out"); $ino_a, $ino)" \
+	all_of 'grep -q " 1 cleared" "$TMP/fill.out" && [ "$ino" = "$ino_a" ] && cmp -s -n 16777216 "$SHM/b" /dev/zero'
+"$PREALLOC" warm give "$SHM/b" > /dev/null 2>&1
+printf 'node0.4k = 16M @ %s\nnode0.2M = 16M @ %s\n' "$SHM" "$MNT2M" > "$PREALLOC_WARM_CONF"
+"$PREALLOC" warm fill > /dev/null 2>&1
+
 # take's failure after its link existed: the holder moves the new link away
 # before the take sees it there. The file is never READY again.
 "$PREALLOC" warm status --json > "$TMP/st0.json"

@@ -207,29 +207,33 @@ check "a cold request while the only warm file is reserved is refused (exit 3), 
 # point, then SIGKILL) while it works on it; then both are taken if they
 # can be, and each one taken must read all zero.
 printf 'node0.2M = 2 x %s @ %s\ncheck_interval = 1s\npressure = off\n' "$SZ" "$DIR" > "$TMP/two.conf"
-for point in warm-serve-pass warm-fill-clearing warm-fill-before-clear mid-op before-check \
-	warm-fill-after-verify warm-drop; do
+# Given back with no tenant, the file is renewed; by its tenant (t1:), cleared in place.
+for point in warm-serve-pass warm-fill-clearing warm-renew-before-create mid-op before-check \
+	warm-renew-before-retire warm-drop t1:warm-fill-before-clear t1:mid-op \
+	t1:warm-fill-after-verify; do
+	ten=()
+	case $point in t1:*) ten=(--tenant t1) point=${point#t1:} ;; esac
 	cp "$TMP/two.conf" "$PREALLOC_WARM_CONF"
 	"$PREALLOC" warm fill > /dev/null 2>&1
-	take k > /dev/null 2> "$TMP/err" && fill_pattern "$DIR/k"
-	check "$point: a file to dirty is taken ($(cat "$TMP/err"))" [ -e "$DIR/k" ]
+	take k "${ten[@]}" > /dev/null 2> "$TMP/err" && fill_pattern "$DIR/k"
+	check "$point${ten[*]:+ (tenant)}: a file to dirty is taken ($(cat "$TMP/err"))" [ -e "$DIR/k" ]
 	[ $point = warm-drop ] && printf 'node0.2M = 0 @ %s\n' "$DIR" > "$PREALLOC_WARM_CONF"
-	"$PREALLOC" warm give "$DIR/k" > /dev/null 2>&1
+	"$PREALLOC" warm give "$DIR/k" "${ten[@]}" > /dev/null 2>&1
 	PREALLOC_TEST_PAUSE=$point "$PREALLOC" warm serve > /dev/null 2>&1 &
 	pid=$!
 	wait_stopped $pid
 	stopped=$?
 	kill -KILL $pid
 	wait $pid 2> /dev/null
-	check "serve stops at $point" [ $stopped -eq 0 ]
+	check "serve stops at $point${ten[*]:+ (tenant)}" [ $stopped -eq 0 ]
 	cp "$TMP/two.conf" "$PREALLOC_WARM_CONF"
 	got=0 zero=0
 	for f in v w; do
-		take $f > /dev/null 2>&1 || continue
+		take $f "${ten[@]}" > /dev/null 2>&1 || continue
 		got=$((got + 1))
 		[ "$(sha256sum < "$DIR/$f")" = "$ZERO" ] && zero=$((zero + 1))
 	done
-	check "serve killed at $point: $got files taken after it, $zero of them all zero" \
+	check "serve killed at $point${ten[*]:+ (tenant)}: $got files taken after it, $zero of them all zero" \
 		all_of '[ $got -ge 1 ] && [ $zero -eq $got ]'
 	for f in v w; do "$PREALLOC" warm give "$DIR/$f" > /dev/null 2>&1; done
 done

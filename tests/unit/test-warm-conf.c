@@ -63,6 +63,33 @@ static void test_good(void)
 	warm_conf_free(&conf);
 }
 
+/* single-tenant: said in so many words, after the size or the mount; never implied. */
+static void test_single_tenant(void)
+{
+	static const char text[] = "node0.4k = 2 x 1G @ /dev/shm single-tenant\n"
+				   "node0.2M = 16G single-tenant\n"
+				   "node1.2M = 1G @ /mnt/single-tenant\n"
+				   "node2.2M = 1G\n";
+	struct warm_conf conf;
+	char err[256] = "";
+	int r = warm_conf_parse(text, &conf, err, sizeof(err));
+
+	if (!tap_ok(r == 0 && conf.nr == 4, "single-tenant targets parse (r %d, '%s')", r, err))
+		return;
+	tap_ok(conf.t[0].single_tenant && !strcmp(conf.t[0].mount, "/dev/shm") &&
+		       conf.t[0].files == 2,
+	       "after the mount: single-tenant, the mount without it");
+	tap_ok(conf.t[1].single_tenant && conf.t[1].bytes == 16 * G, "after the size: single-tenant");
+	tap_ok(!conf.t[2].single_tenant && !strcmp(conf.t[2].mount, "/mnt/single-tenant"),
+	       "a mount named so is only a mount");
+	tap_ok(!conf.t[3].single_tenant, "without the word: not single-tenant");
+	warm_conf_free(&conf);
+	r = warm_conf_parse("node0.2M = 1G singletenant\n", &conf, err, sizeof(err));
+	tap_ok(r == -EINVAL, "a misspelt word is refused, not ignored (r %d, '%s')", r, err);
+	if (r == 0)
+		warm_conf_free(&conf);
+}
+
 static void test_settings(void)
 {
 	static const char text[] = "clear_threads = 2\n"
@@ -297,6 +324,7 @@ int main(void)
 	signal(SIGALRM, timed_out);
 	alarm(30);
 	test_good();
+	test_single_tenant();
 	test_settings();
 	test_bad();
 	test_limits();

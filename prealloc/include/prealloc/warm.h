@@ -247,6 +247,8 @@ struct prealloc_warm_serve_info {
 	uint64_t pressure_events;	/* PSI events, or MemAvailable under the floor */
 	uint64_t pressure_dropped_bytes; /* of dropped_bytes, given back under pressure */
 	char message[512];	/* why _new failed: a bad line of warm.conf, named */
+	unsigned int renewed;	/* as prealloc_warm_fill's */
+	uint64_t renewed_bytes;
 };
 
 /* Reads warm.conf and arms the pressure trigger; -EINVAL with info->message for a bad conf. */
@@ -269,6 +271,15 @@ struct prealloc_warm_status {
 	unsigned int files[PREALLOC_WARM_QUARANTINED + 1];
 	double last_clear_gbps;	/* the last fill's clears here; 0 none yet */
 	char message[512];	/* on failure, why: a bad line of the conf, named */
+	/*
+	 * Hugetlb pages of the node and page size in use (the pool less its
+	 * free pages) that no record accounts for: neither a warm file nor a
+	 * record's pool line. A holder that left the pool may still hold its
+	 * file's pages by references the kernel keeps (a pipe, a pin, an fd
+	 * in flight): they show here until it lets go, as do another
+	 * program's. Admission never promises them (they are not free). 0 for 4k.
+	 */
+	uint64_t unrecorded_pages;
 };
 
 /*
