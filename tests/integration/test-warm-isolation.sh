@@ -32,6 +32,11 @@ export PREALLOC_WARM_CONF=$TMP/warm.conf
 printf 'node0.4k = 16M @ %s\nnode0.2M = 16M @ %s\n' "$SHM" "$MNT2M" > "$PREALLOC_WARM_CONF"
 "$PREALLOC" warm fill > "$TMP/fill.out" 2>&1 || bail "the first fill failed: $(cat "$TMP/fill.out")"
 
+unrecorded() {	# 2M pages of node 0 in use by no record, as warm status counts them
+	"$PREALLOC" warm status --json > "$TMP/st.json"
+	json_get "$TMP/st.json" "[e['unrecorded_pages'] for e in d if e['page_size'] == 2097152][0]"
+}
+
 take() {	# take PAGE DIR NAME [ARGS...]: a 16M take at DIR/NAME; its inode, or nothing
 	local page=$1 dir=$2 name=$3
 	shift 3
@@ -83,10 +88,18 @@ attack() {
 		[ $rc -eq 0 ]
 	ino_b=$(take "$page" "$dir" b)
 	"$ATTACKER" write "$dir/b" "$MARK"
+	# The hugepage A's pipe pins is in use by no record, never free, until A lets go.
+	[ "$page/$mode" = 2M/vmsplice ] && held=$(unrecorded) free_held=$(hp free 2048)
 	verdict
 	v=$V
 	check "$page/$mode$LABEL: A reads none of B's bytes through what it kept (verdict: $v)" \
 		all_of '[ "$v" = own ] || [ "$v" = zero ]'
+	if [ "$page/$mode" = 2M/vmsplice ]; then
+		check "2M: the page A's pipe holds shows in use by no record, not free ($held unrecorded)" \
+			[ "$held" -eq 1 ]
+		check "2M: once A's pipe is closed it is free again and recorded nowhere ($(unrecorded) unrecorded, free $free_held -> $(hp free 2048))" \
+			all_of '[ "$(unrecorded)" -eq 0 ] && [ "$(hp free 2048)" -eq $((free_held + 1)) ]'
+	fi
 	check "$page/$mode$LABEL: B's file is not A's inode (A $INO_A, B $ino_b)" \
 		all_of '[ -n "$ino_b" ] && [ "$ino_b" != "$INO_A" ]'
 	"${PRE[@]}" "$PREALLOC" warm give "$dir/b" > /dev/null 2>&1
