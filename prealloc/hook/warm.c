@@ -124,9 +124,11 @@ static const char *reserve_skip(struct hook_run *run, const struct dom_backend *
 		return "its pages are claimed already";
 	for (unsigned int k = 0; prealloc_record(run->ctx, k, &info) == 0; k++)
 		if (warm_of(&info, be, dev) && info.warm == PREALLOC_WARM_READY &&
-		    info.file_size >= be->bytes)
+		    info.file_size >= be->bytes &&
+		    (!info.tenant[0] || !strcmp(info.tenant, run->dom.tenant)))
 			return NULL;
-	return "no READY warm file of its node, page size and size or larger";
+	return "no READY warm file of its node, page size and size or larger (its tenant's, "
+	       "or no tenant's)";
 }
 
 void run_warm_reserve(struct hook_run *run)
@@ -246,7 +248,9 @@ bool run_warm_plan(struct hook_run *run, unsigned int i, char *why, size_t len)
 				 (unsigned long long)info.id);
 			return true;
 		}
-		ready += info.warm == PREALLOC_WARM_READY;
+		/* A file cleared in place for a tenant is that tenant's alone. */
+		ready += info.warm == PREALLOC_WARM_READY &&
+			 (!info.tenant[0] || !strcmp(info.tenant, run->dom.tenant));
 	}
 	page_label(backend_page(be), pl, sizeof(pl));
 	snprintf(why, len, "%u READY warm file(s) of %s pages on node %d in %s", ready, pl,

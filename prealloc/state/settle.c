@@ -200,13 +200,14 @@ int record_settle(struct prealloc_ctx *ctx, struct store *s, size_t ri, bool rem
 	if (left) {
 		/*
 		 * Pages still in use (mapped or open elsewhere): a later gc gives
-		 * them back. A warm file's record is no warm file any more: its
-		 * file is gone, only its growth is left.
+		 * them back. A warm file's record is never READY (or anything a
+		 * take or a target counts) once its file is gone: QUARANTINED,
+		 * which the next fill settles again.
 		 */
 		s->r[ri].state = PREALLOC_RECORD_ORPHAN;
 		s->r[ri].owner.kind = PREALLOC_OWNER_NONE;
-		s->r[ri].warm = WARM_NONE;
-		s->r[ri].tenant[0] = '\0';
+		if (s->r[ri].warm != WARM_NONE)
+			s->r[ri].warm = PREALLOC_WARM_QUARANTINED;
 	} else {
 		store_del(s, ri);
 	}

@@ -42,7 +42,7 @@ else
 	# The file, and room for its replacement while a holder would keep the old pages.
 	echo $((pool + 2 * mib / 2 + 8)) > /proc/sys/vm/nr_hugepages
 fi
-printf 'node0.%s = %sM @ %s\n' "$page" "$mib" "$mnt" > "$PREALLOC_WARM_CONF"
+printf 'node0.%s = %sM @ %s\nmax_share = 95%%\n' "$page" "$mib" "$mnt" > "$PREALLOC_WARM_CONF"
 "$P" warm fill > /dev/null
 
 # leg MODE: one give and the fill after it; prints "<seconds> <fill's own GB/s>".

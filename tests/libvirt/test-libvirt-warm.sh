@@ -4,9 +4,12 @@
 # QEMU TCG, as installed (lib-libvirt.sh): a guest that opts in with
 # warm='yes' gets a READY warm file reserved at prepare begin and linked at
 # start begin; QEMU maps it without a new page; after the guest the file
-# comes back, is cleared and is READY again; the next guest on that very
-# file reads none of the last one's bytes; a hard link the qemu uid made to
-# its file while it ran sends the file to quarantine, never to a guest.
+# comes back and a new one takes its place (renewed), READY; the qemu uid,
+# keeping an fd of its file in flight over a socket, never reads the next
+# guest's bytes, and the next guest reads none of the last one's; a
+# guest with a tenant gets its file back cleared in place, and a guest of
+# no tenant is never given it; a hard link the qemu uid made to its file
+# while it ran sends the file to quarantine, never to a guest.
 set -u
 . "$(dirname "$0")/../integration/lib-installed.sh"
 . "$(dirname "$0")/../integration/lib.sh"
@@ -79,21 +82,42 @@ check "prealloc-domain --reserve of the running guest is refused, nothing claime
 # A's data: what its guest wrote, through the same shared pages QEMU maps.
 fill_pattern "$DA/pc.ram"
 check "A's RAM holds A's bytes" grep -q "$SECRET" "$DA/pc.ram"
+# The qemu uid keeps its file by an fd in flight over a socket: no /proc file shows it.
+MARK=TOP-SECRET-OF-B-42
+rm -f "$TMP/ctl"
+mkfifo "$TMP/ctl"
+chmod 711 "$TMP"
+as_guest "$WARM_ATTACKER" hold "$DA/pc.ram" "$MARK" scm < "$TMP/ctl" > "$TMP/att.out" 2> "$TMP/att.err" &
+APID=$!
+on_exit "kill $APID 2> /dev/null"
+exec 7> "$TMP/ctl"
+for ((i = 0; i < 200; i++)); do grep -q ready "$TMP/att.out" && break; sleep 0.05; done
+check "the qemu uid holds its file by an fd in flight ($(cat "$TMP/att.err"))" grep -q ready "$TMP/att.out"
 $V destroy wa > /dev/null
-check "after destroy the file came back to be cleared ($(wstate dirty_bytes) MiB dirty)" \
+check "after destroy the file came back, DIRTY ($(wstate dirty_bytes) MiB dirty)" \
 	all_of '[ "$(wstate dirty_bytes)" = 64 ] && [ -n "$(pool_link "$wino")" ]'
 "$PREALLOC" warm fill > "$TMP/fill.out" 2>&1
-check "warm fill cleared it: READY again, the same file" \
-	all_of '[ "$(wstate ready_bytes)" = 64 ] && [ -n "$(pool_link "$wino")" ]' ||
-	sed 's/^/# /' "$TMP/fill.out"
+check "warm fill renewed it: a new file READY in its place, A's gone from the pool ($(cat "$TMP/fill.out"))" \
+	all_of '[ "$(wstate ready_bytes)" = 64 ] && [ -z "$(pool_link "$wino")" ] && grep -q " 1 renewed" "$TMP/fill.out"'
 
-# Case: guest B on A's recycled file: its RAM, dumped before it ran an
-# instruction, holds none of A's bytes.
+# Case: guest B on the renewed file: its RAM, dumped before it ran an
+# instruction, holds none of A's bytes, and A's kept fd reads none of B's.
 define wb 64 "$WARM" "$SHARED"
 out=$($V start --paused wb 2>&1); rc=$?
 check "B starts paused" [ $rc -eq 0 ] || echo "# $out"
 DB=$(ls -d "$MB"/libvirt/qemu/*-wb)
-check "B got A's file (inode $wino)" [ "$(stat -c %i "$DB/pc.ram" 2>&1)" = "$wino" ]
+check "B got a file that is not A's (inode $(stat -c %i "$DB/pc.ram" 2>&1), A's $wino)" \
+	all_of '[ -e "$DB/pc.ram" ] && [ "$(stat -c %i "$DB/pc.ram")" != "$wino" ]'
+"$WARM_ATTACKER" write "$DB/pc.ram" "$MARK"
+echo go >&7
+exec 7>&-
+wait $APID
+check "the qemu uid reads none of B's bytes through the fd it kept ($(tail -1 "$TMP/att.out"))" \
+	[ "$(tail -1 "$TMP/att.out")" = own ]
+python3 -c "
+import mmap, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR); m = mmap.mmap(fd, 64 << 20)
+m[:len(sys.argv[2])] = bytes(len(sys.argv[2])); m.close()" "$DB/pc.ram" "$MARK"
 DUMP=$(mktemp -d /tmp/prealloc-dump.XXXXXX) && track_dir "$DUMP"
 chown "$QUID:$QGID" "$DUMP"
 out=$($V qemu-monitor-command wb \
@@ -102,6 +126,33 @@ check "pmemsave of B's RAM: 64 MiB ($out)" [ "$(stat -c %s "$DUMP/b.ram" 2>&1)" 
 check "B's RAM holds none of A's bytes" [ "$(grep -c "$SECRET" "$DUMP/b.ram")" = 0 ]
 rm -f "$DUMP/b.ram"
 $V destroy wb > /dev/null
+"$PREALLOC" warm fill > /dev/null 2>&1
+
+# Case: a tenant. Its guest's file, given back by the hook with its tenant
+# and nothing else open, is cleared in place (the same inode) and is its
+# tenant's alone: a guest of no tenant would not start on it.
+WARMT="<metadata><p:config xmlns:p='urn:x-prealloc:libvirt:1' warm='yes' tenant='acme'/></metadata>"
+define wt 64 "$WARMT" "$SHARED"
+out=$($V start wt 2>&1); rc=$?
+DT=$(ls -d "$MB"/libvirt/qemu/*-wt 2> /dev/null)
+tino=$(stat -c %i "$DT/pc.ram" 2>&1)
+check "the tenant's guest starts warm ($rc, $(wstate handed_bytes) MiB handed)" \
+	all_of '[ $rc -eq 0 ] && [ "$(wstate handed_bytes)" = 64 ]' || echo "# $out"
+fill_pattern "$DT/pc.ram"
+$V destroy wt > /dev/null
+"$PREALLOC" warm fill > "$TMP/fill.out" 2>&1
+check "its file is cleared in place, READY for it ($(cat "$TMP/fill.out"))" \
+	all_of 'grep -q " 1 cleared" "$TMP/fill.out" && [ -n "$(pool_link "$tino")" ] && [ "$(wstate ready_bytes)" = 64 ]'
+check "prealloc-domain: a guest of no tenant would not start on it ($(plan wb))" [ "$(plan wb)" = qemu ]
+out=$($V start wt 2>&1); rc=$?
+DT=$(ls -d "$MB"/libvirt/qemu/*-wt 2> /dev/null)	# a new id, a new directory
+check "the tenant's next start gets it back, all zero but what it wrote now ($rc)" \
+	all_of '[ $rc -eq 0 ] && [ "$(stat -c %i "$DT/pc.ram")" = "$tino" ] && ! grep -q "$SECRET" "$DT/pc.ram"'
+$V destroy wt > /dev/null
+# Back to the pool at large: taken by the tenant, given back without it, renewed.
+"$PREALLOC" warm fill > /dev/null 2>&1
+"$PREALLOC" warm take --node 0 --page-size 2M --mount "$MB" --to "$MB/t" --tenant acme 64M > /dev/null 2>&1
+"$PREALLOC" warm give "$MB/t" > /dev/null 2>&1
 "$PREALLOC" warm fill > /dev/null 2>&1
 
 # Case: the qemu uid keeps a hard link to its file (fs.protected_hardlinks

@@ -262,6 +262,8 @@ struct prealloc_record_info {
 	/* Since 0.2: a warm file's state (enum prealloc_warm_state), 0 for any other record. */
 	int warm;
 	int warm_node;		/* a warm file's node */
+	/* A warm file's tenant (cleared in place for it: only its takes get it), "" none. */
+	char tenant[64];
 };
 /* Record index of the store as it is now; -ENOENT past the end, -EBADMSG corrupt. */
 int prealloc_record(struct prealloc_ctx *ctx, unsigned int index,
