@@ -24,7 +24,9 @@
  * decision takes the median over the places, so one slice an interrupt
  * stretched cannot make it. Once NT slices run PROBE_DECISIVE times slower
  * at two places the lines are plainly cached, and the probe stops: each
- * further NT slice over dirty lines costs.
+ * further NT slice over dirty lines costs. Below the cached limit, where
+ * a measured crossover sends a footprint to the probe (clear_select.c),
+ * the dirty lines stay in the cache and the choice says handicap 1.
  */
 #include <stdbool.h>
 
@@ -52,7 +54,7 @@ static uint64_t probe_run(const struct clear_choice *c, uint8_t *p, size_t len)
 					       (uint64_t)CLEAR_PROBE_SPOTS);
 	size_t stride = ALIGN_DOWN(len / spots, 64), done = 0;
 	const struct clear_kernel *first, *second, *winner;
-	double ratio[CLEAR_PROBE_SPOTS], t1, t2, lowest = 0;
+	double ratio[CLEAR_PROBE_SPOTS], t1, t2, lowest = 0, handicap;
 	unsigned int probed = 0;
 
 	/* Per place, NT's time over cached stores' (which goes first alternates). */
@@ -72,7 +74,8 @@ static uint64_t probe_run(const struct clear_choice *c, uint8_t *p, size_t len)
 			break;
 	}
 	/* The median over the places: one slice an interrupt stretched cannot decide. */
-	winner = calibrate_median(ratio, probed) > PROBE_HANDICAP ? c->kernel : c->nt;
+	handicap = c->handicap > 0 ? c->handicap : PROBE_HANDICAP;
+	winner = calibrate_median(ratio, probed) > handicap ? c->kernel : c->nt;
 	for (unsigned int i = 0; i < spots; i++) {
 		size_t from = stride * i + (i < probed ? 2 * CLEAR_PROBE_SLICE : 0);
 		size_t to = i + 1 < spots ? stride * (i + 1) : len;

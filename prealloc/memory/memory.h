@@ -200,6 +200,8 @@ struct clear_choice {
 	const struct clear_kernel *kernel;	/* the kernel; with a probe, the cached one */
 	const struct clear_kernel *nt;		/* a probe's NT kernel; NULL: no probe */
 	const char *name;			/* "c", or a probe's "c/avx2_nt" */
+	/* A probe's: how much faster cached stores must be on the slices (0: the default 1.4). */
+	double handicap;
 };
 
 /*
