@@ -4,7 +4,9 @@
  * ctx's calibration (calibration.c), and over the probe limit, with no
  * calibration, the kernel this machine measured fastest for large clears
  * (clear_rank.c), measured once per CPU model and microcode and kept
- * beside the calibration. PREALLOC_CALIBRATION=none: the built-in rules.
+ * beside the calibration; at and below the cached limit, the crossover
+ * between memset and NT stores measured with it, kept in the same file.
+ * PREALLOC_CALIBRATION=none: the built-in rules.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -13,20 +15,30 @@
 
 #include "memory.h"
 
-/* Guards every ctx's rank_* fields (a ctx has no lock of its own). */
+/* Guards every ctx's rank_* fields (a ctx has no lock of its own), and crossover. */
 static pthread_mutex_t rank_lock = PTHREAD_MUTEX_INITIALIZER;
+/*
+ * The crossover that came with the last ranking a ctx settled: a figure of
+ * the machine, like the ranking, but kept per process, not per ctx.
+ */
+static struct clear_crossover crossover;
 
-/* The ranking measured now for this ctx (who: for what), saved beside the calibration. */
+/*
+ * The ranking and crossover measured now for this ctx (who: for what), saved
+ * beside the calibration.
+ */
 static int ranking_measure(struct prealloc_ctx *ctx, const char *who, const char *path)
 {
 	struct clear_rank rank;
+	struct clear_crossover x;
 	char text[2048];
-	int len, r = clear_rank_measure(&ctx->cpu, &rank);
+	int len, r = clear_rank_measure(&ctx->cpu, &rank, &x);
 
 	if (r < 0)
 		return r;
 	ctx->rank = rank;
-	len = clear_rank_format(&rank, text, sizeof(text));
+	crossover = x;
+	len = clear_rank_format(&rank, &x, text, sizeof(text));
 	if (len < 0 || !path) {
 		r = -ENOENT;
 	} else {
@@ -35,7 +47,7 @@ static int ranking_measure(struct prealloc_ctx *ctx, const char *who, const char
 		r = small_file_write(path, text, (size_t)len);
 	}
 	snprintf(ctx->rank_how, sizeof(ctx->rank_how), "measured %s in %.0f ms%s", who,
-		 rank.seconds * 1e3, r < 0 ? ", not saved" : "");
+		 (rank.seconds + x.seconds) * 1e3, r < 0 ? ", not saved" : "");
 	return 0;
 }
 
@@ -45,6 +57,7 @@ bool ctx_ranking(struct prealloc_ctx *ctx, const char *who, struct clear_rank *r
 	const char *env = getenv("PREALLOC_CALIBRATION");
 	char path[4096], text[2048];
 	struct clear_rank rank;
+	struct clear_crossover x;
 	bool have, named;
 	int r = 0;
 
@@ -55,8 +68,9 @@ bool ctx_ranking(struct prealloc_ctx *ctx, const char *who, struct clear_rank *r
 		if (named)
 			strcat(path, ".ranking");
 		if (named && small_file_read(path, text, sizeof(text)) == 0 &&
-		    clear_rank_parse(text, &rank) == 0 && clear_rank_matches(&rank, &ctx->cpu)) {
+		    clear_rank_parse(text, &rank, &x) == 0 && clear_rank_matches(&rank, &ctx->cpu)) {
 			ctx->rank = rank;
+			crossover = x;
 			ctx->rank_active = true;
 			snprintf(ctx->rank_how, sizeof(ctx->rank_how), "cached in %s", path);
 		} else {
@@ -76,6 +90,41 @@ bool ctx_ranking(struct prealloc_ctx *ctx, const char *who, struct clear_rank *r
 		ctx_log(ctx, PREALLOC_LOG_INFO, "clear kernels not ranked (%s): the built-in rules",
 			strerror(-r));
 	return have;
+}
+
+bool ctx_crossover(struct prealloc_ctx *ctx, const char *who, struct clear_crossover *ret,
+		   char *how, size_t how_len)
+{
+	struct clear_rank rank;
+	bool have = ctx_ranking(ctx, who, &rank, how, how_len);
+
+	pthread_mutex_lock(&rank_lock);
+	have = have && crossover.nr;
+	if (have)
+		*ret = crossover;
+	pthread_mutex_unlock(&rank_lock);
+	return have;
+}
+
+/*
+ * At and below the cached limit with no calibration: memset, or the probe
+ * past the crossover measured here.
+ */
+static struct clear_choice crossed(struct prealloc_ctx *ctx, uint64_t size, unsigned int threads,
+				   struct clear_choice c, char *why, size_t why_len)
+{
+	struct clear_crossover x;
+	size_t n;
+	char how[96];
+
+	if (!clear_crossover_matters(&ctx->cpu, size, threads) ||
+	    !ctx_crossover(ctx, "at a cache-sized clear", &x, how, sizeof(how)))
+		return c;
+	c = clear_select_measured(&ctx->cpu, size, threads, &x, why, why_len);
+	n = why ? strlen(why) : 0;
+	if (why && n + 1 < why_len)
+		snprintf(why + n, why_len - n, " (%s)", how);
+	return c;
 }
 
 /* Over the probe limit with no calibration: the kernel measured fastest here. */
@@ -108,10 +157,15 @@ struct clear_choice clear_select_auto(struct prealloc_ctx *ctx, uint64_t size, u
 				      const struct clear_calibration *cal, char *why, size_t why_len)
 {
 	struct clear_choice c = clear_select(&ctx->cpu, size, threads, cal, why, why_len);
+	uint64_t footprint;
 
 	threads = MAX(threads, 1u);
-	return cal ? c : ranked(ctx, size > UINT64_MAX / threads ? UINT64_MAX : size * threads, c,
-				why, why_len);
+	footprint = size > UINT64_MAX / threads ? UINT64_MAX : size * threads;
+	if (cal)
+		return c;
+	if (footprint > clear_probe_limit(ctx->cpu.llc_bytes))
+		return ranked(ctx, footprint, c, why, why_len);
+	return crossed(ctx, size, threads, c, why, why_len);
 }
 
 struct clear_choice clear_select_region(const struct prealloc_region *region, unsigned int threads,

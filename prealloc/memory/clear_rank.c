@@ -18,10 +18,17 @@
  * every other kernel's upper one, after 15 rounds, or after RANK_BUDGET_S:
  * 0.15-0.18 s in all on the Xeon guest (docs/kernels.md).
  *
+ * Then the crossover at and below the cached limit (clear_select.c's rule
+ * keeps cached stores there, which an Emerald Rapids with a 260 MiB LLC
+ * ran at 0.70 of NT at 8 MiB): memset against the probe's NT kernel on the
+ * first cached-limit bytes of the same buffer, then half, and so on while
+ * NT leads, each pass on memory drained by NT stores and written once by
+ * memset, as `prealloc bench` times them.
+ *
  * The result is a small text file beside the calibration (its path +
  * ".ranking"), one per CPU model and microcode:
  *
- *   version 1
+ *   version 2
  *   vendor GenuineIntel
  *   family 6
  *   model 167
@@ -30,6 +37,8 @@
  *   buffer 16777216 rounds 7 seconds 0.082 level 1
  *   kernel avx2_nt 26.88
  *   kernel avx512_nt 26.75
+ *   crossover avx2_nt seconds 0.021
+ *   at 8388608 rounds 5 c 13.10 avx2_nt 10.05 ratio 0.77
  *
  * This file holds the measurement and the file format, and the small
  * file helpers the calibration shares; clear_auto.c decides when.
@@ -46,13 +55,16 @@
 
 #include "memory.h"
 
-#define RANK_VERSION 1
+#define RANK_VERSION 2	/* 2: the crossover's lines; a version 1 file is measured again */
 #define RANK_BUDGET_S 0.15
 #define RANK_MIN_ROUNDS 4
 #define RANK_MAX_ROUNDS 15
 #define RANK_SLICE (UINT64_C(8) << 20)
 #define RANK_LEVEL 0.03		/* within 3 %: level; the table's order decides */
 #define RANK_BUF (UINT64_C(16) << 20)
+#define CROSS_BUDGET_S 0.06
+#define CROSS_MIN_ROUNDS 5
+#define CROSS_MAX_ROUNDS 15
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
@@ -162,7 +174,92 @@ static void rank_rounds(struct rank_run *run, uint8_t *buf, uint64_t bytes, doub
 	}
 }
 
-int clear_rank_measure(const struct cpu_id *cpu, struct clear_rank *ret)
+/* This thread's CPU time: a neighbour that preempts it mid-pass is not counted. */
+static double thread_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* GB/s of k over [p, p + bytes) met as the bench meets it: drained by nt's stores, written once. */
+static double cross_sample(const struct clear_kernel *k, const struct clear_kernel *nt, uint8_t *p,
+			   uint64_t bytes)
+{
+	double t;
+
+	nt->fn(p, bytes);
+	memset(p, 0x5a, bytes);
+	t = thread_seconds();
+	k->fn(p, bytes);
+	t = thread_seconds() - t;
+	return (double)bytes / (t > 0 ? t : 1e-9) / 1e9;
+}
+
+/*
+ * Rounds of c and nt (who goes first alternates) at bytes, until the
+ * median of their paired ratios is known to lie on one side of
+ * CLEAR_CROSS_LEAD (its quartiles both there), CROSS_MAX_ROUNDS, or past
+ * deadline; into *ret.
+ */
+static void cross_rounds(const struct clear_kernel *c, const struct clear_kernel *nt, uint8_t *buf,
+			 uint64_t bytes, double deadline, struct clear_cross_point *ret)
+{
+	double sc[CROSS_MAX_ROUNDS], sn[CROSS_MAX_ROUNDS], ratio[CROSS_MAX_ROUNDS];
+	double tmp[CROSS_MAX_ROUNDS];
+	unsigned int r = 0;
+
+	while (r < CROSS_MAX_ROUNDS) {
+		if (r % 2) {
+			sn[r] = cross_sample(nt, nt, buf, bytes);
+			sc[r] = cross_sample(c, nt, buf, bytes);
+		} else {
+			sc[r] = cross_sample(c, nt, buf, bytes);
+			sn[r] = cross_sample(nt, nt, buf, bytes);
+		}
+		ratio[r] = sn[r] / sc[r];
+		r++;
+		if (r >= CROSS_MIN_ROUNDS &&
+		    (quantile(ratio, r, 0.25, tmp) >= CLEAR_CROSS_LEAD ||
+		     quantile(ratio, r, 0.75, tmp) < CLEAR_CROSS_LEAD || mono() > deadline))
+			break;
+	}
+	ret->bytes = bytes;
+	ret->rounds = r;
+	ret->cached_gbps = quantile(sc, r, 0.5, tmp);
+	ret->nt_gbps = quantile(sn, r, 0.5, tmp);
+	ret->nt_over_cached = quantile(ratio, r, 0.5, tmp);
+}
+
+/*
+ * The crossover: from the cached limit down by halves while NT leads (a
+ * smaller footprint only favours cached stores more), on buf.
+ */
+static void cross_measure(const struct cpu_id *cpu, uint8_t *buf, uint64_t buf_bytes,
+			  struct clear_crossover *ret)
+{
+	struct clear_choice probe = clear_select(cpu, clear_probe_limit(cpu->llc_bytes), 1, NULL,
+						 NULL, 0);
+	const struct clear_kernel *c = clear_kernel_find("c");
+	double t0 = mono();
+
+	memset(ret, 0, sizeof(*ret));
+	if (!probe.nt || !c || !c->fn)
+		return;	/* no probe here (NT slow or none): nothing it could change */
+	snprintf(ret->nt, sizeof(ret->nt), "%s", probe.nt->name);
+	for (uint64_t bytes = MIN(clear_cached_limit(cpu->llc_bytes), buf_bytes);
+	     bytes >= CLEAR_PROBE_MIN && ret->nr < CLEAR_CROSS_SIZES; bytes /= 2) {
+		cross_rounds(c, probe.nt, buf, bytes, t0 + CROSS_BUDGET_S, &ret->at[ret->nr]);
+		if (ret->at[ret->nr++].nt_over_cached < CLEAR_CROSS_LEAD ||
+		    mono() - t0 > CROSS_BUDGET_S)
+			break;
+	}
+	ret->seconds = mono() - t0;
+}
+
+int clear_rank_measure(const struct cpu_id *cpu, struct clear_rank *ret,
+		       struct clear_crossover *ret_cross)
 {
 	uint64_t bytes = RANK_BUF;
 	struct clear_choice table = clear_select(cpu, UINT64_MAX / 2, 1, NULL, NULL, 0);
@@ -189,6 +286,8 @@ int clear_rank_measure(const struct cpu_id *cpu, struct clear_rank *ret)
 	madvise(buf, bytes, MADV_HUGEPAGE);
 	madvise(buf, bytes, MADV_POPULATE_WRITE);	/* else round 0 pays it: not counted */
 	rank_rounds(run, buf, bytes, t0, order);
+	if (ret_cross)
+		cross_measure(cpu, buf, bytes, ret_cross);
 	munmap(buf, bytes);
 
 	memset(ret, 0, sizeof(*ret));
@@ -216,7 +315,8 @@ int clear_rank_measure(const struct cpu_id *cpu, struct clear_rank *ret)
 			ret->k[0] = ret->k[i];
 			ret->k[i] = t;
 		}
-	ret->seconds = mono() - t0;
+	/* The ranking's own time: the crossover's is its own figure. */
+	ret->seconds = mono() - t0 - (ret_cross ? ret_cross->seconds : 0);
 	free(run);
 	return 0;
 }
@@ -231,7 +331,8 @@ bool clear_rank_matches(const struct clear_rank *rank, const struct cpu_id *cpu)
 	       !strcmp(rank->microcode, mc);
 }
 
-int clear_rank_format(const struct clear_rank *rank, char *buf, size_t len)
+int clear_rank_format(const struct clear_rank *rank, const struct clear_crossover *x, char *buf,
+		      size_t len)
 {
 	size_t off;
 	int n = snprintf(buf, len,
@@ -252,18 +353,57 @@ int clear_rank_format(const struct clear_rank *rank, char *buf, size_t len)
 			return -ENOSPC;
 		off += (size_t)n;
 	}
-	return (int)off;
+	if (!x || !x->nr)
+		return (int)off;
+	n = snprintf(buf + off, len - off, "crossover %s seconds %.3f\n", x->nt, x->seconds);
+	for (unsigned int i = 0; i < x->nr && n >= 0 && (size_t)n < len - off; i++) {
+		off += (size_t)n;
+		n = snprintf(buf + off, len - off, "at %" PRIu64 " rounds %u c %.2f %s %.2f ratio %.3f\n",
+			     x->at[i].bytes, x->at[i].rounds, x->at[i].cached_gbps, x->nt,
+			     x->at[i].nt_gbps, x->at[i].nt_over_cached);
+	}
+	if (n < 0 || (size_t)n >= len - off)
+		return -ENOSPC;
+	return (int)(off + (size_t)n);
 }
 
-/* One line of the file into r; -EINVAL for anything else. */
-static int rank_line(char *line, struct clear_rank *r, unsigned int *version)
+/* A crossover line ("crossover ..." or "at ...") into x: 1 taken, 0 not one, -EINVAL malformed. */
+static int cross_line(const char *line, struct clear_crossover *x)
 {
 	char name[CLEAR_KERNEL_NAME_MAX + 8];
-	int level = 0;
+	struct clear_cross_point a;
+
+	if (!strncmp(line, "crossover ", 10)) {
+		if (sscanf(line, "crossover %31s seconds %lf", name, &x->seconds) != 2 ||
+		    strlen(name) >= sizeof(x->nt) || !clear_kernel_find(name))
+			return -EINVAL;
+		memcpy(x->nt, name, strlen(name) + 1);
+		return 1;
+	}
+	if (strncmp(line, "at ", 3))
+		return 0;
+	if (sscanf(line, "at %" SCNu64 " rounds %u c %lf %31s %lf ratio %lf", &a.bytes, &a.rounds,
+		   &a.cached_gbps, name, &a.nt_gbps, &a.nt_over_cached) != 6 ||
+	    !x->nt[0] || strcmp(name, x->nt) || x->nr >= CLEAR_CROSS_SIZES ||
+	    !(a.nt_over_cached > 0) || (x->nr && a.bytes >= x->at[x->nr - 1].bytes))
+		return -EINVAL;
+	x->at[x->nr++] = a;
+	return 1;
+}
+
+/* One line of the file into r or x; -EINVAL for anything else. */
+static int rank_line(char *line, struct clear_rank *r, struct clear_crossover *x,
+		     unsigned int *version)
+{
+	char name[CLEAR_KERNEL_NAME_MAX + 8];
+	int level = 0, taken;
 	double g;
 
 	if (line[0] == '#' || line[0] == '\0')
 		return 0;
+	taken = cross_line(line, x);
+	if (taken)
+		return taken < 0 ? taken : 0;
 	if (sscanf(line, "version %u", version) == 1 || sscanf(line, "family %u", &r->family) == 1 ||
 	    sscanf(line, "model %u", &r->model) == 1)
 		return 0;
@@ -288,9 +428,10 @@ static int rank_line(char *line, struct clear_rank *r, unsigned int *version)
 	return 0;
 }
 
-int clear_rank_parse(const char *text, struct clear_rank *ret)
+int clear_rank_parse(const char *text, struct clear_rank *ret, struct clear_crossover *ret_cross)
 {
 	struct clear_rank r = { 0 };
+	struct clear_crossover x = { 0 };
 	unsigned int version = 0;
 	char line[256];
 
@@ -302,12 +443,14 @@ int clear_rank_parse(const char *text, struct clear_rank *ret)
 		memcpy(line, text, n);
 		line[n] = '\0';
 		text += n + (text[n] == '\n');
-		if (rank_line(line, &r, &version) < 0)
+		if (rank_line(line, &r, &x, &version) < 0)
 			return -EINVAL;
 	}
-	if (version != RANK_VERSION || !r.vendor[0] || !r.nr)
+	if (version != RANK_VERSION || !r.vendor[0] || !r.nr || (x.nt[0] && !x.nr))
 		return -EINVAL;
 	*ret = r;
+	if (ret_cross)
+		*ret_cross = x;
 	return 0;
 }
 

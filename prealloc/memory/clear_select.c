@@ -220,6 +220,99 @@ struct clear_choice clear_select(const struct cpu_id *cpu, uint64_t size, unsign
 	return choice_one(nt);
 }
 
+/*
+ * At and below the cached limit the rule keeps cached stores, which won on
+ * every CPU measured when it was made; an Emerald Rapids with a 260 MiB
+ * LLC (0xcf, issue 39) ran memset at 0.70 of the NT stores at 8 MiB,
+ * written once. So the crossover is measured on the machine, beside the
+ * ranking (clear_rank.c): where NT led memset by CLEAR_CROSS_LEAD, the
+ * probe decides; where it led by less, memset keeps 1/1.1 = 0.91 of the
+ * best and costs no slices.
+ */
+uint64_t clear_crossover_cached_bytes(const struct clear_crossover *x, uint64_t limit)
+{
+	uint64_t upto = limit;
+
+	for (unsigned int i = 0; x && i < x->nr; i++) {
+		if (x->at[i].bytes > limit)
+			continue;	/* measured under another cached limit */
+		if (x->at[i].nt_over_cached < CLEAR_CROSS_LEAD)
+			break;		/* memset holds here, and at every smaller size */
+		upto = MIN(upto, x->at[i].bytes / 2);
+	}
+	return upto;
+}
+
+/* The probe's pair for this CPU, as between the limits; .nt NULL where none runs. */
+static struct clear_choice select_probe_pair(const struct cpu_id *cpu)
+{
+	return clear_select(cpu, clear_probe_limit(cpu->llc_bytes), 1, NULL, NULL, 0);
+}
+
+bool clear_crossover_matters(const struct cpu_id *cpu, uint64_t size, unsigned int threads)
+{
+	uint64_t footprint;
+
+	threads = MAX(threads, 1u);
+	footprint = size > UINT64_MAX / threads ? UINT64_MAX : size * threads;
+	/* A piece under CLEAR_PROBE_MIN is never probed: no figure changes it. */
+	return size >= CLEAR_PROBE_MIN && footprint <= clear_cached_limit(cpu->llc_bytes) &&
+	       select_probe_pair(cpu).nt;
+}
+
+struct clear_choice clear_select_measured(const struct cpu_id *cpu, uint64_t size,
+					  unsigned int threads, const struct clear_crossover *x,
+					  char *why, size_t why_len)
+{
+	struct clear_choice c = clear_select(cpu, size, threads, NULL, why, why_len);
+	uint64_t cached = clear_cached_limit(cpu->llc_bytes), upto;
+	uint64_t footprint = size * MAX(threads, 1u);	/* <= cached: no overflow */
+	const struct clear_cross_point *held = NULL, *led = NULL;
+	struct clear_choice pair = select_probe_pair(cpu);
+
+	/* Figures of another NT kernel (a feature masked since) say nothing of this probe. */
+	if (!x || !x->nr || !clear_crossover_matters(cpu, size, threads) ||
+	    strcmp(x->nt, pair.nt->name))
+		return c;
+	if (!why)
+		why_len = 0;
+	upto = clear_crossover_cached_bytes(x, cached);
+	/* The figures that decided: the size where memset held, and the smallest where NT led. */
+	for (unsigned int i = 0; i < x->nr && !held; i++) {
+		if (x->at[i].bytes > cached)
+			continue;
+		if (x->at[i].nt_over_cached < CLEAR_CROSS_LEAD)
+			held = &x->at[i];
+		else
+			led = &x->at[i];
+	}
+	if (footprint <= upto) {
+		held = held ? held : &x->at[x->nr - 1];
+		/* Short: the public report keeps 159 characters, with how it came. */
+		if (why_len)
+			snprintf(why, why_len, "%llu KiB is within the %s, %llu KiB%s (c %.1f GB/s, "
+				 "%s %.1f at %llu KiB)", (unsigned long long)(footprint >> 10),
+				 upto < cached ? "crossover measured here" : "cached limit",
+				 (unsigned long long)(upto >> 10),
+				 upto < cached ? "" : ", where memset held", held->cached_gbps, x->nt,
+				 held->nt_gbps, (unsigned long long)(held->bytes >> 10));
+		return c;
+	}
+	c = pair;
+	/*
+	 * The footprint fits the cache: the dirty lines memset leaves are not
+	 * written back on the clear's time, so the slices' ratio is the
+	 * clear's, and memset needs no handicap.
+	 */
+	c.handicap = 1.0;
+	if (why_len && led)
+		snprintf(why, why_len, "%llu KiB is over the crossover measured here, %llu KiB (%s "
+			 "%.1f GB/s, c %.1f at %llu KiB): probed", (unsigned long long)(footprint >> 10),
+			 (unsigned long long)(upto >> 10), x->nt, led->nt_gbps, led->cached_gbps,
+			 (unsigned long long)(led->bytes >> 10));
+	return c;
+}
+
 /* ---- public API ---------------------------------------------------------- */
 
 EXPORT int prealloc_clear_kernels(struct prealloc_ctx *ctx, const char **ret_names,

@@ -214,12 +214,57 @@ uint64_t clear_cached_limit(uint64_t llc);
 uint64_t clear_probe_limit(uint64_t llc);
 
 /*
+ * The crossover at and below the cached limit, measured on this machine
+ * beside the ranking (clear_rank.c): memset against the probe's NT kernel
+ * on buffers of the cached limit, then half of it, down to
+ * CLEAR_PROBE_MIN, each written once since it left the caches (as `prealloc
+ * bench` times them), until a size where memset holds. nr 0: not measured.
+ */
+#define CLEAR_CROSS_SIZES 4
+struct clear_cross_point {
+	uint64_t bytes;
+	unsigned int rounds;
+	double cached_gbps, nt_gbps;	/* medians over the rounds */
+	double nt_over_cached;		/* median of the rounds' paired ratios */
+};
+struct clear_crossover {
+	char nt[CLEAR_KERNEL_NAME_MAX];	/* the NT kernel timed against memset */
+	unsigned int nr;		/* sizes measured, largest first */
+	struct clear_cross_point at[CLEAR_CROSS_SIZES];
+	double seconds;			/* the measurement */
+};
+
+/*
+ * The footprint up to which cached stores keep winning here: limit (the
+ * cached limit) unless NT led memset by CLEAR_CROSS_LEAD at the sizes x
+ * measured, from the largest down; then the largest size where memset
+ * held (half the smallest measured where NT led at every one). Pure.
+ */
+#define CLEAR_CROSS_LEAD 1.1
+uint64_t clear_crossover_cached_bytes(const struct clear_crossover *x, uint64_t limit);
+/*
+ * Whether a measured crossover can change the choice for this clear: a
+ * footprint the rules give cached stores, in pieces the probe would take.
+ */
+bool clear_crossover_matters(const struct cpu_id *cpu, uint64_t size, unsigned int threads);
+
+/*
  * Picks for clearing size bytes per worker with threads workers sharing a
  * last-level cache, under an optional calibration (NULL: none). A pure
  * function of its inputs; why gets a short reason.
  */
 struct clear_choice clear_select(const struct cpu_id *cpu, uint64_t size, unsigned int threads,
 				 const struct clear_calibration *cal, char *why, size_t why_len);
+/*
+ * clear_select() with no calibration, its cached limit refined by the
+ * crossover x measured here (NULL or nr 0: the rules): a footprint over
+ * clear_crossover_cached_bytes() and up to the cached limit gets the probe
+ * (with handicap 1: the dirty lines stay in the cache, so the slices' ratio
+ * is the clear's). Pure.
+ */
+struct clear_choice clear_select_measured(const struct cpu_id *cpu, uint64_t size,
+					  unsigned int threads, const struct clear_crossover *x,
+					  char *why, size_t why_len);
 
 /*
  * The probe (clear_probe.c): one slice with each kernel at each of up to
@@ -298,15 +343,31 @@ int calibration_mkdir(void);
  */
 bool ctx_ranking(struct prealloc_ctx *ctx, const char *who, struct clear_rank *ret, char *how,
 		 size_t how_len);
+/*
+ * The crossover measured and kept with the ranking (ctx_ranking() settles
+ * both) into ret; false where there is no ranking or it holds none. The
+ * ranking lives in the ctx; the crossover, a figure of the machine, is
+ * kept once per process: the last ctx to settle its ranking sets it.
+ */
+bool ctx_crossover(struct prealloc_ctx *ctx, const char *who, struct clear_crossover *ret,
+		   char *how, size_t how_len);
 
 /* ---- clear_rank.c: the kernels ranked for large clears, measured here ----- */
 
-/* Every usable kernel on slices of a buffer past the LLC, until the leader is known. */
-int clear_rank_measure(const struct cpu_id *cpu, struct clear_rank *ret);
+/*
+ * Every usable kernel on flushed slices of a 16 MiB buffer, until the
+ * leader is known; then, into ret_cross (NULL: not measured), the crossover
+ * at and below the cached limit (nr 0 where no probe could run).
+ */
+int clear_rank_measure(const struct cpu_id *cpu, struct clear_rank *ret,
+		       struct clear_crossover *ret_cross);
 /* Measured on this CPU model, model name and microcode. */
 bool clear_rank_matches(const struct clear_rank *rank, const struct cpu_id *cpu);
-int clear_rank_format(const struct clear_rank *rank, char *buf, size_t len);
-int clear_rank_parse(const char *text, struct clear_rank *ret);
+/* The ranking's file: the ranking, then the crossover's lines (x NULL: none). */
+int clear_rank_format(const struct clear_rank *rank, const struct clear_crossover *x, char *buf,
+		      size_t len);
+/* The ranking, and the crossover into ret_cross (NULL: not wanted; nr 0 where the file has none). */
+int clear_rank_parse(const char *text, struct clear_rank *ret, struct clear_crossover *ret_cross);
 /* /proc/cpuinfo's microcode revision, "unknown" where it says none. */
 void cpu_microcode(char *buf, size_t len);
 /* A file of a few KiB into buf (NUL-terminated); -EINVAL when it does not fit. */

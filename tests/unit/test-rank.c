@@ -4,8 +4,11 @@
  * clear_auto.c): the file's text round trip and what it refuses; a file of
  * this CPU and microcode decides over the probe limit and is named in the
  * reason, one of another microcode is measured again, nothing decides
- * below the probe limit, and PREALLOC_CALIBRATION=none means the built-in
- * rules alone. The measurement itself runs once for real.
+ * between the limits, and PREALLOC_CALIBRATION=none means the built-in
+ * rules alone. The crossover kept in the same file: its lines round trip,
+ * and at and below the cached limit it sends a footprint past it to the
+ * probe and keeps memset within it, named in the reason. The measurement
+ * itself runs once for real.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,25 +52,91 @@ static void test_format(void)
 
 	cpu_microcode(mc, sizeof(mc));
 	rank_of_this_cpu(&r, mc, "c", other_kernel());
-	tap_ok(clear_rank_format(&r, text, sizeof(text)) > 0 && clear_rank_parse(text, &back) == 0 &&
-		       !strcmp(back.k[0].kernel, "c") && back.k[1].gbps == 12.25 && back.nr == 2 &&
-		       back.buffer_bytes == 128 * MiB && clear_rank_matches(&back, cpu_get()),
+	tap_ok(clear_rank_format(&r, NULL, text, sizeof(text)) > 0 &&
+		       clear_rank_parse(text, &back, NULL) == 0 && !strcmp(back.k[0].kernel, "c") &&
+		       back.k[1].gbps == 12.25 && back.nr == 2 && back.buffer_bytes == 128 * MiB &&
+		       clear_rank_matches(&back, cpu_get()),
 	       "format, parse: the same ranking back, of this CPU");
-	tap_ok(clear_rank_parse("version 1\nvendor X\nkernel warp_drive 9.0\n", &back) == -EINVAL,
+	tap_ok(clear_rank_parse("version 2\nvendor X\nkernel c 9.0\n", &back, NULL) == 0,
+	       "the smallest file taken");
+	tap_ok(clear_rank_parse("version 2\nvendor X\nkernel warp_drive 9.0\n", &back, NULL) ==
+		       -EINVAL,
 	       "an unknown kernel is refused");
-	tap_ok(clear_rank_parse("vendor X\nkernel c 9.0\n", &back) == -EINVAL, "no version: refused");
-	tap_ok(clear_rank_parse("version 1\nvendor X\n", &back) == -EINVAL, "no kernel: refused");
+	tap_ok(clear_rank_parse("vendor X\nkernel c 9.0\n", &back, NULL) == -EINVAL,
+	       "no version: refused");
+	tap_ok(clear_rank_parse("version 1\nvendor X\nkernel c 9.0\n", &back, NULL) == -EINVAL,
+	       "version 1 (no crossover): refused, so measured again");
+	tap_ok(clear_rank_parse("version 2\nvendor X\n", &back, NULL) == -EINVAL,
+	       "no kernel: refused");
 	rank_of_this_cpu(&r, "0xdeadbeef", "c", other_kernel());
 	tap_ok(strcmp(mc, "0xdeadbeef") && !clear_rank_matches(&r, cpu_get()),
 	       "another microcode (this CPU: %s): not this machine's", mc);
 }
 
-static void write_rank(const char *path, const struct clear_rank *r)
+/* A crossover of this CPU's probe: NT over memset ratio[i] at the cached limit >> i. */
+static struct clear_crossover crossover_here(unsigned int nr, const double *ratio)
+{
+	const struct cpu_id *cpu = cpu_get();
+	struct clear_choice pair = clear_select(cpu, clear_probe_limit(cpu->llc_bytes), 1, NULL,
+						NULL, 0);
+	struct clear_crossover x = { .nr = nr, .seconds = 0.025 };
+
+	snprintf(x.nt, sizeof(x.nt), "%s", pair.nt ? pair.nt->name : "c");
+	for (unsigned int i = 0; i < nr; i++)
+		x.at[i] = (struct clear_cross_point){
+			.bytes = clear_cached_limit(cpu->llc_bytes) >> i, .rounds = 5,
+			.cached_gbps = 12.5, .nt_gbps = 12.5 * ratio[i], .nt_over_cached = ratio[i] };
+	return x;
+}
+
+static void test_crossover_format(void)
+{
+	static const double ratio[] = { 1.4, 0.9 };
+	struct clear_crossover x = crossover_here(2, ratio), back;
+	struct clear_rank r, rb;
+	char text[2048], mc[24];
+
+	cpu_microcode(mc, sizeof(mc));
+	rank_of_this_cpu(&r, mc, "c", other_kernel());
+	tap_ok(clear_rank_format(&r, &x, text, sizeof(text)) > 0 &&
+		       clear_rank_parse(text, &rb, &back) == 0 && back.nr == 2 &&
+		       !strcmp(back.nt, x.nt) && back.at[0].bytes == x.at[0].bytes &&
+		       back.at[1].bytes == x.at[1].bytes && back.at[0].nt_over_cached == 1.4 &&
+		       back.at[1].cached_gbps == 12.5 && back.at[0].rounds == 5 && rb.nr == 2,
+	       "the crossover's lines round trip beside the ranking");
+	tap_ok(clear_rank_format(&r, NULL, text, sizeof(text)) > 0 &&
+		       clear_rank_parse(text, &rb, &back) == 0 && back.nr == 0,
+	       "a file without them: no crossover (the rules)");
+	tap_ok(clear_rank_parse("version 2\nvendor X\nkernel c 9.0\n"
+				"at 8388608 rounds 5 c 12.00 c 10.00 ratio 0.833\n",
+				&rb, &back) == -EINVAL,
+	       "a point before its crossover line: refused");
+	tap_ok(clear_rank_parse("version 2\nvendor X\nkernel c 9.0\ncrossover c seconds 0.02\n"
+				"at 4194304 rounds 5 c 12.00 c 10.00 ratio 0.833\n"
+				"at 8388608 rounds 5 c 12.00 c 10.00 ratio 0.833\n",
+				&rb, &back) == -EINVAL,
+	       "points not from the largest down: refused");
+	tap_ok(clear_rank_parse("version 2\nvendor X\nkernel c 9.0\ncrossover c seconds 0.02\n",
+				&rb, &back) == -EINVAL,
+	       "a crossover line with no point: refused");
+	tap_ok(clear_rank_parse("version 2\nvendor X\nkernel c 9.0\ncrossover c seconds 0.02\n"
+				"at 8388608 rounds 5 c 12.00 movnti 10.00 ratio 0.833\n",
+				&rb, &back) == -EINVAL,
+	       "a point of another kernel than its line's: refused");
+}
+
+static void write_rank_with(const char *path, const struct clear_rank *r,
+			    const struct clear_crossover *x)
 {
 	char text[2048];
-	int len = clear_rank_format(r, text, sizeof(text));
+	int len = clear_rank_format(r, x, text, sizeof(text));
 
 	tap_ok(len > 0 && small_file_write(path, text, (size_t)len) == 0, "wrote %s", path);
+}
+
+static void write_rank(const char *path, const struct clear_rank *r)
+{
+	write_rank_with(path, r, NULL);
 }
 
 /* What a fresh ctx chooses for size x 1 thread, and why. */
@@ -81,6 +150,44 @@ static const char *choose(uint64_t size, char *why, size_t len)
 	prealloc_clear_choose(ctx, size, 1, &name, why, len);
 	prealloc_ctx_free(ctx);
 	return name;
+}
+
+/* The crossover in this CPU's file decides at and below the cached limit. */
+static void test_crossover_choice(const char *rank, const char *mc)
+{
+	static const double led[] = { 1.4, 0.9 }, held[] = { 0.8 };
+	const struct cpu_id *cpu = cpu_get();
+	struct clear_choice pair = clear_select(cpu, clear_probe_limit(cpu->llc_bytes), 1, NULL,
+						NULL, 0);
+	uint64_t limit = clear_cached_limit(cpu->llc_bytes);
+	/* No probe here (no NT kernel built or usable): the figures change nothing. */
+	bool probes = pair.nt != NULL;
+	struct clear_crossover x = crossover_here(2, led);
+	struct clear_rank r;
+	char why[512];
+	const char *k;
+
+	rank_of_this_cpu(&r, mc, "c", other_kernel());
+	write_rank_with(rank, &r, &x);
+	k = choose(limit, why, sizeof(why));
+	tap_ok(probes ? !strcmp(k, pair.name) && strstr(why, "over the crossover measured here") &&
+				strstr(why, rank) :
+			!strcmp(k, "c") && !strstr(why, "measured here"),
+	       "NT led at the cached limit: a footprint there is probed, the figures named (%s: %s)",
+	       k, why);
+	k = choose(limit / 2, why, sizeof(why));
+	tap_ok(!strcmp(k, "c") && (!probes || limit / 2 < CLEAR_PROBE_MIN ||
+				   strstr(why, "within the crossover measured here")),
+	       "memset held at half of it: memset there (%s: %s)", k, why);
+	k = choose(1 << 20, why, sizeof(why));
+	tap_ok(!strcmp(k, "c") && !strstr(why, "measured here"),
+	       "a footprint in pieces the probe never takes: the rules (%s: %s)", k, why);
+
+	x = crossover_here(1, held);
+	write_rank_with(rank, &r, &x);
+	k = choose(limit, why, sizeof(why));
+	tap_ok(!strcmp(k, "c") && (!probes || strstr(why, "where memset held")),
+	       "memset held at the cached limit: memset, said (%s: %s)", k, why);
 }
 
 static void test_choice(void)
@@ -109,6 +216,7 @@ static void test_choice(void)
 	k = choose(4096, why, sizeof(why));
 	tap_ok(!strstr(why, "fastest here"), "below the probe limit the rules decide (%s: %s)", k,
 	       why);
+	test_crossover_choice(rank, mc);
 
 	/* Another microcode: measured again, for real, and saved over it. */
 	rank_of_this_cpu(&r, "0xdeadbeef", "c", other_kernel());
@@ -122,13 +230,33 @@ static void test_choice(void)
 		char text[2048];
 
 		tap_ok(small_file_read(rank, text, sizeof(text)) == 0 &&
-			       clear_rank_parse(text, &saved) == 0 &&
+			       clear_rank_parse(text, &saved, NULL) == 0 &&
 			       clear_rank_matches(&saved, cpu_get()) && !strcmp(saved.k[0].kernel, k),
 		       "... and saved for this microcode, its leader the choice");
 		printf("# measured: %.0f ms, %u rounds, %llu MiB buffer, %s %.1f GB/s first\n",
 		       saved.seconds * 1e3, saved.rounds,
 		       (unsigned long long)(saved.buffer_bytes >> 20), saved.k[0].kernel,
 		       saved.k[0].gbps);
+	}
+	{
+		const struct cpu_id *cpu = cpu_get();
+		bool probes = clear_select(cpu, clear_probe_limit(cpu->llc_bytes), 1, NULL, NULL, 0)
+				      .nt != NULL;
+		struct clear_crossover x;
+		struct clear_rank saved;
+		char text[2048];
+
+		tap_ok(small_file_read(rank, text, sizeof(text)) == 0 &&
+			       clear_rank_parse(text, &saved, &x) == 0 &&
+			       (probes ? x.nr >= 1 && x.at[0].bytes ==
+							     clear_cached_limit(cpu->llc_bytes) :
+					 x.nr == 0),
+		       "... with the crossover from the cached limit down where a probe runs here");
+		for (unsigned int i = 0; i < x.nr; i++)
+			printf("# crossover: %llu KiB, %u rounds: c %.1f, %s %.1f GB/s (%.2f), %.0f ms in all\n",
+			       (unsigned long long)(x.at[i].bytes >> 10), x.at[i].rounds,
+			       x.at[i].cached_gbps, x.nt, x.at[i].nt_gbps, x.at[i].nt_over_cached,
+			       x.seconds * 1e3);
 	}
 
 	/* none: the built-in rules alone, the file not even read. */
@@ -138,6 +266,9 @@ static void test_choice(void)
 	k = choose(big, why, sizeof(why));
 	tap_ok(!strstr(why, "fastest here") && !strstr(why, "calibrated"),
 	       "PREALLOC_CALIBRATION=none: the built-in rules (%s: %s)", k, why);
+	k = choose(clear_cached_limit(cpu_get()->llc_bytes), why, sizeof(why));
+	tap_ok(!strcmp(k, "c") && !strstr(why, "measured here"),
+	       "... at the cached limit too (%s: %s)", k, why);
 	unlink(rank);
 	rmdir(dir);
 }
@@ -145,6 +276,7 @@ static void test_choice(void)
 int main(void)
 {
 	test_format();
+	test_crossover_format();
 	test_choice();
 	return tap_done();
 }
