@@ -49,8 +49,10 @@ printf 'node0.%s = %sM @ %s\nmax_share = 95%%\n' "$page" "$mib" "$mnt" > "$PREAL
 leg() {
 	local ten=() t0 t1 line
 	[ "$1" = inplace ] && ten=(--tenant bench)
+	# Taken by the tenant always (a file cleared for it is its alone), given
+	# back with it only for the in-place leg.
 	"$P" warm take --node 0 --page-size "$page" --mount "$mnt" --to "$mnt/g" --holder bench \
-		"${ten[@]}" "${mib}M" > /dev/null
+		--tenant bench "${mib}M" > /dev/null
 	python3 -c "
 import mmap, os, sys
 fd = os.open(sys.argv[1], os.O_RDWR); n = os.fstat(fd).st_size
