@@ -68,6 +68,46 @@ count_results() {
 	PASSED=$((PASSED + p)) FAILED=$((FAILED + f)) SKIPPED=$((SKIPPED + s))
 }
 
+# Every test run so far as "SHARE<tab>LINE": its duration over its timeout,
+# and a line saying so. meson 1.0's testlog.json has each test's duration but
+# not its timeout, which `meson introspect --tests` gives (0: none); a name
+# in the log is "project:suite[+suite...] / name".
+DURATIONS=()
+note_durations() {
+	local dir=$1 log=$1/meson-logs/$2.json where=$1
+	[ -f "$log" ] || return 0
+	[ "$2" = testlog ] || where="$1, ${2#testlog-}"
+	mapfile -t -O "${#DURATIONS[@]}" DURATIONS < <(meson introspect "$dir" --tests |
+		python3 -c '
+import json, sys
+timeouts = {}
+for t in json.load(sys.stdin):
+	suites = "+".join(s.split(":", 1)[-1] for s in t["suite"])
+	timeouts[(suites, t["name"])] = timeouts[("", t["name"])] = t["timeout"] or 0
+for line in open(sys.argv[1]):
+	r = json.loads(line)
+	suites, _, name = r["name"].rpartition(" / ")
+	suites = suites.split(":", 1)[-1]
+	t = timeouts.get((suites, name), timeouts.get(("", name), 0))
+	share = r["duration"] / t if t > 0 else 0
+	took = "%.1f s of %d s (%.0f%%)" % (r["duration"], t, 100 * share) if t > 0 else \
+		"%.1f s (no timeout)" % r["duration"]
+	print("%.6f\tslowest: %s %s [%s]" % (share, (suites + " / " if suites else "") + name,
+	      took, sys.argv[2]))
+' "$log" "$where" || true)
+}
+
+# The five tests nearest their timeout, over every build dir and run above:
+# one that takes a third of its timeout or more is a CI failure waiting for
+# a slow machine (docs/testing.md, "Timeouts").
+print_slowest() {
+	[ ${#DURATIONS[@]} -gt 0 ] || return 0
+	echo
+	echo "the five tests nearest their timeout (duration of timeout):"
+	printf '%s\n' "${DURATIONS[@]}" | LC_ALL=C sort -t $'\t' -k1,1gr |
+		awk -F '\t' 'NR <= 5 { print $2 }'
+}
+
 # interrupted_run DIR: the integration suite stopped halfway by SIGTERM to
 # its whole process group, as a CI timeout or ^C does; its tests must still
 # clean up after themselves (the leftovers check below says whether they did).
@@ -92,6 +132,7 @@ run_tests() {
 	shift
 	meson test -C "$dir" --print-errorlogs --logbase "${LOGBASE:-testlog}" "$@" || true
 	count_results "$dir" "${LOGBASE:-testlog}"
+	note_durations "$dir" "${LOGBASE:-testlog}"
 }
 
 case "${1:-}" in
@@ -155,6 +196,7 @@ test)
 	else
 		FAILED=$((FAILED + 1))
 	fi
+	print_slowest
 	echo
 	echo "$PASSED passed, $FAILED failed, $SKIPPED skipped"
 	[ "$FAILED" -eq 0 ]
