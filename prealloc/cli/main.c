@@ -141,6 +141,11 @@ int main(int argc, char **argv)
 	 * output is only ever written after the outcome is settled.
 	 */
 	signal(SIGPIPE, SIG_IGN);
+	/*
+	 * A write lease the warm pool takes may be broken before it can clear
+	 * the lease's signal owner: SIGIO's default would end the run.
+	 */
+	signal(SIGIO, SIG_IGN);
 	opterr = 0;	/* option_error() reports bad options, in one line */
 	if (argc > 1 && !strcmp(argv[1], "--version")) {
 		printf("prealloc %s\n", prealloc_version());

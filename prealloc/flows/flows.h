@@ -191,7 +191,10 @@ static inline uint64_t warm_setting(uint64_t value, uint64_t def)
 /* The latest holder expiry a take accepts: 9999-12-31T23:59:59Z. */
 #define WARM_EXPIRES_MAX INT64_C(253402300799)
 
-/* A tenant label: 1 to TENANT_MAX - 1 printable ASCII bytes. */
+/*
+ * A caller's tenant label: 1 to TENANT_MAX - 1 printable ASCII bytes, not
+ * starting with '@', which the pool keeps for its own labels.
+ */
 static inline bool tenant_valid(const char *t)
 {
 	size_t n = 0;
@@ -199,8 +202,14 @@ static inline bool tenant_valid(const char *t)
 	for (; t[n]; n++)
 		if (t[n] <= ' ' || t[n] > '~')
 			return false;
-	return n > 0 && n < TENANT_MAX;
+	return n > 0 && n < TENANT_MAX && t[0] != '@';
 }
+/*
+ * The label of a file cleared in place because its target says
+ * single-tenant: any take may have it while the target still says so;
+ * fill renews it once it does not (a reload withdrew the declaration).
+ */
+#define WARM_TENANT_SINGLE "@single-tenant"
 
 /* The mount of warm files of page_size: mount, else prealloc's pick (NULL: none). */
 const char *warm_mount(struct prealloc_ctx *ctx, const char *mount, uint64_t page_size);
@@ -223,6 +232,8 @@ int warm_unlink_path(const struct record *r, bool must);
  * this filesystem) procfs shows a user or cannot be read. Fail closed.
  */
 bool warm_in_use(struct prealloc_ctx *ctx, const struct record *r, int fd);
+/* r's file made root's, mode 0600, by its name in the staging directory. */
+void warm_seize(const struct record *r);
 /*
  * A given-back file made root's (0600), then: 0 free, -EBUSY open or
  * mapped elsewhere (or not provably not), -EMLINK it has a link besides

@@ -20,10 +20,15 @@
 
 /* ---- take ----------------------------------------------------------------- */
 
-/* A READY file cleared in place for a tenant goes to that tenant only. */
+/*
+ * A READY file cleared in place for a tenant goes to that tenant only; one
+ * cleared under a single-tenant target (WARM_TENANT_SINGLE) to any take of
+ * it while the target says so (fill renews it once it does not).
+ */
 static bool tenant_may_take(const struct record *r, const char *tenant)
 {
-	return !r->tenant[0] || (tenant && !strcmp(r->tenant, tenant));
+	return !r->tenant[0] || !strcmp(r->tenant, WARM_TENANT_SINGLE) ||
+	       (tenant && !strcmp(r->tenant, tenant));
 }
 
 /*
@@ -81,8 +86,8 @@ static int take_check(struct prealloc_ctx *ctx, const struct prealloc_warm_take_
 		return take_fail(info, -EINVAL, "holder_expires %lld is not a time between the epoch "
 				 "and the year 9999", (long long)o->holder_expires);
 	if (o->tenant && !tenant_valid(o->tenant))
-		return take_fail(info, -EINVAL, "the tenant must be 1 to %d printable bytes",
-				 TENANT_MAX - 1);
+		return take_fail(info, -EINVAL, "the tenant must be 1 to %d printable bytes, the "
+				 "first not '@'", TENANT_MAX - 1);
 	if ((o->page_size != PREALLOC_PAGE_4K && o->page_size != PREALLOC_PAGE_2M &&
 	     o->page_size != PREALLOC_PAGE_1G) || !o->length || o->length % o->page_size)
 		return take_fail(info, -EINVAL, "the size must be a whole number of 4k, 2M or 1G pages");
@@ -170,8 +175,8 @@ static void take_undo(struct prealloc_ctx *ctx, struct store *s, struct record *
 			unlinkat(dir, base, 0);
 		warm_returned(r, warm_check(ctx, r));
 	} else if (!reserved) {
+		/* Its tenant as it was (the caller restored it): a tenant's file stays its. */
 		r->warm = PREALLOC_WARM_READY;
-		r->tenant[0] = '\0';
 		memset(&r->owner, 0, sizeof(r->owner));
 	}
 	store_save(ctx, s);
@@ -235,6 +240,7 @@ static int take_file(struct prealloc_ctx *ctx, struct store *s, size_t ri, int d
 	struct record *r = &s->r[ri];
 	bool reserve = o->flags & PREALLOC_WARM_TAKE_RESERVE, linked = false, exposed = false;
 	const char *base = reserve ? NULL : strrchr(o->path, '/') + 1;
+	char tenant_was[TENANT_MAX];
 	struct stat st;
 	int fd, err;
 
@@ -245,7 +251,10 @@ static int take_file(struct prealloc_ctx *ctx, struct store *s, size_t ri, int d
 	info->file_bytes = r->size;
 	r->warm = PREALLOC_WARM_HANDED;
 	snprintf(r->path, sizeof(r->path), "%s", reserve ? "" : o->path);
-	snprintf(r->tenant, sizeof(r->tenant), "%s", o->tenant ? o->tenant : "");
+	/* A fresh file becomes the taker's tenant's; one cleared for a tenant stays its. */
+	snprintf(tenant_was, sizeof(tenant_was), "%s", r->tenant);
+	if (!r->tenant[0] && o->tenant)
+		snprintf(r->tenant, sizeof(r->tenant), "%s", o->tenant);
 	if (o->holder)
 		owner_holder(&r->owner, o->holder, o->holder_check, o->holder_expires);
 	err = store_save(ctx, s);
@@ -266,6 +275,7 @@ static int take_file(struct prealloc_ctx *ctx, struct store *s, size_t ri, int d
 	if (err == 0)
 		err = store_save(ctx, s);	/* the size, after a cut */
 	if (err < 0) {
+		memcpy(r->tenant, tenant_was, sizeof(r->tenant));
 		take_undo(ctx, s, r, fd, dir, base, linked, exposed, false);
 		/* The growth's refusal says it best. */
 		return info->message[0] ? err

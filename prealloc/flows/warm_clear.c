@@ -52,7 +52,11 @@ static bool handed_free(struct prealloc_ctx *ctx, const struct record *r)
 		return !owner_alive(ctx, &r->owner);
 	if (file_statx(AT_FDCWD, r->path, AT_SYMLINK_NOFOLLOW, &stx) == 0 && record_is_file(r, &stx))
 		return false;
+	/* Root's first: the holder can take no lease of its own, nor reopen it. */
+	warm_seize(r);
 	fd = warm_open(r, &st);
+	if (fd == -EWOULDBLOCK)
+		return false;	/* a lease of the holder's: in use */
 	if (fd < 0)
 		return true;	/* gone from the pool too: settled as returned */
 	used = warm_in_use(ctx, r, fd);
@@ -87,8 +91,13 @@ int warm_returns(struct prealloc_ctx *ctx, struct store *s,
 			info->returned += r->warm == PREALLOC_WARM_DIRTY;
 			err = store_save(ctx, s);
 		}
-		/* Only a dead fill's: a live one (another pass, now) is still clearing it. */
-		if (err == 0 && r->warm == PREALLOC_WARM_CLEARING && !owner_alive(ctx, &r->owner)) {
+		/*
+		 * Only a dead fill's, or this process's own left by a step that
+		 * failed (a pass here starts none before this): a live one (another
+		 * pass, now) is still clearing it.
+		 */
+		if (err == 0 && r->warm == PREALLOC_WARM_CLEARING &&
+		    (!owner_alive(ctx, &r->owner) || r->owner.pid == getpid())) {
 			r->warm = PREALLOC_WARM_DIRTY;
 			memset(&r->owner, 0, sizeof(r->owner));
 			err = store_save(ctx, s);
@@ -276,14 +285,16 @@ bool warm_stop_asked(int fd)
 
 /*
  * Under the lock: c (CLEARING, this pass's) leaves the pool. The growth its
- * file had added moves to the record of its replacement (new_id; 0: none,
- * then it goes back as far as the pool has free pages), written before its
+ * file had added moves to the record of its replacement (new_id; 0: none)
+ * as far as the replacement used pages it did not grow the pool for; the
+ * rest goes back as far as the pool has free pages. Written before its
  * file is unlinked; its pages go back when the last reference to them goes.
  */
 static int retire(struct prealloc_ctx *ctx, unsigned int timeout_ms, const struct record *c,
 		  uint64_t new_id, struct prealloc_warm_fill_info *info)
 {
 	struct prealloc_release_info rel = { .size = sizeof(rel) };
+	uint64_t room = 0;
 	struct store s;
 	long i, n;
 	int lock, err;
@@ -296,13 +307,33 @@ static int retire(struct prealloc_ctx *ctx, unsigned int timeout_ms, const struc
 	if (i < 0 || s.r[i].warm != PREALLOC_WARM_CLEARING || s.r[i].owner.pid != c->owner.pid ||
 	    s.r[i].owner.start != c->owner.start)
 		goto out;	/* no longer this pass's to finish */
+	/*
+	 * Only as much as the new file took of the pool without growing it
+	 * itself: where the old pages were still held when it was populated,
+	 * its own admission grew the pool, and the old growth goes back (as
+	 * far as pages are free) with the old record instead of being counted
+	 * twice.
+	 */
+	if (n >= 0) {
+		uint64_t added = 0;
+
+		for (unsigned int k = 0; k < s.r[n].nr_pools; k++)
+			if (s.r[n].pools[k].node == c->warm_node &&
+			    s.r[n].pools[k].page_size == c->page_size)
+				added += s.r[n].pools[k].added;
+		room = s.r[n].size / s.r[n].page_size;
+		room = room > added ? room - added : 0;
+	}
 	for (unsigned int k = 0; n >= 0 && err == 0 && k < s.r[i].nr_pools; k++) {
 		struct rec_pool moved = s.r[i].pools[k];
 
 		moved.pages = 0;	/* the growth alone: the new file names its own pages */
 		moved.base = 0;
-		if (moved.added && (err = record_add_pool(&s.r[n], &moved)) == 0)
-			s.r[i].pools[k].added = 0;
+		moved.added = MIN(moved.added, room);
+		if (moved.added && (err = record_add_pool(&s.r[n], &moved)) == 0) {
+			s.r[i].pools[k].added -= moved.added;
+			room -= moved.added;
+		}
 	}
 	if (err == 0)
 		err = record_settle(ctx, &s, (size_t)i, true, &rel);
@@ -350,7 +381,9 @@ static void record_mount(const struct record *c, char *buf, size_t len)
 /*
  * c's file leaves the pool and a new one of its node, page size, mount and
  * size takes its place: made through prepare's own flow (populated on the
- * node, verified, READY), then c retired. A holder may still reach c's
+ * node, verified, READY; the pool grows for it where c's pages are not
+ * free, as prepare's admission grows it), then c's pages released (with a
+ * lease) and c retired. A holder may still reach c's
  * pages by ways no /proc file shows; the new file's pages are the kernel's
  * fresh ones. Returns what clear_done would: 0, -ECANCELED, or the failure.
  */
@@ -362,9 +395,14 @@ static int warm_renew(struct prealloc_ctx *ctx, const struct warm_pass *p, const
 	double t0 = now_seconds();
 	int err;
 
-	release_pages_if_sole(c);
 	record_mount(c, mount, sizeof(mount));
 	test_pause("warm-renew-before-create");
+	/*
+	 * The new file first, while the old one still holds its pages: what
+	 * the pool grows for it is its own growth, and a kill anywhere leaves
+	 * every record's growth backed by its own file's pages (the old file's
+	 * go back, with what it had added, at its retirement).
+	 */
 	err = warm_create(ctx, c->warm_node, c->page_size, mount, c->size, &p->pace, why,
 			  sizeof(why), &new_id);
 	if (err == -ECANCELED)
@@ -372,6 +410,7 @@ static int warm_renew(struct prealloc_ctx *ctx, const struct warm_pass *p, const
 	if (err < 0)
 		warm_note(info, "warm file %s: no new file took its place (%s): removed", c->tmp,
 			  why);
+	release_pages_if_sole(c);
 	test_pause("warm-renew-before-retire");
 	if (retire(ctx, p->lock_timeout_ms, c, err == 0 ? new_id : 0, info) == 0 && err == 0) {
 		double seconds = now_seconds() - t0;
@@ -381,6 +420,38 @@ static int warm_renew(struct prealloc_ctx *ctx, const struct warm_pass *p, const
 		info->renew_seconds += seconds;
 		note_rate(ctx, c, (double)c->size / seconds / 1e9);
 	}
+	return err;
+}
+
+/*
+ * Under the lock: c's label (its tenant) as it goes on: WARM_TENANT_SINGLE
+ * for an in-place clear its target's declaration allows, "" for a renewal
+ * (so that its target counts the new file, not both). 0, or c no longer
+ * this pass's (-ESTALE).
+ */
+static int set_label(struct prealloc_ctx *ctx, unsigned int timeout_ms, struct record *c,
+		     const char *label)
+{
+	struct store s;
+	int lock, err;
+	long i;
+
+	if (!strcmp(c->tenant, label))
+		return 0;
+	err = store_open(ctx, timeout_ms, &s, &lock);
+	if (err < 0)
+		return err;
+	i = store_find(&s, c->id);
+	if (i < 0 || s.r[i].warm != PREALLOC_WARM_CLEARING || s.r[i].owner.pid != c->owner.pid ||
+	    s.r[i].owner.start != c->owner.start) {
+		err = -ESTALE;
+	} else {
+		snprintf(s.r[i].tenant, sizeof(s.r[i].tenant), "%s", label);
+		err = store_save(ctx, &s);
+	}
+	store_close(&s, lock);
+	if (err == 0)
+		snprintf(c->tenant, sizeof(c->tenant), "%s", label);
 	return err;
 }
 
@@ -399,11 +470,17 @@ int warm_clears(struct prealloc_ctx *ctx, const struct warm_pass *p, const uint6
 
 	while (!warm_stop_asked(p->pace.stop_fd) &&
 	       (found = next_dirty(ctx, p->lock_timeout_ms, &c)) > 0) {
+		bool single = warm_single_tenant(p->conf, devs, &c);
+
 		rep.seconds = 0;
-		result = c.tenant[0] || warm_single_tenant(p->conf, devs, &c)
-				 ? warm_clear(ctx, &c, &p->pace, &rep)
-				 : -EBUSY;
-		if (result == -EBUSY) {
+		/* A caller's tenant, or the target's declaration (its label goes with it). */
+		if (single)
+			result = set_label(ctx, p->lock_timeout_ms, &c, WARM_TENANT_SINGLE);
+		else
+			result = c.tenant[0] && strcmp(c.tenant, WARM_TENANT_SINGLE) ? 0 : -EBUSY;
+		if (result == 0)
+			result = warm_clear(ctx, &c, &p->pace, &rep);
+		if (result == -EBUSY && set_label(ctx, p->lock_timeout_ms, &c, "") == 0) {
 			result = warm_renew(ctx, p, &c, info);
 			if (result != -ECANCELED)
 				continue;	/* retired: nothing of c is left to finish */

@@ -49,7 +49,8 @@ bool warm_single_tenant(const struct warm_conf *conf, const uint64_t *devs, cons
 int warm_open(const struct record *r, struct stat *ret_st)
 {
 	struct statx stx;
-	int fd = open(r->tmp, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	/* Never wait on a lease its holder took (-EWOULDBLOCK: in use), under the lock least. */
+	int fd = open(r->tmp, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 
 	if (fd < 0)
 		return -errno;
@@ -94,17 +95,30 @@ bool warm_in_use(struct prealloc_ctx *ctx, const struct record *r, int fd)
 	return file_user(ctx, r->dev, r->ino, getpid(), &unreadable) != 0 || unreadable;
 }
 
+void warm_seize(const struct record *r)
+{
+	(void)!fchownat(AT_FDCWD, r->tmp, 0, 0, AT_SYMLINK_NOFOLLOW);
+	(void)!fchmodat(AT_FDCWD, r->tmp, 0600, 0);
+}
+
 int warm_check(struct prealloc_ctx *ctx, struct record *r)
 {
 	struct stat st;
-	int fd = warm_open(r, &st), r_;
+	int fd, r_;
 
+	/*
+	 * The holder's uid loses the file first, by its name in the root-only
+	 * staging directory, before it is opened: the holder can then take no
+	 * lease of its own (nor reopen an O_PATH fd through /proc), and with
+	 * fs.protected_hardlinks make no new link, so the count read after is
+	 * final.
+	 */
+	warm_seize(r);
+	fd = warm_open(r, &st);
+	if (fd == -EWOULDBLOCK)
+		return -EBUSY;	/* a lease of the holder's, taken before: in use */
 	if (fd < 0)
 		return fd;
-	/*
-	 * The holder's uid loses the file first: with fs.protected_hardlinks
-	 * it can then make no new link to it, so the count read after is final.
-	 */
 	r_ = fchown(fd, 0, 0) < 0 || fchmod(fd, 0600) < 0 || fstat(fd, &st) < 0 ? -errno : 0;
 	if (r_ == 0 && st.st_nlink != 1)
 		r_ = -EMLINK;

@@ -101,6 +101,18 @@ static int fill_trims(struct prealloc_ctx *ctx, const struct warm_pass *p, const
 	err = store_open(ctx, p->lock_timeout_ms, &s, &lock);
 	if (err < 0)
 		return err;
+	/*
+	 * A file cleared in place under a single-tenant declaration that the
+	 * conf no longer makes: renewed, never handed to another tenant as it is.
+	 */
+	for (size_t i = 0; err == 0 && i < s.nr; i++)
+		if (s.r[i].warm == PREALLOC_WARM_READY &&
+		    !strcmp(s.r[i].tenant, WARM_TENANT_SINGLE) &&
+		    !warm_single_tenant(p->conf, devs, &s.r[i])) {
+			s.r[i].warm = PREALLOC_WARM_DIRTY;
+			s.r[i].tenant[0] = '\0';
+			err = store_save(ctx, &s);
+		}
 	for (long want = p->drop_untargeted ? -1 : 0; err == 0 && want < (long)p->conf->nr;
 	     want++) {
 		uint64_t limit = want < 0 ? 0 : p->limit[want];

@@ -357,10 +357,11 @@ static int tenant_parse(struct px *p, struct domain *d)
 		return 0;
 	n = strlen(d->tenant);
 	for (size_t i = 0; i < n; i++)
-		if (d->tenant[i] <= ' ' || d->tenant[i] > '~')
+		if (d->tenant[i] <= ' ' || d->tenant[i] > '~' || d->tenant[0] == '@')
 			n = 0;
 	if (n == 0 || n >= sizeof(d->tenant) - 1)
-		return bad(p, "<metadata> config tenant='%s': 1 to %zu printable characters", d->tenant,
+		return bad(p, "<metadata> config tenant='%s': 1 to %zu printable characters, not "
+			   "starting with '@'", d->tenant,
 			   sizeof(d->tenant) - 2);
 	return 0;
 }

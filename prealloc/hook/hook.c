@@ -166,6 +166,7 @@ int main(int argc, char **argv)
 	char *xml;
 	int rc = 0;
 
+	signal(SIGIO, SIG_IGN);	/* a warm file's lease broken early (file_lease_take) */
 	if (hook_install_args(argc, argv) || help_asked(argc, argv))
 		return hook_install_main(argc, argv);
 	silence_stdout();

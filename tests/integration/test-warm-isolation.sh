@@ -170,6 +170,15 @@ for page in 4k 2M; do
 	take $page "$dir" x --tenant t2 > /dev/null
 	rc=$?
 	check "$page: nor does another tenant's (rc $rc)" all_of '[ $rc -ne 0 ] && [ ! -e "$dir/x" ]'
+	# A take of the tenant that fails before its link (the path exists) leaves it the tenant's.
+	touch "$dir/taken"
+	take $page "$dir" taken --tenant t1 > /dev/null
+	rc=$?
+	take $page "$dir" x --tenant t2 > /dev/null
+	rc2=$?
+	check "$page: a tenant's take that fails (rc $rc) leaves the file its tenant's: another's fails (rc $rc2)" \
+		all_of '[ $rc -ne 0 ] && [ $rc2 -ne 0 ] && [ ! -e "$dir/x" ]'
+	rm -f "$dir/taken"
 	ino=$(take $page "$dir" b --tenant t1)
 	check "$page: the same tenant gets the same inode, all zero ($ino_a, $ino)" \
 		all_of '[ -n "$ino" ] && [ "$ino" = "$ino_a" ] && cmp -s -n 16777216 "$dir/b" /dev/zero'
@@ -198,7 +207,14 @@ ino=$(take 4k "$SHM" b)
 check "single-tenant target: cleared in place, any take gets it, all zero ($(cat "$TMP/fill.out"); $ino_a, $ino)" \
 	all_of 'grep -q " 1 cleared" "$TMP/fill.out" && [ "$ino" = "$ino_a" ] && cmp -s -n 16777216 "$SHM/b" /dev/zero'
 "$PREALLOC" warm give "$SHM/b" > /dev/null 2>&1
+"$PREALLOC" warm fill > /dev/null 2>&1
+# The declaration withdrawn: the file cleared under it is renewed, never handed on as it is.
 printf 'node0.4k = 16M @ %s\nnode0.2M = 16M @ %s\n' "$SHM" "$MNT2M" > "$PREALLOC_WARM_CONF"
+"$PREALLOC" warm fill > "$TMP/fill.out" 2>&1
+ino=$(take 4k "$SHM" b --tenant other)
+check "single-tenant withdrawn: its in-place file is renewed ($(cat "$TMP/fill.out"); $ino_a, $ino)" \
+	all_of '[ -n "$ino" ] && [ "$ino" != "$ino_a" ]'
+"$PREALLOC" warm give "$SHM/b" > /dev/null 2>&1
 "$PREALLOC" warm fill > /dev/null 2>&1
 
 # take's failure after its link existed: the holder moves the new link away

@@ -84,7 +84,8 @@ struct prealloc_warm_take_opts {
 	int64_t holder_expires;
 	int dir_fd;		/* DIR_FD: where the link goes (not closed) */
 	/*
-	 * The holder's tenant (NULL: none; 1-63 printable bytes): a file
+	 * The holder's tenant (NULL: none; 1-63 printable bytes, not starting
+	 * with '@', the pool's own labels): a file
 	 * given back with the same tenant may be cleared in place and handed
 	 * to this tenant only; a READY file of another tenant is never taken.
 	 */
