@@ -215,6 +215,8 @@ static inline bool tenant_valid(const char *t)
 const char *warm_mount(struct prealloc_ctx *ctx, const char *mount, uint64_t page_size);
 /* Whether r is a warm file of node and page_size on device dev. */
 bool warm_is(const struct record *r, int node, uint64_t page_size, uint64_t dev);
+/* A warm file's mount: its pool link is <mount root>/<staging directory>/<name>. */
+void warm_record_mount(const struct record *r, char *buf, size_t len);
 /* The target of warm file r, or -1: none wants it. devs: each target's mount, 0 none. */
 long warm_target_of(const struct warm_conf *conf, const uint64_t *devs, const struct record *r);
 /* Whether r's target is declared single-tenant. */

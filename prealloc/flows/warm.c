@@ -20,11 +20,7 @@
 
 /* ---- take ----------------------------------------------------------------- */
 
-/*
- * A READY file cleared in place for a tenant goes to that tenant only; one
- * cleared under a single-tenant target (WARM_TENANT_SINGLE) to any take of
- * it while the target says so (fill renews it once it does not).
- */
+/* A READY file cleared in place for a tenant goes to it only; WARM_TENANT_SINGLE's to any. */
 static bool tenant_may_take(const struct record *r, const char *tenant)
 {
 	return !r->tenant[0] || !strcmp(r->tenant, WARM_TENANT_SINGLE) ||
@@ -154,11 +150,10 @@ static int take_open(struct prealloc_ctx *ctx, struct store *s, struct record *r
 
 /*
  * A take that failed: a file whose link at the holder's path existed
- * (exposed) may have been opened by the holder meanwhile, so it is given
- * back as give does, never READY again as it is: RETURNING written, the
- * link gone if still ours, then DIRTY, or QUARANTINED with a link the pool
- * did not make. One never seen outside the root-only staging directory is
- * READY again (reserved: the holder's reservation again).
+ * (exposed) may have been opened by the holder meanwhile: given back as
+ * give does (RETURNING written, the link gone if still ours, then DIRTY,
+ * or QUARANTINED), never READY again as it is. One never seen outside the
+ * root-only staging directory is READY again (or the holder's reservation).
  */
 static void take_undo(struct prealloc_ctx *ctx, struct store *s, struct record *r, int fd, int dir,
 		      const char *base, bool linked, bool exposed, bool reserved)

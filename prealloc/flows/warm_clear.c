@@ -366,18 +366,6 @@ static void release_pages_if_sole(const struct record *c)
 	close(fd);
 }
 
-/* The mount c's staging directory is on: "<mount root>/<staging dir>/<name>". */
-static void record_mount(const struct record *c, char *buf, size_t len)
-{
-	char *slash;
-
-	snprintf(buf, len, "%s", c->tmp);
-	for (int up = 0; up < 2 && (slash = strrchr(buf, '/')); up++)
-		*slash = '\0';
-	if (!buf[0])
-		snprintf(buf, len, "/");
-}
-
 /*
  * c's file leaves the pool and a new one of its node, page size, mount and
  * size takes its place: made through prepare's own flow (populated on the
@@ -395,7 +383,7 @@ static int warm_renew(struct prealloc_ctx *ctx, const struct warm_pass *p, const
 	double t0 = now_seconds();
 	int err;
 
-	record_mount(c, mount, sizeof(mount));
+	warm_record_mount(c, mount, sizeof(mount));
 	test_pause("warm-renew-before-create");
 	/*
 	 * The new file first, while the old one still holds its pages: what

@@ -31,6 +31,14 @@ bool warm_is(const struct record *r, int node, uint64_t page_size, uint64_t dev)
 	       r->dev == dev;
 }
 
+void warm_record_mount(const struct record *r, char *buf, size_t len)
+{
+	char tmp[PATH_MAX];
+
+	snprintf(tmp, sizeof(tmp), "%s", r->tmp);
+	snprintf(buf, len, "%s", dirname(dirname(tmp)));
+}
+
 long warm_target_of(const struct warm_conf *conf, const uint64_t *devs, const struct record *r)
 {
 	for (unsigned int i = 0; i < conf->nr; i++)

@@ -4,22 +4,12 @@
  * the bytes and files in each state, the target warm.conf sets, and the
  * last clear's rate there.
  */
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "flows.h"
-
-/* A warm file's mount: its pool link is <mount>/.prealloc/<name>. */
-static void record_mount(const struct record *r, char *buf, size_t len)
-{
-	char tmp[PATH_MAX];
-
-	snprintf(tmp, sizeof(tmp), "%s", r->tmp);
-	snprintf(buf, len, "%s", dirname(dirname(tmp)));
-}
 
 static int status_cmp(const void *a, const void *b)
 {
@@ -134,7 +124,7 @@ EXPORT int prealloc_warm_status(struct prealloc_ctx *ctx, const char *conf_path,
 
 		if (rec->warm == WARM_NONE)
 			continue;
-		record_mount(rec, mount, sizeof(mount));
+		warm_record_mount(rec, mount, sizeof(mount));
 		x = status_entry(e, &nr, mount, rec->warm_node, rec->page_size);
 		x->bytes[rec->warm] += rec->size;
 		x->files[rec->warm]++;

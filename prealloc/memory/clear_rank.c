@@ -18,12 +18,10 @@
  * every other kernel's upper one, after 15 rounds, or after RANK_BUDGET_S:
  * 0.15-0.18 s in all on the Xeon guest (docs/kernels.md).
  *
- * Then the crossover at and below the cached limit (clear_select.c's rule
- * keeps cached stores there, which an Emerald Rapids with a 260 MiB LLC
- * ran at 0.70 of NT at 8 MiB): memset against the probe's NT kernel on the
- * first cached-limit bytes of the same buffer, then half, and so on while
- * NT leads, each pass on memory drained by NT stores and written once by
- * memset, as `prealloc bench` times them.
+ * Then the crossover at and below the cached limit (where the rule keeps
+ * cached stores, 0.70 of NT at 8 MiB on a 260 MiB-LLC Emerald Rapids):
+ * memset against the probe's NT kernel from the cached limit down by
+ * halves while NT leads, on memory drained by NT stores and written once.
  *
  * The result is a small text file beside the calibration (its path +
  * ".ranking"), one per CPU model and microcode:
@@ -39,9 +37,8 @@
  *   kernel avx512_nt 26.75
  *   crossover avx2_nt seconds 0.021
  *   at 8388608 rounds 5 c 13.10 avx2_nt 10.05 ratio 0.77
- *
- * This file holds the measurement and the file format, and the small
- * file helpers the calibration shares; clear_auto.c decides when.
+ * This file holds the measurement, the file format and the small file
+ * helpers the calibration shares; clear_auto.c decides when.
  */
 #include <fcntl.h>
 #include <inttypes.h>
@@ -232,10 +229,7 @@ static void cross_rounds(const struct clear_kernel *c, const struct clear_kernel
 	ret->nt_over_cached = quantile(ratio, r, 0.5, tmp);
 }
 
-/*
- * The crossover: from the cached limit down by halves while NT leads (a
- * smaller footprint only favours cached stores more), on buf.
- */
+/* The crossover: from the cached limit down by halves while NT leads, on buf. */
 static void cross_measure(const struct cpu_id *cpu, uint8_t *buf, uint64_t buf_bytes,
 			  struct clear_crossover *ret)
 {
