@@ -242,6 +242,23 @@ check "the next take gets another inode ($ino_m, $ino)" \
 rm -f "$SHM/moved"
 "$PREALLOC" warm give "$SHM/n" > /dev/null 2>&1
 
+# Which file a take gets: exactly its size is a full hit, not a cut; a
+# smaller take cuts a larger one (issue 42's boundaries).
+printf 'node0.4k = 2 x 24M @ %s\nnode0.2M = 16M @ %s\n' "$SHM" "$MNT2M" > "$PREALLOC_WARM_CONF"
+"$PREALLOC" warm fill > /dev/null 2>&1
+hit() {	# hit SIZE NAME: "hit file_bytes" of a take of SIZE at $SHM/NAME
+	"$PREALLOC" warm take --node 0 --page-size 4k --mount "$SHM" --to "$SHM/$2" --json "$1" \
+		> "$TMP/hit.json" 2> /dev/null &&
+		json_get "$TMP/hit.json" "'%s %d' % (d['hit'], d['file_bytes'])"
+}
+h=$(hit 8M c1)
+check "a take of 8M with only 24M files READY cuts one ($h)" [ "$h" = "cut 25165824" ]
+"$PREALLOC" warm give "$SHM/c1" > /dev/null 2>&1
+"$PREALLOC" warm fill > /dev/null 2>&1
+h=$(hit 24M c2)
+check "a take of exactly a file's size is a full hit ($h)" [ "$h" = "full 25165824" ]
+"$PREALLOC" warm give "$SHM/c2" > /dev/null 2>&1
+
 # An empty warm.conf: every file goes, none left behind.
 : > "$PREALLOC_WARM_CONF"
 "$PREALLOC" warm fill > /dev/null 2>&1
