@@ -127,7 +127,9 @@ int warm_check(struct prealloc_ctx *ctx, struct record *r)
 		return -EBUSY;	/* a lease of the holder's, taken before: in use */
 	if (fd < 0)
 		return fd;
-	r_ = fchown(fd, 0, 0) < 0 || fchmod(fd, 0600) < 0 || fstat(fd, &st) < 0 ? -errno : 0;
+	r_ = fstat(fd, &st) < 0 ? -errno : 0;
+	if (r_ == 0 && (st.st_uid != 0 || (st.st_mode & 07777) != 0600))
+		r_ = -EPERM;	/* not seized: never counted free (QUARANTINED) */
 	if (r_ == 0 && st.st_nlink != 1)
 		r_ = -EMLINK;
 	else if (r_ == 0 && warm_in_use(ctx, r, fd))

@@ -200,7 +200,9 @@ EXPORT int prealloc_record(struct prealloc_ctx *ctx, unsigned int index,
 	out.ino = rec->ino;
 	out.warm = rec->warm;
 	out.warm_node = rec->warm != WARM_NONE ? rec->warm_node : -1;
-	snprintf(out.tenant, sizeof(out.tenant), "%s", rec->tenant);
+	/* A caller's tenant only: the pool's own labels ('@') are any take's. */
+	if (rec->tenant[0] != '@')
+		snprintf(out.tenant, sizeof(out.tenant), "%s", rec->tenant);
 	pthread_mutex_unlock(&ctx->records_lock);
 	copy_sized_out(ret_info, &out, sizeof(out));
 	return 0;

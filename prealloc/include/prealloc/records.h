@@ -262,7 +262,10 @@ struct prealloc_record_info {
 	/* Since 0.2: a warm file's state (enum prealloc_warm_state), 0 for any other record. */
 	int warm;
 	int warm_node;		/* a warm file's node */
-	/* A warm file's tenant (cleared in place for it: only its takes get it), "" none. */
+	/*
+	 * A warm file's tenant (cleared in place for it: only its takes get
+	 * it), "" none or a file any take may have.
+	 */
 	char tenant[64];
 };
 /* Record index of the store as it is now; -ENOENT past the end, -EBADMSG corrupt. */
