@@ -8,7 +8,9 @@
  * rules alone. The crossover kept in the same file: its lines round trip,
  * and at and below the cached limit it sends a footprint past it to the
  * probe and keeps memset within it, named in the reason. The measurement
- * itself runs once for real.
+ * itself runs once for real, and puts the fastest first. The ranking is
+ * consulted with the whole job's footprint (size x threads), at the probe
+ * limit exactly, a page over and a page under (issue 42).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,17 +141,71 @@ static void write_rank(const char *path, const struct clear_rank *r)
 	write_rank_with(path, r, NULL);
 }
 
-/* What a fresh ctx chooses for size x 1 thread, and why. */
-static const char *choose(uint64_t size, char *why, size_t len)
+/* What a fresh ctx chooses for size x threads, and why. */
+static const char *choose_threads(uint64_t size, unsigned int threads, char *why, size_t len)
 {
 	struct prealloc_ctx *ctx;
 	const char *name = "";
 
 	if (prealloc_ctx_new(&ctx) < 0)
 		return "(no ctx)";
-	prealloc_clear_choose(ctx, size, 1, &name, why, len);
+	prealloc_clear_choose(ctx, size, threads, &name, why, len);
 	prealloc_ctx_free(ctx);
 	return name;
+}
+
+static const char *choose(uint64_t size, char *why, size_t len)
+{
+	return choose_threads(size, 1, why, len);
+}
+
+/*
+ * The ranking is consulted with the whole job's footprint (size x threads),
+ * not one thread's share: 4 threads of a quarter of the probe limit and a
+ * page more are over it, and the ranking decides; exactly at it, or one
+ * page under, the rules do.
+ */
+static void test_footprint(const char *rank)
+{
+	uint64_t probe = clear_probe_limit(cpu_get()->llc_bytes), page = 4096;
+	char why[512];
+	const char *k;
+
+	k = choose_threads(probe / 4 + page, 4, why, sizeof(why));
+	tap_ok(!strcmp(k, "c") && strstr(why, "fastest here") && strstr(why, rank),
+	       "4 threads of a quarter of the probe limit and a page: the whole job is over it, "
+	       "the ranking decides (%s: %s)", k, why);
+	k = choose_threads(probe / 4, 4, why, sizeof(why));
+	tap_ok(!strstr(why, "fastest here"),
+	       "4 threads of exactly a quarter of it: at the limit, the rules (%s: %s)", k, why);
+	k = choose_threads(probe + page, 1, why, sizeof(why));
+	tap_ok(!strcmp(k, "c") && strstr(why, "fastest here"),
+	       "one thread a page over the probe limit: the ranking (%s: %s)", k, why);
+	k = choose_threads(probe, 1, why, sizeof(why));
+	tap_ok(!strstr(why, "fastest here"), "one thread exactly at it: the rules (%s: %s)", k,
+	       why);
+	k = choose_threads(probe - page, 1, why, sizeof(why));
+	tap_ok(!strstr(why, "fastest here"), "one thread a page under it: the rules (%s: %s)", k,
+	       why);
+}
+
+/* A measured ranking puts the fastest first (or one level with it, within RANK_LEVEL). */
+static void check_order(const struct clear_rank *saved)
+{
+	double best = 0;
+	bool down = true;
+
+	for (unsigned int i = 0; i < saved->nr; i++) {
+		best = saved->k[i].gbps > best ? saved->k[i].gbps : best;
+		printf("# ranked %u: %s %.2f GB/s\n", i, saved->k[i].kernel, saved->k[i].gbps);
+	}
+	/* Past the first (the table's choice may be swapped there), fastest first. */
+	for (unsigned int i = 2; i < saved->nr; i++)
+		down = down && (saved->k[i].gbps <= saved->k[i - 1].gbps ||
+				saved->k[i - 1].gbps >= saved->k[0].gbps);
+	tap_ok(saved->nr >= 2 && saved->k[0].gbps >= best * 0.97 && down,
+	       "... fastest first: %s %.2f GB/s of the best %.2f, the rest in falling order",
+	       saved->nr ? saved->k[0].kernel : "-", saved->nr ? saved->k[0].gbps : 0.0, best);
 }
 
 /* The crossover in this CPU's file decides at and below the cached limit. */
@@ -216,6 +272,7 @@ static void test_choice(void)
 	k = choose(4096, why, sizeof(why));
 	tap_ok(!strstr(why, "fastest here"), "below the probe limit the rules decide (%s: %s)", k,
 	       why);
+	test_footprint(rank);
 	test_crossover_choice(rank, mc);
 
 	/* Another microcode: measured again, for real, and saved over it. */
@@ -233,6 +290,7 @@ static void test_choice(void)
 			       clear_rank_parse(text, &saved, NULL) == 0 &&
 			       clear_rank_matches(&saved, cpu_get()) && !strcmp(saved.k[0].kernel, k),
 		       "... and saved for this microcode, its leader the choice");
+		check_order(&saved);
 		printf("# measured: %.0f ms, %u rounds, %llu MiB buffer, %s %.1f GB/s first\n",
 		       saved.seconds * 1e3, saved.rounds,
 		       (unsigned long long)(saved.buffer_bytes >> 20), saved.k[0].kernel,
