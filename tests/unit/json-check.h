@@ -2,8 +2,8 @@
 /*
  * For the tests of what the CLI prints: a key of a parsed JSON document
  * held to the value of the field it comes from (one TAP case each), and
- * standard output captured into a string while a command's own printing
- * code runs.
+ * standard output (or error) captured into a string while a command's own
+ * printing code runs.
  */
 #ifndef PREALLOC_TEST_JSON_CHECK_H
 #define PREALLOC_TEST_JSON_CHECK_H
@@ -99,27 +99,37 @@ static inline void has_keys(json_object *o, const char *what, const char *const 
 struct capture {
 	FILE *tmp;
 	int saved;
+	int fd;		/* what is captured: STDOUT_FILENO, or STDERR_FILENO */
 };
 
-/* From here, what is printed on stdout goes to a file (TAP lines must not be printed). */
-static inline int capture_begin(struct capture *c)
+/* From here, what is written to fd (stdout or stderr) goes to a file. */
+static inline int capture_begin_fd(struct capture *c, int fd)
 {
 	fflush(stdout);
+	fflush(stderr);
+	c->fd = fd;
 	c->tmp = tmpfile();
-	c->saved = dup(STDOUT_FILENO);
-	if (!c->tmp || c->saved < 0 || dup2(fileno(c->tmp), STDOUT_FILENO) < 0)
+	c->saved = dup(fd);
+	if (!c->tmp || c->saved < 0 || dup2(fileno(c->tmp), fd) < 0)
 		return -1;
 	return 0;
 }
 
-/* Standard output back; what was printed, NUL-terminated (free it), or NULL. */
+/* From here, what is printed on stdout goes to a file (TAP lines must not be printed). */
+static inline int capture_begin(struct capture *c)
+{
+	return capture_begin_fd(c, STDOUT_FILENO);
+}
+
+/* The captured fd back; what was printed, NUL-terminated (free it), or NULL. */
 static inline char *capture_end(struct capture *c)
 {
 	char *text = NULL;
 	long len;
 
 	fflush(stdout);
-	dup2(c->saved, STDOUT_FILENO);
+	fflush(stderr);
+	dup2(c->saved, c->fd);
 	close(c->saved);
 	if (!c->tmp)
 		return NULL;

@@ -1,0 +1,383 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What `prealloc warm take|give|fill|serve|status` print (docs/json.md,
+ * docs/warm.md) as warm.c and warm_serve.c render them, from a library
+ * that answers with a distinct value in every field: the prealloc_warm_*
+ * calls they make are defined here, so each key, count and rate can be
+ * held to the field it comes from. A field rendered from its neighbour
+ * (ready_bytes from the dirty bytes, renewed from returned, the renewal's
+ * rate from the clears' bytes) fails. Both files keep their rendering
+ * static, so they are included here whole.
+ */
+#include "cli/warm.c"
+#include "cli/warm_serve.c"
+
+#include "json-check.h"
+
+#define GiB (UINT64_C(1) << 30)
+#define MiB (UINT64_C(1) << 20)
+
+/* ---- the library and the CLI's helpers, as warm.c sees them -------------- */
+
+const char *program_name = "prealloc";
+
+/* What each call answers: set by the checks before they run a command. */
+static struct prealloc_warm_take_info take_answer;
+static struct prealloc_warm_give_info give_answer;
+static struct prealloc_warm_fill_info fill_answer;
+static struct prealloc_warm_serve_info serve_answer;
+
+/* Two pools: every state's bytes and files their own; the second with states empty. */
+static const struct prealloc_warm_status fake_status[] = {
+	{ .node = 3, .page_size = PREALLOC_PAGE_2M, .mount = "/dev/hugepages",
+	  .target_bytes = 40 * GiB,
+	  .bytes = { [PREALLOC_WARM_POPULATING] = 1 * GiB, [PREALLOC_WARM_READY] = 24 * GiB,
+		     [PREALLOC_WARM_HANDED] = 6 * GiB, [PREALLOC_WARM_RETURNING] = 2 * GiB,
+		     [PREALLOC_WARM_DIRTY] = 5 * GiB, [PREALLOC_WARM_CLEARING] = 3 * GiB,
+		     [PREALLOC_WARM_QUARANTINED] = 512 * MiB },
+	  .files = { [PREALLOC_WARM_POPULATING] = 1, [PREALLOC_WARM_READY] = 12,
+		     [PREALLOC_WARM_HANDED] = 4, [PREALLOC_WARM_RETURNING] = 2,
+		     [PREALLOC_WARM_DIRTY] = 5, [PREALLOC_WARM_CLEARING] = 3,
+		     [PREALLOC_WARM_QUARANTINED] = 7 },
+	  .last_clear_gbps = 9.25, .unrecorded_pages = 37 },
+	{ .node = 1, .page_size = PREALLOC_PAGE_1G, .mount = "/dev/hugepages-1G",
+	  .target_bytes = 16 * GiB,
+	  .bytes = { [PREALLOC_WARM_READY] = 8 * GiB, [PREALLOC_WARM_DIRTY] = 4 * GiB },
+	  .files = { [PREALLOC_WARM_READY] = 8, [PREALLOC_WARM_DIRTY] = 2 } },
+};
+
+int prealloc_warm_take(struct prealloc_ctx *ctx, const struct prealloc_warm_take_opts *opts,
+		       struct prealloc_warm_take_info *ret_info)
+{
+	(void)ctx, (void)opts;
+	*ret_info = take_answer;
+	return 0;
+}
+
+int prealloc_warm_give_with(struct prealloc_ctx *ctx, const struct prealloc_warm_give_opts *opts,
+			    struct prealloc_warm_give_info *ret_info)
+{
+	(void)ctx, (void)opts;
+	*ret_info = give_answer;
+	return 0;
+}
+
+int prealloc_warm_fill(struct prealloc_ctx *ctx, const struct prealloc_warm_fill_opts *opts,
+		       struct prealloc_warm_fill_info *ret_info)
+{
+	(void)ctx, (void)opts;
+	*ret_info = fill_answer;
+	return 0;
+}
+
+int prealloc_warm_status(struct prealloc_ctx *ctx, const char *conf_path, unsigned int index,
+			 struct prealloc_warm_status *ret_status)
+{
+	(void)ctx, (void)conf_path;
+	if (index >= sizeof(fake_status) / sizeof(fake_status[0]))
+		return -ENOENT;
+	*ret_status = fake_status[index];
+	ret_status->size = sizeof(*ret_status);
+	return 0;
+}
+
+int prealloc_warm_serve_new(struct prealloc_ctx *ctx, const struct prealloc_warm_serve_opts *opts,
+			    struct prealloc_warm_serve **ret_serve,
+			    struct prealloc_warm_serve_info *ret_info)
+{
+	static char fake;
+
+	(void)ctx, (void)opts, (void)ret_info;
+	*ret_serve = (struct prealloc_warm_serve *)&fake;
+	return 0;
+}
+
+int prealloc_warm_serve_run(struct prealloc_warm_serve *serve,
+			    struct prealloc_warm_serve_info *ret_info)
+{
+	(void)serve;
+	*ret_info = serve_answer;
+	return 0;
+}
+
+void prealloc_warm_serve_free(struct prealloc_warm_serve *serve)
+{
+	(void)serve;
+}
+
+void prealloc_ctx_set_log(struct prealloc_ctx *ctx,
+			  void (*fn)(void *userdata, int level, const char *msg), void *userdata)
+{
+	(void)ctx, (void)fn, (void)userdata;
+}
+
+void prealloc_ctx_free(struct prealloc_ctx *ctx)
+{
+	(void)ctx;
+}
+
+/* Any pointer will do: every call that takes it is defined above. */
+struct prealloc_ctx *cli_context(void)
+{
+	static char fake;
+
+	return (struct prealloc_ctx *)&fake;
+}
+
+void cli_error(const char *fmt, ...)
+{
+	(void)fmt;
+}
+
+const char *store_hint(int err)
+{
+	(void)err;
+	return "";
+}
+
+int option_error(const char *cmd, char *const argv[], const char *optstring,
+		 const struct option *longopts)
+{
+	(void)cmd, (void)argv, (void)optstring, (void)longopts;
+	return EXIT_USAGE;
+}
+
+/* ---- running a command, its output in a string --------------------------- */
+
+/* cmd run on argv (NULL-terminated); what it wrote on fd (free it); its exit status. */
+static char *run_cmd(int (*cmd)(int, char **), char **argv, int fd, int *ret_status)
+{
+	struct capture c;
+	int argc = 0;
+
+	while (argv[argc])
+		argc++;
+	capture_begin_fd(&c, fd);
+	*ret_status = cmd(argc, argv);
+	return capture_end(&c);
+}
+
+static json_object *run_json(int (*cmd)(int, char **), char **argv, const char *what)
+{
+	int status;
+	char *text = run_cmd(cmd, argv, STDOUT_FILENO, &status);
+	json_object *o = text && text[0] ? json_tokener_parse(text) : NULL;
+
+	tap_ok(status == EXIT_OK, "%s: exit 0 (got %d)", what, status);
+	tap_ok(o != NULL, "%s: the document parses", what);
+	free(text);
+	return o;
+}
+
+/* ---- status -------------------------------------------------------------- */
+
+static void status_matches(json_object *j, const struct prealloc_warm_status *st)
+{
+	static const char *const keys[] = { "node", "page_size", "mount", "ready_bytes",
+		"clearing_bytes", "dirty_bytes", "handed_bytes", "returning_bytes",
+		"populating_bytes", "quarantined_bytes", "target_bytes", "last_clear_gbps",
+		"unrecorded_pages", NULL };
+	char what[64];
+
+	snprintf(what, sizeof(what), "status %.32s node %d", st->mount, st->node);
+	has_keys(j, what, keys);
+	is_int(j, what, "node", st->node);
+	is_u64(j, what, "page_size", st->page_size);
+	is_string(j, what, "mount", st->mount);
+	is_u64(j, what, "ready_bytes", st->bytes[PREALLOC_WARM_READY]);
+	is_u64(j, what, "clearing_bytes", st->bytes[PREALLOC_WARM_CLEARING]);
+	is_u64(j, what, "dirty_bytes", st->bytes[PREALLOC_WARM_DIRTY]);
+	is_u64(j, what, "handed_bytes", st->bytes[PREALLOC_WARM_HANDED]);
+	is_u64(j, what, "returning_bytes", st->bytes[PREALLOC_WARM_RETURNING]);
+	is_u64(j, what, "populating_bytes", st->bytes[PREALLOC_WARM_POPULATING]);
+	is_u64(j, what, "quarantined_bytes", st->bytes[PREALLOC_WARM_QUARANTINED]);
+	is_u64(j, what, "target_bytes", st->target_bytes);
+	is_u64(j, what, "unrecorded_pages", st->unrecorded_pages);
+	/* json-c writes a double of no fraction as "0.0": it reads back a double. */
+	is_double(j, what, "last_clear_gbps", st->last_clear_gbps, 1e-9);
+}
+
+static void test_status(void)
+{
+	char *argv[] = { "status", "--json", NULL }, *human[] = { "status", NULL };
+	json_object *o = run_json(cmd_warm_status, argv, "warm status --json");
+	char *text;
+	int status;
+
+	if (o && tap_ok(json_object_is_type(o, json_type_array) &&
+				json_object_array_length(o) == 2,
+			"warm status: one object a pool, in order")) {
+		status_matches(json_object_array_get_idx(o, 0), &fake_status[0]);
+		status_matches(json_object_array_get_idx(o, 1), &fake_status[1]);
+	}
+	json_object_put(o);
+
+	/* The table: each state's bytes and file count its own, in the states' order. */
+	text = run_cmd(cmd_warm_status, human, STDOUT_FILENO, &status);
+	tap_ok(status == EXIT_OK, "warm status: exit 0 (got %d)", status);
+	if (!tap_ok(text != NULL, "warm status: the table renders"))
+		return;
+	is_line(text, 0, "/dev/hugepages node 3 2M: target 40 GiB, populating 1 GiB (1), "
+			 "ready 24 GiB (12), handed 6 GiB (4), returning 2 GiB (2), dirty 5 GiB (5), "
+			 "clearing 3 GiB (3), quarantined 512 MiB (7), last clear 9.25 GB/s, "
+			 "37 pages in use by no record");
+	is_line(text, 1, "/dev/hugepages-1G node 1 1G: target 16 GiB, ready 8 GiB (8), "
+			 "dirty 4 GiB (2)");
+	is_line(text, 2, "");
+	free(text);
+}
+
+/* ---- take ---------------------------------------------------------------- */
+
+static void take_answer_set(int hit, uint64_t file_bytes, const char *path)
+{
+	take_answer = (struct prealloc_warm_take_info){
+		.size = sizeof(take_answer), .hit = hit, .fd = -1, .id = 77,
+		.file_bytes = file_bytes, .seconds = 0.125,
+	};
+	snprintf(take_answer.path, sizeof(take_answer.path), "%s", path);
+}
+
+static void test_take_json(void)
+{
+	static const char *const keys[] = { "path", "id", "hit", "bytes", "file_bytes", "seconds",
+		NULL };
+	static const struct {
+		int hit;
+		uint64_t file_bytes;
+		const char *name;
+	} rows[] = {
+		{ PREALLOC_WARM_HIT, 3 * GiB, "full" },
+		{ PREALLOC_WARM_HIT_CUT, 5 * GiB, "cut" },
+		{ PREALLOC_WARM_HIT_GROWN, 2 * GiB, "partial" },
+		{ PREALLOC_WARM_COLD, 1 * GiB, "cold" },
+	};
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		char *argv[] = { "take", "--node", "3", "--page-size", "2M", "3G",
+				 "--to", "/dev/hugepages/vm-a", "--json", NULL };
+		char what[48];
+		json_object *o;
+
+		snprintf(what, sizeof(what), "take %s --json", rows[i].name);
+		take_answer_set(rows[i].hit, rows[i].file_bytes, "/dev/hugepages/vm-a");
+		o = run_json(cmd_warm_take, argv, what);
+		if (!o)
+			continue;
+		has_keys(o, what, keys);
+		is_string(o, what, "path", "/dev/hugepages/vm-a");
+		is_u64(o, what, "id", 77);
+		is_string(o, what, "hit", rows[i].name);
+		/* bytes: what was asked; file_bytes: the file's size before a cut. */
+		is_u64(o, what, "bytes", 3 * GiB);
+		is_u64(o, what, "file_bytes", rows[i].file_bytes);
+		is_double(o, what, "seconds", 0.125, 1e-9);
+		json_object_put(o);
+	}
+}
+
+static void take_line(int hit, uint64_t file_bytes, const char *path, char **argv,
+		      const char *want)
+{
+	char buf[512], *text;
+	int status;
+
+	take_answer_set(hit, file_bytes, path);
+	text = run_cmd(cmd_warm_take, argv, STDOUT_FILENO, &status);
+	tap_ok(status == EXIT_OK, "take: exit 0 (got %d)", status);
+	tap_ok(text && !strcmp(line_of(text, 0, buf, sizeof(buf)), want),
+	       "take: '%s' (got '%s')", want, text ? buf : "nothing");
+	free(text);
+}
+
+static void test_take_human(void)
+{
+	char *to[] = { "take", "--node", "3", "--page-size", "2M", "3G",
+		       "--to", "/dev/hugepages/vm-a", NULL };
+	char *reserve[] = { "take", "--reserve", "--holder", "h", "--node", "3",
+			    "--page-size", "2M", "3G", NULL };
+
+	take_line(PREALLOC_WARM_HIT, 3 * GiB, "/dev/hugepages/vm-a", to,
+		  "/dev/hugepages/vm-a: warm file taken (3 GiB, a full hit) in 0.125 s");
+	/* The size asked first, then the file's size before the cut: never the other way. */
+	take_line(PREALLOC_WARM_HIT_CUT, 5 * GiB, "/dev/hugepages/vm-a", to,
+		  "/dev/hugepages/vm-a: warm file taken (3 GiB, cut from 5 GiB) in 0.125 s");
+	take_line(PREALLOC_WARM_HIT_GROWN, 2 * GiB, "/dev/hugepages/vm-a", to,
+		  "/dev/hugepages/vm-a: warm file taken (3 GiB, a partial hit, grown from 2 GiB) "
+		  "in 0.125 s");
+	take_line(PREALLOC_WARM_COLD, 1 * GiB, "/dev/hugepages/vm-a", to,
+		  "/dev/hugepages/vm-a: warm file taken (3 GiB, populated cold) in 0.125 s");
+	take_line(PREALLOC_WARM_HIT, 3 * GiB, "", reserve,
+		  "warm file reserved (3 GiB, a full hit) in 0.125 s");
+}
+
+/* ---- give, fill, serve: their one line ----------------------------------- */
+
+static void one_line(int (*cmd)(int, char **), char **argv, int fd, const char *want)
+{
+	char buf[512], *text;
+	int status;
+
+	text = run_cmd(cmd, argv, fd, &status);
+	tap_ok(status == EXIT_OK, "%s: exit 0 (got %d)", argv[0], status);
+	tap_ok(text && !strcmp(line_of(text, 0, buf, sizeof(buf)), want), "%s: '%s' (got '%s')",
+	       argv[0], want, text ? buf : "nothing");
+	free(text);
+}
+
+static void test_give(void)
+{
+	char *argv[] = { "give", "/dev/hugepages/vm-a", NULL };
+
+	give_answer = (struct prealloc_warm_give_info){ .size = sizeof(give_answer), .files = 5,
+							.returning = 3, .quarantined = 2 };
+	one_line(cmd_warm_give, argv, STDOUT_FILENO,
+		 "5 warm files given back (3 still in use, 2 quarantined)");
+	give_answer = (struct prealloc_warm_give_info){ .size = sizeof(give_answer), .files = 1,
+							.quarantined = 1 };
+	one_line(cmd_warm_give, argv, STDOUT_FILENO,
+		 "1 warm file given back (0 still in use, 1 quarantined)");
+}
+
+static void test_fill(void)
+{
+	char *argv[] = { "fill", NULL };
+
+	/* Each count its own; the renewals at 3.00 GB/s, the clears at 2.50 (swapped: 5, 1.5). */
+	fill_answer = (struct prealloc_warm_fill_info){
+		.size = sizeof(fill_answer), .returned = 2, .renewed = 3, .cleared = 5,
+		.created = 7, .dropped = 11, .renewed_bytes = 6000000000,
+		.renew_seconds = 2.0, .cleared_bytes = 10000000000, .clear_seconds = 4.0,
+		.dropped_bytes = 13 * GiB,
+	};
+	one_line(cmd_warm_fill, argv, STDOUT_FILENO,
+		 "warm fill: 2 returned, 3 renewed (3.00 GB/s), 5 cleared (2.50 GB/s), "
+		 "7 created, 11 removed");
+}
+
+static void test_serve(void)
+{
+	char *argv[] = { "serve", NULL };
+
+	unsetenv("NOTIFY_SOCKET");
+	serve_answer = (struct prealloc_warm_serve_info){
+		.size = sizeof(serve_answer), .passes = 13, .returned = 2, .cleared = 5,
+		.created = 7, .dropped = 11, .cleared_bytes = 19 * GiB,
+		.dropped_bytes = 3 * GiB, .pressure_events = 17,
+		.pressure_dropped_bytes = 1 * GiB, .renewed = 23, .renewed_bytes = 29 * GiB,
+	};
+	one_line(cmd_warm_serve, argv, STDERR_FILENO,
+		 "prealloc: warm serve: stopped after 13 passes: 5 cleared, 7 made, 11 given back "
+		 "(3072 MiB, 1024 MiB of it under 17 pressure events)");
+}
+
+int main(void)
+{
+	test_status();
+	test_take_json();
+	test_take_human();
+	test_give();
+	test_fill();
+	test_serve();
+	return tap_done();
+}
