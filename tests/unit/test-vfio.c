@@ -14,14 +14,17 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <linux/capability.h>
 #include <linux/vfio.h>
 
 #include "tap.h"
 #include "../../vfio/vfio.h"
+#include "../../vfio/iommufd_uapi.h"
 #include "fakeroot.h"
 
 #define M (UINT64_C(1) << 20)
@@ -229,6 +232,49 @@ static void test_backend(void)
 static int fake_fds[2] = { -1, -1 };
 static bool fake_map_fails;
 
+/* A fake iommufd: IOAS ids from 42, every IOMMU_DESTROY noted, unmaps as told. */
+static int fake_iofd = -1;
+static uint32_t fake_ioas_next = 42, fake_destroyed[8];
+static unsigned int fake_nr_destroyed;
+static int fake_unmap_errno;		/* the next unmaps fail with it (ENOENT: IOAS gone) */
+static uint64_t fake_unmap_report;	/* nonzero: the length the next unmaps report */
+
+static int fake_iommufd(unsigned long req, void *arg)
+{
+	switch (req) {
+	case IOFD_IOAS_ALLOC:
+		((struct iofd_ioas_alloc *)arg)->out_ioas_id = fake_ioas_next++;
+		return 0;
+	case IOFD_DESTROY:
+		if (fake_nr_destroyed < 8)
+			fake_destroyed[fake_nr_destroyed] = ((struct iofd_destroy *)arg)->id;
+		fake_nr_destroyed++;
+		return 0;
+	case IOFD_IOAS_IOVA_RANGES: {
+		struct iofd_ioas_iova_ranges *q = arg;
+		struct iofd_iova_range *r = (struct iofd_iova_range *)(uintptr_t)q->allowed_iovas;
+
+		r[0] = (struct iofd_iova_range){ 0, (UINT64_C(1) << 39) - 1 };
+		q->num_iovas = 1;
+		q->out_iova_alignment = 4096;
+		return 0;
+	}
+	case IOFD_IOAS_MAP:
+	case IOFD_IOAS_MAP_FILE:
+		return 0;
+	case IOFD_IOAS_UNMAP:
+		if (fake_unmap_errno) {
+			errno = fake_unmap_errno;
+			return -1;
+		}
+		if (fake_unmap_report)
+			((struct iofd_ioas_unmap *)arg)->length = fake_unmap_report;
+		return 0;
+	}
+	errno = ENOTTY;
+	return -1;
+}
+
 int ioctl(int fd, unsigned long req, ...)
 {
 	va_list ap;
@@ -237,6 +283,8 @@ int ioctl(int fd, unsigned long req, ...)
 	va_start(ap, req);
 	arg = va_arg(ap, void *);
 	va_end(ap);
+	if (fd >= 0 && fd == fake_iofd)
+		return fake_iommufd(req, arg);
 	if (fd < 0 || (fd != fake_fds[0] && fd != fake_fds[1]))
 		return (int)syscall(SYS_ioctl, fd, req, arg);
 	switch (req) {
@@ -429,6 +477,204 @@ out:
 	prealloc_ctx_free(ctx);
 }
 
+/* CAP_IPC_LOCK in this process's effective set: on (restoring it) or off. */
+static bool ipc_lock_effective(bool on)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2] = { { 0 } };
+	unsigned int w = CAP_IPC_LOCK / 32, bit = 1u << (CAP_IPC_LOCK % 32);
+
+	if (syscall(SYS_capget, &h, d) < 0)
+		return false;
+	if (!on && !(d[w].effective & bit))
+		return true;
+	d[w].effective = on ? d[w].effective | (d[w].permitted & bit) : d[w].effective & ~bit;
+	return syscall(SYS_capset, &h, d) == 0;
+}
+
+/* A 4 MiB tmpfs region at path, or NULL (skipped, said why). */
+static struct prealloc_region *shm_region(struct prealloc_ctx *ctx, const char *path)
+{
+	struct prealloc_region_opts ro = { .size = sizeof(ro), .backing = PREALLOC_BACKING_FILE,
+					   .length = 4 * M, .path = path };
+	struct prealloc_region *reg = NULL;
+	int r = prealloc_region_new(ctx, &ro, &reg);
+
+	tap_remove_at_exit(path);
+	if (r == -ENOENT || r == -EACCES || r == -EMEDIUMTYPE ||
+	    (r == -ENOSYS && syscall(SYS_get_mempolicy, NULL, NULL, 0, NULL, 0) < 0 &&
+	     errno == ENOSYS)) {
+		tap_skip("iommufd: no tmpfs region here (%s)", strerror(-r));
+		return NULL;
+	}
+	tap_ok(r == 0, "iommufd: a 4 MiB tmpfs region (%d)", r);
+	return r == 0 ? reg : NULL;
+}
+
+/* The IOAS a caller gives is its own: never destroyed at close; one allocated here is, once. */
+static void test_iommufd_ioas(struct prealloc_ctx *ctx, struct prealloc_region *reg)
+{
+	struct prealloc_vfio_opts o = { .size = sizeof(o), .backend = PREALLOC_VFIO_IOMMUFD,
+					.flags = PREALLOC_VFIO_CALLER_FD, .fd = fake_iofd,
+					.ioas_id = 7 };
+	struct prealloc_vfio_map_opts mo = { .size = sizeof(mo),
+					     .flags = PREALLOC_VFIO_MAP_NO_MEMLOCK_CHECK };
+	struct prealloc_vfio_info info = { .size = sizeof(info) };
+	struct prealloc_vfio_map_info mi = { .size = sizeof(mi) };
+	struct prealloc_vfio *v = NULL;
+	int r;
+
+	fake_nr_destroyed = 0;
+	r = prealloc_vfio_open(ctx, &o, &v, &info);
+	if (r == 0)
+		r = prealloc_vfio_map(v, reg, NULL, &mo, &mi, NULL);
+	prealloc_vfio_close(v);
+	tap_ok(r == 0 && info.ioas_id == 7 && fake_nr_destroyed == 0,
+	       "iommufd: the caller's IOAS 7, mapped and closed: never destroyed (%d, %u destroys)",
+	       r, fake_nr_destroyed);
+	o.ioas_id = 0;
+	v = NULL;
+	r = prealloc_vfio_open(ctx, &o, &v, &info);
+	prealloc_vfio_close(v);
+	tap_ok(r == 0 && info.ioas_id == 42 && fake_nr_destroyed == 1 && fake_destroyed[0] == 42,
+	       "iommufd: an IOAS allocated here (%u) is destroyed at close, once (%u destroys)",
+	       info.ioas_id, fake_nr_destroyed);
+}
+
+/* Two handles' maps and unmaps: the pinned total exact, never below zero. */
+static void test_iommufd_pinned(struct prealloc_ctx *ctx, struct prealloc_region *reg)
+{
+	struct prealloc_vfio_opts o = { .size = sizeof(o), .backend = PREALLOC_VFIO_IOMMUFD,
+					.flags = PREALLOC_VFIO_CALLER_FD, .fd = fake_iofd };
+	struct prealloc_vfio_map_opts mo = { .size = sizeof(mo),
+					     .flags = PREALLOC_VFIO_MAP_NO_MEMLOCK_CHECK };
+	struct prealloc_vfio_map_info mi = { .size = sizeof(mi) };
+	struct prealloc_vfio *a = NULL, *b = NULL;
+	uint64_t p0 = vfio_iommufd_pinned();
+	int r;
+
+	r = prealloc_vfio_open(ctx, &o, &a, NULL);
+	if (r == 0)
+		r = prealloc_vfio_open(ctx, &o, &b, NULL);
+	if (r == 0)
+		r = prealloc_vfio_map(a, reg, NULL, &mo, &mi, NULL);
+	if (r == 0)
+		r = prealloc_vfio_map(b, reg, NULL, &mo, &mi, NULL);
+	tap_ok(r == 0 && vfio_iommufd_pinned() == p0 + 8 * M,
+	       "iommufd: two handles map 4 MiB each: 8 MiB more pinned (%llu KiB)",
+	       (unsigned long long)((vfio_iommufd_pinned() - p0) >> 10));
+	r = prealloc_vfio_unmap(a, reg);
+	tap_ok(r == 0 && vfio_iommufd_pinned() == p0 + 4 * M,
+	       "iommufd: one unmapped: 4 MiB pinned, the other's (%llu KiB)",
+	       (unsigned long long)((vfio_iommufd_pinned() - p0) >> 10));
+	fake_unmap_errno = ENOENT;
+	prealloc_vfio_unmap(b, reg);
+	fake_unmap_errno = 0;
+	tap_ok(vfio_iommufd_pinned() == p0,
+	       "iommufd: an unmap whose IOAS is gone (ENOENT) unpins too (%lld KiB over)",
+	       (long long)(vfio_iommufd_pinned() - p0) / 1024);
+	r = prealloc_vfio_map(a, reg, NULL, &mo, &mi, NULL);
+	fake_unmap_report = p0 + 64 * M;
+	if (r == 0)
+		r = prealloc_vfio_unmap(a, reg);
+	fake_unmap_report = 0;
+	tap_ok(r == 0 && vfio_iommufd_pinned() == 0,
+	       "iommufd: an unmap reported larger than all that is pinned: 0, never below (%llu)",
+	       (unsigned long long)vfio_iommufd_pinned());
+	prealloc_vfio_close(b);
+	prealloc_vfio_close(a);
+}
+
+/* A map with the memlock check at its edge: pinned + region == limit maps, a page less refuses. */
+static void memlock_edge(struct prealloc_region *reg, struct prealloc_vfio *v)
+{
+	struct prealloc_vfio_map_opts mo = { .size = sizeof(mo) };
+	struct prealloc_vfio_map_info mi = { .size = sizeof(mi) };
+	uint64_t now = vfio_iommufd_pinned();
+	struct rlimit rl, keep;
+	int r;
+
+	getrlimit(RLIMIT_MEMLOCK, &keep);
+	rl = keep;
+	rl.rlim_cur = now + reg->length;
+	r = setrlimit(RLIMIT_MEMLOCK, &rl);
+	if (r == 0)
+		r = prealloc_vfio_map(v, reg, NULL, &mo, &mi, NULL);
+	tap_ok(r == 0 && mi.locked_now == now && mi.locked_needed == rl.rlim_cur,
+	       "memlock: %llu KiB pinned + the 4 MiB region exactly the limit: maps (%d: %s)",
+	       (unsigned long long)(now >> 10), r, r ? mi.message : "mapped");
+	if (r == 0)
+		prealloc_vfio_unmap(v, reg);
+	rl.rlim_cur = now + reg->length - 4096;
+	r = setrlimit(RLIMIT_MEMLOCK, &rl);
+	if (r == 0)
+		r = prealloc_vfio_map(v, reg, NULL, &mo, &mi, NULL);
+	tap_ok(r == -ENOMEM && mi.step == PREALLOC_VFIO_STEP_MEMLOCK &&
+		       mi.locked_needed == rl.rlim_cur + 4096 && vfio_iommufd_pinned() == now,
+	       "memlock: a page over the limit: refused at MEMLOCK before any pin (%d: %s)", r,
+	       mi.message);
+	setrlimit(RLIMIT_MEMLOCK, &keep);
+}
+
+/*
+ * The memlock admission on iommufd: what this process's handles pin counts,
+ * without CAP_IPC_LOCK (dropped from the effective set for the case).
+ */
+static void test_iommufd_memlock(struct prealloc_ctx *ctx, struct prealloc_region *reg)
+{
+	struct prealloc_vfio_opts o = { .size = sizeof(o), .backend = PREALLOC_VFIO_IOMMUFD,
+					.flags = PREALLOC_VFIO_CALLER_FD, .fd = fake_iofd };
+	struct prealloc_vfio_map_opts mo = { .size = sizeof(mo),
+					     .flags = PREALLOC_VFIO_MAP_NO_MEMLOCK_CHECK };
+	struct prealloc_vfio_map_info mi = { .size = sizeof(mi) };
+	struct prealloc_vfio *held = NULL, *v = NULL;
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) < 0 ||
+	    (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < vfio_iommufd_pinned() + 8 * M)) {
+		tap_skip("memlock: RLIMIT_MEMLOCK's hard limit is under 8 MiB here");
+		return;
+	}
+	if (!ipc_lock_effective(false)) {
+		tap_skip("memlock: cannot drop CAP_IPC_LOCK (%s)", strerror(errno));
+		return;
+	}
+	if (tap_ok(prealloc_vfio_open(ctx, &o, &held, NULL) == 0 &&
+			   prealloc_vfio_open(ctx, &o, &v, NULL) == 0 &&
+			   prealloc_vfio_map(held, reg, NULL, &mo, &mi, NULL) == 0,
+		   "memlock: 4 MiB pinned through another handle first"))
+		memlock_edge(reg, v);
+	prealloc_vfio_close(v);
+	prealloc_vfio_close(held);
+	ipc_lock_effective(true);
+}
+
+static void test_iommufd_fake(void)
+{
+	struct prealloc_region *reg = NULL;
+	struct prealloc_ctx *ctx = NULL;
+	char path[64];
+
+	snprintf(path, sizeof(path), "/dev/shm/prealloc-test-iommufd.%d", (int)getpid());
+	if (prealloc_ctx_new(&ctx) < 0) {
+		tap_skip("iommufd: no context");
+		return;
+	}
+	fake_iofd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	reg = shm_region(ctx, path);
+	if (reg && fake_iofd >= 0) {
+		test_iommufd_ioas(ctx, reg);
+		test_iommufd_pinned(ctx, reg);
+		test_iommufd_memlock(ctx, reg);
+	}
+	if (fake_iofd >= 0)
+		close(fake_iofd);
+	fake_iofd = -1;
+	if (reg)
+		prealloc_region_discard(reg);
+	prealloc_ctx_free(ctx);
+}
+
 int main(void)
 {
 	test_place();
@@ -437,5 +683,6 @@ int main(void)
 	test_backend();
 	test_iommufd_refusals();
 	test_pin_locks();
+	test_iommufd_fake();
 	return tap_done();
 }
