@@ -185,6 +185,8 @@ struct cli_command {
 extern const struct cli_command warm_commands[];
 /* warm_serve.c: its synopsis line, for its --help and warm's. */
 extern const char warm_serve_synopsis[];
+/* warm_drain.c: the same for warm drain. */
+extern const char warm_drain_synopsis[];
 
 /* Subcommands. */
 int cmd_create(int argc, char **argv);
@@ -200,6 +202,8 @@ int cmd_warm(int argc, char **argv);
 int notify_service(const char *state);
 /* prealloc warm serve (warm_serve.c). */
 int cmd_warm_serve(int argc, char **argv);
+/* prealloc warm drain (warm_drain.c): every warm file no guest holds given back. */
+int cmd_warm_drain(int argc, char **argv);
 int warm_take_exit_status(int err);
 
 #endif

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `prealloc warm take|give|fill|serve|status`: the warm pool (docs/warm.md)
+ * `prealloc warm take|give|fill|serve|status|drain`: the warm pool (docs/warm.md)
  * over the library's prealloc_warm_* calls.
  */
 #include <errno.h>
@@ -36,6 +36,7 @@ static const struct {
 	{ "fill", "prealloc warm fill [--conf FILE] [--threads N] [--rate GB/s] [--idle]\n" },
 	{ "serve", warm_serve_synopsis },
 	{ "status", "prealloc warm status [--conf FILE] [--json]\n" },
+	{ "drain", warm_drain_synopsis },
 };
 
 /* The synopses of sub (NULL: every subcommand's), then what the pool is. */
@@ -466,6 +467,7 @@ const struct cli_command warm_commands[] = {
 	{ "fill", cmd_warm_fill, NULL },
 	{ "serve", cmd_warm_serve, NULL },
 	{ "status", cmd_warm_status, NULL },
+	{ "drain", cmd_warm_drain, NULL },
 	{},
 };
 

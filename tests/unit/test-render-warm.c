@@ -11,6 +11,7 @@
  */
 #include "cli/warm.c"
 #include "cli/warm_serve.c"
+#include "cli/warm_drain.c"
 
 #include "json-check.h"
 
@@ -25,6 +26,8 @@ const char *program_name = "prealloc";
 static struct prealloc_warm_take_info take_answer;
 static struct prealloc_warm_give_info give_answer;
 static struct prealloc_warm_fill_info fill_answer;
+/* The size of the warm.conf the last fill was given (-1: none, or not a regular file). */
+static long long fill_conf_bytes;
 static struct prealloc_warm_serve_info serve_answer;
 
 /* Two pools: every state's bytes and files their own; the second with states empty. */
@@ -65,7 +68,13 @@ int prealloc_warm_give_with(struct prealloc_ctx *ctx, const struct prealloc_warm
 int prealloc_warm_fill(struct prealloc_ctx *ctx, const struct prealloc_warm_fill_opts *opts,
 		       struct prealloc_warm_fill_info *ret_info)
 {
-	(void)ctx, (void)opts;
+	struct stat st;
+
+	(void)ctx;
+	/* drain's warm.conf: one that exists (so that no target is wanted) and is empty. */
+	fill_conf_bytes = opts->conf_path && !stat(opts->conf_path, &st) && S_ISREG(st.st_mode)
+				  ? st.st_size
+				  : -1;
 	*ret_info = fill_answer;
 	return 0;
 }
@@ -355,6 +364,24 @@ static void test_fill(void)
 		 "7 created, 11 removed");
 }
 
+static void test_drain(void)
+{
+	char *argv[] = { "drain", NULL };
+
+	/* dropped and its bytes, not renewed or returned (their neighbours). */
+	fill_answer = (struct prealloc_warm_fill_info){
+		.size = sizeof(fill_answer), .returned = 2, .renewed = 3, .cleared = 5,
+		.created = 7, .dropped = 11, .renewed_bytes = 6 * GiB,
+		.dropped_bytes = 13 * GiB,
+	};
+	one_line(cmd_warm_drain, argv, STDOUT_FILENO, "warm drain: 11 warm files given back (13 GiB)");
+	tap_ok(fill_conf_bytes == 0, "drain: one fill pass over an empty warm.conf that exists "
+				     "(no target: every file no guest holds goes)");
+	fill_answer.dropped = 1;
+	fill_answer.dropped_bytes = 64 * MiB;
+	one_line(cmd_warm_drain, argv, STDOUT_FILENO, "warm drain: 1 warm file given back (64 MiB)");
+}
+
 static void test_serve(void)
 {
 	char *argv[] = { "serve", NULL };
@@ -378,6 +405,7 @@ int main(void)
 	test_take_human();
 	test_give();
 	test_fill();
+	test_drain();
 	test_serve();
 	return tap_done();
 }
