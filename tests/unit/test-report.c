@@ -254,7 +254,13 @@ static void test_clear_json(void)
 	static const char *const keys[] = { "command", "bytes", "bytes_done", "seconds",
 		"gb_per_s", "page_size", "page_label", "file", "method", "clear_kernel",
 		"clear_cached_bytes", "threads", "verify_seconds", "verified", "cancelled",
-		"notify", "error", "note", "nodes", NULL };
+		"notify", "error", "check_seconds", "map_seconds", "clear_seconds", "note",
+		"nodes", NULL };
+	/* The flow's phases: each its own, none the job's seconds or verify_seconds. */
+	struct prealloc_clear_file_info phases = { .size = sizeof(phases),
+						   .check_seconds = 0.0625,
+						   .map_seconds = 0.4375,
+						   .clear_seconds = 1.1875 };
 	struct prealloc_node_report n[1];
 	struct prealloc_report rep;
 	struct run_view view = {
@@ -263,6 +269,7 @@ static void test_clear_json(void)
 		.page_label = "1G",
 		.note = "holes skipped",
 		.verified = true,
+		.clear = &phases,
 	};
 	json_object *o, *nodes;
 	const char *w = "clear";
@@ -290,6 +297,9 @@ static void test_clear_json(void)
 	is_bool(o, w, "cancelled", false);
 	is_string(o, w, "notify", "io_uring-registered");
 	is_null(o, w, "error");
+	is_double(o, w, "check_seconds", phases.check_seconds, 1e-6);
+	is_double(o, w, "map_seconds", phases.map_seconds, 1e-6);
+	is_double(o, w, "clear_seconds", phases.clear_seconds, 1e-6);
 	is_absent(o, w, "first_nonzero_offset");
 	is_absent(o, w, "notify_error");
 	is_absent(o, w, "qemu");
