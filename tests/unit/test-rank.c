@@ -189,6 +189,47 @@ static void test_footprint(const char *rank)
 	       why);
 }
 
+/* What a region of length bytes on node 0, cleared by threads workers, is given. */
+static const char *choose_region(uint64_t length, unsigned int threads, char *why, size_t len)
+{
+	static const int node0 = 0;
+	struct prealloc_region_opts ro = { .size = sizeof(ro), .backing = PREALLOC_BACKING_ANON,
+					   .length = length, .nr_nodes = 1, .nodes = &node0 };
+	struct prealloc_region *reg = NULL;
+	struct prealloc_ctx *ctx;
+	const char *name = "(no region)";
+
+	snprintf(why, len, "no region");
+	if (prealloc_ctx_new(&ctx) < 0)
+		return "(no ctx)";
+	if (prealloc_region_new(ctx, &ro, &reg) == 0) {
+		name = clear_select_region(reg, threads, why, len).name;
+		prealloc_region_free(reg);
+	}
+	prealloc_ctx_free(ctx);
+	return name;
+}
+
+/*
+ * A region's clear consults the ranking with its node's whole footprint
+ * (each worker's share x the workers), not one worker's share: exactly the
+ * probe limit over 4 workers is the rules' still, 4 pages more the ranking's.
+ */
+static void test_region_footprint(const char *rank)
+{
+	uint64_t probe = clear_probe_limit(cpu_get()->llc_bytes), page = 4096;
+	char why[512];
+	const char *k;
+
+	k = choose_region(probe + 4 * page, 4, why, sizeof(why));
+	tap_ok(!strcmp(k, "c") && strstr(why, "fastest here") && strstr(why, rank),
+	       "a region of the probe limit and 4 pages, 4 workers: over it, the ranking (%s: %s)",
+	       k, why);
+	k = choose_region(probe, 4, why, sizeof(why));
+	tap_ok(strcmp(why, "no region") && !strstr(why, "fastest here"),
+	       "a region of exactly the probe limit, 4 workers: the rules (%s: %s)", k, why);
+}
+
 /* A measured ranking puts the fastest first (or one level with it, within RANK_LEVEL). */
 static void check_order(const struct clear_rank *saved)
 {
@@ -273,6 +314,7 @@ static void test_choice(void)
 	tap_ok(!strstr(why, "fastest here"), "below the probe limit the rules decide (%s: %s)", k,
 	       why);
 	test_footprint(rank);
+	test_region_footprint(rank);
 	test_crossover_choice(rank, mc);
 
 	/* Another microcode: measured again, for real, and saved over it. */
