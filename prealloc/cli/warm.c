@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "metrics.h"
 
 static const char *const state_names[] = {
 	[PREALLOC_WARM_POPULATING] = "populating", [PREALLOC_WARM_READY] = "ready",
@@ -35,7 +36,7 @@ static const struct {
 	{ "give", "prealloc warm give PATH | --holder NAME [--tenant NAME]\n" },
 	{ "fill", "prealloc warm fill [--conf FILE] [--threads N] [--rate GB/s] [--idle]\n" },
 	{ "serve", warm_serve_synopsis },
-	{ "status", "prealloc warm status [--conf FILE] [--json]\n" },
+	{ "status", "prealloc warm status [--conf FILE] [--json | --format=prometheus]\n" },
 	{ "drain", warm_drain_synopsis },
 };
 
@@ -401,6 +402,7 @@ static void status_human(const struct prealloc_warm_status *st)
 		printf(", last clear %.2f GB/s", st->last_clear_gbps);
 	if (st->unrecorded_pages)
 		printf(", %llu pages in use by no record", (unsigned long long)st->unrecorded_pages);
+	status_human_counters(st);
 	printf("\n");
 }
 
@@ -413,6 +415,10 @@ static int cmd_warm_status(int argc, char **argv)
 	bool json = false;
 	int r = 0;
 
+	if (status_format_given(argc, argv)) {
+		json_object_put(arr);
+		return cmd_warm_status_format(argc, argv);
+	}
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json")) {
 			json = true;

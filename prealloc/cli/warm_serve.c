@@ -3,7 +3,8 @@
  * `prealloc warm serve`: the warm pool's daemon over prealloc_warm_serve_*
  * (docs/warm.md). SIGTERM/SIGINT stop it and SIGHUP reads warm.conf again,
  * through signalfds (blocked first: every thread, the workers too, inherits
- * the mask); READY=1 and STOPPING=1 go to the service manager.
+ * the mask); READY=1 and STOPPING=1 go to the service manager. --metrics
+ * FILE: the pool's metrics rewritten there after each pass (metrics.c).
  */
 #include <errno.h>
 #include <signal.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "metrics.h"
 
 /*
  * sd_notify(3)'s protocol without libsystemd: one datagram to the
@@ -72,27 +74,51 @@ static int signal_fd(int a, int b)
 	return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 }
 
-const char warm_serve_synopsis[] = "prealloc warm serve [--conf FILE]\n";
+const char warm_serve_synopsis[] = "prealloc warm serve [--conf FILE] [--metrics FILE]\n";
+
+/* What the pass hook needs: the serve's context and conf, and where to write. */
+struct serve_metrics {
+	struct prealloc_ctx *ctx;
+	const char *conf, *path;
+	bool failed;	/* the last write failed: said once, until one succeeds */
+};
+
+/* After each pass: the metrics file rewritten whole (a failure logged, serve goes on). */
+static void serve_metrics(void *userdata)
+{
+	struct serve_metrics *m = userdata;
+	char why[512] = "";
+	int r = metrics_write(m->ctx, m->conf, m->path, why, sizeof(why));
+
+	if (r < 0 && !m->failed)
+		cli_error("warm serve: metrics not written: %s", why);
+	m->failed = r < 0;
+}
 
 int cmd_warm_serve(int argc, char **argv)
 {
 	struct prealloc_warm_serve_opts o = { .size = sizeof(o) };
 	struct prealloc_warm_serve_info info = { .size = sizeof(info) };
 	struct prealloc_warm_serve *srv = NULL;
+	struct serve_metrics m = {};
 	struct prealloc_ctx *ctx;
 	int r;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--conf") && i + 1 < argc) {
 			o.conf_path = argv[++i];
+		} else if (!strcmp(argv[i], "--metrics") && i + 1 < argc && argv[i + 1][0] == '/') {
+			m.path = argv[++i];
 		} else if (!strcmp(argv[i], "--help")) {
 			printf("Usage: %sThe warm pool's daemon: fill's pass when there may be work,\n"
 			       "files given back under memory pressure; SIGHUP reads warm.conf again,\n"
-			       "SIGTERM stops it (see prealloc(1), docs/warm.md).\n",
+			       "SIGTERM stops it; --metrics FILE: Prometheus metrics rewritten there\n"
+			       "after each pass (see prealloc(1), docs/warm.md, docs/operations.md).\n",
 			       warm_serve_synopsis);
 			return EXIT_OK;
 		} else {
-			cli_error("warm serve: unknown argument '%s' (--conf FILE)", argv[i]);
+			cli_error("warm serve: unknown argument '%s' (--conf FILE, --metrics /PATH)",
+				  argv[i]);
 			return EXIT_USAGE;
 		}
 	}
@@ -107,6 +133,11 @@ int cmd_warm_serve(int argc, char **argv)
 	if (!ctx)
 		return EXIT_ENVIRONMENT;
 	prealloc_ctx_set_log(ctx, serve_log, NULL);
+	m = (struct serve_metrics){ .ctx = ctx, .conf = o.conf_path, .path = m.path };
+	if (m.path) {
+		o.pass_done = serve_metrics;
+		o.userdata = &m;
+	}
 	r = prealloc_warm_serve_new(ctx, &o, &srv, &info);
 	if (r < 0) {
 		cli_error("warm serve: %s", info.message[0] ? info.message : strerror(-r));

@@ -389,6 +389,7 @@ EXPORT int prealloc_warm_take(struct prealloc_ctx *ctx, const struct prealloc_wa
 		info.seconds = now_seconds() - t0;
 		snprintf(info.path, sizeof(info.path), "%s", o.path ? o.path : "");
 	}
+	counter_take(ctx, dev, o.node, o.page_size, r, info.hit);
 	if (ret_info)
 		copy_sized_out(ret_info, &info, sizeof(info));
 	else if (info.fd >= 0)

@@ -404,6 +404,7 @@ static int warm_renew(struct prealloc_ctx *ctx, const struct warm_pass *p, const
 		double seconds = now_seconds() - t0;
 
 		info->renewed++;
+		counter_add(ctx, c->dev, c->warm_node, c->page_size, COUNTER_RENEWALS, 1);
 		info->renewed_bytes += c->size;
 		info->renew_seconds += seconds;
 		note_rate(ctx, c, (double)c->size / seconds / 1e9);

@@ -226,6 +226,7 @@ int warm_create(struct prealloc_ctx *ctx, int node, uint64_t page_size, const ch
 		.threads = pace->threads,
 	};
 	struct prealloc_job *job;
+	double t0 = now_seconds();
 	int err;
 
 	err = prepare_start(ctx, &po, pace, &job, &pinfo);
@@ -238,5 +239,8 @@ int warm_create(struct prealloc_ctx *ctx, int node, uint64_t page_size, const ch
 		snprintf(why, why_len, "%s", pinfo.message[0] ? pinfo.message : strerror(-err));
 	if (err == 0 && ret_id)
 		*ret_id = pinfo.record_id;
+	if (err == 0)
+		counter_set_at(ctx, mount, node, page_size, COUNTER_FILL_RATE,
+			       (uint64_t)((double)length / (now_seconds() - t0)));
 	return err;
 }

@@ -262,6 +262,7 @@ int warm_pass_shrink(struct prealloc_ctx *ctx, const struct warm_pass *p, uint64
 		     uint64_t *cut, struct prealloc_warm_fill_info *info)
 {
 	uint64_t *devs = calloc(p->conf->nr + 1, sizeof(*devs)), done = 0, size;
+	struct record_key gone;
 	const char *mount;
 	struct store s;
 	size_t before;
@@ -304,11 +305,13 @@ int warm_pass_shrink(struct prealloc_ctx *ctx, const struct warm_pass *p, uint64
 		if (i < 0)
 			break;	/* nothing can go now: handed out, returning or being cleared */
 		size = s.r[i].size;
+		gone = (struct record_key){ s.r[i].dev, s.r[i].page_size, s.r[i].warm_node };
 		before = s.nr;
 		err = drop_one(ctx, &s, i, info);
 		if (s.nr == before)
 			break;	/* it stayed (still in use): not given back */
 		done += size;
+		counter_pressure(ctx, gone.dev, gone.node, gone.page_size, size);
 		if (from >= 0)
 			cut[from] += size;
 	}

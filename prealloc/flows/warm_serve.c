@@ -361,6 +361,8 @@ static void store_seen(struct prealloc_warm_serve *srv)
 {
 	drain(srv->inotify_fd);
 	srv->store_ino = store_inode(srv);
+	if (srv->o.pass_done)
+		srv->o.pass_done(srv->o.userdata);
 }
 
 /* Woken by the directory: whether someone else saved the store since store_seen. */

@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * prealloc_warm_status: the warm pool by mount, node and page size, with
- * the bytes and files in each state, the target warm.conf sets, and the
- * last clear's rate there.
+ * the bytes and files in each state, the target warm.conf sets, the
+ * last clear's rate there, and the counters every take and give adds to.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "counters.h"
 #include "flows.h"
 
 static int status_cmp(const void *a, const void *b)
@@ -59,6 +60,27 @@ static void status_rate(struct prealloc_ctx *ctx, struct prealloc_warm_status *e
 				e[i].last_clear_gbps = gbps;
 		}
 	}
+	free(text);
+}
+
+/* The counters of the entry's mount, node and page size (counters.c). */
+static void status_counters(struct prealloc_ctx *ctx, struct prealloc_warm_status *e)
+{
+	uint64_t ps = e->page_size, dev;
+	char *text = NULL;
+	struct stat st;
+
+	if (stat(e->mount, &st) < 0 || counters_read(ctx, &text) < 0 || !text)
+		return;
+	dev = (uint64_t)st.st_dev;
+	e->takes[0] = counter_get(text, dev, e->node, ps, COUNTER_TAKE_MISS);
+	for (int h = PREALLOC_WARM_HIT; h <= PREALLOC_WARM_COLD; h++)
+		e->takes[h] = counter_get(text, dev, e->node, ps, counter_take_name(h));
+	e->take_refusals = counter_get(text, dev, e->node, ps, COUNTER_TAKE_REFUSED);
+	e->renewals = counter_get(text, dev, e->node, ps, COUNTER_RENEWALS);
+	e->pressure_files = counter_get(text, dev, e->node, ps, COUNTER_PRESSURE_FILES);
+	e->pressure_bytes = counter_get(text, dev, e->node, ps, COUNTER_PRESSURE_BYTES);
+	e->last_fill_gbps = (double)counter_get(text, dev, e->node, ps, COUNTER_FILL_RATE) / 1e9;
 	free(text);
 }
 
@@ -139,6 +161,7 @@ EXPORT int prealloc_warm_status(struct prealloc_ctx *ctx, const char *conf_path,
 	r = index < nr ? 0 : -ENOENT;
 	if (r == 0) {
 		status_rate(ctx, &e[index], 1);
+		status_counters(ctx, &e[index]);
 		copy_sized_out(ret_status, &e[index], sizeof(*e));
 	}
 	free(e);

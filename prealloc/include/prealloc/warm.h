@@ -238,6 +238,13 @@ struct prealloc_warm_serve_opts {
 	 */
 	int reload_fd;
 	unsigned int lock_timeout_ms;	/* 0: 30000 */
+	/*
+	 * Called in serve's thread after each pass and each pressure event,
+	 * the store as the pass left it (the CLI's --metrics file is written
+	 * there); NULL: none.
+	 */
+	void (*pass_done)(void *userdata);
+	void *userdata;
 };
 
 struct prealloc_warm_serve_info {
@@ -281,6 +288,16 @@ struct prealloc_warm_status {
 	 * program's. Admission never promises them (they are not free). 0 for 4k.
 	 */
 	uint64_t unrecorded_pages;
+	/*
+	 * Counted by every process that takes or gives, since the state
+	 * directory was made (/run: since boot). takes[hit] by enum
+	 * prealloc_warm_hit; takes[0]: misses (no READY file, nothing touched).
+	 */
+	uint64_t takes[PREALLOC_WARM_COLD + 1];
+	uint64_t take_refusals;	/* a file found, the take refused (no pages to grow it, ...) */
+	uint64_t renewals;	/* files renewed: a new file in a given-back one's place */
+	uint64_t pressure_files, pressure_bytes;	/* given back under memory pressure */
+	double last_fill_gbps;	/* the last new file's populate and verify; 0 none yet */
 };
 
 /*
