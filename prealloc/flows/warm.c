@@ -416,6 +416,7 @@ static int give_one(struct prealloc_ctx *ctx, struct store *s, size_t ri, bool b
 	test_pause("warm-give-recorded");
 	if (err == 0)
 		err = warm_unlink_path(r, by_path);
+	test_pause("warm-give-unlinked");
 	if (err < 0)
 		return err;
 	check = warm_check(ctx, r);
