@@ -6,12 +6,14 @@
  * calls they make are defined here, so each key, count and rate can be
  * held to the field it comes from. A field rendered from its neighbour
  * (ready_bytes from the dirty bytes, renewed from returned, the renewal's
- * rate from the clears' bytes) fails. Both files keep their rendering
- * static, so they are included here whole.
+ * rate from the clears' bytes, a metric's sample from its neighbour's)
+ * fails. The files keep their rendering static, so they are included here
+ * whole, metrics.c (warm status --format=prometheus) with them.
  */
 #include "cli/warm.c"
 #include "cli/warm_serve.c"
 #include "cli/warm_drain.c"
+#include "cli/metrics.c"
 
 #include "json-check.h"
 
@@ -42,7 +44,10 @@ static const struct prealloc_warm_status fake_status[] = {
 		     [PREALLOC_WARM_HANDED] = 4, [PREALLOC_WARM_RETURNING] = 2,
 		     [PREALLOC_WARM_DIRTY] = 5, [PREALLOC_WARM_CLEARING] = 3,
 		     [PREALLOC_WARM_QUARANTINED] = 7 },
-	  .last_clear_gbps = 9.25, .unrecorded_pages = 37 },
+	  .last_clear_gbps = 9.25, .unrecorded_pages = 37,
+	  /* The counters: takes by result (miss, full, cut, partial, cold), each its own. */
+	  .takes = { 19, 23, 29, 31, 41 }, .take_refusals = 43, .renewals = 47,
+	  .pressure_files = 53, .pressure_bytes = 640 * MiB, .last_fill_gbps = 4.5 },
 	{ .node = 1, .page_size = PREALLOC_PAGE_1G, .mount = "/dev/hugepages-1G",
 	  .target_bytes = 16 * GiB,
 	  .bytes = { [PREALLOC_WARM_READY] = 8 * GiB, [PREALLOC_WARM_DIRTY] = 4 * GiB },
@@ -229,10 +234,94 @@ static void test_status(void)
 	is_line(text, 0, "/dev/hugepages node 3 2M: target 40 GiB, populating 1 GiB (1), "
 			 "ready 24 GiB (12), handed 6 GiB (4), returning 2 GiB (2), dirty 5 GiB (5), "
 			 "clearing 3 GiB (3), quarantined 512 MiB (7), last clear 9.25 GB/s, "
-			 "37 pages in use by no record");
+			 "37 pages in use by no record, 53 given back under pressure (640 MiB), "
+			 "47 renewed, 19 takes missed, 43 refused");
 	is_line(text, 1, "/dev/hugepages-1G node 1 1G: target 16 GiB, ready 8 GiB (8), "
 			 "dirty 4 GiB (2)");
 	is_line(text, 2, "");
+	free(text);
+}
+
+/* ---- status --format=prometheus ------------------------------------------ */
+
+/* The lines of text that begin with prefix: exactly one, and it is want. */
+static void is_sample(const char *text, const char *prefix, const char *want)
+{
+	char buf[512], got[512] = "";
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; line_of(text, i, buf, sizeof(buf))[0]; i++)
+		if (!strncmp(buf, prefix, strlen(prefix)) && buf[strlen(prefix)] == ' ' && !n++)
+			snprintf(got, sizeof(got), "%s", buf);
+	tap_ok(n == 1 && !strcmp(got, want), "metric '%s' (got '%s', %u of them)", want, got, n);
+}
+
+/* Entry e's sample of name (key="val" added, if key) is value. */
+static void sample_is(const char *text, const struct prealloc_warm_status *e, const char *name,
+		      const char *key, const char *val, const char *value)
+{
+	char prefix[256], want[320];
+
+	snprintf(prefix, sizeof(prefix), "%s{node=\"%d\",page_size=\"%llu\",mount=\"%.64s\"%s%s%s%s%s}",
+		 name, e->node, (unsigned long long)e->page_size, e->mount, key ? "," : "",
+		 key ? key : "", key ? "=\"" : "", key ? val : "", key ? "\"" : "");
+	snprintf(want, sizeof(want), "%s %s", prefix, value);
+	is_sample(text, prefix, want);
+}
+
+static void sample_u64(const char *text, const struct prealloc_warm_status *e, const char *name,
+		       const char *key, const char *val, uint64_t value)
+{
+	char v[32];
+
+	snprintf(v, sizeof(v), "%llu", (unsigned long long)value);
+	sample_is(text, e, name, key, val, v);
+}
+
+static void test_metrics(void)
+{
+	/* The order of enum prealloc_warm_state, and of takes[]: the test's own names. */
+	static const char *const states[] = { "populating", "ready", "handed", "returning",
+		"dirty", "clearing", "quarantined" };
+	static const int state_of[] = { PREALLOC_WARM_POPULATING, PREALLOC_WARM_READY,
+		PREALLOC_WARM_HANDED, PREALLOC_WARM_RETURNING, PREALLOC_WARM_DIRTY,
+		PREALLOC_WARM_CLEARING, PREALLOC_WARM_QUARANTINED };
+	static const char *const results[] = { "miss", "full", "cut", "partial", "cold" };
+	char *argv[] = { "status", "--format=prometheus", NULL };
+	int status;
+	char *text = run_cmd(cmd_warm_status, argv, STDOUT_FILENO, &status);
+
+	tap_ok(status == EXIT_OK, "warm status --format=prometheus: exit 0 (got %d)", status);
+	if (!tap_ok(text != NULL, "warm status --format=prometheus: renders"))
+		return;
+	for (unsigned int i = 0; i < 2; i++) {
+		const struct prealloc_warm_status *e = &fake_status[i];
+		char v[64];
+
+		for (unsigned int s = 0; s < 7; s++) {
+			sample_u64(text, e, "prealloc_warm_bytes", "state", states[s],
+				   e->bytes[state_of[s]]);
+			sample_u64(text, e, "prealloc_warm_files", "state", states[s],
+				   e->files[state_of[s]]);
+		}
+		for (unsigned int h = 0; h < 5; h++)
+			sample_u64(text, e, "prealloc_warm_takes_total", "result", results[h],
+				   e->takes[h]);
+		sample_u64(text, e, "prealloc_warm_target_bytes", NULL, NULL, e->target_bytes);
+		snprintf(v, sizeof(v), "%.17g", e->last_clear_gbps * 1e9);
+		sample_is(text, e, "prealloc_warm_last_clear_bytes_per_second", NULL, NULL, v);
+		snprintf(v, sizeof(v), "%.17g", e->last_fill_gbps * 1e9);
+		sample_is(text, e, "prealloc_warm_last_fill_bytes_per_second", NULL, NULL, v);
+		sample_u64(text, e, "prealloc_warm_unrecorded_bytes", NULL, NULL,
+			   e->unrecorded_pages * e->page_size);
+		sample_u64(text, e, "prealloc_warm_take_refusals_total", NULL, NULL,
+			   e->take_refusals);
+		sample_u64(text, e, "prealloc_warm_renewals_total", NULL, NULL, e->renewals);
+		sample_u64(text, e, "prealloc_warm_pressure_shrinks_total", NULL, NULL,
+			   e->pressure_files);
+		sample_u64(text, e, "prealloc_warm_pressure_shrunk_bytes_total", NULL, NULL,
+			   e->pressure_bytes);
+	}
 	free(text);
 }
 
@@ -401,6 +490,7 @@ static void test_serve(void)
 int main(void)
 {
 	test_status();
+	test_metrics();
 	test_take_json();
 	test_take_human();
 	test_give();
