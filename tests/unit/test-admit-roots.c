@@ -167,6 +167,50 @@ static void test_others(struct prealloc_ctx *ctx)
 	clear_store(ctx);
 }
 
+/*
+ * A live run's file credits only what it gained since its share was named
+ * (base): 2 pages resident over a base of 1 owe 6 - 1 = 5; a file that lost
+ * pages below its base (punched since) credits none, never "more than all",
+ * so the whole 6 are still owed (issue 42: a count that must not wrap).
+ */
+static void test_outstanding_base(struct prealloc_ctx *ctx)
+{
+	struct rec_pool share = { .node = 0, .page_size = MB2, .pages = 6, .base = 1 };
+	struct prealloc_admit_result res;
+	struct prealloc_reservation *resv;
+	int other = (int)getpid() + 100010, fd, r;
+	char file[PATH_MAX];
+
+	snprintf(file, sizeof(file), "%s/base-file", fr.dir);
+	fd = open(file, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (!tap_ok(fd >= 0 && posix_fallocate(fd, 0, (off_t)(2 * MB2)) == 0 && fsync(fd) == 0,
+		    "base: a file holding 2 2M pages"))
+		return;
+	close(fd);
+	fr_set_pool(&fr, 0, 10, 10);
+	fr_set_process(&fr, other, 4250);
+	add_shares_record(ctx, other, 4250, file, &share, 1);
+	r = admit(ctx, 5, 0, NULL, NULL, &resv, &res);
+	tap_ok(r == 0 && res.reserved_others == 5,
+	       "base 1, 2 resident: the run owes 5, 5 of 10 fit (r %d others %llu)", r,
+	       (unsigned long long)res.reserved_others);
+	prealloc_reservation_free(resv);
+	r = admit(ctx, 6, 0, NULL, NULL, &resv, &res);
+	tap_ok(r == -ENOMEM && res.available == 5, "base 1: 6 refused, 5 available (r %d, %llu)", r,
+	       (unsigned long long)res.available);
+	clear_store(ctx);
+	share.base = 4;
+	add_shares_record(ctx, other, 4250, file, &share, 1);
+	r = admit(ctx, 5, 0, NULL, NULL, &resv, &res);
+	tap_ok(r == -ENOMEM && res.available == 4 && res.reserved_others == 6,
+	       "base 4, 2 resident (pages lost since): all 6 still owed, 5 refused (r %d, "
+	       "available %llu, others %llu)", r, (unsigned long long)res.available,
+	       (unsigned long long)res.reserved_others);
+	prealloc_reservation_free(resv);
+	unlink(file);
+	clear_store(ctx);
+}
+
 static void test_cgroup(struct prealloc_ctx *ctx)
 {
 	struct prealloc_admit_result res;
@@ -1257,6 +1301,7 @@ int main(void)
 	}
 	test_pool_and_reserve(ctx);
 	test_others(ctx);
+	test_outstanding_base(ctx);
 	test_cgroup(ctx);
 	test_memcg(ctx);
 	test_gc_runs(ctx);
