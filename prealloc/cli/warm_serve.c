@@ -95,6 +95,31 @@ static void serve_metrics(void *userdata)
 	m->failed = r < 0;
 }
 
+/* serve's command line into o and *ret_metrics: 0, -1 after --help (done), or EXIT_USAGE. */
+static int serve_args(int argc, char **argv, struct prealloc_warm_serve_opts *o,
+		      const char **ret_metrics)
+{
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--conf") && i + 1 < argc) {
+			o->conf_path = argv[++i];
+		} else if (!strcmp(argv[i], "--metrics") && i + 1 < argc && argv[i + 1][0] == '/') {
+			*ret_metrics = argv[++i];
+		} else if (!strcmp(argv[i], "--help")) {
+			printf("Usage: %sThe warm pool's daemon: fill's pass when there may be work,\n"
+			       "files given back under memory pressure; SIGHUP reads warm.conf again,\n"
+			       "SIGTERM stops it; --metrics FILE: Prometheus metrics rewritten there\n"
+			       "after each pass (see prealloc(1), docs/warm.md, docs/operations.md).\n",
+			       warm_serve_synopsis);
+			return -1;
+		} else {
+			cli_error("warm serve: unknown argument '%s' (--conf FILE, --metrics /PATH)",
+				  argv[i]);
+			return EXIT_USAGE;
+		}
+	}
+	return 0;
+}
+
 int cmd_warm_serve(int argc, char **argv)
 {
 	struct prealloc_warm_serve_opts o = { .size = sizeof(o) };
@@ -102,26 +127,10 @@ int cmd_warm_serve(int argc, char **argv)
 	struct prealloc_warm_serve *srv = NULL;
 	struct serve_metrics m = {};
 	struct prealloc_ctx *ctx;
-	int r;
+	int r = serve_args(argc, argv, &o, &m.path);
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--conf") && i + 1 < argc) {
-			o.conf_path = argv[++i];
-		} else if (!strcmp(argv[i], "--metrics") && i + 1 < argc && argv[i + 1][0] == '/') {
-			m.path = argv[++i];
-		} else if (!strcmp(argv[i], "--help")) {
-			printf("Usage: %sThe warm pool's daemon: fill's pass when there may be work,\n"
-			       "files given back under memory pressure; SIGHUP reads warm.conf again,\n"
-			       "SIGTERM stops it; --metrics FILE: Prometheus metrics rewritten there\n"
-			       "after each pass (see prealloc(1), docs/warm.md, docs/operations.md).\n",
-			       warm_serve_synopsis);
-			return EXIT_OK;
-		} else {
-			cli_error("warm serve: unknown argument '%s' (--conf FILE, --metrics /PATH)",
-				  argv[i]);
-			return EXIT_USAGE;
-		}
-	}
+	if (r)
+		return r < 0 ? EXIT_OK : r;
 	o.flags = PREALLOC_WARM_SERVE_STOP_FD | PREALLOC_WARM_SERVE_RELOAD_FD;
 	o.stop_fd = signal_fd(SIGTERM, SIGINT);
 	o.reload_fd = signal_fd(SIGHUP, 0);

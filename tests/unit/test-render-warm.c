@@ -487,6 +487,23 @@ static void test_serve(void)
 		 "(3072 MiB, 1024 MiB of it under 17 pressure events)");
 }
 
+/* serve's command line: --help says its synopsis and exits 0, a bad argument 2. */
+static void test_serve_args(void)
+{
+	char *help[] = { "serve", "--help", NULL }, *bad[] = { "serve", "--bogus", NULL };
+	char *relative[] = { "serve", "--metrics", "m.prom", NULL };
+	int status;
+	char *text = run_cmd(cmd_warm_serve, help, STDOUT_FILENO, &status);
+
+	tap_ok(status == EXIT_OK && text && !strncmp(text, "Usage: prealloc warm serve ", 27),
+	       "serve --help: its usage, exit 0 (got %d)", status);
+	free(text);
+	free(run_cmd(cmd_warm_serve, bad, STDOUT_FILENO, &status));
+	tap_ok(status == EXIT_USAGE, "serve --bogus: exit 2 (got %d)", status);
+	free(run_cmd(cmd_warm_serve, relative, STDOUT_FILENO, &status));
+	tap_ok(status == EXIT_USAGE, "serve --metrics RELATIVE: exit 2 (got %d)", status);
+}
+
 int main(void)
 {
 	test_status();
@@ -497,5 +514,6 @@ int main(void)
 	test_fill();
 	test_drain();
 	test_serve();
+	test_serve_args();
 	return tap_done();
 }
