@@ -107,6 +107,21 @@ static void test_exclude(void)
 		       r[1].last == UINT64_MAX, "no ranges reported: the whole space split (%d)", n);
 	n = iova_exclude(x86, 2, first, 2, r, 2);
 	tap_ok(n == -E2BIG, "more ranges than room: -E2BIG (%d)", n);
+	{
+		/* Edges: a segment whose last byte is a range's first, one whose first is its last. */
+		static const struct prealloc_iova_range two[] = { { 0x10000, 0x1ffff },
+								   { 0x30000, 0x3ffff } };
+		struct prealloc_vfio_segment edge[2] = { { .iova = 0xf000, .length = 0x1001 },
+							 { .iova = 0x3ffff, .length = 0x1000 } };
+
+		n = iova_exclude(two, 2, edge, 2, r, 8);
+		tap_ok(n == 2 && r[0].start == 0x10001 && r[0].last == 0x1ffff &&
+			       r[1].start == 0x30000 && r[1].last == 0x3fffe,
+		       "a segment touching a range by one byte at either end cuts that byte "
+		       "(%d: %llx-%llx, %llx-%llx)", n, (unsigned long long)r[0].start,
+		       (unsigned long long)r[0].last, (unsigned long long)r[1].start,
+		       (unsigned long long)r[1].last);
+	}
 }
 
 /*
@@ -231,6 +246,7 @@ static void test_backend(void)
  */
 static int fake_fds[2] = { -1, -1 };
 static bool fake_map_fails;
+static uint32_t fake_dma_avail;	/* nonzero: GET_INFO reports it, with reply_fill's chain */
 
 /* A fake iommufd: IOAS ids from 42, every IOMMU_DESTROY noted, unmaps as told. */
 static int fake_iofd = -1;
@@ -293,6 +309,15 @@ int ioctl(int fd, unsigned long req, ...)
 	case VFIO_IOMMU_GET_INFO: {
 		struct vfio_iommu_type1_info *i = arg;
 
+		if (fake_dma_avail && i->argsz < sizeof(struct reply)) {
+			i->argsz = sizeof(struct reply);	/* the probe: room for the chain */
+			return 0;
+		}
+		if (fake_dma_avail) {
+			reply_fill(arg);
+			((struct reply *)arg)->avail.avail = fake_dma_avail;
+			return 0;
+		}
 		*i = (struct vfio_iommu_type1_info){ .argsz = sizeof(*i),
 						     .flags = VFIO_IOMMU_INFO_PGSIZES,
 						     .iova_pgsizes = 4096 | 2 * M | G };
@@ -504,11 +529,48 @@ static struct prealloc_region *shm_region(struct prealloc_ctx *ctx, const char *
 	if (r == -ENOENT || r == -EACCES || r == -EMEDIUMTYPE ||
 	    (r == -ENOSYS && syscall(SYS_get_mempolicy, NULL, NULL, 0, NULL, 0) < 0 &&
 	     errno == ENOSYS)) {
-		tap_skip("iommufd: no tmpfs region here (%s)", strerror(-r));
+		tap_skip("iommufd, dma_avail: no tmpfs region here (%s)", strerror(-r));
 		return NULL;
 	}
-	tap_ok(r == 0, "iommufd: a 4 MiB tmpfs region (%d)", r);
+	tap_ok(r == 0, "iommufd, dma_avail: a 4 MiB tmpfs region (%d)", r);
 	return r == 0 ? reg : NULL;
+}
+
+/*
+ * type1's mapping budget (dma_avail) at its edge: a 4 MiB region in one
+ * segment is planned as up to 3 calls; a container that allows exactly 3
+ * maps it, one that allows 2 refuses at FIT before any pin.
+ */
+static void test_dma_avail(struct prealloc_ctx *ctx, struct prealloc_region *reg)
+{
+	struct prealloc_vfio_map_opts mo = { .size = sizeof(mo),
+					     .flags = PREALLOC_VFIO_MAP_NO_MEMLOCK_CHECK };
+	struct prealloc_vfio_map_info mi = { .size = sizeof(mi) };
+	struct prealloc_vfio *v = NULL;
+	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC), r;
+	struct prealloc_vfio_opts o = { .size = sizeof(o), .flags = PREALLOC_VFIO_CALLER_FD,
+					.fd = fd };
+
+	fake_fds[0] = fd;
+	fake_dma_avail = 3;
+	r = prealloc_vfio_open(ctx, &o, &v, NULL);
+	if (r == 0)
+		r = prealloc_vfio_map(v, reg, NULL, &mo, &mi, NULL);
+	tap_ok(r == 0, "dma_avail 3, a map planned as 3 calls: maps (%d: %s)", r,
+	       r ? mi.message : "mapped");
+	prealloc_vfio_close(v);
+	v = NULL;
+	fake_dma_avail = 2;
+	r = prealloc_vfio_open(ctx, &o, &v, NULL);
+	if (r == 0)
+		r = prealloc_vfio_map(v, reg, NULL, &mo, &mi, NULL);
+	tap_ok(r == -ENOSPC && mi.step == PREALLOC_VFIO_STEP_FIT,
+	       "dma_avail 2, one call short: refused at FIT (%d: %s)", r, mi.message);
+	prealloc_vfio_close(v);
+	fake_dma_avail = 0;
+	fake_fds[0] = -1;
+	if (fd >= 0)
+		close(fd);
 }
 
 /* The IOAS a caller gives is its own: never destroyed at close; one allocated here is, once. */
@@ -662,6 +724,8 @@ static void test_iommufd_fake(void)
 	}
 	fake_iofd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	reg = shm_region(ctx, path);
+	if (reg)
+		test_dma_avail(ctx, reg);
 	if (reg && fake_iofd >= 0) {
 		test_iommufd_ioas(ctx, reg);
 		test_iommufd_pinned(ctx, reg);
