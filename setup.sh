@@ -22,7 +22,8 @@ ROOT=$PWD
 PACKAGES=(meson ninja-build pkg-config gcc clang libc6-dev libnuma-dev libjson-c-dev python3
 	liburing-dev qemu-system-x86 linux-image-amd64 busybox-static kmod cpio gzip
 	libxml2-dev libvirt-dev libvirt-daemon libvirt-daemon-driver-qemu libvirt-daemon-system
-	libvirt-clients scdoc strace systemd)
+	libvirt-clients scdoc strace systemd
+	build-essential dpkg-dev debhelper chrpath lintian debootstrap)
 
 install_packages() {
 	local missing=()

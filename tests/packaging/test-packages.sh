@@ -77,7 +77,12 @@ copy_tree() {
 	if git -C "$src" rev-parse --git-dir > /dev/null 2>&1; then
 		(cd "$src" && git ls-files -co --exclude-standard -z | tar --null -T - -cf -) | tar -C "$1" -xf -
 	else
-		tar -C "$src" --exclude='./build*' --exclude='./obj-*' -cf - . | tar -C "$1" -xf -
+		# A scratch copy (the mutation harness's): its build directories left out.
+		local d excludes=(--exclude=./obj-*)
+		for d in "$src"/*/; do
+			[ -d "$d/meson-private" ] && excludes+=("--exclude=./$(basename "$d")")
+		done
+		tar -C "$src" "${excludes[@]}" -cf - . | tar -C "$1" -xf -
 	fi
 }
 
@@ -96,7 +101,7 @@ if ! deps=$(cd "$tmp/v1/src" && dpkg-checkbuilddeps 2>&1); then
 	bail "the build dependencies are installed (apt-get build-dep ./; setup.sh installs them)"
 fi
 build "$tmp/v1/src" || { tail -n 30 "$tmp/v1/build.log" | diag; bail "dpkg-buildpackage -us -uc -b"; }
-debs=$(cd "$tmp/v1" && ls ./*.deb | grep -v dbgsym | tr '\n' ' ')
+debs=$(cd "$tmp/v1" && find . -maxdepth 1 -name '*.deb' ! -name '*-dbgsym_*' -printf '%f ' | sort)
 ok "dpkg-buildpackage -us -uc -b from a copy of the tree: $debs($((SECONDS - start)) s)"
 
 # The same tree at a higher version, for the upgrade.
@@ -140,18 +145,22 @@ cp "$tmp"/v1/*.deb "$mnt/tmp/v1/" && cp "$tmp"/v2/*.deb "$mnt/tmp/v2/"
 arch=$(dpkg --print-architecture)
 ok "a fresh Debian 12 root: $base ($((SECONDS - start)) s)"
 
-# apt_install ARGS...: apt-get install; the lists fetched again once if stale.
+# apt_install ARGS...: apt-get install in the root (the built .debs and
+# their dependencies; gcc and pkg-config for the C program, removed after
+# it); the lists fetched again once if stale.
 apt_install() {
+	# apt-packages: gcc pkg-config (and the built .debs, in the test's root only)
 	in_root apt-get install -y -q --no-install-recommends "$@" > "$tmp/apt.log" 2>&1 && return 0
 	in_root apt-get update -qq >> "$tmp/apt.log" 2>&1 &&
+		# apt-packages: gcc pkg-config (as above)
 		in_root apt-get install -y -q --no-install-recommends "$@" >> "$tmp/apt.log" 2>&1
 }
 
 if ! apt_install "/tmp/v1/libprealloc0_${version}_$arch.deb" "/tmp/v1/prealloc_${version}_$arch.deb"; then
 	tail -n 20 "$tmp/apt.log" | diag
-	bail "apt-get install libprealloc0 prealloc with their dependencies"
+	bail "apt installs libprealloc0 and prealloc with their dependencies"
 fi
-ok "apt-get install libprealloc0 prealloc: $(grep -c '^Setting up' "$tmp/apt.log") packages set up"
+ok "apt installs libprealloc0 and prealloc: $(grep -c '^Setting up' "$tmp/apt.log") packages set up"
 
 # ---- the installed programs --------------------------------------------------
 
@@ -223,7 +232,7 @@ if apt_install "/tmp/v1/libprealloc-dev_${version}_$arch.deb" gcc pkg-config; th
 		tail -n 5 "$tmp/apt-purge.log" | diag
 else
 	tail -n 20 "$tmp/apt.log" | diag
-	fail "apt-get install libprealloc-dev gcc pkg-config"
+	fail "apt installs libprealloc-dev, gcc and pkg-config"
 fi
 
 # ---- upgrade, remove, purge --------------------------------------------------
