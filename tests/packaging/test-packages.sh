@@ -175,11 +175,11 @@ check "prealloc --node 0 --page-size 4k 64M: exit 0, a 64 MiB file in /dev/shm" 
 file_ino=$(stat -c %i "$mnt$file" 2> /dev/null)
 
 mkdir -p "$mnt/etc/prealloc" "$mnt/var/lib/prealloc"
-echo "node0.4k = 2 x 16M" > "$mnt/etc/prealloc/warm.conf"
+echo "node0.4k = 3 x 16M" > "$mnt/etc/prealloc/warm.conf"
 # What the package must leave alone: a calibration's place, by a marker.
 echo "pkgtest $$" > "$mnt/var/lib/prealloc/pkgtest-marker"
 out=$(in_root prealloc warm fill 2>&1)
-check "warm fill: the two 16 MiB files of the target made" grep -q ", 2 created" <<< "$out" ||
+check "warm fill: the three 16 MiB files of the target made" grep -q ", 3 created" <<< "$out" ||
 	echo "$out" | diag
 out=$(in_root prealloc warm take --node 0 --page-size 4k 16M --to /dev/shm/guest-a 2>&1)
 check "warm take of 16M: exit 0, linked at /dev/shm/guest-a" test $? = 0 -a -f "$mnt/dev/shm/guest-a" ||
@@ -189,9 +189,12 @@ check "warm give: it is back" grep -q "^1 warm file given back" <<< "$out" || ec
 out=$(in_root prealloc warm fill 2>&1)
 check "warm fill: the file given back renewed" grep -q ", 1 renewed" <<< "$out" || echo "$out" | diag
 out=$(in_root prealloc warm take --node 0 --page-size 4k 16M --to /dev/shm/guest-b 2>&1)
-check "warm take: guest-b holds one (HANDED), one stays READY" test -f "$mnt/dev/shm/guest-b" ||
+check "warm take: guest-b holds one (HANDED)" test -f "$mnt/dev/shm/guest-b" ||
 	echo "$out" | diag
 guest_ino=$(stat -c %i "$mnt/dev/shm/guest-b" 2> /dev/null)
+out=$(in_root prealloc warm take --reserve --holder pkgtest-vm --expires 3600 --node 0 --page-size 4k 16M 2>&1)
+check "warm take --reserve: one reserved for a guest about to start, one stays READY" test $? = 0 ||
+	echo "$out" | diag
 
 out=$(in_root prealloc-domain --help 2>&1)
 check "prealloc-domain --help: exit 0, its usage" grep -q "^usage: prealloc-domain" <<< "$out" ||
@@ -249,7 +252,7 @@ out=$(in_root prealloc pool --json 2>&1)
 check "after the upgrade: the record store still lists the created file" grep -q "$(basename "$file")" <<< "$out" ||
 	echo "$out" | diag
 status_after=$(in_root prealloc warm status --json 2>&1)
-check "after the upgrade: the warm pool as it was (one READY, one HANDED)" \
+check "after the upgrade: the warm pool as it was (one READY, two HANDED)" \
 	test "$status_after" = "$status_before" -a "$(stat -c %i "$mnt/dev/shm/guest-b" 2> /dev/null)" = "$guest_ino" ||
 	{ echo "$status_before"; echo "$status_after"; } | diag
 check "after the upgrade: /etc/prealloc/warm.conf and /var/lib/prealloc untouched" \
@@ -259,10 +262,16 @@ check "after the upgrade: /etc/prealloc/warm.conf and /var/lib/prealloc untouche
 out=$(in_root dpkg -r prealloc 2>&1)
 check "remove: prerm drained the warm pool (the READY file given back)" \
 	grep -q "warm drain: 1 warm file given back (16 MiB)" <<< "$out" || echo "$out" | diag
-# A HANDED file has the pool's link (its staging directory) and the holder's.
-left=$(find "$mnt/dev/shm" -type f -printf '%i\n' | sort -u | tr '\n' ' ')
-check "remove: no warm file left but the HANDED one, and the created file" \
-	test "$left" = "$(printf '%s\n' "$guest_ino" "$file_ino" | sort -u | tr '\n' ' ')" ||
+# Files by inode (a HANDED file has the pool's link and the holder's): the
+# created file, guest-b's, the reserved one (in the staging directory only).
+left_after_drain() {
+	local left
+	left=$(find "$mnt/dev/shm" -type f -printf '%i\n' | sort -u)
+	[ "$(wc -l <<< "$left")" = 3 ] && grep -qx "$guest_ino" <<< "$left" &&
+		grep -qx "$file_ino" <<< "$left"
+}
+check "remove: no warm file left but the HANDED and the RESERVED one, and the created file" \
+	left_after_drain ||
 	(cd "$mnt/dev/shm" && find . -type f -printf '%i %p\n') | diag
 check "remove: guest-b's file is the one it was handed" \
 	test "$(stat -c %i "$mnt/dev/shm/guest-b" 2> /dev/null)" = "$guest_ino"
