@@ -212,6 +212,10 @@ $V dumpxml pa > "$TMP/pa.live.xml"
 t0=$(date +%s.%N)
 "$HOOK" pa prepare begin - < "$TMP/pa.live.xml"
 check "a claim made at prepare is held" [ "$(pool)" -eq $((p0 + 32)) -a "$(holders)" -eq 1 ]
+# Its expiry is start_grace (15 s) from the prepare, not from the epoch (issue 42).
+exp=$(awk '$1 == "rec" && $4 ~ /^holder:/ { n = split($4, a, ":"); print a[n]; exit }' "$STATE/store")
+check "the claim expires start_grace from its prepare (expires ${exp:-none}, prepared at ${t0%.*})" \
+	awk -v e="${exp:-0}" -v t="$t0" 'BEGIN { exit !(e >= int(t) + 14 && e <= int(t) + 17) }'
 echo pk > "$TMP/kill-at"
 $V start pk > /dev/null 2>&1
 rm -f "$TMP/kill-at"
