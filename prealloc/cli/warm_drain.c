@@ -5,9 +5,12 @@
  * prealloc_warm_fill pass over a warm.conf that exists and names no
  * target. READY, DIRTY and QUARANTINED files are removed and the hugepage
  * growth they added goes back to the pool; HANDED (reserved included) and
- * CLEARING files, and RETURNING ones still open or mapped, stay, with
- * their records. The package's prerm runs it on remove, after the service
- * stopped (docs/packaging.md); an operator can too.
+ * CLEARING files stay, with their records. A RETURNING file (a give under
+ * way, or one that died) is settled as give settles it first. A file given
+ * back while its holder still has it open or mapped is DIRTY: it leaves
+ * the pool, and its holder keeps its pages until it lets go. The
+ * package's prerm runs it on remove, after the service stopped
+ * (docs/packaging.md); an operator can too.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -48,8 +51,8 @@ int cmd_warm_drain(int argc, char **argv)
 	if (argc == 2 && !strcmp(argv[1], "--help")) {
 		printf("Usage: %s", warm_drain_synopsis);
 		printf("Give back every warm file no guest holds: READY, DIRTY and QUARANTINED\n"
-		       "files are removed with the hugepages they added; handed, reserved and\n"
-		       "returning files stay (see prealloc(1), docs/warm.md).\n");
+		       "files are removed with the hugepages they added; handed and reserved\n"
+		       "files stay (see prealloc(1), docs/warm.md).\n");
 		return EXIT_OK;
 	}
 	if (argc > 1) {

@@ -54,7 +54,10 @@ bail() { fail "$*"; finish; }
 
 tmp=$(mktemp -d /tmp/prealloc-packaging.XXXXXX) || exit 1
 mnt=$tmp/root
+holder_pid=
 cleanup() {
+	# A holder of a file in the root's /dev/shm would keep it busy.
+	[ -n "$holder_pid" ] && kill "$holder_pid" 2> /dev/null && wait "$holder_pid" 2> /dev/null
 	# The namespace's mounts go with it; unmounted first all the same, so
 	# that the removal below never descends into a bound /dev or /sys.
 	mountpoint -q "$mnt" && umount -R "$mnt"
@@ -179,11 +182,11 @@ check "prealloc --node 0 --page-size 4k 64M: exit 0, a 64 MiB file in /dev/shm" 
 file_ino=$(stat -c %i "$mnt$file" 2> /dev/null)
 
 mkdir -p "$mnt/etc/prealloc" "$mnt/var/lib/prealloc"
-echo "node0.4k = 3 x 16M" > "$mnt/etc/prealloc/warm.conf"
+echo "node0.4k = 4 x 16M" > "$mnt/etc/prealloc/warm.conf"
 # What the package must leave alone: a calibration's place, by a marker.
 echo "pkgtest $$" > "$mnt/var/lib/prealloc/pkgtest-marker"
 out=$(in_root prealloc warm fill 2>&1)
-check "warm fill: the three 16 MiB files of the target made" grep -q ", 3 created" <<< "$out" ||
+check "warm fill: the four 16 MiB files of the target made" grep -q ", 4 created" <<< "$out" ||
 	echo "$out" | diag
 out=$(in_root prealloc warm take --node 0 --page-size 4k 16M --to /dev/shm/guest-a 2>&1)
 check "warm take of 16M: exit 0, linked at /dev/shm/guest-a" test $? = 0 -a -f "$mnt/dev/shm/guest-a" ||
@@ -197,8 +200,18 @@ check "warm take: guest-b holds one (HANDED)" test -f "$mnt/dev/shm/guest-b" ||
 	echo "$out" | diag
 guest_ino=$(stat -c %i "$mnt/dev/shm/guest-b" 2> /dev/null)
 out=$(in_root prealloc warm take --reserve --holder pkgtest-vm --expires 3600 --node 0 --page-size 4k 16M 2>&1)
-check "warm take --reserve: one reserved for a guest about to start, one stays READY" test $? = 0 ||
+check "warm take --reserve: one reserved for a guest about to start" test $? = 0 ||
 	echo "$out" | diag
+# guest-c given back while its holder (a QEMU not gone yet) keeps it open:
+# DIRTY, its pages the holder's until it closes it.
+in_root prealloc warm take --node 0 --page-size 4k 16M --to /dev/shm/guest-c > /dev/null 2>&1
+dirty_ino=$(stat -c %i "$mnt/dev/shm/guest-c" 2> /dev/null)
+chroot "$mnt" sh -c 'exec 3< /dev/shm/guest-c; exec sleep 600' &
+holder_pid=$!
+for _ in $(seq 50); do [ -e "/proc/$holder_pid/fd/3" ] && break; sleep 0.1; done
+out=$(in_root prealloc warm give /dev/shm/guest-c 2>&1)
+check "warm give of a file its holder still has open: back, 1 still in use (one READY left)" \
+	grep -q "^1 warm file given back (1 still in use" <<< "$out" || echo "$out" | diag
 
 out=$(in_root prealloc-domain --help 2>&1)
 check "prealloc-domain --help: exit 0, its usage" grep -q "^usage: prealloc-domain" <<< "$out" ||
@@ -256,7 +269,7 @@ out=$(in_root prealloc pool --json 2>&1)
 check "after the upgrade: the record store still lists the created file" grep -q "$(basename "$file")" <<< "$out" ||
 	echo "$out" | diag
 status_after=$(in_root prealloc warm status --json 2>&1)
-check "after the upgrade: the warm pool as it was (one READY, two HANDED)" \
+check "after the upgrade: the warm pool as it was (one READY, two HANDED, one DIRTY)" \
 	test "$status_after" = "$status_before" -a "$(stat -c %i "$mnt/dev/shm/guest-b" 2> /dev/null)" = "$guest_ino" ||
 	{ echo "$status_before"; echo "$status_after"; } | diag
 check "after the upgrade: /etc/prealloc/warm.conf and /var/lib/prealloc untouched" \
@@ -264,8 +277,8 @@ check "after the upgrade: /etc/prealloc/warm.conf and /var/lib/prealloc untouche
 		grep -qx "pkgtest $$" "$mnt/var/lib/prealloc/pkgtest-marker"'
 
 out=$(in_root dpkg -r prealloc 2>&1)
-check "remove: prerm drained the warm pool (the READY file given back)" \
-	grep -q "warm drain: 1 warm file given back (16 MiB)" <<< "$out" || echo "$out" | diag
+check "remove: prerm drained the warm pool (the READY and the DIRTY file given back)" \
+	grep -q "warm drain: 2 warm files given back (32 MiB)" <<< "$out" || echo "$out" | diag
 # Files by inode (a HANDED file has the pool's link and the holder's): the
 # created file, guest-b's, the reserved one (in the staging directory only).
 left_after_drain() {
@@ -279,6 +292,8 @@ check "remove: no warm file left but the HANDED and the RESERVED one, and the cr
 	(cd "$mnt/dev/shm" && find . -type f -printf '%i %p\n') | diag
 check "remove: guest-b's file is the one it was handed" \
 	test "$(stat -c %i "$mnt/dev/shm/guest-b" 2> /dev/null)" = "$guest_ino"
+check "remove: guest-c's holder still has its file, all 16 MiB" \
+	test "$(stat -L -c %i:%s "/proc/$holder_pid/fd/3" 2> /dev/null)" = "$dirty_ino:$((16 << 20))"
 check "remove: configuration and calibration kept" \
 	test -f "$mnt/etc/prealloc/warm.conf" -a -f "$mnt/var/lib/prealloc/pkgtest-marker"
 
