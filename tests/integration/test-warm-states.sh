@@ -226,6 +226,13 @@ take 6M q > /dev/null && ln "$SHM/q" "$SHM/q2"
 "$PREALLOC" warm give "$SHM/q" > /dev/null 2>&1
 ALL="ready=16384 handed=3072 returning=4096 dirty=5120 clearing=8192 quarantined=6144 populating=7168"
 check "status counts each state in its own field ($(states))" [ "$(states)" = "$ALL" ]
+# gc and rm leave warm files to the pool, whatever their state.
+"$PREALLOC" pool --gc > "$TMP/gc.out" 2>&1
+check "pool --gc changes no warm file's state ($(states); $(tail -1 "$TMP/gc.out"))" \
+	[ "$(states)" = "$ALL" ]
+"$PREALLOC" rm "$SHM/h" "$SHM/r" > "$TMP/rm.out" 2>&1
+check "rm of a HANDED and a RETURNING file's links touches neither ($(states); $(tail -1 "$TMP/rm.out"))" \
+	all_of '[ -e "$SHM/h" ] && [ -e "$SHM/r" ] && [ "$(states)" = "$ALL" ]'
 
 h=$(take 1536K t)
 check "a take of 1.5M gets a READY 8M file, no file of another state ($h)" [ "$h" = "cut $((8 * M))" ]
