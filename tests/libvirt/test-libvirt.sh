@@ -271,6 +271,12 @@ $V dumpxml pa | perl -0pe "s/<domain /<domain id='98' /" > "$TMP/pa-rel.xml"
 ( cd / && "$HOOK" pa prepare begin - < "$TMP/pa-rel.xml" )
 check "prepare begin alone claims pa's 32 pages (pool $(pool), $(holders) holders)" \
 	[ "$(pool)" -eq $((p0 + 32)) -a "$(holders)" -eq 1 ]
+# A second prepare of a guest holding exactly its need claims nothing more (issue 42's edge).
+nrec=$(grep -c '^rec' "$STATE/store")
+( cd / && "$HOOK" pa prepare begin - < "$TMP/pa-rel.xml" ); rc=$?
+check "a second prepare, exactly its need held: exit 0, nothing more claimed (rc $rc, pool $(pool), $(holders) holders, records $nrec -> $(grep -c '^rec' "$STATE/store"))" \
+	all_of '[ $rc -eq 0 -a "$(pool)" -eq $((p0 + 32)) -a "$(holders)" -eq 1 ] &&
+		[ "$(grep -c "^rec" "$STATE/store")" -eq "$nrec" ]'
 ( cd / && "$HOOK" pa release end - < "$TMP/pa-rel.xml" )
 check "release end alone gives them back (pool $(pool), $(holders) holders)" \
 	[ "$(pool)" -eq "$p0" -a "$(holders)" -eq 0 ]
