@@ -6,8 +6,8 @@
 #    `prealloc warm status --format=prometheus` passes `promtool check
 #    metrics` and says every value the pool holds, by state and result;
 #    the table shows the pressure give-backs;
-#  - as root, on a private tmpfs with 4k files: real takes (full, cut, a
-#    miss, a refusal), a give and the fill that renews it are counted in the
+#  - as root, on a private tmpfs with 4k files: real takes (full, cut, two
+#    misses), a give and the fill that renews it are counted in the
 #    state directory by the processes that did them, so that a one-shot
 #    status reports them; `warm serve --metrics FILE` writes the file
 #    (whole, mode 0644) and promtool accepts it.
@@ -128,6 +128,8 @@ take --to "$T/vm1" 4M > /dev/null 2>&1 || bail "the full take failed"
 take --to "$T/vm2" 2M > /dev/null 2>&1 || bail "the cut take failed"
 take --to "$T/vm3" 2M > /dev/null 2>&1
 check "a take with no READY file left is refused (exit 3)" [ $? = 3 ]
+take --to "$T/vm3" 1M > /dev/null 2>&1
+check "... and a second one (exit 3)" [ $? = 3 ]
 "$PREALLOC" warm give "$T/vm1" > /dev/null 2>&1 || bail "give failed"
 "$PREALLOC" warm fill > "$TMP/fill2.out" 2>&1
 PROM=$TMP/real.prom
@@ -137,7 +139,8 @@ promtool check metrics < "$PROM" > "$TMP/promtool.out" 2>&1
 check "promtool accepts the real pool's metrics" [ $? = 0 ] || sed 's/^/# /' "$TMP/promtool.out"
 expect "counted by take" prealloc_warm_takes_total 'result="full"' 1
 expect "counted by take" prealloc_warm_takes_total 'result="cut"' 1
-expect "counted by take" prealloc_warm_takes_total 'result="miss"' 1
+expect "counted by take" prealloc_warm_takes_total 'result="miss"' 2
+expect "counted by take" prealloc_warm_take_refusals_total "" 0
 expect "counted by take" prealloc_warm_takes_total 'result="partial"' 0
 expect "counted by fill" prealloc_warm_renewals_total "" 1
 fill_rate=$(value prealloc_warm_last_fill_bytes_per_second)

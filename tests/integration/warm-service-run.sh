@@ -73,8 +73,8 @@ if [ -n "${SECCOMP_EXEC:-}" ]; then
 	STATE_TMP=$(mktemp -d /tmp/prealloc-service.XXXXXX)
 	filter=("$SECCOMP_EXEC" --allow "$(allowed_numbers)")
 	rm -rf "$STATE_TMP"
-	unit_values RestrictAddressFamilies | grep -qx AF_UNIX && filter+=(--af-unix)
-	unit_values MemoryDenyWriteExecute | grep -qx yes && filter+=(--mdwe)
+	[ "$(unit_values RestrictAddressFamilies)" = AF_UNIX ] && filter+=(--af-unix)
+	[ "$(unit_values MemoryDenyWriteExecute)" = yes ] && filter+=(--mdwe)
 	filter+=(--)
 fi
 
@@ -93,11 +93,12 @@ fi
 # Parents first, so that a later bind is not hidden under an earlier one's.
 mapfile -t rw < <(printf '%s\n' "${rw[@]}" | sort -u)
 for p in "${rw[@]}"; do mount --bind "$p" "$p" || exit 1; done
-awk '{ print $5 }' /proc/self/mountinfo | sort -u | while read -r m; do
-	m=$(printf '%b' "$m")
-	case $m in /dev | /dev/* | /proc | /proc/* | /sys | /sys/*) continue ;; esac
-	mount -o remount,bind,ro "$m" 2> /dev/null
-done
+[ "$(unit_values ProtectSystem)" = strict ] &&
+	awk '{ print $5 }' /proc/self/mountinfo | sort -u | while read -r m; do
+		m=$(printf '%b' "$m")
+		case $m in /dev | /dev/* | /proc | /proc/* | /sys | /sys/*) continue ;; esac
+		mount -o remount,bind,ro "$m" 2> /dev/null
+	done
 for p in "${rw[@]}"; do mount -o remount,bind,rw "$p" || exit 1; done
 if unit_values ProtectHome | grep -qx yes; then
 	for h in /home /root /run/user; do
