@@ -7,7 +7,8 @@
 #    stopped by SIGTERM there leave the file DIRTY (or CLEARING of a dead
 #    run), never READY; every take after it reads all zero;
 #  - which file: a target lowered gives back only READY or DIRTY files,
-#    never a HANDED, RESERVED or RETURNING (still mapped) one;
+#    never a HANDED or RESERVED one (drop_pick, which pressure's shrink
+#    uses too);
 #  - the daemon: with a check interval of an hour, a give wakes serve (the
 #    store's save is a rename into the state dir) and the file is READY
 #    again within seconds; a SIGHUP with a bad warm.conf keeps the targets
