@@ -258,6 +258,10 @@ fi
 # ---- upgrade, remove, purge --------------------------------------------------
 
 cp "$mnt/etc/prealloc/warm.conf" "$tmp/warm.conf.before"
+# The older build's store: format 3 (warm lines, no tenant), read by the newer one below.
+store_line=$(head -n 1 "$mnt/run/prealloc/store" 2> /dev/null)
+check "before the upgrade: the store the installed build wrote is format 3 ($store_line)" \
+	test "$store_line" = "prealloc-store 3"
 status_before=$(in_root prealloc warm status --json 2>&1)
 out=$(in_root dpkg -i "/tmp/v2/libprealloc0_${newer}_$arch.deb" "/tmp/v2/prealloc_${newer}_$arch.deb" \
 	"/tmp/v2/libprealloc-dev_${newer}_$arch.deb" 2>&1)
