@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cpu.h"
+#include "cpu_id.h"
 
 /* The same as internal.h's, which the arch folders, below the root, do not include. */
 #ifndef ARRAY_SIZE
@@ -73,6 +73,14 @@ void arch_cpu_identify(struct cpu_id *id);
  * id->llc_bytes and id->llc_source; leaves 0 where it has none.
  */
 void arch_cpu_llc(struct cpu_id *id);
+
+/*
+ * The last-level cache one core shares, by vendor, family and model, for a
+ * VM that hides every cache leaf: AMD Zen's per-CCX or per-CCD L3. 0 where
+ * no such figure is known (the caller assumes its default). x86 only
+ * (arch/x86/cpu.c, whose arch_cpu_llc asks; the unit tests check its table).
+ */
+uint64_t llc_for_family(const char *vendor, unsigned int family, unsigned int model);
 
 /* p's lines out of every cache, written back if dirty; a no-op where the ISA cannot. */
 void arch_cache_flush(const void *p, uint64_t len);
