@@ -54,8 +54,9 @@ static int node_meminfo(const struct prealloc_ctx *ctx, int node, uint64_t *ret_
 	return node_meminfo_sum(ctx, node, keys, slots, ARRAY_SIZE(keys));
 }
 
-static void node_pool(const struct prealloc_ctx *ctx, int node, const char *size,
-		      uint64_t *ret_total, uint64_t *ret_free)
+/* The node's hugepages of one size: how many there are, how many are free. */
+static void node_hugepages(const struct prealloc_ctx *ctx, int node, const char *size,
+			   uint64_t *ret_total, uint64_t *ret_free)
 {
 	char path[PATH_MAX];
 
@@ -179,8 +180,8 @@ static void node_read(struct prealloc_ctx *ctx, struct topo_node *n, int node)
 	n->node = node;
 	n->has_memory = true;
 	node_meminfo(ctx, node, &n->mem_total, &n->mem_free);
-	node_pool(ctx, node, "2048kB", &n->hp2m_total, &n->hp2m_free);
-	node_pool(ctx, node, "1048576kB", &n->hp1g_total, &n->hp1g_free);
+	node_hugepages(ctx, node, "2048kB", &n->hp2m_total, &n->hp2m_free);
+	node_hugepages(ctx, node, "1048576kB", &n->hp1g_total, &n->hp1g_free);
 	sys_path(ctx, path, sizeof(path), NODE_SYSFS "/node%d/cpulist", node);
 	if (read_file_str(path, buf, sizeof(buf)) >= 0 && parse_cpulist(buf, &n->cpus) == 0)
 		CPU_AND(&n->cpus, &n->cpus, &ctx->allowed);
@@ -296,8 +297,8 @@ EXPORT int prealloc_node_info(struct prealloc_ctx *ctx, int node,
 	info.mem_total = n->mem_total;
 	info.mem_free = n->mem_free;
 	node_meminfo(ctx, node, &info.mem_total, &info.mem_free);
-	node_pool(ctx, node, "2048kB", &info.hp2m_total, &info.hp2m_free);
-	node_pool(ctx, node, "1048576kB", &info.hp1g_total, &info.hp1g_free);
+	node_hugepages(ctx, node, "2048kB", &info.hp2m_total, &info.hp2m_free);
+	node_hugepages(ctx, node, "1048576kB", &info.hp1g_total, &info.hp1g_free);
 	copy_sized_out(ret_info, &info, sizeof(info));
 	return 0;
 }
