@@ -1,10 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# The library's folders are layers. A file may call down a layer or within
-# its own folder, never up a layer, never across between two folders of one
-# rank, and no files may call round in a cycle (A -> B -> ... -> A), whatever
-# their folders. Every product source sits in a declared folder, so a new
-# folder must be given its rank here.
+# The library's folders are layers. A file may call or include down a layer
+# or within its own folder, never up a layer, never across between two
+# folders of one rank, and no files may call round in a cycle (A -> B -> ...
+# -> A), whatever their folders. Every product source and header sits in a
+# declared folder, so a new folder must be given its rank here.
 #
 # Usage: test-layers.sh SRCDIR BUILDDIR (BUILDDIR built: its objects are read)
 #
@@ -13,12 +13,26 @@
 # BUILDDIR/compile_commands.json; only product sources (prealloc/, vfio/)
 # built into product targets (objects under BUILDDIR/prealloc, BUILDDIR/vfio)
 # count, so tests and examples never do. Prints TAP.
+#
+# "A includes B": A, a product source or header, has `#include "name"` and
+# name is B as the compiler finds it: in A's own directory first, then the
+# -iquote and -I directories of the compile command, in order. A header is
+# resolved with the command of each product source that reaches it; a file
+# no built source reaches (another architecture's, a header nobody includes)
+# with every product command's directories, in first-seen order. A header
+# counts in the folder it lives in. Includes of files outside the product
+# folders (config.h in the build dir, system headers) do not count.
 set -u
 export LC_ALL=C
 
 # The layers, lowest first, as folders relative to SRCDIR; a file's folder is
 # its directory. Folders on one line share a rank: neither may call the other.
+# The public headers (prealloc/include/prealloc/*.h) are the library's
+# interface, which every layer may include: they rank lowest, and the
+# umbrella prealloc/include/prealloc.h, which includes them all, just above.
 LAYERS=(
+	'prealloc/include/prealloc'
+	'prealloc/include'
 	'prealloc/arch'
 	'prealloc/arch/x86 prealloc/arch/arm64 prealloc/arch/generic'
 	'prealloc'
@@ -36,11 +50,13 @@ PRODUCT_DIRS=(prealloc vfio)
 # layers_check SRCDIR BUILDDIR: one line per finding, "kind: text", kinds:
 #   read:        what was read (not a breach)
 #   error:       the check could not be made (nothing to check, unbuilt object)
-#   undeclared:  a source in a folder that is not a layer
+#   undeclared:  a source or header in a folder that is not a layer
 #   upward:      a call to a higher layer
 #   across:      a call between two folders of one rank
 #   cycle:       files calling round (a <-> b, or a -> b -> c -> a)
 #   cycle group: the files of one cycle set, when more than two
+#   upward include: an include of a higher layer's file
+#   across include: an include between two folders of one rank
 layers_check()
 {
 	local src bld ccj d
@@ -50,14 +66,15 @@ layers_check()
 	[ -r "$ccj" ] || { echo "error: no $ccj"; return; }
 	command -v nm >/dev/null || { echo "error: nm (binutils) is not installed"; return; }
 
-	# Each compile command's directory, file and output (meson writes one
-	# field a line, but any layout of the objects will do).
-	local -a files=() outs=()
-	local dir file out
-	while IFS=$'\t' read -r dir file out; do
+	# Each compile command's directory, file, output and the directories it
+	# searches for `#include "..."` (-iquote, then -I; \037 between them).
+	# Meson writes one field a line, but any layout of the objects will do.
+	local -a files=() outs=() dirs=() incs=()
+	local dir file out inc
+	while IFS=$'\t' read -r dir file out inc; do
 		[ "${file#/}" = "$file" ] && file=$dir/$file
 		[ "${out#/}" = "$out" ] && out=$dir/$out
-		files+=("$file") outs+=("$out")
+		files+=("$file") outs+=("$out") dirs+=("$dir") incs+=("$inc")
 	done < <(awk 'BEGIN { RS = "}" }
 		function field(name,   s) {
 			if (!match($0, "\"" name "\"[ \t\r\n]*:[ \t\r\n]*\"[^\"]*\""))
@@ -67,8 +84,34 @@ layers_check()
 			sub(/"$/, "", s)
 			return s
 		}
+		# The command, JSON escapes undone; "" where there is none.
+		function command(   s) {
+			if (!match($0, /"command"[ \t\r\n]*:[ \t\r\n]*"([^"\\]|\\.)*"/))
+				return ""
+			s = substr($0, RSTART, RLENGTH)
+			sub(/^"command"[ \t\r\n]*:[ \t\r\n]*"/, "", s)
+			sub(/"$/, "", s)
+			gsub(/\\"/, "\"", s)
+			gsub(/\\\\/, "\\", s)
+			return s
+		}
+		function search(cmd,   n, a, i, t, x, q, d) {
+			n = split(cmd, a, /[ \t]+/)
+			q = d = ""
+			for (i = 1; i <= n; i++) {
+				t = a[i]
+				if (t == "-I" || t == "-iquote") x = a[++i]
+				else if (t ~ /^-I./) x = substr(t, 3)
+				else if (t ~ /^-iquote./) x = substr(t, 8)
+				else continue
+				gsub(/^\047|\047$/, "", x)
+				if (t ~ /^-iquote/) q = q "\037" x
+				else d = d "\037" x
+			}
+			return substr(q d, 2)
+		}
 		{ f = field("file"); o = field("output"); d = field("directory")
-		  if (f != "" && o != "") print d "\t" f "\t" o }' "$ccj")
+		  if (f != "" && o != "") print d "\t" f "\t" o "\t" search(command()) }' "$ccj")
 
 	# Resolved in one go each; the source relative to SRCDIR, the object
 	# relative to BUILDDIR.
@@ -77,8 +120,8 @@ layers_check()
 	mapfile -t rfiles < <(printf '%s\n' "${files[@]}" | xargs -r -d '\n' realpath -m --)
 	mapfile -t routs < <(printf '%s\n' "${outs[@]}" | xargs -r -d '\n' realpath -m --)
 
-	local -a objs=() map=()
-	local i rel robj top ok
+	local -a objs=() map=() tus=() sidx=() spath=() parts=()
+	local i rel robj top ok p
 	for i in "${!rfiles[@]}"; do
 		rel=${rfiles[i]#"$src"/} robj=${routs[i]#"$bld"/}
 		if [ "$rel" = "${rfiles[i]}" ] || [ "$robj" = "${routs[i]}" ]; then continue; fi
@@ -89,6 +132,12 @@ layers_check()
 			case $robj in "$top"/*) ok=$((ok | 2)) ;; esac
 		done
 		[ $ok = 3 ] || continue
+		tus+=("$i"$'\t'"$rel")
+		IFS=$'\037' read -r -a parts <<< "${incs[i]}"
+		for p in "${parts[@]}"; do
+			[ "${p#/}" = "$p" ] && p=${dirs[i]}/$p
+			sidx+=("$i") spath+=("$p")
+		done
 		if [ ! -f "${routs[i]}" ]; then
 			echo "error: not built: $robj (of $rel)"
 			continue
@@ -100,11 +149,13 @@ layers_check()
 		return
 	fi
 
-	# Every product source on disk, built or not, for the folder check.
-	local -a disk=()
+	# Every product source and header on disk, built or not, for the folder
+	# and include checks.
+	local -a disk=() hdrs=()
 	for top in "${PRODUCT_DIRS[@]}"; do
 		[ -d "$src/$top" ] || continue
 		mapfile -t -O ${#disk[@]} disk < <(cd "$src" && find "$top" -name '*.c' -type f)
+		mapfile -t -O ${#hdrs[@]} hdrs < <(cd "$src" && find "$top" -name '*.h' -type f)
 	done
 
 	{
@@ -213,41 +264,191 @@ layers_check()
 			}
 		}
 	}'
+	includes_check
+}
+
+# includes_check: the include findings of layers_check, from its src, tus
+# (index TAB source of each product compile command), sidx/spath (each
+# command's search directories, in order), disk and hdrs (every product
+# source and header); read and error lines first, then the findings, sorted.
+includes_check()
+{
+	local -a rspath=()
+	local i out
+	[ ${#spath[@]} = 0 ] ||
+		mapfile -t rspath < <(printf '%s\n' "${spath[@]}" | xargs -r -d '\n' realpath -m --)
+	out=$({
+		for i in "${!LAYERS[@]}"; do
+			for d in ${LAYERS[i]}; do printf 'L\t%s\t%s\n' "$i" "$d"; done
+		done
+		printf 'F\t%s\n' "${disk[@]}" "${hdrs[@]}"
+		printf 'T\t%s\n' "${tus[@]}"
+		for i in "${!rspath[@]}"; do printf 'S\t%s\t%s\n' "${sidx[i]}" "${rspath[i]}"; done
+	} | awk -F '\t' -v src="$src" '
+	function folder(f) { sub(/\/[^\/]*$/, "", f); return f }
+	# p with its "." and ".." resolved, by name (the dirs are real paths).
+	function norm(p,   n, a, i, m, st, o) {
+		n = split(p, a, "/"); m = 0
+		for (i = 1; i <= n; i++) {
+			if (a[i] == "" || a[i] == ".") continue
+			if (a[i] == "..") { if (m) m--; continue }
+			st[++m] = a[i]
+		}
+		o = ""
+		for (i = 1; i <= m; i++) o = o "/" st[i]
+		return o == "" ? "/" : o
+	}
+	function exists(p,   line) {
+		if (!(p in ex)) { ex[p] = (getline line < p) >= 0; close(p) }
+		return ex[p]
+	}
+	# f (relative to src): its `#include "..."` names, read once.
+	function scan(f,   p, line, n) {
+		if (f in nq) return
+		n = 0; p = src "/" f
+		while ((getline line < p) > 0)
+			if (line ~ /^[ \t]*#[ \t]*include[ \t]*"[^"]+"/) {
+				sub(/^[^"]*"/, "", line); sub(/".*$/, "", line)
+				q[f, ++n] = line
+			}
+		close(p); nq[f] = n
+	}
+	# name as included from f under command t ("": every command): a path or "".
+	function resolve(f, name, t,   p, k) {
+		if (name ~ /^\//) return exists(name) ? norm(name) : ""
+		p = norm(src "/" folder(f) "/" name)
+		if (exists(p)) return p
+		for (k = 1; k <= ns[t]; k++) {
+			p = norm(sd[t, k] "/" name)
+			if (exists(p)) return p
+		}
+		return ""
+	}
+	# The product file at path r, relative to src; "" when r is not one.
+	function product(r,   rel) {
+		if (substr(r, 1, length(src) + 1) != src "/") return ""
+		rel = substr(r, length(src) + 2)
+		return rel in prod ? rel : ""
+	}
+	function edge(f, name, rel) {
+		found[f, name] = 1
+		if (rel == f || ((f, rel) in ie)) return
+		ie[f, rel] = 1; ne++; from[ne] = f; to[ne] = rel; how[ne] = name
+	}
+	# Every file command t reaches from its source f, each include resolved.
+	function walk(t, f,   stk, top, g, k, rel) {
+		top = 0; stk[++top] = f; vis[t, f] = 1
+		while (top) {
+			g = stk[top--]; reached[g] = 1; scan(g)
+			for (k = 1; k <= nq[g]; k++) {
+				rel = product(resolve(g, q[g, k], t))
+				if (rel == "") continue
+				edge(g, q[g, k], rel)
+				if (!((t, rel) in vis)) { vis[t, rel] = 1; stk[++top] = rel }
+			}
+		}
+	}
+	$1 == "L" { rank[$3] = $2 + 0; next }
+	$1 == "F" { if ($2 != "" && !($2 in prod)) { prod[$2] = 1; pf[++nf] = $2 }; next }
+	$1 == "T" { tu[++nt] = $2; tsrc[$2] = $3; next }
+	$1 == "S" {
+		sd[$2, ++ns[$2]] = $3
+		if (!($3 in seen)) { seen[$3] = 1; sd["", ++ns[""]] = $3 }
+		next
+	}
+	END {
+		for (i = 1; i <= nt; i++) walk(tu[i], tsrc[tu[i]])
+		for (i = 1; i <= nf; i++) {
+			f = pf[i]
+			if (f in reached) continue
+			scan(f)
+			for (k = 1; k <= nq[f]; k++) {
+				rel = product(resolve(f, q[f, k], ""))
+				if (rel != "") edge(f, q[f, k], rel)
+			}
+		}
+		nh = nother = 0
+		for (i = 1; i <= nf; i++) {
+			f = pf[i]; nh += f ~ /\.h$/
+			for (k = 1; k <= nq[f]; k++) nother += !((f, q[f, k]) in found)
+		}
+		print "read: " nf " product files (" nf - nh " sources, " nh " headers), " \
+			ne + 0 " includes between them, " nother + 0 \
+			" of other files (generated, system, or not found)"
+		if (ne == 0)
+			print "error: no include between product files found: nothing to check"
+		for (i = 1; i <= nf; i++)
+			if (pf[i] ~ /\.h$/ && !(folder(pf[i]) in rank))
+				print "undeclared: " pf[i] " (folder " folder(pf[i]) " is not a layer)"
+		for (i = 1; i <= ne; i++) {
+			fa = folder(from[i]); fb = folder(to[i])
+			if (fa == fb || !(fa in rank) || !(fb in rank)) continue
+			if (rank[fb] > rank[fa])
+				print "upward include: " from[i] " -> " to[i] " (\"" how[i] "\")"
+			else if (rank[fb] == rank[fa])
+				print "across include: " from[i] " -> " to[i] " (\"" how[i] "\")"
+		}
+	}')
+	grep -E '^(read|error): ' <<< "$out"
+	grep -vE '^(read|error): ' <<< "$out" | sort
 }
 
 # selftest_tree DIR: a throwaway tree with a breach of each kind planted
-# among legal calls, built, and its compile_commands.json. Prints the
-# breaches a sound checker must report, exactly.
+# among legal calls and includes, built, and its compile_commands.json.
+# Prints the breaches a sound checker must report, exactly.
 selftest_tree()
 {
 	local t=$1 cc=${CC:-cc}
 	local -a srcs=(
-		# file | object (under the build dir) | code
-		'prealloc/u.c|prealloc/lib.a.p/u.c.o|int u_fn(void) { return 1; }'
-		'prealloc/memory/a.c|prealloc/lib.a.p/memory_a.c.o|int b_fn(void); int u_fn(void); int a_fn(void) { return b_fn() + u_fn(); }'
-		'prealloc/flows/b.c|prealloc/lib.a.p/flows_b.c.o|int b_fn(void) { return 2; }'
-		'prealloc/engine/c.c|prealloc/lib.a.p/engine_c.c.o|int d_fn(int); int c_fn(int x) { return x ? d_fn(x - 1) : 0; }'
-		'prealloc/engine/d.c|prealloc/lib.a.p/engine_d.c.o|int c_fn(int); int d_fn(int x) { return x ? c_fn(x - 1) : 1; }'
-		'prealloc/state/e.c|prealloc/lib.a.p/state_e.c.o|int f_fn(int); int e_fn(int x) { return x ? f_fn(x - 1) : 0; }'
-		'prealloc/state/f.c|prealloc/lib.a.p/state_f.c.o|int g_fn(int); int f_fn(int x) { return x ? g_fn(x - 1) : 0; }'
-		'prealloc/state/g.c|prealloc/lib.a.p/state_g.c.o|int e_fn(int); int g_fn(int x) { return x ? e_fn(x - 1) : 0; }'
-		'vfio/v.c|prealloc/lib.a.p/.._vfio_v.c.o|int a_fn(void); int v_fn(void) { return a_fn(); }'
-		'prealloc/weird/w.c|prealloc/lib.a.p/weird_w.c.o|int w_fn(void) { return 0; }'
-		'prealloc/cli/m.c|prealloc/cli/prog.p/m.c.o|int n_fn(void); int v_fn(void); int main(void) { return n_fn() + v_fn(); }'
-		'prealloc/hook/n.c|prealloc/hook/one.p/n.c.o|int n_fn(void) { return 3; }'
-		'prealloc/hook/n.c|prealloc/hook/two.p/n.c.o|int n_fn(void) { return 3; }'
-		'tests/t.c|tests/t.p/t.c.o|int b_fn(void); int a_fn(void); int t_fn(void) { return b_fn() + a_fn(); }'
+		# file | object (under the build dir) | search flags | code
+		'prealloc/u.c|prealloc/lib.a.p/u.c.o||int u_fn(void) { return 1; }'
+		'prealloc/memory/a.c|prealloc/lib.a.p/memory_a.c.o|-I../src/prealloc/include -I../src/prealloc/flows|#include "a.h"\n#include "umb.h"\nint b_fn(void); int u_fn(void); int a_fn(void) { return b_fn() + u_fn(); }'
+		'prealloc/flows/b.c|prealloc/lib.a.p/flows_b.c.o|-I../src/prealloc/cli|#include "same.h"\nint b_fn(void) { return 2; }'
+		'prealloc/engine/c.c|prealloc/lib.a.p/engine_c.c.o|-I../src/prealloc/hook -iquote ../src/prealloc/arch|#include "ord.h"\nint d_fn(int); int c_fn(int x) { return x ? d_fn(x - 1) : 0; }'
+		'prealloc/engine/d.c|prealloc/lib.a.p/engine_d.c.o||int c_fn(int); int d_fn(int x) { return x ? c_fn(x - 1) : 1; }'
+		'prealloc/state/e.c|prealloc/lib.a.p/state_e.c.o|-I../src/prealloc/flows|#include "b.h"\nint f_fn(int); int e_fn(int x) { return x ? f_fn(x - 1) : 0; }'
+		'prealloc/state/f.c|prealloc/lib.a.p/state_f.c.o||int g_fn(int); int f_fn(int x) { return x ? g_fn(x - 1) : 0; }'
+		'prealloc/state/g.c|prealloc/lib.a.p/state_g.c.o||int e_fn(int); int g_fn(int x) { return x ? e_fn(x - 1) : 0; }'
+		'vfio/v.c|prealloc/lib.a.p/.._vfio_v.c.o|-I../src/prealloc/memory -I../src/prealloc/flows|#include "a.h"\nint a_fn(void); int v_fn(void) { return a_fn(); }'
+		'prealloc/weird/w.c|prealloc/lib.a.p/weird_w.c.o||int w_fn(void) { return 0; }'
+		'prealloc/cli/m.c|prealloc/cli/prog.p/m.c.o|-I. -I ../src/prealloc/hook|#include "config.h"\n#include "n.h"\nint n_fn(void); int v_fn(void); int main(void) { return n_fn() + v_fn(); }'
+		'prealloc/hook/n.c|prealloc/hook/one.p/n.c.o||#include "n.h"\nint n_fn(void) { return 3; }'
+		'prealloc/hook/n.c|prealloc/hook/two.p/n.c.o||#include "n.h"\nint n_fn(void) { return 3; }'
+		'tests/t.c|tests/t.p/t.c.o|-I../src/prealloc/flows|#include "b.h"\nint b_fn(void); int a_fn(void); int t_fn(void) { return b_fn() + a_fn(); }'
 	)
-	local e f o code sep='' json
-	json="[" 
+	local -a hdrs=(
+		# file (under the source dir, but config.h: the build dir's) | code
+		'src/prealloc/include/prealloc/pub.h|int pub_fn(void);'
+		'src/prealloc/include/umb.h|#include "prealloc/pub.h"'
+		'src/prealloc/memory/a.h|#include "b.h"'
+		'src/prealloc/flows/b.h|int b_fn(void);'
+		'src/prealloc/flows/same.h|int same_fn(void);'
+		'src/prealloc/cli/same.h|int same_fn(void);'
+		'src/prealloc/arch/ord.h|int ord_fn(void);'
+		'src/prealloc/hook/ord.h|int ord_fn(void);'
+		'src/prealloc/hook/n.h|int n_fn(void);'
+		'src/prealloc/engine/lone.h|#include "n.h"'
+		'src/prealloc/weird/w.h|int w_fn(void);'
+		'build/config.h|#define CONFIG 1'
+	)
+	local e f o flags code sep='' json
+	for e in "${hdrs[@]}"; do
+		IFS='|' read -r f code <<< "$e"
+		mkdir -p "$t/${f%/*}"
+		printf '%s\n' "$code" > "$t/$f"
+	done
+	json="["
 	for e in "${srcs[@]}"; do
-		IFS='|' read -r f o code <<< "$e"
+		IFS='|' read -r f o flags code <<< "$e"
 		mkdir -p "$t/src/${f%/*}" "$t/build/${o%/*}"
-		echo "$code" > "$t/src/$f"
-		$cc -c -o "$t/build/$o" "$t/src/$f" || return 1
-		# Sources both relative to the build dir and absolute, as meson may write them.
+		printf '%b\n' "$code" > "$t/src/$f"
+		# shellcheck disable=SC2086 # flags: words, as the command has them
+		(cd "$t/build" && $cc $flags -c -o "$o" "../src/$f") || return 1
+		# Sources both relative to the build dir and absolute, as meson may
+		# write them; a JSON escape in each command.
 		case $f in prealloc/hook/*) f=$t/src/$f ;; *) f=../src/$f ;; esac
-		json+="$sep"$'\n  {\n    "directory": "'"$t/build"'",\n    "command": "cc -c",\n'
+		json+="$sep"$'\n  {\n    "directory": "'"$t/build"'",\n'
+		json+='    "command": "cc -DNAME=\"x\" '"$flags"' -c -o '"$o $f"'",'$'\n'
 		json+='    "file": "'"$f"'",'$'\n''    "output": "'"$o"'"'$'\n  }'
 		sep=,
 	done
@@ -259,22 +460,29 @@ across: prealloc/cli/m.c -> prealloc/hook/n.c (n_fn)
 upward: prealloc/memory/a.c -> prealloc/flows/b.c (b_fn)
 cycle: prealloc/engine/c.c <-> prealloc/engine/d.c (d_fn / c_fn)
 cycle group: 3 files reach one another: prealloc/state/e.c prealloc/state/f.c prealloc/state/g.c
-cycle: prealloc/state/e.c -> prealloc/state/f.c -> prealloc/state/g.c -> prealloc/state/e.c (f_fn / g_fn / e_fn)'
+cycle: prealloc/state/e.c -> prealloc/state/f.c -> prealloc/state/g.c -> prealloc/state/e.c (f_fn / g_fn / e_fn)
+across include: prealloc/cli/m.c -> prealloc/hook/n.h ("n.h")
+undeclared: prealloc/weird/w.h (folder prealloc/weird is not a layer)
+upward include: prealloc/engine/lone.h -> prealloc/hook/n.h ("n.h")
+upward include: prealloc/memory/a.h -> prealloc/flows/b.h ("b.h")
+upward include: prealloc/state/e.c -> prealloc/flows/b.h ("b.h")'
 
 . "$(dirname "${BASH_SOURCE[0]}")/tap.sh"
 
 main()
 {
 	local srcdir=${1:?SRCDIR} builddir=${2:?BUILDDIR} found l
-	echo "1..12"
+	echo "1..18"
 
 	found=$(layers_check "$srcdir" "$builddir")
 	l=$(lines 'read|error')
 	diag "$l" "$(none "$(lines error)")" "objects read from $builddir (something to check)"
 	l=$(lines undeclared)
-	diag "$l" "$(none "$l")" "every product source sits in a declared layer folder"
+	diag "$l" "$(none "$l")" "every product source and header sits in a declared layer folder"
 	l=$(lines 'upward|across')
 	diag "$l" "$(none "$l")" "no call goes up a layer, or across between folders of one rank"
+	l=$(lines 'upward include|across include')
+	diag "$l" "$(none "$l")" "no include goes up a layer, or across between folders of one rank"
 	l=$(lines 'cycle|cycle group')
 	diag "$l" "$(none "$l")" "no files call round in a cycle"
 
@@ -290,12 +498,17 @@ main()
 	found=$got
 	local what f o
 	selftest "$got" "$SELFTEST_EXPECTED" \
-		"calls down, within a folder, from tests/ are legal" \
+		"calls and includes down or within a folder, own dir before -iquote before -I, from tests/, of build files are legal" \
 		'a call up a layer|upward: prealloc/memory/a.c -> prealloc/flows/b.c (b_fn)' \
 		'a call across cli/hook|across: prealloc/cli/m.c -> prealloc/hook/n.c (n_fn)' \
 		'a 2-file cycle|cycle: prealloc/engine/c.c <-> prealloc/engine/d.c (d_fn / c_fn)' \
 		'a 3-file cycle (seen through the closure)|cycle: prealloc/state/e.c -> prealloc/state/f.c -> prealloc/state/g.c -> prealloc/state/e.c (f_fn / g_fn / e_fn)' \
-		'a source in an undeclared folder|undeclared: prealloc/weird/w.c (folder prealloc/weird is not a layer)'
+		'a source in an undeclared folder|undeclared: prealloc/weird/w.c (folder prealloc/weird is not a layer)' \
+		'an include up a layer|upward include: prealloc/state/e.c -> prealloc/flows/b.h ("b.h")' \
+		'an include up a layer from a header, found by its source'"'"'s -I|upward include: prealloc/memory/a.h -> prealloc/flows/b.h ("b.h")' \
+		'an include up a layer from a header no source includes|upward include: prealloc/engine/lone.h -> prealloc/hook/n.h ("n.h")' \
+		'an include across cli/hook|across include: prealloc/cli/m.c -> prealloc/hook/n.h ("n.h")' \
+		'a header in an undeclared folder|undeclared: prealloc/weird/w.h (folder prealloc/weird is not a layer)'
 	# Nothing to check is a failure, never a pass: a build of tests alone,
 	# and a build whose one object calls no other.
 	local b
