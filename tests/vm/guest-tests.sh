@@ -203,6 +203,32 @@ wrong_node() {
 	rm -f "$file"
 }
 
+# The same with 2M pages, whose check phase counts from numa_maps (one line
+# a mapping, pages per node), not from page frames: a file prealloc put on
+# node 0, reused for node 1, is 8 pages off node 1 and --verify fails (exit 5).
+wrong_node_huge() {
+	file=$hugemnt/vm-wrong
+	rm -f "$file"
+	if ! prealloc --node 0 --page-size 2M --file "$file" 16M >/dev/null 2>"$tmp/err" ||
+		! vm_placement_check "$file" 0 >"$tmp/chk" 2>&1; then
+		fail "wrong node 2M: setup" "a 16M file on node 0: $(head -c 300 "$tmp/err")"
+		show "$tmp/chk"
+		prealloc rm "$file" 2>/dev/null || rm -f "$file"
+		return
+	fi
+	prealloc --reuse --verify --node 1 --page-size 2M --file "$file" --json 16M \
+		>"$tmp/wrong.json" 2>"$tmp/err"
+	rc=$?
+	off=$(vm_json_get "$tmp/wrong.json" nodes/0/pages_off_node 2>/dev/null)
+	on=$(vm_json_get "$tmp/wrong.json" nodes/0/pages_on_node 2>/dev/null)
+	if [ "$rc" = 5 ] && [ "$off" = 8 ] && [ "$on" = 0 ]; then
+		pass "wrong node 2M (numa_maps): a node-0 file reused for node 1 fails --verify (exit 5, 8 off-node)"
+	else
+		fail "wrong node 2M" "exit $rc (want 5), pages_on_node $on (0), pages_off_node $off (8): $(head -c 300 "$tmp/err")"
+	fi
+	prealloc rm "$file" 2>/dev/null || rm -f "$file"
+}
+
 # Pinning and mbind seen directly, not through where pages landed: a run on
 # node 1 is stopped mid-populate; every worker thread's affinity must be node
 # 1's CPUs. On 4K shmem the workers bind themselves while they populate (the
@@ -309,6 +335,7 @@ two_node() {
 		create_check "4k split, 3 threads per node" 4k 0,1 "0:$((16 * M)) 1:$((16 * M))" -- \
 			--node 0,1 --threads 3 32M
 		wrong_node
+		wrong_node_huge
 		pinned_and_bound
 		# Node 1's workers kept off its CPU (the run allowed node 0's alone):
 		# their 4K pages must still land on node 1, each worker bound to it.
