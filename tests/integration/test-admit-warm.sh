@@ -16,6 +16,7 @@
 # Written ahead the other way round (the file first), the kill at
 # admit-warm-taken left a READY record of 8M over a 4M file, handed out as
 # a full hit of 8M.
+# And a cut that fails after the pool grew: the growth goes back.
 TAP=1
 . "$(dirname "$0")/lib-admit.sh"
 
@@ -157,6 +158,46 @@ for point in admit-warm-recorded admit-warm-taken; do
 		"$PREALLOC" rm "$DIR/cold" > /dev/null 2>&1
 	done
 done
+
+# A growth given back when the warm cut after it fails: 12M with --reserve
+# and no free page takes the 8M warm file whole and grows the pool by 2
+# pages first. Stopped once the cut is written ahead, the file's pool link
+# is removed under it, so the cut fails and the request is refused: the 2
+# pages it grew must go back (admission's undo), not stay with no record.
+"$PREALLOC" warm fill > /dev/null 2>&1
+use_up
+nr_before=$(hp nr 2048)
+PREALLOC_TEST_PAUSE=admit-warm-recorded "$PREALLOC" --reserve --node 0 --page-size 2M \
+	--file "$DIR/grown" 12M > /dev/null 2> "$TMP/grown.err" &
+pid=$!
+if wait_stopped $pid; then
+	link=$(python3 - "$PREALLOC_STATE_DIR/store" <<'PY'
+import sys, urllib.parse
+rec = None
+for line in open(sys.argv[1]):
+    t = line.split()
+    if t and t[0] == 'rec':
+        rec = t
+    elif t and t[0] == 'warm' and rec:
+        print(urllib.parse.unquote(rec[-1]))
+        break
+PY
+)
+	grown=$(hp nr 2048)
+	rm -f "$link"
+	kill -CONT $pid
+	wait $pid
+	rc=$?
+	check "a cut that fails after a growth: refused (exit 3; rc $rc: $(head -c 200 "$TMP/grown.err"))" \
+		[ $rc -eq 3 ]
+	check "... the pool it grew ($nr_before -> $grown pages) given back: $(hp nr 2048)" \
+		all_of '[ "$grown" -gt "$nr_before" ] && [ "$(hp nr 2048)" -eq "$nr_before" ]'
+else
+	wait $pid 2> /dev/null
+	fail "a cut that fails after a growth: never stopped at admit-warm-recorded ($(cat "$TMP/grown.err"))"
+fi
+"$PREALLOC" rm "$DIR/grown" > /dev/null 2>&1
+"$PREALLOC" pool --gc > /dev/null 2>&1
 
 for ((i = 1; i <= FILLS; i++)); do "$PREALLOC" rm "$DIR/fillup$i" > /dev/null 2>&1; done
 "$PREALLOC" warm fill > /dev/null 2>&1
