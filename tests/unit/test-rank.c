@@ -12,6 +12,7 @@
  * consulted with the whole job's footprint (size x threads), at the probe
  * limit exactly, a page over and a page under (issue 42).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,8 +190,12 @@ static void test_footprint(const char *rank)
 	       why);
 }
 
-/* What a region of length bytes on node 0, cleared by threads workers, is given. */
-static const char *choose_region(uint64_t length, unsigned int threads, char *why, size_t len)
+/*
+ * What a region of length bytes on node 0, cleared by threads workers, is
+ * given; ret_err: prealloc_region_new's error (0: made).
+ */
+static const char *choose_region(uint64_t length, unsigned int threads, char *why, size_t len,
+				 int *ret_err)
 {
 	static const int node0 = 0;
 	struct prealloc_region_opts ro = { .size = sizeof(ro), .backing = PREALLOC_BACKING_ANON,
@@ -200,9 +205,11 @@ static const char *choose_region(uint64_t length, unsigned int threads, char *wh
 	const char *name = "(no region)";
 
 	snprintf(why, len, "no region");
-	if (prealloc_ctx_new(&ctx) < 0)
+	*ret_err = prealloc_ctx_new(&ctx);
+	if (*ret_err < 0)
 		return "(no ctx)";
-	if (prealloc_region_new(ctx, &ro, &reg) == 0) {
+	*ret_err = prealloc_region_new(ctx, &ro, &reg);
+	if (*ret_err == 0) {
 		name = clear_select_region(reg, threads, why, len).name;
 		prealloc_region_free(reg);
 	}
@@ -214,20 +221,28 @@ static const char *choose_region(uint64_t length, unsigned int threads, char *wh
  * A region's clear consults the ranking with its node's whole footprint
  * (each worker's share x the workers), not one worker's share: exactly the
  * probe limit over 4 workers is the rules' still, 4 pages more the ranking's.
+ * A region bound to node 0 needs mbind, which qemu-user does not implement
+ * (ENOSYS: the arm64 cross build's run): there both checks skip, with that cause.
  */
 static void test_region_footprint(const char *rank)
 {
 	uint64_t probe = clear_probe_limit(cpu_get()->llc_bytes), page = 4096;
 	char why[512];
 	const char *k;
+	int err;
 
-	k = choose_region(probe + 4 * page, 4, why, sizeof(why));
+	k = choose_region(probe + 4 * page, 4, why, sizeof(why), &err);
+	if (err == -ENOSYS) {
+		tap_skip("a region bound to node 0: mbind is not implemented here (ENOSYS)");
+		tap_skip("a region of exactly the probe limit: mbind is not implemented here (ENOSYS)");
+		return;
+	}
 	tap_ok(!strcmp(k, "c") && strstr(why, "fastest here") && strstr(why, rank),
-	       "a region of the probe limit and 4 pages, 4 workers: over it, the ranking (%s: %s)",
-	       k, why);
-	k = choose_region(probe, 4, why, sizeof(why));
-	tap_ok(strcmp(why, "no region") && !strstr(why, "fastest here"),
-	       "a region of exactly the probe limit, 4 workers: the rules (%s: %s)", k, why);
+	       "a region of the probe limit and 4 pages, 4 workers: over it, the ranking (%s: %s; %d)",
+	       k, why, err);
+	k = choose_region(probe, 4, why, sizeof(why), &err);
+	tap_ok(err == 0 && strcmp(why, "no region") && !strstr(why, "fastest here"),
+	       "a region of exactly the probe limit, 4 workers: the rules (%s: %s; %d)", k, why, err);
 }
 
 /* A measured ranking puts the fastest first (or one level with it, within RANK_LEVEL). */
