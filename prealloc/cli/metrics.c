@@ -9,6 +9,7 @@
  * (bytes) and mount; the state gauges have state, the takes result.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -188,14 +189,25 @@ int metrics_write(struct prealloc_ctx *ctx, const char *conf, const char *path, 
 {
 	char tmp[PATH_MAX];
 	FILE *f;
-	int r;
+	int fd, r;
 
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid()) >= sizeof(tmp))
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path) >= sizeof(tmp))
 		return -ENAMETOOLONG;
-	f = fopen(tmp, "we");
+	/*
+	 * A name of its own, made with O_EXCL (mkostemp): the directory may be
+	 * one others can write, and a name they could guess (a pid) would let
+	 * them plant a link this root daemon then writes through.
+	 */
+	fd = mkostemp(tmp, O_CLOEXEC);
+	f = fd < 0 ? NULL : fdopen(fd, "w");
 	if (!f) {
-		snprintf(why, len, "%s: %s", tmp, strerror(errno));
-		return -errno;
+		r = -errno;
+		snprintf(why, len, "%s: %s", tmp, strerror(-r));
+		if (fd >= 0) {
+			close(fd);
+			unlink(tmp);
+		}
+		return r;
 	}
 	r = metrics_render(ctx, conf, f, why, len);
 	/* Readable by the collector's user; whole, then renamed over the old one. */

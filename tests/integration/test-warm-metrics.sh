@@ -148,9 +148,17 @@ check "the last fill's rate is there (above 0)" awk -v g="$fill_rate" 'BEGIN { e
 	echo "# got '$fill_rate'"
 
 # serve --metrics: the file written whole after its first pass, readable by the collector.
-"$PREALLOC" warm serve --metrics "$TMP/serve.prom" > "$TMP/serve.log" 2>&1 &
+# Its directory may be one others write: a link planted at a name they can
+# guess (the daemon's pid) must never be written through. serve is started
+# stopped, so that its pid is known before it runs.
+echo "a file the daemon must not touch" > "$TMP/victim"
+bash -c 'kill -STOP $$; exec "$@"' serve "$PREALLOC" warm serve --metrics "$TMP/serve.prom" \
+	> "$TMP/serve.log" 2>&1 &
 SERVE=$!
-on_exit "kill $SERVE; wait $SERVE"
+on_exit "kill -CONT $SERVE; kill $SERVE; wait $SERVE"
+for _ in $(seq 100); do [ "$(ps -o stat= -p $SERVE)" = T ] && break; sleep 0.05; done
+ln -s "$TMP/victim" "$TMP/serve.prom.$SERVE.tmp"
+kill -CONT $SERVE
 for _ in $(seq 100); do [ -s "$TMP/serve.prom" ] && break; sleep 0.1; done
 check "warm serve --metrics wrote its file, mode 0644" \
 	[ "$(stat -c %a "$TMP/serve.prom" 2> /dev/null)" = 644 ] || sed 's/^/# /' "$TMP/serve.log"
@@ -158,5 +166,7 @@ promtool check metrics < "$TMP/serve.prom" > "$TMP/promtool.out" 2>&1
 check "promtool accepts serve's file" [ $? = 0 ] || sed 's/^/# /' "$TMP/promtool.out"
 PROM=$TMP/serve.prom
 expect "serve's file" prealloc_warm_takes_total 'result="full"' 1
-check "no temporary file left beside it" [ -z "$(ls "$TMP" | grep 'serve\.prom\..*tmp')" ]
+check "no temporary file left beside it" [ -z "$(ls "$TMP" | grep -v "serve\.prom\.$SERVE\.tmp" | grep 'serve\.prom\.')" ]
+check "a link planted at serve.prom.<its pid>.tmp was not written through" \
+	[ "$(cat "$TMP/victim")" = "a file the daemon must not touch" ]
 finish
