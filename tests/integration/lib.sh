@@ -213,6 +213,15 @@ leftovers() {
 # A process stopped by PREALLOC_TEST_PAUSE (it raises SIGSTOP at its point).
 proc_state() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1; }
 
+# wait_for SECONDS COMMAND...: true once COMMAND is, false after SECONDS.
+wait_for() {
+	local end=$((SECONDS + $1))
+	shift
+	until "$@"; do
+		[ $SECONDS -ge $end ] && return 1
+		sleep 0.1
+	done
+}
 wait_stopped() {	# wait_stopped PID: true once it is stopped (T), false if it exits first
 	local i
 	for ((i = 0; i < 1000; i++)); do

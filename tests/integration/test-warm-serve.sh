@@ -39,15 +39,6 @@ for e in json.load(open('$TMP/st.json')):
         print(e['$1']); break
 else: print(0)"
 }
-# wait_for SECONDS COMMAND...: true once COMMAND is, false after SECONDS.
-wait_for() {
-	local end=$((SECONDS + $1))
-	shift
-	until "$@"; do
-		[ $SECONDS -ge $end ] && return 1
-		sleep 0.1
-	done
-}
 ready_is() { [ "$(status ready_bytes)" -eq "$1" ]; }
 warm_at_most() {	# every state's bytes together at most $1 (false when status fails)
 	local s t=0 v

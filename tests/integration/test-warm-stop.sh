@@ -36,14 +36,6 @@ for e in json.load(open('$TMP/st.json')):
         print(e['$1']); break
 else: print(0)"
 }
-wait_for() {	# wait_for SECONDS COMMAND...: true once COMMAND is, false after SECONDS
-	local end=$((SECONDS + $1))
-	shift
-	until "$@"; do
-		[ $SECONDS -ge $end ] && return 1
-		sleep 0.1
-	done
-}
 ready_is() { [ "$(status ready_bytes)" -eq "$1" ]; }
 take() {	# take NAME [options] [SIZE]: a file at $DIR/NAME (16M unless a size ends the options)
 	local name=$1 size=$SZ

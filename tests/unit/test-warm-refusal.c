@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "state.h"
+#include "warm-record.h"
 #include "fakeroot.h"
 #include "tap.h"
 
@@ -33,48 +34,11 @@ struct warm_seen {
 	struct rec_pool line;
 };
 
-/*
- * A READY warm file of bytes on node, page size ps, whose growth added
- * pages to node's pool: a sparse file in the fake tree and its record, as
- * prepare commits one (READY, no owner, the staged name its pool link).
- */
+/* A READY warm file in the fake tree (warm-record.h). */
 static uint64_t add_warm(struct prealloc_ctx *ctx, const char *name, int node, uint64_t ps,
 			 uint64_t bytes, uint64_t added)
 {
-	struct rec_pool line = { .node = node, .page_size = ps, .pages = bytes / ps,
-				 .added = added };
-	char path[PATH_MAX];
-	struct statx stx;
-	struct record *r;
-	struct store s;
-	uint64_t id = record_new_id();
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/%s", fr.dir, name);
-	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return 0;
-	if (ftruncate(fd, (off_t)bytes) < 0 || file_statx(fd, "", AT_EMPTY_PATH, &stx) < 0 ||
-	    store_load(ctx, &s) < 0) {
-		close(fd);
-		return 0;
-	}
-	close(fd);
-	r = store_add(&s, id);
-	r->state = PREALLOC_RECORD_READY;
-	r->has_file = r->created = true;
-	record_set_identity(r, &stx);
-	r->size = bytes;
-	r->page_size = ps;
-	snprintf(r->tmp, sizeof(r->tmp), "%s", path);
-	r->warm = PREALLOC_WARM_READY;
-	r->warm_node = node;
-	if (added)
-		record_add_pool(r, &line);
-	if (store_save(ctx, &s) < 0)
-		id = 0;
-	store_free(&s);
-	return id;
+	return add_warm_in(fr.dir, ctx, name, node, ps, bytes, added);
 }
 
 static struct warm_seen warm_seen(struct prealloc_ctx *ctx, uint64_t id)

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A READY warm file and its record, for the unit tests over a fake tree
+ * (fakeroot.h): the tests that need one include this after state.h.
+ */
+#ifndef PREALLOC_TEST_WARM_RECORD_H
+#define PREALLOC_TEST_WARM_RECORD_H
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "state.h"
+
+/*
+ * A READY warm file dir/name of bytes on node, page size ps, whose growth added
+ * pages to node's pool: a sparse file in the fake tree and its record, as
+ * prepare commits one (READY, no owner, the staged name its pool link).
+ */
+static inline uint64_t add_warm_in(const char *dir, struct prealloc_ctx *ctx, const char *name,
+				   int node, uint64_t ps, uint64_t bytes, uint64_t added)
+{
+	struct rec_pool line = { .node = node, .page_size = ps, .pages = bytes / ps,
+				 .added = added };
+	char path[PATH_MAX];
+	struct statx stx;
+	struct record *r;
+	struct store s;
+	uint64_t id = record_new_id();
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return 0;
+	if (ftruncate(fd, (off_t)bytes) < 0 || file_statx(fd, "", AT_EMPTY_PATH, &stx) < 0 ||
+	    store_load(ctx, &s) < 0) {
+		close(fd);
+		return 0;
+	}
+	close(fd);
+	r = store_add(&s, id);
+	r->state = PREALLOC_RECORD_READY;
+	r->has_file = r->created = true;
+	record_set_identity(r, &stx);
+	r->size = bytes;
+	r->page_size = ps;
+	snprintf(r->tmp, sizeof(r->tmp), "%s", path);
+	r->warm = PREALLOC_WARM_READY;
+	r->warm_node = node;
+	if (added)
+		record_add_pool(r, &line);
+	if (store_save(ctx, &s) < 0)
+		id = 0;
+	store_free(&s);
+	return id;
+}
+
+#endif
