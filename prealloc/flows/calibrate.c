@@ -96,12 +96,9 @@ static double timed_pass(struct prealloc_region *region, const char *kernel, uin
  * stores (1: written once since it left the caches; 2: written again,
  * which an Intel L3 keeps as reused while it drops what was written once). The
  * sample sums such passes until SAMPLE_BYTES are cleared. Without the
- * drain each kernel inherited the cache state the previous sample left: on
- * the Xeon guest memset at 16 MiB ran at 28 GB/s after REP STOSB and 20
- * after MOVNTI, and whichever NT kernel came right after memset lost 25-60 %
- * at 16-48 MiB (AVX2 NT 9.8 vs AVX-512 NT 13.4 at 16 MiB, and the reverse,
- * 10.4 vs 14.0, with the order swapped). *cached counts the timed passes'
- * bytes cleared by cached stores.
+ * drain each kernel would meet the cache state the sample before it left
+ * (docs/kernels.md, "Calibration", has what that did). *cached counts the
+ * timed passes' bytes cleared by cached stores.
  */
 static double calibrate_sample(const struct bench *b, struct prealloc_region *region,
 			       const char *kernel, uint64_t size, unsigned int threads,
@@ -173,10 +170,9 @@ static int measure(struct bench *b, uint64_t size, unsigned int threads,
 		return r;
 	/*
 	 * Each repetition runs the kernels in its own order: a pass leaves the
-	 * cache's replacement state behind, which the drain does not undo
-	 * (on the Xeon guest AVX2 NT at 16 MiB ran at 10.7 GB/s after memset
-	 * and 12.9 after REP STOSB in a fixed order), so no kernel may always
-	 * follow the same one.
+	 * cache's replacement state behind, which the drain does not undo, so
+	 * no kernel may always follow the same one (docs/kernels.md,
+	 * "Calibration").
 	 */
 	do {
 		unsigned int order[NK];

@@ -13,13 +13,21 @@
 #ifndef PREALLOC_H
 #define PREALLOC_H
 
-/* One header per topic (prealloc/include/prealloc/), all of them here. */
-#include "prealloc/ctx.h"
-#include "prealloc/job.h"
-#include "prealloc/clear.h"
-#include "prealloc/records.h"
-#include "prealloc/flows.h"
-#include "prealloc/vfio.h"
-#include "prealloc/warm.h"
+/*
+ * One header per object (prealloc/include/prealloc/), all of them here;
+ * each also compiles alone. <prealloc/records.h> and <prealloc/flows.h>,
+ * the headers of 0.1, still work: they include their objects' headers.
+ */
+#include "prealloc/sizes.h"	/* page sizes, sizes and node lists as text */
+#include "prealloc/ctx.h"	/* the context and the host's topology */
+#include "prealloc/region.h"	/* the memory a job works on */
+#include "prealloc/job.h"	/* populate, clear, verify; completion; reports */
+#include "prealloc/clear.h"	/* clear kernels, calibration, clearing a file */
+#include "prealloc/admit.h"	/* admission and reservations */
+#include "prealloc/hugepages.h"	/* the hugepage pools' status */
+#include "prealloc/store.h"	/* the record store and its gc */
+#include "prealloc/prepare.h"	/* prepare guest memory in a file, release it */
+#include "prealloc/vfio.h"	/* DMA-map a region for a device */
+#include "prealloc/warm.h"	/* the warm pool */
 
 #endif

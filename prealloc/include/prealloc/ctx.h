@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libprealloc: the context (log, holder checks), topology, and what every topic shares: page sizes, limits, the opaque handles.
+ * libprealloc: the context (log, holder checks), the topology it reads, and
+ * what every header shares: limits, the opaque handles, and the page sizes
+ * (<prealloc/sizes.h>, included here).
  * Included by <prealloc.h>, the one header a user includes; the
  * conventions are there. docs/abi.md: how it may change.
  */
@@ -11,16 +13,14 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "sizes.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #define PREALLOC_VERSION_MAJOR 0
 #define PREALLOC_VERSION_MINOR 1
-
-#define PREALLOC_PAGE_4K (UINT64_C(4) << 10)
-#define PREALLOC_PAGE_2M (UINT64_C(2) << 20)
-#define PREALLOC_PAGE_1G (UINT64_C(1) << 30)
 
 /* Largest node number this library handles (Linux's default MAX_NUMNODES). */
 #define PREALLOC_MAX_NODES 1024
