@@ -137,8 +137,11 @@ double now_seconds(void);
 /*
  * "<sys root>/<rel>" and "<proc root>/<rel>" (rel starts with '/'): every
  * sysfs and procfs path goes through these so tests can inject a tree.
+ * A NULL ctx: the host's own roots (a call that has no ctx, cpu_get).
  * -ENAMETOOLONG when it does not fit.
  */
+#define HOST_SYS_ROOT "/sys"
+#define HOST_PROC_ROOT "/proc"
 int sys_path(const struct prealloc_ctx *ctx, char *buf, size_t len, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 int proc_path(const struct prealloc_ctx *ctx, char *buf, size_t len, const char *fmt, ...)

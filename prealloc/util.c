@@ -231,7 +231,7 @@ int sys_path(const struct prealloc_ctx *ctx, char *buf, size_t len, const char *
 	int r;
 
 	va_start(ap, fmt);
-	r = root_path(ctx->sys_root, buf, len, fmt, ap);
+	r = root_path(ctx ? ctx->sys_root : HOST_SYS_ROOT, buf, len, fmt, ap);
 	va_end(ap);
 	return r;
 }
@@ -242,7 +242,7 @@ int proc_path(const struct prealloc_ctx *ctx, char *buf, size_t len, const char 
 	int r;
 
 	va_start(ap, fmt);
-	r = root_path(ctx->proc_root, buf, len, fmt, ap);
+	r = root_path(ctx ? ctx->proc_root : HOST_PROC_ROOT, buf, len, fmt, ap);
 	va_end(ap);
 	return r;
 }
