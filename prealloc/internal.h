@@ -19,6 +19,7 @@
 #include <stdatomic.h>
 
 #include "prealloc.h"
+#include "arch/clock.h"
 #include "cpu.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -132,7 +133,6 @@ int read_file_str(const char *path, char *buf, size_t len);
 /* All of buf to fd (EINTR retried): 0 or -errno. */
 int fd_write_all(int fd, const char *buf, size_t len);
 int parse_cpulist(const char *s, cpu_set_t *ret);
-double now_seconds(void);
 
 /*
  * "<sys root>/<rel>" and "<proc root>/<rel>" (rel starts with '/'): every

@@ -137,14 +137,6 @@ int parse_cpulist(const char *s, cpu_set_t *ret)
 	return 0;
 }
 
-double now_seconds(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 EXPORT const char *prealloc_page_name(uint64_t page)
 {
 	switch (page) {
