@@ -36,7 +36,7 @@ LAYERS=(
 	'prealloc/arch'
 	'prealloc/arch/x86 prealloc/arch/arm64 prealloc/arch/generic'
 	'prealloc'
-	'prealloc/memory'
+	'prealloc/memory prealloc/limits'
 	'prealloc/engine'
 	'prealloc/state'
 	'vfio'
