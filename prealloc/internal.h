@@ -3,7 +3,7 @@
  * The root of the library, shared by every layer: the ctx (ctx.c) and what
  * it holds (the topology, the active calibration), util.c and topology.c.
  * Each layer adds its own private header in its folder (memory.h,
- * engine.h, state.h, flows.h). Never installed.
+ * host_limits.h, clear.h, engine.h, state.h, flows.h). Never installed.
  */
 #ifndef PREALLOC_INTERNAL_H
 #define PREALLOC_INTERNAL_H
@@ -64,7 +64,7 @@ struct clear_calibration {
 	struct clear_cal_class classes[CLEAR_CAL_CLASSES];
 };
 
-/* The kernels ranked for large clears, measured on this machine (clear_rank.c). */
+/* The kernels ranked for large clears, measured on this machine (clear/rank.c). */
 #define CLEAR_RANK_MAX 8
 struct clear_rank {
 	char vendor[16];

@@ -2,8 +2,8 @@
 /*
  * prealloc_calibrate: measure every clear kernel asked for, and auto as it
  * runs, single-threaded by size and at a large size by thread count,
- * through the job engine, and build the calibration (memory/calibration.c stores
- * it; calibrate_figures.c holds the arithmetic). The buffer is written once
+ * through the job engine, and build the calibration (clear/calibration.c stores
+ * it; clear/calibration_figures.c holds the arithmetic). The buffer is written once
  * before any timing (in a nested VM the host faults memory in on first
  * touch); every timed pass starts from the same state: drained from the
  * caches, then written by ordinary stores, on the CPU that clears it; the

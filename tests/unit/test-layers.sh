@@ -37,6 +37,7 @@ LAYERS=(
 	'prealloc/arch/x86 prealloc/arch/arm64 prealloc/arch/generic'
 	'prealloc'
 	'prealloc/memory prealloc/limits'
+	'prealloc/clear'
 	'prealloc/engine'
 	'prealloc/state'
 	'vfio'

@@ -19,7 +19,7 @@
 #include "config.h"
 #include "cpu.h"
 #include "engine.h"
-#include "memory.h"
+#include "clear.h"
 #include "select-check.h"
 #include "tap.h"
 
@@ -606,7 +606,7 @@ static void test_enough(void)
 }
 
 /* The LLC a VM that hides every cache leaf gets: its family's per-CCX L3, or none. */
-/* A crossover as clear_rank.c measures it: ratios (NT over memset) from the cached limit down. */
+/* A crossover as clear/rank.c measures it: ratios (NT over memset) from the cached limit down. */
 static struct clear_crossover crossover_of(const char *nt, uint64_t largest, unsigned int nr,
 					   const double *ratio)
 {
@@ -634,7 +634,7 @@ static void test_crossover(void)
 {
 	/* NT led by 1.4x at the cached limit (8 MiB), not at 4 MiB. */
 	static const double cf[] = { 1.40, 0.95 };
-	/* This Xeon guest (0xa7), as clear_rank.c measured it: memset ahead at 8 MiB. */
+	/* This Xeon guest (0xa7), as clear/rank.c measured it: memset ahead at 8 MiB. */
 	static const double a7[] = { 0.765 };
 	/* NT ahead at every size measured, 8, 4 and 2 MiB. */
 	static const double all[] = { 1.5, 1.3, 1.2 };

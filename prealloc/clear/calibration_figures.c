@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memory.h"
+#include "clear.h"
 
 static int cmp_double(const void *a, const void *b)
 {

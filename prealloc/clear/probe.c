@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The probe: between the cached and probe limits (clear_select.c), whether cached
+ * The probe: between the cached and probe limits (clear/select.c), whether cached
  * or NT stores clear faster depends on where the memory is, not on its
  * size. Lines still in the cache, dirty: cached stores hit, NT stores must
  * take each line out first. Lines gone from it: cached stores read each
@@ -25,12 +25,12 @@
  * stretched cannot make it. Once NT slices run PROBE_DECISIVE times slower
  * at two places the lines are plainly cached, and the probe stops: each
  * further NT slice over dirty lines costs. Below the cached limit, where
- * a measured crossover sends a footprint to the probe (clear_select.c),
+ * a measured crossover sends a footprint to the probe (clear/select.c),
  * the dirty lines stay in the cache and the choice says handicap 1.
  */
 #include <stdbool.h>
 
-#include "memory.h"
+#include "clear.h"
 
 #define PROBE_HANDICAP 1.4
 #define PROBE_DECISIVE 3.0

@@ -38,7 +38,7 @@
  *   crossover avx2_nt seconds 0.021
  *   at 8388608 rounds 5 c 13.10 avx2_nt 10.05 ratio 0.77
  * This file holds the measurement, the file format and the small file
- * helpers the calibration shares; clear_auto.c decides when.
+ * helpers the calibration shares; clear/auto.c decides when.
  */
 #include <fcntl.h>
 #include <inttypes.h>
@@ -50,7 +50,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "memory.h"
+#include "clear.h"
 
 #define RANK_VERSION 2	/* 2: the crossover's lines; a version 1 file is measured again */
 #define RANK_BUDGET_S 0.15
