@@ -22,10 +22,10 @@
 
 /* What the calibration's figures say, pure (the probe takes its median). */
 /* The median of v[0..n) (n > 0); sorts v. */
-double calibrate_median(double *v, unsigned int n);
+double calibration_median(double *v, unsigned int n);
 /* Per kernel k < nk, the median of s[k][0..rep) into gbps; -EIO if a sample failed (<= 0). */
-int calibrate_medians(const double (*s)[PREALLOC_CALIBRATE_REPEAT_MAX], unsigned int nk,
-		      unsigned int rep, double *gbps);
+int calibration_medians(const double (*s)[PREALLOC_CALIBRATE_REPEAT_MAX], unsigned int nk,
+			unsigned int rep, double *gbps);
 /*
  * The paired ratio of kernel chosen to kernel best in samples s (rep each,
  * GB/s, sample i of every kernel from the same repetition): the median of
@@ -33,26 +33,26 @@ int calibrate_medians(const double (*s)[PREALLOC_CALIBRATE_REPEAT_MAX], unsigned
  * standard error relative to it, estimated from the ratios' interquartile
  * range (1, unknown, with fewer than 4 repetitions). Pure.
  */
-double calibrate_paired_ratio(const double (*s)[PREALLOC_CALIBRATE_REPEAT_MAX], unsigned int rep,
-			      unsigned int chosen, unsigned int best, double *ret_error);
+double calibration_paired_ratio(const double (*s)[PREALLOC_CALIBRATE_REPEAT_MAX], unsigned int rep,
+				unsigned int chosen, unsigned int best, double *ret_error);
 /* The kernel with the highest figure among gbps[0..nk). */
-unsigned int calibrate_best(unsigned int nk, const double *gbps);
+unsigned int calibration_best(unsigned int nk, const double *gbps);
 /*
  * Whether rep repetitions of nk columns (the last auto's) are enough: rep
  * >= max; or rep >= min and auto's paired ratio to the best kernel (by the
  * medians) known to PREALLOC_CALIBRATE_PRECISION. Pure.
  */
-bool calibrate_enough(const double (*s)[PREALLOC_CALIBRATE_REPEAT_MAX], unsigned int nk,
-		      unsigned int rep, unsigned int min, unsigned int max);
+bool calibration_enough(const double (*s)[PREALLOC_CALIBRATE_REPEAT_MAX], unsigned int nk,
+			unsigned int rep, unsigned int min, unsigned int max);
 /* order[] gets 0..n-1 shuffled, the same for the same seed: one repetition's kernel order. */
-void calibrate_order(unsigned int *order, unsigned int n, unsigned int seed);
+void calibration_order(unsigned int *order, unsigned int n, unsigned int seed);
 /*
  * res->calibration from res's medians: per measured size the fastest kernel
  * (the last column, auto, is not one), or the probe auto ran there
  * (res->size_auto) where it came within 0.95 of it; for anything larger
  * the kernel never far behind over the thread counts.
  */
-void calibrate_build(struct prealloc_calibrate_result *res);
+void calibration_build(struct prealloc_calibrate_result *res);
 
 /* ---- the kernels and their selection (select.c, probe.c) -------------- */
 

@@ -75,7 +75,7 @@ static uint64_t probe_run(const struct clear_choice *c, uint8_t *p, size_t len)
 	}
 	/* The median over the places: one slice an interrupt stretched cannot decide. */
 	handicap = c->handicap > 0 ? c->handicap : PROBE_HANDICAP;
-	winner = calibrate_median(ratio, probed) > handicap ? c->kernel : c->nt;
+	winner = calibration_median(ratio, probed) > handicap ? c->kernel : c->nt;
 	for (unsigned int i = 0; i < spots; i++) {
 		size_t from = stride * i + (i < probed ? 2 * CLEAR_PROBE_SLICE : 0);
 		size_t to = i + 1 < spots ? stride * (i + 1) : len;
