@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * CPU identity and features, detected once per process: the architecture
- * says who the CPU is and what this process may use (arch/<arch>/cpu.c),
- * and the size of one last-level cache comes from sysfs, else from the
- * architecture's own sources, else is left unknown (callers assume 32 MiB).
+ * says who the CPU is and what this process may use (arch/<arch>/cpu.c).
+ * The size of one last-level cache comes from sysfs under a ctx's root
+ * (the host's own /sys without one), else from the architecture's own
+ * sources, else is left unknown (callers assume 32 MiB).
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -13,27 +14,26 @@
 #include "arch.h"
 #include "internal.h"
 
-static struct cpu_id cpu;
-static pthread_once_t cpu_once = PTHREAD_ONCE_INIT;
+#define CPU0_CACHE "/devices/system/cpu/cpu0/cache"
 
-/* Highest-level data or unified cache listed by sysfs for cpu0; 0 if none. */
-static uint64_t llc_from_sysfs(void)
+/* Highest-level data or unified cache ctx's sysfs lists for cpu0; 0 if none. */
+static uint64_t llc_from_sysfs(const struct prealloc_ctx *ctx)
 {
 	unsigned int best_level = 0;
 	uint64_t best = 0;
 
 	for (unsigned int i = 0; i < 16; i++) {
-		char path[96], buf[32], *end;
+		char path[PATH_MAX], buf[32], *end;
 		uint64_t level, size;
 
-		snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu0/cache/index%u/level", i);
-		if (read_file_u64(path, &level) < 0)
+		if (sys_path(ctx, path, sizeof(path), CPU0_CACHE "/index%u/level", i) < 0 ||
+		    read_file_u64(path, &level) < 0)
 			break;
-		snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu0/cache/index%u/type", i);
-		if (read_file_str(path, buf, sizeof(buf)) < 0 || !strncmp(buf, "Instruction", 11))
+		if (sys_path(ctx, path, sizeof(path), CPU0_CACHE "/index%u/type", i) < 0 ||
+		    read_file_str(path, buf, sizeof(buf)) < 0 || !strncmp(buf, "Instruction", 11))
 			continue;
-		snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu0/cache/index%u/size", i);
-		if (read_file_str(path, buf, sizeof(buf)) < 0)
+		if (sys_path(ctx, path, sizeof(path), CPU0_CACHE "/index%u/size", i) < 0 ||
+		    read_file_str(path, buf, sizeof(buf)) < 0)
 			continue;
 		size = strtoull(buf, &end, 10);
 		if (*end == 'K')
@@ -48,19 +48,34 @@ static uint64_t llc_from_sysfs(void)
 	return best;
 }
 
-static void cpu_detect(void)
+static struct cpu_id ident;	/* the architecture's: identity and features */
+static struct cpu_id host;	/* ... with the LLC under the host's own /sys */
+static pthread_once_t ident_once = PTHREAD_ONCE_INIT, host_once = PTHREAD_ONCE_INIT;
+
+static void ident_detect(void)
 {
-	arch_cpu_identify(&cpu);
-	snprintf(cpu.llc_source, sizeof(cpu.llc_source), "sysfs");
-	cpu.llc_bytes = llc_from_sysfs();
-	if (!cpu.llc_bytes)
-		arch_cpu_llc(&cpu);
-	if (!cpu.llc_bytes)
-		snprintf(cpu.llc_source, sizeof(cpu.llc_source), "none (assumed 32 MiB)");
+	arch_cpu_identify(&ident);
+}
+
+void cpu_read(const struct prealloc_ctx *ctx, struct cpu_id *ret)
+{
+	pthread_once(&ident_once, ident_detect);
+	*ret = ident;
+	snprintf(ret->llc_source, sizeof(ret->llc_source), "sysfs");
+	ret->llc_bytes = llc_from_sysfs(ctx);
+	if (!ret->llc_bytes)
+		arch_cpu_llc(ret);
+	if (!ret->llc_bytes)
+		snprintf(ret->llc_source, sizeof(ret->llc_source), "none (assumed 32 MiB)");
+}
+
+static void host_detect(void)
+{
+	cpu_read(NULL, &host);
 }
 
 const struct cpu_id *cpu_get(void)
 {
-	pthread_once(&cpu_once, cpu_detect);
-	return &cpu;
+	pthread_once(&host_once, host_detect);
+	return &host;
 }

@@ -5,7 +5,16 @@
 
 #include "arch/cpu_id.h"
 
-/* Detected on first call, cached; thread safe. */
+struct prealloc_ctx;
+
+/*
+ * The CPU with its last-level cache as ctx's sysfs root lists it (NULL:
+ * the host's own /sys), else as the architecture finds it. The identity
+ * and features are detected once per process; thread safe.
+ */
+void cpu_read(const struct prealloc_ctx *ctx, struct cpu_id *ret);
+
+/* cpu_read(NULL), on first call, cached: for the calls that have no ctx. */
 const struct cpu_id *cpu_get(void);
 
 #endif

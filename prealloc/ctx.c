@@ -63,7 +63,6 @@ EXPORT int prealloc_ctx_new_opts(const struct prealloc_ctx_opts *opts,
 {
 	struct prealloc_ctx_opts o = { .size = sizeof(o) };
 	struct prealloc_ctx *ctx;
-	const struct cpu_id *cpu;
 	int r;
 
 	if (!ret_ctx)
@@ -76,18 +75,18 @@ EXPORT int prealloc_ctx_new_opts(const struct prealloc_ctx_opts *opts,
 	pthread_mutex_init(&ctx->records_lock, NULL);
 	r = state_dir_resolve(o.state_dir, ctx->state_dir, sizeof(ctx->state_dir));
 	if (r == 0)
-		r = set_root(ctx->sys_root, sizeof(ctx->sys_root), o.sys_root ? o.sys_root : "/sys");
+		r = set_root(ctx->sys_root, sizeof(ctx->sys_root),
+			     o.sys_root ? o.sys_root : HOST_SYS_ROOT);
 	if (r == 0)
 		r = set_root(ctx->proc_root, sizeof(ctx->proc_root),
-			     o.proc_root ? o.proc_root : "/proc");
+			     o.proc_root ? o.proc_root : HOST_PROC_ROOT);
 	if (r == 0)
 		r = topology_read(ctx);
 	if (r < 0) {
 		prealloc_ctx_free(ctx);
 		return r;
 	}
-	cpu = cpu_get();
-	ctx->cpu = *cpu;
+	cpu_read(ctx, &ctx->cpu);
 	*ret_ctx = ctx;
 	return 0;
 }

@@ -3,7 +3,7 @@
  * The root of the library, shared by every layer: the ctx (ctx.c) and what
  * it holds (the topology, the active calibration), util.c and topology.c.
  * Each layer adds its own private header in its folder (memory.h,
- * engine.h, state.h, flows.h). Never installed.
+ * host_limits.h, clear.h, engine.h, state.h, flows.h). Never installed.
  */
 #ifndef PREALLOC_INTERNAL_H
 #define PREALLOC_INTERNAL_H
@@ -19,6 +19,7 @@
 #include <stdatomic.h>
 
 #include "prealloc.h"
+#include "arch/clock.h"
 #include "cpu.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -63,7 +64,7 @@ struct clear_calibration {
 	struct clear_cal_class classes[CLEAR_CAL_CLASSES];
 };
 
-/* The kernels ranked for large clears, measured on this machine (clear_rank.c). */
+/* The kernels ranked for large clears, measured on this machine (clear/rank.c). */
 #define CLEAR_RANK_MAX 8
 struct clear_rank {
 	char vendor[16];
@@ -132,13 +133,15 @@ int read_file_str(const char *path, char *buf, size_t len);
 /* All of buf to fd (EINTR retried): 0 or -errno. */
 int fd_write_all(int fd, const char *buf, size_t len);
 int parse_cpulist(const char *s, cpu_set_t *ret);
-double now_seconds(void);
 
 /*
  * "<sys root>/<rel>" and "<proc root>/<rel>" (rel starts with '/'): every
  * sysfs and procfs path goes through these so tests can inject a tree.
+ * A NULL ctx: the host's own roots (a call that has no ctx, cpu_get).
  * -ENAMETOOLONG when it does not fit.
  */
+#define HOST_SYS_ROOT "/sys"
+#define HOST_PROC_ROOT "/proc"
 int sys_path(const struct prealloc_ctx *ctx, char *buf, size_t len, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 int proc_path(const struct prealloc_ctx *ctx, char *buf, size_t len, const char *fmt, ...)

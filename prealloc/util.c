@@ -137,14 +137,6 @@ int parse_cpulist(const char *s, cpu_set_t *ret)
 	return 0;
 }
 
-double now_seconds(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 EXPORT const char *prealloc_page_name(uint64_t page)
 {
 	switch (page) {
@@ -231,7 +223,7 @@ int sys_path(const struct prealloc_ctx *ctx, char *buf, size_t len, const char *
 	int r;
 
 	va_start(ap, fmt);
-	r = root_path(ctx->sys_root, buf, len, fmt, ap);
+	r = root_path(ctx ? ctx->sys_root : HOST_SYS_ROOT, buf, len, fmt, ap);
 	va_end(ap);
 	return r;
 }
@@ -242,7 +234,7 @@ int proc_path(const struct prealloc_ctx *ctx, char *buf, size_t len, const char 
 	int r;
 
 	va_start(ap, fmt);
-	r = root_path(ctx->proc_root, buf, len, fmt, ap);
+	r = root_path(ctx ? ctx->proc_root : HOST_PROC_ROOT, buf, len, fmt, ap);
 	va_end(ap);
 	return r;
 }

@@ -11,8 +11,9 @@
  * What vfio/ uses of the library, and nothing else (tests/unit/test-layers.sh
  * holds it to the engine and the root): the engine's job with a flow and a
  * serial op (job_start_spec, job_flow_arg, struct job_spec, job_flow,
- * job_op; the public prealloc_job_wait, _report, _free), and from util.c
- * copy_sized_in/out, format_bytes, now_seconds, sys_path and proc_path.
+ * job_op; the public prealloc_job_wait, _report, _free), from util.c
+ * copy_sized_in/out, format_bytes, sys_path and proc_path, and the one
+ * clock, now_seconds (arch/clock.h).
  * engine.h brings those (with memory.h and internal.h beneath it).
  */
 #include "engine.h"

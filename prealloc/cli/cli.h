@@ -91,7 +91,6 @@ void cli_wait_close(struct cli_wait *w);
  * change nothing). Returns that signal, or 0.
  */
 int job_run(struct prealloc_job *job, struct cli_wait *w, int sfd, bool show_progress);
-double now_wall(void);
 /* First line of a sysfs/proc file without the newline; <0 on error. */
 int read_sysfs_line(const char *path, char *buf, size_t len);
 extern const char *program_name;

@@ -81,14 +81,6 @@ struct json_object *json_double(double v)
 	return json_object_new_double_s(v, text);
 }
 
-double now_wall(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 int read_sysfs_line(const char *path, char *buf, size_t len)
 {
 	FILE *f = fopen(path, "re");

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "clock.h"
 #include "config.h"
 #if PREALLOC_HAVE_LIBURING
 #include <liburing.h>
@@ -71,8 +72,8 @@ static void on_signal(struct prealloc_job *job, int sfd, int *got_signal)
 
 static void redraw(struct prealloc_job *job, double start, bool show_progress)
 {
-	if (show_progress && now_wall() - start > 1.0)
-		progress_draw(job, now_wall() - start, false);
+	if (show_progress && now_seconds() - start > 1.0)
+		progress_draw(job, now_seconds() - start, false);
 }
 
 #if PREALLOC_HAVE_LIBURING
@@ -91,7 +92,7 @@ static void arm(struct io_uring *ring, uint64_t ud, int sfd, struct __kernel_tim
 static int run_uring(struct io_uring *ring, struct prealloc_job *job, int sfd, bool show)
 {
 	struct __kernel_timespec ts = { .tv_nsec = REDRAW_MS * 1000000 };
-	double start = now_wall();
+	double start = now_seconds();
 	int got_signal = 0;
 	bool end = false;
 
@@ -124,7 +125,7 @@ static int run_uring(struct io_uring *ring, struct prealloc_job *job, int sfd, b
 /* The eventfd loop: it turns readable at the end (and at each event on this path). */
 static int run_poll(struct prealloc_job *job, int sfd, bool show)
 {
-	double start = now_wall();
+	double start = now_seconds();
 	int got_signal = 0;
 	struct pollfd pfd[2] = {
 		{ .fd = prealloc_job_eventfd(job), .events = POLLIN },
@@ -146,7 +147,7 @@ static int run_poll(struct prealloc_job *job, int sfd, bool show)
 
 int job_run(struct prealloc_job *job, struct cli_wait *w, int sfd, bool show_progress)
 {
-	double start = now_wall();
+	double start = now_seconds();
 	int sig;
 
 #if PREALLOC_HAVE_LIBURING
@@ -156,7 +157,7 @@ int job_run(struct prealloc_job *job, struct cli_wait *w, int sfd, bool show_pro
 #endif
 		sig = run_poll(job, sfd, show_progress);
 	(void)w;
-	if (show_progress && now_wall() - start > 1.0)
-		progress_draw(job, now_wall() - start, true);
+	if (show_progress && now_seconds() - start > 1.0)
+		progress_draw(job, now_seconds() - start, true);
 	return sig;
 }

@@ -164,7 +164,7 @@ struct job_spec {
  * The end of a flow's synchronous call (prealloc_prepare, _clear_file,
  * _vfio_map), once its start succeeded: waits, reads the flow's info with
  * info (into ret_info, when both are given) and the report, frees the job.
- * Returns the job's result.
+ * Returns the job's result (start.c).
  */
 int job_sync(struct prealloc_job *job, int (*info)(struct prealloc_job *job, void *ret_info),
 	     void *ret_info, struct prealloc_report *ret_report);
@@ -261,9 +261,11 @@ struct prealloc_job {
 };
 
 /* engine.c */
-/* Records the job's first error and cancels the rest. */
-void job_fail(struct prealloc_job *job, int err, int node, uint64_t offset);
 void job_free(struct prealloc_job *job);
+/* job.c: the job's first error kept (where it happened), and every worker told to stop. */
+void job_fail(struct prealloc_job *job, int err, int node, uint64_t offset);
+/* job.c: joins the workers; several threads may wait: one joins, the others wait for it. */
+int job_join(struct prealloc_job *job);
 /* pools.c: one pool per node from the extents and extra ranges. */
 int pools_build(struct prealloc_job *job, const struct job_range *extra, size_t nr_extra);
 /*

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The public job API over the engine (engine.c): start, progress, cancel,
- * completion and the reports. Reports read only what the job copied or
- * counted itself, never the region, which a flow may have freed.
+ * The job a caller holds, while the engine (engine.c) runs it: its first
+ * failure (job_fail, which the workers call), progress, cancel, completion,
+ * the wait, and the reports. Reports read only what the job copied or
+ * counted itself, never the region, which a flow may have freed. Starting
+ * and freeing a job, above both, are start.c's.
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -10,10 +12,17 @@
 
 #include "engine.h"
 
-EXPORT int prealloc_job_start(struct prealloc_region *region, const struct prealloc_job_opts *opts,
-			      struct prealloc_job **ret_job)
+/* The job's first failure kept (where it happened), and every worker told to stop. */
+void job_fail(struct prealloc_job *job, int err, int node, uint64_t offset)
 {
-	return job_start_spec(region, opts, NULL, ret_job);
+	pthread_mutex_lock(&job->lock);
+	if (!job->error) {
+		job->error = err;
+		job->error_node = node;
+		job->error_offset = offset;
+	}
+	pthread_mutex_unlock(&job->lock);
+	atomic_store(&job->cancel, 1);
 }
 
 EXPORT int prealloc_job_progress(struct prealloc_job *job, uint64_t *ret_done, uint64_t *ret_total)
@@ -101,8 +110,7 @@ static bool job_bad(struct prealloc_job *job)
 	return !job || atomic_load(&job->magic) != JOB_MAGIC;
 }
 
-/* Several threads may wait: one joins, the others wait for it on the lock. */
-static int job_join(struct prealloc_job *job)
+int job_join(struct prealloc_job *job)
 {
 	pthread_mutex_lock(&job->join_lock);
 	if (!atomic_load(&job->joined)) {
@@ -210,47 +218,4 @@ EXPORT int prealloc_job_node_report(struct prealloc_job *job, unsigned int index
 		return r;
 	copy_sized_out(ret_report, &rep, sizeof(rep));
 	return 0;
-}
-
-EXPORT void prealloc_job_free(struct prealloc_job *job)
-{
-	unsigned int want = JOB_MAGIC;
-
-	if (!job)
-		return;
-	/*
-	 * Poisoned first: a second free that still finds the memory (two
-	 * threads freeing at once) sees it and does nothing. Once the memory
-	 * is gone nothing can tell; free exactly once.
-	 */
-	if (!atomic_compare_exchange_strong(&job->magic, &want, JOB_FREED))
-		return;
-	if (!atomic_load(&job->joined)) {
-		atomic_store(&job->cancel, 1);
-		job_join(job);
-	}
-	job_free(job);
-}
-
-int job_sync(struct prealloc_job *job, int (*info)(struct prealloc_job *job, void *ret_info),
-	     void *ret_info, struct prealloc_report *ret_report)
-{
-	int r = prealloc_job_wait(job);
-
-	if (info && ret_info)
-		info(job, ret_info);
-	if (ret_report)
-		prealloc_job_report(job, ret_report);
-	prealloc_job_free(job);
-	return r;
-}
-
-EXPORT int prealloc_run(struct prealloc_region *region, const struct prealloc_job_opts *opts,
-			struct prealloc_report *ret_report)
-{
-	struct prealloc_job *job;
-	int r;
-
-	r = prealloc_job_start(region, opts, &job);
-	return r < 0 ? r : job_sync(job, NULL, NULL, ret_report);
 }

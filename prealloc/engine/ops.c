@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clear.h"
 #include "engine.h"
 
 /* A job's hold on the SIGBUS guard: taken at most once, dropped at teardown. */

@@ -6,7 +6,7 @@
  * chunk over the pools. Only chunks from the extents count for placement.
  * And where each worker runs: its node's CPUs, or one of them when the
  * job's workers are fixed; by which memory policy a populate of 4K shmem
- * places its pages; and a job's first failure (job_fail).
+ * places its pages.
  */
 #include <stdlib.h>
 
@@ -237,19 +237,6 @@ void worker_affinity(const struct prealloc_job *job, const struct node_pool *poo
 		set = &one;
 	}
 	pthread_attr_setaffinity_np(attr, sizeof(*set), set);
-}
-
-/* The job's first failure kept (where it happened), and every worker told to stop. */
-void job_fail(struct prealloc_job *job, int err, int node, uint64_t offset)
-{
-	pthread_mutex_lock(&job->lock);
-	if (!job->error) {
-		job->error = err;
-		job->error_node = node;
-		job->error_offset = offset;
-	}
-	pthread_mutex_unlock(&job->lock);
-	atomic_store(&job->cancel, 1);
 }
 
 /*

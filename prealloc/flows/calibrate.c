@@ -2,8 +2,8 @@
 /*
  * prealloc_calibrate: measure every clear kernel asked for, and auto as it
  * runs, single-threaded by size and at a large size by thread count,
- * through the job engine, and build the calibration (memory/calibration.c stores
- * it; calibrate_figures.c holds the arithmetic). The buffer is written once
+ * through the job engine, and build the calibration (clear/calibration.c stores
+ * it; clear/calibration_figures.c holds the arithmetic). The buffer is written once
  * before any timing (in a nested VM the host faults memory in on first
  * touch); every timed pass starts from the same state: drained from the
  * caches, then written by ordinary stores, on the CPU that clears it; the
@@ -178,7 +178,7 @@ static int measure(struct bench *b, uint64_t size, unsigned int threads,
 		unsigned int order[NK];
 		bool failed = false;
 
-		calibrate_order(order, nk, rep);
+		calibration_order(order, nk, rep);
 		for (unsigned int k = 0; k < nk; k++) {
 			s[order[k]][rep] = calibrate_sample(b, region, name[order[k]], ro.length,
 							    threads,
@@ -186,14 +186,14 @@ static int measure(struct bench *b, uint64_t size, unsigned int threads,
 			failed |= s[order[k]][rep] < 0;
 		}
 		rep++;
-		if (failed)	/* calibrate_medians() below says -EIO */
+		if (failed)	/* calibration_medians() below says -EIO */
 			break;
-	} while (!calibrate_enough((const double (*)[PREALLOC_CALIBRATE_REPEAT_MAX])s, nk, rep,
-				   b->res->repeat, b->res->repeat_max));
+	} while (!calibration_enough((const double (*)[PREALLOC_CALIBRATE_REPEAT_MAX])s, nk, rep,
+				     b->res->repeat, b->res->repeat_max));
 	prealloc_region_free(region);
 	*ret_rep = rep;
 	*auto_cached = (double)cached / ((double)ro.length * (double)rounds * rep);
-	return calibrate_medians((const double (*)[PREALLOC_CALIBRATE_REPEAT_MAX])s, nk, rep, gbps);
+	return calibration_medians((const double (*)[PREALLOC_CALIBRATE_REPEAT_MAX])s, nk, rep, gbps);
 }
 
 /*
@@ -204,15 +204,15 @@ static int measure(struct bench *b, uint64_t size, unsigned int threads,
 static double chosen_ratio(const struct bench *b, unsigned int point, const double *gbps,
 			   const char *chosen, const char *auto_ran)
 {
-	unsigned int nk = b->res->nr_kernels, best = calibrate_best(nk - 1, gbps);
+	unsigned int nk = b->res->nr_kernels, best = calibration_best(nk - 1, gbps);
 
 	if (!strcmp(chosen, auto_ran))
-		return calibrate_paired_ratio(b->samples[point], b->reps[point], nk - 1, best,
-					      NULL);
+		return calibration_paired_ratio(b->samples[point], b->reps[point], nk - 1, best,
+						NULL);
 	for (unsigned int k = 0; k + 1 < nk; k++)
 		if (!strcmp(b->res->kernels[k], chosen))
-			return calibrate_paired_ratio(b->samples[point], b->reps[point], k, best,
-						      NULL);
+			return calibration_paired_ratio(b->samples[point], b->reps[point], k, best,
+							NULL);
 	return 0;
 }
 
@@ -349,11 +349,11 @@ static void measure_spread(struct bench *b)
 			double mid;
 
 			memcpy(v, b->samples[p][k], rep * sizeof(v[0]));
-			mid = calibrate_median(v, rep);
+			mid = calibration_median(v, rep);
 			spreads[n++] = (v[rep * 3 / 4] - v[rep / 4]) / mid;
 		}
 	}
-	res->spread = n ? calibrate_median(spreads, n) : 0;
+	res->spread = n ? calibration_median(spreads, n) : 0;
 }
 
 /* Every point, single-threaded sizes first. */
@@ -423,7 +423,7 @@ EXPORT int prealloc_calibrate(struct prealloc_ctx *ctx, const struct prealloc_ca
 	if (r < 0)
 		goto out;
 	measure_spread(b);
-	calibrate_build(res);
+	calibration_build(res);
 	mark_choices(b);
 	if (b->o.flags & PREALLOC_CALIBRATE_SAVE) {
 		r = prealloc_calibration_save(ctx, &res->calibration, b->o.path);

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "clear.h"
 #include "counters.h"
 #include "engine.h"
 #include "state.h"

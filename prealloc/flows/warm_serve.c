@@ -53,14 +53,6 @@ struct prealloc_warm_serve {
 	bool dirty;			/* a pass is due */
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Reads what is readable from fd without blocking (a signalfd's, an eventfd's, a pipe's). */
 static void drain(int fd)
 {
@@ -154,7 +146,7 @@ static uint64_t mem_available(struct prealloc_ctx *ctx)
 /* Without PSI: MemAvailable under the floor, read once a second at most. */
 static bool floor_crossed(struct prealloc_warm_serve *srv)
 {
-	double now = now_s();
+	double now = now_seconds();
 
 	if (!srv->floor || now < srv->next_floor)
 		return false;
@@ -263,7 +255,7 @@ static void serve_pressure(struct prealloc_warm_serve *srv, struct prealloc_warm
 	info->pressure_events++;
 	info->pressure_dropped_bytes += f.dropped_bytes;
 	fill_add(info, &f);
-	srv->last_pressure = now_s();
+	srv->last_pressure = now_seconds();
 	ctx_log(srv->ctx, r < 0 ? PREALLOC_LOG_WARNING : PREALLOC_LOG_INFO,
 		"warm serve: memory pressure: %u files given back (%llu MiB)%s%s", f.dropped,
 		(unsigned long long)(f.dropped_bytes >> 20), r < 0 ? ": " : "",
@@ -377,7 +369,7 @@ static int serve_timeout(const struct prealloc_warm_serve *srv, double last_pass
 {
 	double wait = (double)set_or(srv->conf.set.check_interval_s, SERVE_CHECK_INTERVAL_S);
 	double quiet = (double)set_or(srv->conf.set.pressure_quiet_s, SERVE_PRESSURE_QUIET_S);
-	double now = now_s();
+	double now = now_seconds();
 
 	if (srv->dirty)
 		return 0;	/* another pass at once, after what is already there */
@@ -444,7 +436,7 @@ EXPORT int prealloc_warm_serve_run(struct prealloc_warm_serve *srv,
 			{ .fd = srv->inotify_fd, .events = POLLIN },
 			{ .fd = srv->psi_fd, .events = POLLPRI },
 		};
-		double now = now_s();
+		double now = now_seconds();
 
 		serve_quiet(srv, now);
 		if (srv->dirty || now >= last_pass + (double)set_or(srv->conf.set.check_interval_s,
@@ -457,7 +449,7 @@ EXPORT int prealloc_warm_serve_run(struct prealloc_warm_serve *srv,
 			 */
 			srv->dirty = serve_pass(srv, &info);
 			store_seen(srv);
-			last_pass = now_s();
+			last_pass = now_seconds();
 			test_pause("warm-serve-pass");
 		}
 		if (poll(p, ARRAY_SIZE(p), serve_timeout(srv, last_pass)) < 0 && errno != EINTR) {

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "run.h"
 
 #ifndef MIN
@@ -168,7 +169,7 @@ static int wait_bounded(struct prealloc_job *job, double deadline)
 	int r;
 
 	while (!prealloc_job_done(job)) {
-		double left = deadline - run_now();
+		double left = deadline - now_seconds();
 
 		if (left <= 0) {
 			prealloc_job_cancel(job);
@@ -199,7 +200,7 @@ static int prefault_one(struct hook_run *run, unsigned int i, int dir_fd, const 
 		.holder = run->holder, .holder_check = run->check, .holder_expires = run->expires,
 		.dir_fd = dir_fd,
 	};
-	double left_ms = (deadline - run_now()) * 1000;
+	double left_ms = (deadline - now_seconds()) * 1000;
 	char path[4096];
 	struct prealloc_job *job;
 	int r;
@@ -283,12 +284,12 @@ int run_start(struct hook_run *run)
 		files += run_backend_prefaulted(run, i) || run_warm_eligible(run, i, NULL, 0) == 0;
 	}
 	/* The deadline grows with the size at a conservative rate: a big guest is not cut off. */
-	deadline = run_now() + run->set.deadline_s + (double)bytes / (double)run->set.prefault_rate;
+	deadline = now_seconds() + run->set.deadline_s + (double)bytes / (double)run->set.prefault_rate;
 	run->deadline = deadline;	/* the links' waits fit in it too */
 	if (!files)
 		return 0;
 	/* The backstop, should a step overrun the deadline it was given. */
-	alarm((unsigned int)(deadline - run_now()) + 5);
+	alarm((unsigned int)(deadline - now_seconds()) + 5);
 	/* libvirt labels the per-domain directory only when it creates it: never make it. */
 	dir_fd = open_domain_dir(run, dir, sizeof(dir));
 	if (dir_fd < 0)

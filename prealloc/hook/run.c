@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "run.h"
 
 #define HUGETLBFS_MAGIC 0x958458f6
@@ -98,24 +99,16 @@ int run_init(struct hook_run *run, hook_log_fn *log, const char *xml, size_t len
 	snprintf(run->holder, sizeof(run->holder), HOLDER_PREFIX "%s", run->dom.uuid);
 	snprintf(run->check, sizeof(run->check), "%s/%s.xml", run->set.status_dir, run->dom.name);
 	run->expires = (int64_t)time(NULL) + run->set.start_grace_s;
-	run->deadline = run_now() + run->set.deadline_s;
+	run->deadline = now_seconds() + run->set.deadline_s;
 	run->reserve = tri(run->dom.reserve, run->set.reserve);
 	run->prefault = tri(run->dom.prefault, run->set.prefault);
 	run->warm = tri(run->dom.warm, run->set.warm);
 	return 0;
 }
 
-double run_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 unsigned int run_wait_ms(const struct hook_run *run, unsigned int want_ms, double share)
 {
-	double left_ms = (run->deadline - run_now()) * 1000 * share;
+	double left_ms = (run->deadline - now_seconds()) * 1000 * share;
 
 	return left_ms < 1 ? 1 : left_ms < want_ms ? (unsigned int)left_ms : want_ms;
 }

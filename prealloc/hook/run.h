@@ -31,7 +31,7 @@ struct hook_run {
 	char holder[80];	/* libvirt:<uuid> */
 	char check[512];	/* libvirt's status XML: exists while the domain runs */
 	int64_t expires;	/* a claim whose domain never starts is gone then */
-	double deadline;	/* the stage's end (run_now() seconds): every wait fits before it */
+	double deadline;	/* the stage's end (now_seconds()): every wait fits before it */
 	bool reserve, prefault, warm;
 	/* prepare: backend i starts on a warm file reserved for the holder (warm.c). */
 	bool warmed[DOM_MAX_BACKENDS];
@@ -41,8 +41,6 @@ struct hook_run {
 
 /* Settings, domain, host view and demand; 0 or -errno with run->msg. */
 int run_init(struct hook_run *run, hook_log_fn *log, const char *xml, size_t len);
-/* Monotonic seconds, as run->deadline counts them. */
-double run_now(void);
 /* A wait's bound: want_ms, or what is left before the stage's deadline (share of it). */
 unsigned int run_wait_ms(const struct hook_run *run, unsigned int want_ms, double share);
 /* What the run did, through the program's log function. */

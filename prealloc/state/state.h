@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include "host_limits.h"
 #include "memory.h"
 
 /* ---- records and the store (store.c, records.c, owners.c, store_v1.c) ---- */

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memory.h"
+#include "host_limits.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -22,7 +22,7 @@
 
 #include "config.h"
 #include "engine.h"
-#include "memory.h"
+#include "clear.h"
 #include "other-kernel.h"
 #include "tap.h"
 

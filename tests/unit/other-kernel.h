@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "cpu.h"
-#include "memory.h"
+#include "clear.h"
 
 static inline const char *other_kernel(void)
 {

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cpu.h"
-#include "memory.h"
+#include "clear.h"
 
 /*
  * name ("c", "avx2_nt", a probe's "c/dc_zva") where this build has its

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The clear kernels ranked for large clears on this machine (clear_rank.c,
- * clear_auto.c): the file's text round trip and what it refuses; a file of
+ * The clear kernels ranked for large clears on this machine (clear/rank.c,
+ * clear/auto.c): the file's text round trip and what it refuses; a file of
  * this CPU and microcode decides over the probe limit and is named in the
  * reason, one of another microcode is measured again, nothing decides
  * between the limits, and PREALLOC_CALIBRATION=none means the built-in
@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "cpu.h"
-#include "memory.h"
+#include "clear.h"
 #include "other-kernel.h"
 #include "tap.h"
 

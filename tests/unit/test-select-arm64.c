@@ -15,7 +15,7 @@
 
 #include "config.h"
 #include "cpu.h"
-#include "memory.h"
+#include "clear.h"
 #include "select-check.h"
 #include "tap.h"
 

@@ -19,7 +19,7 @@
 #include "config.h"
 #include "cpu.h"
 #include "engine.h"
-#include "memory.h"
+#include "clear.h"
 #include "select-check.h"
 #include "tap.h"
 
@@ -322,7 +322,7 @@ static void test_build(void)
 	res.large_size = 1 * GiB;
 	res.threads_gbps[0][0] = 10, res.threads_gbps[0][1] = 20, res.threads_gbps[0][2] = 20;
 	snprintf(res.threads_auto[0], 24, "avx2_nt");
-	calibrate_build(&res);
+	calibration_build(&res);
 	tap_ok(cal->nr_classes == 3 && !strcmp(cal->classes[0].kernel, "c") &&
 		       cal->classes[0].max_bytes == 8 * MiB &&
 		       !strcmp(cal->classes[1].kernel, "c/avx2_nt") &&
@@ -333,7 +333,7 @@ static void test_build(void)
 	       cal->classes[2].kernel);
 	/* The probe at 0.94 of the best: the best kernel is stored. */
 	res.size_gbps[1][2] = 12.2;
-	calibrate_build(&res);
+	calibration_build(&res);
 	tap_ok(cal->nr_classes == 2 && !strcmp(cal->classes[1].kernel, "avx2_nt"),
 	       "a probe under 0.95 of the best gives way to it (%u classes, %s)", cal->nr_classes,
 	       cal->classes[cal->nr_classes - 1].kernel);
@@ -545,18 +545,18 @@ static void test_paired_ratio(void)
 		s[1][i] = speed[i] * 0.9;
 		s[2][i] = speed[i] * 0.8;
 	}
-	r = calibrate_paired_ratio(s, 5, 1, 0, &e);
+	r = calibration_paired_ratio(s, 5, 1, 0, &e);
 	tap_ok(fabs(r - 0.9) < 1e-9, "a kernel 0.9 of the best in every repetition: 0.9 (%.3f)", r);
 	tap_ok(e < 1e-9, "... known exactly: the drift cancels (error %.4f)", e);
-	r = calibrate_paired_ratio(s, 5, 0, 0, NULL);
+	r = calibration_paired_ratio(s, 5, 0, 0, NULL);
 	tap_ok(r == 1, "the best against itself: 1 (%.3f)", r);
 	/* One repetition where kernel 1 met a slow moment: the median ignores it. */
 	s[1][2] = 1;
-	r = calibrate_paired_ratio(s, 5, 1, 0, NULL);
+	r = calibration_paired_ratio(s, 5, 1, 0, NULL);
 	tap_ok(fabs(r - 0.9) < 1e-9, "one slow repetition does not move it (%.3f)", r);
 	/* Ahead in three of five: above 1, not cut to 1 (a probe's mix can beat both kernels). */
 	s[1][0] = 11, s[1][1] = 44, s[1][2] = 22;
-	r = calibrate_paired_ratio(s, 5, 1, 0, NULL);
+	r = calibration_paired_ratio(s, 5, 1, 0, NULL);
 	tap_ok(fabs(r - 1.1) < 1e-9, "ahead in most repetitions: 1.1 (%.3f)", r);
 	/*
 	 * Only the best counts: kernel 2, ahead of kernel 1 by 1.3x in three
@@ -565,17 +565,17 @@ static void test_paired_ratio(void)
 	 */
 	for (unsigned int i = 0; i < 5; i++)
 		s[1][i] = speed[i] * 0.97, s[2][i] = speed[i] * (i % 2 ? 0.8 : 1.26);
-	r = calibrate_paired_ratio(s, 5, 1, 0, NULL);
+	r = calibration_paired_ratio(s, 5, 1, 0, NULL);
 	tap_ok(fabs(r - 0.97) < 1e-9, "against the best only, not its noisy twin: 0.97 (%.3f)", r);
 	/* The error: ratios 0.8-1.2, interquartile 0.2, over sqrt(5), times 1.2533/1.349. */
 	for (unsigned int i = 0; i < 5; i++)
 		s[1][i] = speed[i] * (0.8 + 0.1 * ((i * 3) % 5));
-	r = calibrate_paired_ratio(s, 5, 1, 0, &e);
+	r = calibration_paired_ratio(s, 5, 1, 0, &e);
 	tap_ok(fabs(r - 1) < 1e-9 && fabs(e - 1.2533 * 0.2 / 1.349 / sqrt(5.0)) < 1e-6,
 	       "the error from the interquartile range: %.4f (ratio %.3f)", e, r);
-	calibrate_paired_ratio(s, 3, 1, 0, &e);
+	calibration_paired_ratio(s, 3, 1, 0, &e);
 	tap_ok(e == 1, "under four repetitions: unknown, 1 (%.3f)", e);
-	tap_ok(calibrate_best(3, gbps) == 2 && calibrate_best(2, gbps) == 0,
+	tap_ok(calibration_best(3, gbps) == 2 && calibration_best(2, gbps) == 0,
 	       "the best: the highest median among the kernels counted");
 }
 
@@ -590,23 +590,23 @@ static void test_enough(void)
 		s[1][i] = 5;
 		s[2][i] = s[0][i] * 0.95;
 	}
-	tap_ok(!calibrate_enough(s, 3, 6, 7, 31) && calibrate_enough(s, 3, 7, 7, 31),
+	tap_ok(!calibration_enough(s, 3, 6, 7, 31) && calibration_enough(s, 3, 7, 7, 31),
 	       "a steady ratio: enough at the minimum, not before");
 	/* Auto 0.8 or 1.2 of the best in turn: its median stays unknown to 1 %. */
 	for (unsigned int i = 0; i < 40; i++)
 		s[2][i] = s[0][i] * (i % 2 ? 0.8 : 1.2);
-	tap_ok(!calibrate_enough(s, 3, 7, 7, 31) && !calibrate_enough(s, 3, 30, 7, 31) &&
-		       calibrate_enough(s, 3, 31, 7, 31),
+	tap_ok(!calibration_enough(s, 3, 7, 7, 31) && !calibration_enough(s, 3, 30, 7, 31) &&
+		       calibration_enough(s, 3, 31, 7, 31),
 	       "a ratio spread by 20 %%: on to the cap");
-	tap_ok(calibrate_enough(s, 3, 3, 3, 3), "--repeat: as many as asked, however spread");
+	tap_ok(calibration_enough(s, 3, 3, 3, 3), "--repeat: as many as asked, however spread");
 	/* The best by the medians is kernel 1: against it auto is steady (against kernel 0, 10-16x). */
 	for (unsigned int i = 0; i < 40; i++)
 		s[0][i] = 1, s[1][i] = 10 + i % 7, s[2][i] = s[1][i] * 0.97;
-	tap_ok(calibrate_enough(s, 3, 7, 7, 31), "the ratio is taken to the best kernel");
+	tap_ok(calibration_enough(s, 3, 7, 7, 31), "the ratio is taken to the best kernel");
 }
 
 /* The LLC a VM that hides every cache leaf gets: its family's per-CCX L3, or none. */
-/* A crossover as clear_rank.c measures it: ratios (NT over memset) from the cached limit down. */
+/* A crossover as clear/rank.c measures it: ratios (NT over memset) from the cached limit down. */
 static struct clear_crossover crossover_of(const char *nt, uint64_t largest, unsigned int nr,
 					   const double *ratio)
 {
@@ -634,7 +634,7 @@ static void test_crossover(void)
 {
 	/* NT led by 1.4x at the cached limit (8 MiB), not at 4 MiB. */
 	static const double cf[] = { 1.40, 0.95 };
-	/* This Xeon guest (0xa7), as clear_rank.c measured it: memset ahead at 8 MiB. */
+	/* This Xeon guest (0xa7), as clear/rank.c measured it: memset ahead at 8 MiB. */
 	static const double a7[] = { 0.765 };
 	/* NT ahead at every size measured, 8, 4 and 2 MiB. */
 	static const double all[] = { 1.5, 1.3, 1.2 };

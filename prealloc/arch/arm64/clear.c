@@ -121,7 +121,7 @@ static void clear_mops(void *dst, size_t len)
  * memset clear large ranges with, and needs no read for ownership; MOPS
  * matched it on a big core and trailed it 4x on a small one (an emulator
  * project's cycle figures); STNP is only a hint. The measured ranking
- * (clear_rank.c) reorders them on a real machine; calibration may pick
+ * (clear/rank.c) reorders them on a real machine; calibration may pick
  * any. arm64 speed figures need real hardware: under TCG they mean
  * nothing.
  */

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memory.h"
+#include "clear.h"
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -18,21 +18,21 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-double calibrate_median(double *v, unsigned int n)
+double calibration_median(double *v, unsigned int n)
 {
 	qsort(v, n, sizeof(v[0]), cmp_double);
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-int calibrate_medians(const double (*s)[PREALLOC_CALIBRATE_REPEAT_MAX], unsigned int nk,
-		      unsigned int rep, double *gbps)
+int calibration_medians(const double (*s)[PREALLOC_CALIBRATE_REPEAT_MAX], unsigned int nk,
+			unsigned int rep, double *gbps)
 {
 	double sorted[PREALLOC_CALIBRATE_REPEAT_MAX];
 	int r = 0;
 
 	for (unsigned int k = 0; k < nk; k++) {
 		memcpy(sorted, s[k], rep * sizeof(sorted[0]));
-		gbps[k] = calibrate_median(sorted, rep);
+		gbps[k] = calibration_median(sorted, rep);
 		if (sorted[0] <= 0)
 			r = -EIO;
 	}
@@ -50,14 +50,14 @@ int calibrate_medians(const double (*s)[PREALLOC_CALIBRATE_REPEAT_MAX], unsigned
  * sqrt(n), sigma estimated as the interquartile range over 1.349, which
  * one repetition a neighbour disturbed does not inflate.
  */
-double calibrate_paired_ratio(const double (*s)[PREALLOC_CALIBRATE_REPEAT_MAX], unsigned int rep,
-			      unsigned int chosen, unsigned int best, double *ret_error)
+double calibration_paired_ratio(const double (*s)[PREALLOC_CALIBRATE_REPEAT_MAX], unsigned int rep,
+				unsigned int chosen, unsigned int best, double *ret_error)
 {
 	double r[PREALLOC_CALIBRATE_REPEAT_MAX], mid;
 
 	for (unsigned int i = 0; i < rep; i++)
 		r[i] = s[chosen][i] / s[best][i];
-	mid = calibrate_median(r, rep);
+	mid = calibration_median(r, rep);
 	if (ret_error)
 		*ret_error = rep < 4 || mid <= 0 ? 1 :
 			1.2533 * (r[rep * 3 / 4] - r[rep / 4]) / 1.349 / sqrt((double)rep) / mid;
@@ -70,8 +70,8 @@ double calibrate_paired_ratio(const double (*s)[PREALLOC_CALIBRATE_REPEAT_MAX], 
  * decides), and with 5 repetitions a run put auto under 0.95 in 1-3 of 8
  * runs per probed cell; a point that spreads little stops at the minimum.
  */
-bool calibrate_enough(const double (*s)[PREALLOC_CALIBRATE_REPEAT_MAX], unsigned int nk,
-		      unsigned int rep, unsigned int min, unsigned int max)
+bool calibration_enough(const double (*s)[PREALLOC_CALIBRATE_REPEAT_MAX], unsigned int nk,
+			unsigned int rep, unsigned int min, unsigned int max)
 {
 	double gbps[PREALLOC_CALIBRATE_KERNELS], error;
 
@@ -79,13 +79,13 @@ bool calibrate_enough(const double (*s)[PREALLOC_CALIBRATE_REPEAT_MAX], unsigned
 		return true;
 	if (rep < min || nk < 2)
 		return rep >= min;
-	calibrate_medians(s, nk - 1, rep, gbps);
-	calibrate_paired_ratio(s, rep, nk - 1, calibrate_best(nk - 1, gbps), &error);
+	calibration_medians(s, nk - 1, rep, gbps);
+	calibration_paired_ratio(s, rep, nk - 1, calibration_best(nk - 1, gbps), &error);
 	return error <= PREALLOC_CALIBRATE_PRECISION;
 }
 
 /* Fisher-Yates over an LCG seeded by the repetition. */
-void calibrate_order(unsigned int *order, unsigned int n, unsigned int seed)
+void calibration_order(unsigned int *order, unsigned int n, unsigned int seed)
 {
 	uint32_t x = seed * 2654435761u + 1;
 
@@ -102,7 +102,7 @@ void calibrate_order(unsigned int *order, unsigned int n, unsigned int seed)
 	}
 }
 
-unsigned int calibrate_best(unsigned int nk, const double *gbps)
+unsigned int calibration_best(unsigned int nk, const double *gbps)
 {
 	unsigned int best = 0;
 
@@ -128,7 +128,7 @@ static unsigned int most_even(const struct prealloc_calibrate_result *res)
 
 		for (unsigned int t = 0; t < res->nr_threads; t++) {
 			const double *g = res->threads_gbps[t];
-			double top = g[calibrate_best(res->nr_kernels - 1, g)];
+			double top = g[calibration_best(res->nr_kernels - 1, g)];
 
 			if (top > 0)
 				score = MIN(score, g[k] / top);
@@ -154,7 +154,7 @@ static unsigned int most_even(const struct prealloc_calibrate_result *res)
 static void size_winner(const struct prealloc_calibrate_result *res, unsigned int i,
 			struct prealloc_calibration_class *ret)
 {
-	unsigned int nk = res->nr_kernels - 1, best = calibrate_best(nk, res->size_gbps[i]);
+	unsigned int nk = res->nr_kernels - 1, best = calibration_best(nk, res->size_gbps[i]);
 	double top = res->size_gbps[i][best], mine = res->size_gbps[i][nk];
 
 	if (strchr(res->size_auto[i], '/') && mine >= PAIR_KEEP * top) {
@@ -171,7 +171,7 @@ static void size_winner(const struct prealloc_calibrate_result *res, unsigned in
  * geometric middle with the next size; most_even() covers the rest.
  * Neighbours with one winner merge.
  */
-void calibrate_build(struct prealloc_calibrate_result *res)
+void calibration_build(struct prealloc_calibrate_result *res)
 {
 	struct prealloc_calibration_class all[PREALLOC_CALIBRATE_SIZES + 1];
 	struct prealloc_calibration *cal = &res->calibration;

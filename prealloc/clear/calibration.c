@@ -18,9 +18,9 @@
  * CPU (vendor, family, model or model name differ) is foreign, never used,
  * and said once through the ctx's log.
  *
- * This file builds on clear_select.c (the kernel table and the pure
+ * This file builds on clear/select.c (the kernel table and the pure
  * clear_select) and makes the choices that need a ctx's calibration;
- * clear_select.c calls nothing here.
+ * clear/select.c calls nothing here.
  */
 #include <fcntl.h>
 #include <inttypes.h>
@@ -31,7 +31,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "memory.h"
+#include "clear.h"
 
 #define CAL_VERSION 1
 #define CAL_MAX_TEXT 8192

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "memory.h"
+#include "host_limits.h"
 
 #define CAPACITY_MARGIN_MIN (UINT64_C(256) << 20)
 

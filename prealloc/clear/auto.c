@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The automatic clear kernel for a ctx: clear_select's rules under the
- * ctx's calibration (calibration.c), and over the probe limit, with no
+ * ctx's calibration (clear/calibration.c), and over the probe limit, with no
  * calibration, the kernel this machine measured fastest for large clears
- * (clear_rank.c), measured once per CPU model and microcode and kept
+ * (clear/rank.c), measured once per CPU model and microcode and kept
  * beside the calibration; at and below the cached limit, the crossover
  * between memset and NT stores measured with it, kept in the same file.
  * PREALLOC_CALIBRATION=none: the built-in rules.
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memory.h"
+#include "clear.h"
 
 /* Guards every ctx's rank_* fields (a ctx has no lock of its own), and crossover. */
 static pthread_mutex_t rank_lock = PTHREAD_MUTEX_INITIALIZER;

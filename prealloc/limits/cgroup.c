@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memory.h"
+#include "host_limits.h"
 
 /* A mount point under the sys root when it sits in /sys (tests inject a tree). */
 static int rooted(const struct prealloc_ctx *ctx, const char *mnt, char *buf, size_t len)

@@ -38,7 +38,7 @@
  *   crossover avx2_nt seconds 0.021
  *   at 8388608 rounds 5 c 13.10 avx2_nt 10.05 ratio 0.77
  * This file holds the measurement, the file format and the small file
- * helpers the calibration shares; clear_auto.c decides when.
+ * helpers the calibration shares; clear/auto.c decides when.
  */
 #include <fcntl.h>
 #include <inttypes.h>
@@ -50,7 +50,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "memory.h"
+#include "clear.h"
 
 #define RANK_VERSION 2	/* 2: the crossover's lines; a version 1 file is measured again */
 #define RANK_BUDGET_S 0.15
@@ -65,14 +65,6 @@
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
-
-static double mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 void cpu_microcode(char *buf, size_t len)
 {
@@ -158,15 +150,15 @@ static void rank_rounds(struct rank_run *run, uint8_t *buf, uint64_t bytes, doub
 			double t;
 
 			arch_cache_flush(p, slice);
-			t = mono();
+			t = now_seconds();
 			run->k[k]->fn(p, slice);
-			t = mono() - t;
+			t = now_seconds() - t;
 			if (r > 0)	/* round 0 faults the buffer in */
 				run->s[k][r - 1] = (double)slice / (t > 0 ? t : 1e-9) / 1e9;
 		}
 		run->rounds = r;
 		if (r >= RANK_MIN_ROUNDS &&
-		    (rank_known(run, ret_order) || mono() - t0 > RANK_BUDGET_S || r == RANK_MAX_ROUNDS))
+		    (rank_known(run, ret_order) || now_seconds() - t0 > RANK_BUDGET_S || r == RANK_MAX_ROUNDS))
 			return;
 	}
 }
@@ -219,7 +211,7 @@ static void cross_rounds(const struct clear_kernel *c, const struct clear_kernel
 		r++;
 		if (r >= CROSS_MIN_ROUNDS &&
 		    (quantile(ratio, r, 0.25, tmp) >= CLEAR_CROSS_LEAD ||
-		     quantile(ratio, r, 0.75, tmp) < CLEAR_CROSS_LEAD || mono() > deadline))
+		     quantile(ratio, r, 0.75, tmp) < CLEAR_CROSS_LEAD || now_seconds() > deadline))
 			break;
 	}
 	ret->bytes = bytes;
@@ -236,7 +228,7 @@ static void cross_measure(const struct cpu_id *cpu, uint8_t *buf, uint64_t buf_b
 	struct clear_choice probe = clear_select(cpu, clear_probe_limit(cpu->llc_bytes), 1, NULL,
 						 NULL, 0);
 	const struct clear_kernel *c = clear_kernel_find("c");
-	double t0 = mono();
+	double t0 = now_seconds();
 
 	memset(ret, 0, sizeof(*ret));
 	if (!probe.nt || !c || !c->fn)
@@ -246,10 +238,10 @@ static void cross_measure(const struct cpu_id *cpu, uint8_t *buf, uint64_t buf_b
 	     bytes >= CLEAR_PROBE_MIN && ret->nr < CLEAR_CROSS_SIZES; bytes /= 2) {
 		cross_rounds(c, probe.nt, buf, bytes, t0 + CROSS_BUDGET_S, &ret->at[ret->nr]);
 		if (ret->at[ret->nr++].nt_over_cached < CLEAR_CROSS_LEAD ||
-		    mono() - t0 > CROSS_BUDGET_S)
+		    now_seconds() - t0 > CROSS_BUDGET_S)
 			break;
 	}
-	ret->seconds = mono() - t0;
+	ret->seconds = now_seconds() - t0;
 }
 
 int clear_rank_measure(const struct cpu_id *cpu, struct clear_rank *ret,
@@ -259,7 +251,7 @@ int clear_rank_measure(const struct cpu_id *cpu, struct clear_rank *ret,
 	struct clear_choice table = clear_select(cpu, UINT64_MAX / 2, 1, NULL, NULL, 0);
 	unsigned int order[CLEAR_RANK_MAX];
 	struct rank_run *run = calloc(1, sizeof(*run));
-	double t0 = mono();
+	double t0 = now_seconds();
 	uint8_t *buf;
 
 	if (!run)
@@ -310,7 +302,7 @@ int clear_rank_measure(const struct cpu_id *cpu, struct clear_rank *ret,
 			ret->k[i] = t;
 		}
 	/* The ranking's own time: the crossover's is its own figure. */
-	ret->seconds = mono() - t0 - (ret_cross ? ret_cross->seconds : 0);
+	ret->seconds = now_seconds() - t0 - (ret_cross ? ret_cross->seconds : 0);
 	free(run);
 	return 0;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The probe: between the cached and probe limits (clear_select.c), whether cached
+ * The probe: between the cached and probe limits (clear/select.c), whether cached
  * or NT stores clear faster depends on where the memory is, not on its
  * size. Lines still in the cache, dirty: cached stores hit, NT stores must
  * take each line out first. Lines gone from it: cached stores read each
@@ -25,12 +25,12 @@
  * stretched cannot make it. Once NT slices run PROBE_DECISIVE times slower
  * at two places the lines are plainly cached, and the probe stops: each
  * further NT slice over dirty lines costs. Below the cached limit, where
- * a measured crossover sends a footprint to the probe (clear_select.c),
+ * a measured crossover sends a footprint to the probe (clear/select.c),
  * the dirty lines stay in the cache and the choice says handicap 1.
  */
 #include <stdbool.h>
 
-#include "memory.h"
+#include "clear.h"
 
 #define PROBE_HANDICAP 1.4
 #define PROBE_DECISIVE 3.0
@@ -75,7 +75,7 @@ static uint64_t probe_run(const struct clear_choice *c, uint8_t *p, size_t len)
 	}
 	/* The median over the places: one slice an interrupt stretched cannot decide. */
 	handicap = c->handicap > 0 ? c->handicap : PROBE_HANDICAP;
-	winner = calibrate_median(ratio, probed) > handicap ? c->kernel : c->nt;
+	winner = calibration_median(ratio, probed) > handicap ? c->kernel : c->nt;
 	for (unsigned int i = 0; i < spots; i++) {
 		size_t from = stride * i + (i < probed ? 2 * CLEAR_PROBE_SLICE : 0);
 		size_t to = i + 1 < spots ? stride * (i + 1) : len;

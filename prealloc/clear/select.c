@@ -11,7 +11,7 @@
  * cached limit (half the LLC, at most 8 MiB) gets cached stores; one up to
  * the probe limit (twice the LLC, at most 128 MiB) gets a probe: each piece
  * is cleared by whichever of cached and NT stores is faster on it at that
- * moment (clear_probe.c), because there the winner depends on whether the
+ * moment (clear/probe.c), because there the winner depends on whether the
  * memory is still in the cache, which only the memory can tell; anything
  * larger gets the best NT kernel the CPU has.
  */
@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "config.h"
-#include "memory.h"
+#include "clear.h"
 
 /* Assumed when the LLC size is unknown: a typical server LLC slice. */
 #define LLC_DEFAULT (UINT64_C(32) << 20)
@@ -225,7 +225,7 @@ struct clear_choice clear_select(const struct cpu_id *cpu, uint64_t size, unsign
  * every CPU measured when it was made; an Emerald Rapids with a 260 MiB
  * LLC (0xcf, issue 39) ran memset at 0.70 of the NT stores at 8 MiB,
  * written once. So the crossover is measured on the machine, beside the
- * ranking (clear_rank.c): where NT led memset by CLEAR_CROSS_LEAD, the
+ * ranking (clear/rank.c): where NT led memset by CLEAR_CROSS_LEAD, the
  * probe decides; where it led by less, memset keeps 1/1.1 = 0.91 of the
  * best and costs no slices.
  */

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "memory.h"
+#include "host_limits.h"
 
 #define NODE_SYSFS "/devices/system/node"
 #define HP_SYSFS "/kernel/mm/hugepages"
