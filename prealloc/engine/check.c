@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A job's check phase: where its pages are, counted into each node's pool
+ * A job's check phase: where its pages are, counted into each node's crew
  * (4K pages: each worker its own chunks from pagemap, where page frames
  * can be read; else all at once from numa_maps when the mappings line up
  * with the extents, else chunk by chunk with move_pages), the bytes huge pages map, and
@@ -17,8 +17,8 @@ static uint64_t placement_step(const struct prealloc_job *job)
 	return job->backing == PREALLOC_BACKING_ANON_THP ? PREALLOC_PAGE_4K : job->page_size;
 }
 
-/* The pool of the region extent holding [first, last) (region offsets), NULL if none. */
-static struct node_pool *extent_pool(struct prealloc_job *job, uint64_t first, uint64_t last,
+/* The crew of the region extent holding [first, last) (region offsets), NULL if none. */
+static struct node_crew *extent_crew(struct prealloc_job *job, uint64_t first, uint64_t last,
 				     bool *ret_straddles)
 {
 	struct prealloc_region *reg = job->region;
@@ -33,35 +33,35 @@ static struct node_pool *extent_pool(struct prealloc_job *job, uint64_t first, u
 		*ret_straddles = true;
 		return NULL;
 	}
-	for (unsigned int p = 0; p < job->nr_pools; p++)
-		if (reg->extents[e].node >= 0 && job->pools[p].node == reg->extents[e].node)
-			return &job->pools[p];
+	for (unsigned int p = 0; p < job->nr_crews; p++)
+		if (reg->extents[e].node >= 0 && job->crews[p].node == reg->extents[e].node)
+			return &job->crews[p];
 	return NULL;
 }
 
-/* placement_scan callback: one mapping's per-node counts go to its extent's pool. */
+/* placement_scan callback: one mapping's per-node counts go to its extent's crew. */
 static int scan_mapping(void *arg, uint64_t start, uint64_t end, uint64_t unit,
 			const uint64_t *counts)
 {
 	struct prealloc_job *job = arg;
 	uint64_t base = (uintptr_t)job->addr, step = placement_step(job), on, all = 0;
 	bool straddles;
-	struct node_pool *pool = extent_pool(job, start - base, end - base, &straddles);
+	struct node_crew *crew = extent_crew(job, start - base, end - base, &straddles);
 
 	if (straddles)
 		return -ENOTSUP;	/* a mapping across extents: count page by page */
-	if (!pool)
+	if (!crew)
 		return 0;		/* node -1: not resident, never counted */
 	for (int n = 0; n < PREALLOC_MAX_NODES; n++)
 		all += counts[n];
-	on = counts[pool->node] * unit / step;
-	atomic_fetch_add(&pool->on, on);
-	atomic_fetch_add(&pool->off, all * unit / step - on);
+	on = counts[crew->node] * unit / step;
+	atomic_fetch_add(&crew->on, on);
+	atomic_fetch_add(&crew->off, all * unit / step - on);
 	return 0;
 }
 
 /*
- * Counts every pool's pages at once from numa_maps, which is ~5x cheaper
+ * Counts every crew's pages at once from numa_maps, which is ~5x cheaper
  * than move_pages per page. On any mismatch the counts are reset and the
  * workers fall back to pagemap or move_pages chunk by chunk.
  */
@@ -84,32 +84,32 @@ static void placement_scan_job(struct prealloc_job *job)
 		return;
 	}
 	if (placement_scan(job->addr, job->region->length, scan_mapping, job) < 0) {
-		for (unsigned int p = 0; p < job->nr_pools; p++) {
-			atomic_store(&job->pools[p].on, 0);
-			atomic_store(&job->pools[p].off, 0);
+		for (unsigned int p = 0; p < job->nr_crews; p++) {
+			atomic_store(&job->crews[p].on, 0);
+			atomic_store(&job->crews[p].off, 0);
 		}
 		job->placement_pagemap = pagemap;
 		return;
 	}
-	for (unsigned int p = 0; p < job->nr_pools; p++) {
-		struct node_pool *pool = &job->pools[p];
-		uint64_t pages = pool->placed_bytes / step, seen = pool->on + pool->off;
+	for (unsigned int p = 0; p < job->nr_crews; p++) {
+		struct node_crew *crew = &job->crews[p];
+		uint64_t pages = crew->placed_bytes / step, seen = crew->on + crew->off;
 
-		atomic_store(&pool->missing, pages > seen ? pages - seen : 0);
+		atomic_store(&crew->missing, pages > seen ? pages - seen : 0);
 	}
 	job->placement_scanned = true;
 }
 
-/* huge_scan callback: a THP mapping's huge bytes go to its extent's pool. */
+/* huge_scan callback: a THP mapping's huge bytes go to its extent's crew. */
 static int huge_mapping(void *arg, uint64_t start, uint64_t end, uint64_t huge)
 {
 	struct prealloc_job *job = arg;
 	uint64_t base = (uintptr_t)job->addr;
 	bool straddles;
-	struct node_pool *pool = extent_pool(job, start - base, end - base, &straddles);
+	struct node_crew *crew = extent_crew(job, start - base, end - base, &straddles);
 
-	if (pool)
-		atomic_fetch_add(&pool->huge_bytes, huge);
+	if (crew)
+		atomic_fetch_add(&crew->huge_bytes, huge);
 	return 0;
 }
 
@@ -127,14 +127,14 @@ static void huge_scan_job(struct prealloc_job *job)
 		return;
 	}
 	if (job->page_size > PREALLOC_PAGE_4K)
-		for (unsigned int p = 0; p < job->nr_pools; p++)
-			atomic_store(&job->pools[p].huge_bytes, job->pools[p].bytes);
+		for (unsigned int p = 0; p < job->nr_crews; p++)
+			atomic_store(&job->crews[p].huge_bytes, job->crews[p].bytes);
 }
 
 void check_scan_job(struct prealloc_job *job)
 {
 	/* Bound again first: unbound extents' mappings merge, and numa_maps could not split them. */
-	pools_policy_end(job);
+	crews_policy_end(job);
 	if (!(job->opts.flags & PREALLOC_JOB_NO_PLACEMENT))
 		placement_scan_job(job);
 	huge_scan_job(job);
@@ -153,7 +153,7 @@ static int zero_run(void *arg)
 	return 0;
 }
 
-int check_chunk(struct prealloc_job *job, struct node_pool *pool, const struct job_chunk *c,
+int check_chunk(struct prealloc_job *job, struct node_crew *crew, const struct job_chunk *c,
 		uint64_t *ret_at)
 {
 	uint8_t *p = job->addr + c->offset;
@@ -167,18 +167,18 @@ int check_chunk(struct prealloc_job *job, struct node_pool *pool, const struct j
 		uint64_t on = 0, off = 0, missing = 0;
 
 		r = job->placement_pagemap
-			    ? placement_pagemap(p, c->length, pool->node, &on, &off, &missing)
+			    ? placement_pagemap(p, c->length, crew->node, &on, &off, &missing)
 			    : -ENOENT;
 		if (r == -ENOENT)
-			r = placement_query(p, c->length, placement_step(job), pool->node, &on,
+			r = placement_query(p, c->length, placement_step(job), crew->node, &on,
 					    &off, &missing);
 		if (r < 0) {
 			*ret_at = c->offset;
 			return r;
 		}
-		atomic_fetch_add(&pool->on, on);
-		atomic_fetch_add(&pool->off, off);
-		atomic_fetch_add(&pool->missing, missing);
+		atomic_fetch_add(&crew->on, on);
+		atomic_fetch_add(&crew->off, off);
+		atomic_fetch_add(&crew->missing, missing);
 	}
 	if (!zeroes)
 		return 0;
@@ -189,10 +189,10 @@ int check_chunk(struct prealloc_job *job, struct node_pool *pool, const struct j
 		return r;
 	}
 	if (z.nz < c->length) {
-		uint64_t want = c->offset + z.nz + 1, cur = atomic_load(&pool->nonzero);
+		uint64_t want = c->offset + z.nz + 1, cur = atomic_load(&crew->nonzero);
 
 		while ((cur == 0 || want < cur) &&
-		       !atomic_compare_exchange_weak(&pool->nonzero, &cur, want))
+		       !atomic_compare_exchange_weak(&crew->nonzero, &cur, want))
 			;
 	}
 	return 0;

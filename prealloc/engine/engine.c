@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The engine: one worker pool per node, all nodes at once. Workers are
+ * The engine: one crew of workers per node, all nodes at once. Workers are
  * created pinned to their node's CPUs and wait at a gate until all exist
  * (thread creation takes mmap_lock for write and would queue behind
  * populating threads), then drain their node's chunk queue with the job's
@@ -18,15 +18,15 @@
 
 #include "engine.h"
 
-static void note_cpu(struct node_pool *pool, bool pinned)
+static void note_cpu(struct node_crew *crew, bool pinned)
 {
 	int cpu = sched_getcpu();
 
 	if (cpu < 0 || cpu >= PREALLOC_MAX_CPUS)
 		return;
-	atomic_fetch_or(&pool->cpus_seen[cpu / 64], UINT64_C(1) << (cpu % 64));
-	if (pinned && !CPU_ISSET(cpu, &pool->topo->cpus))
-		atomic_fetch_add(&pool->cpu_samples_off, 1);
+	atomic_fetch_or(&crew->cpus_seen[cpu / 64], UINT64_C(1) << (cpu % 64));
+	if (pinned && !CPU_ISSET(cpu, &crew->topo->cpus))
+		atomic_fetch_add(&crew->cpu_samples_off, 1);
 }
 
 /* A step's bytes to the sinks that count progress (the io_uring completion's steps). */
@@ -41,7 +41,7 @@ static void sinks_progress(struct prealloc_job *job, uint64_t bytes)
  * One chunk, in steps of at most max(page size, JOB_STEP): cancel is seen
  * and progress moves after each step. Returns 0, -ECANCELED or the op's error.
  */
-static int work_chunk(struct prealloc_job *job, struct node_pool *pool, const struct job_op *op,
+static int work_chunk(struct prealloc_job *job, struct node_crew *crew, const struct job_op *op,
 		      void *state, const struct job_chunk *c)
 {
 	uint64_t step = MAX(job->page_size, op->step ? op->step : JOB_STEP);
@@ -54,12 +54,12 @@ static int work_chunk(struct prealloc_job *job, struct node_pool *pool, const st
 			return -ECANCELED;
 		r = op->piece(state, job->addr + c->offset + off, len);
 		if (r < 0) {
-			job_fail(job, r, pool->node, c->offset + off);
+			job_fail(job, r, crew->node, c->offset + off);
 			return r;
 		}
-		atomic_fetch_add(&pool->bytes_done, len);
+		atomic_fetch_add(&crew->bytes_done, len);
 		sinks_progress(job, len);
-		job_pace(job, pool, len);
+		job_pace(job, crew, len);
 		/* Tests stop here: the region's first step done, the rest not. */
 		if (c->offset == 0 && off == 0)
 			test_pause("mid-op");
@@ -73,21 +73,21 @@ static size_t next_chunk(struct prealloc_job *job, const struct job_worker *w, s
 	size_t i = *fixed_next;
 
 	if (!job->fixed_workers)
-		return atomic_fetch_add(&w->pool->next, 1);
-	*fixed_next += w->pool->threads;
+		return atomic_fetch_add(&w->crew->next, 1);
+	*fixed_next += w->crew->threads;
 	return i;
 }
 
 static void op_phase(struct prealloc_job *job, const struct job_worker *w)
 {
-	struct node_pool *pool = w->pool;
+	struct node_crew *crew = w->crew;
 	bool pinned = !(job->opts.flags & PREALLOC_JOB_NO_PIN);
-	size_t total = pool->nr_chunks, fixed_next = w->index, i;
+	size_t total = crew->nr_chunks, fixed_next = w->index, i;
 
 	while (!atomic_load(&job->cancel) && (i = next_chunk(job, w, &fixed_next)) < total) {
-		note_cpu(pool, pinned);
-		if (work_chunk(job, pool, job->op, job->op_state,
-			       &pool->chunks[i]) < 0)
+		note_cpu(crew, pinned);
+		if (work_chunk(job, crew, job->op, job->op_state,
+			       &crew->chunks[i]) < 0)
 			break;
 	}
 }
@@ -95,11 +95,11 @@ static void op_phase(struct prealloc_job *job, const struct job_worker *w)
 /* The serial op: one thread, every node's chunks in order, cancel between steps. */
 static void serial_phase(struct prealloc_job *job)
 {
-	for (unsigned int p = 0; p < job->nr_pools; p++) {
-		struct node_pool *pool = &job->pools[p];
+	for (unsigned int p = 0; p < job->nr_crews; p++) {
+		struct node_crew *crew = &job->crews[p];
 
-		for (size_t i = 0; i < pool->nr_chunks; i++)
-			if (work_chunk(job, pool, job->serial, job->serial_state, &pool->chunks[i]) < 0)
+		for (size_t i = 0; i < crew->nr_chunks; i++)
+			if (work_chunk(job, crew, job->serial, job->serial_state, &crew->chunks[i]) < 0)
 				return;
 	}
 }
@@ -125,12 +125,12 @@ static void job_verdict(struct prealloc_job *job)
 
 	if (!zeroes || job->error || atomic_load(&job->cancel))
 		return;
-	for (unsigned int p = 0; p < job->nr_pools; p++) {
-		uint64_t nz = atomic_load(&job->pools[p].nonzero);
+	for (unsigned int p = 0; p < job->nr_crews; p++) {
+		uint64_t nz = atomic_load(&job->crews[p].nonzero);
 
 		if (nz && nz - 1 < first) {
 			first = nz - 1;
-			node = job->pools[p].node;
+			node = job->crews[p].node;
 		}
 	}
 	if (first != UINT64_MAX) {
@@ -139,11 +139,11 @@ static void job_verdict(struct prealloc_job *job)
 	}
 	if ((job->opts.flags & PREALLOC_JOB_NO_PLACEMENT) || job->adopted)
 		return;
-	for (unsigned int p = 0; p < job->nr_pools; p++) {
-		struct node_pool *pool = &job->pools[p];
+	for (unsigned int p = 0; p < job->nr_crews; p++) {
+		struct node_crew *crew = &job->crews[p];
 
-		if (atomic_load(&pool->off) || atomic_load(&pool->missing)) {
-			job_fail(job, -EXDEV, pool->node, 0);
+		if (atomic_load(&crew->off) || atomic_load(&crew->missing)) {
+			job_fail(job, -EXDEV, crew->node, 0);
 			return;
 		}
 	}
@@ -181,7 +181,7 @@ static void job_complete(struct prealloc_job *job)
 
 	if (job->start_failed)
 		return;
-	pools_policy_end(job);
+	crews_policy_end(job);
 	job_verdict(job);
 	region_unhold(job);	/* before finish, which may free the region */
 	status = job->error ? job->error : atomic_load(&job->cancel) ? -ECANCELED : 0;
@@ -200,25 +200,25 @@ static void job_complete(struct prealloc_job *job)
 			job->sinks[s].ops->job_done(job->sinks[s].data, status);
 }
 
-static void node_complete(struct prealloc_job *job, struct node_pool *pool)
+static void node_complete(struct prealloc_job *job, struct node_crew *crew)
 {
 	int res;
 
 	if (job->start_failed)
 		return;
 	pthread_mutex_lock(&job->lock);
-	res = job->error && job->error_node == pool->node ? job->error : 0;
+	res = job->error && job->error_node == crew->node ? job->error : 0;
 	pthread_mutex_unlock(&job->lock);
 	for (unsigned int s = 0; s < ARRAY_SIZE(job->sinks); s++)
 		if (job->sinks[s].ops && job->sinks[s].ops->node_done)
-			job->sinks[s].ops->node_done(job->sinks[s].data, pool->node, res);
+			job->sinks[s].ops->node_done(job->sinks[s].data, crew->node, res);
 }
 
 static void *worker_main(void *arg)
 {
 	struct job_worker *w = arg;
 	struct prealloc_job *job = w->job;
-	struct node_pool *pool = w->pool;
+	struct node_crew *crew = w->crew;
 	bool idle = job->opts.flags & PREALLOC_JOB_IDLE;
 	struct sched_param param = { 0 };
 	int policy = SCHED_OTHER, nice = 0;
@@ -231,12 +231,12 @@ static void *worker_main(void *arg)
 	pthread_mutex_unlock(&job->lock);
 	if (job->gate_abandon)
 		return NULL;
-	pools_policy_worker(job, pool);
+	crews_policy_worker(job, crew);
 	if (idle)
 		worker_idle(true, &policy, &param, &nice);
 
 	op_phase(job, w);
-	time_max(job, &pool->end, &job->t_op_end);
+	time_max(job, &crew->end, &job->t_op_end);
 
 	if (pthread_barrier_wait(&job->barrier) == PTHREAD_BARRIER_SERIAL_THREAD) {
 		if (job->serial && !atomic_load(&job->cancel)) {
@@ -252,20 +252,20 @@ static void *worker_main(void *arg)
 	pthread_barrier_wait(&job->barrier);
 
 	while (!atomic_load(&job->cancel) &&
-	       (i = atomic_fetch_add(&pool->next_check, 1)) < pool->nr_chunks) {
+	       (i = atomic_fetch_add(&crew->next_check, 1)) < crew->nr_chunks) {
 		uint64_t at;
-		int r = check_chunk(job, pool, &pool->chunks[i], &at);
+		int r = check_chunk(job, crew, &crew->chunks[i], &at);
 
 		if (r < 0)
-			job_fail(job, r, pool->node, at);
-		job_pace(job, pool, pool->chunks[i].length);
+			job_fail(job, r, crew->node, at);
+		job_pace(job, crew, crew->chunks[i].length);
 	}
 	time_max(job, &job->t_check_end, NULL);
 	if (idle)
 		worker_idle(false, &policy, &param, &nice);
 
-	if (atomic_fetch_add(&pool->finished, 1) + 1 == pool->threads)
-		node_complete(job, pool);
+	if (atomic_fetch_add(&crew->finished, 1) + 1 == crew->threads)
+		node_complete(job, crew);
 	if (atomic_fetch_add(&job->finished, 1) + 1 == job->nr_workers)
 		job_complete(job);
 	return NULL;
@@ -287,9 +287,9 @@ static void job_destroy(struct prealloc_job *job)
 {
 	if (!job)
 		return;
-	for (unsigned int p = 0; p < job->nr_pools; p++)
-		free(job->pools[p].chunks);
-	free(job->pools);
+	for (unsigned int p = 0; p < job->nr_crews; p++)
+		free(job->crews[p].chunks);
+	free(job->crews);
 	free(job->workers);
 	if (job->barrier_ready)
 		pthread_barrier_destroy(&job->barrier);
@@ -323,13 +323,13 @@ static int workers_spawn(struct prealloc_job *job, unsigned int *ret_made)
 	int r = 0;
 
 	pthread_attr_init(&attr);
-	for (unsigned int p = 0; p < job->nr_pools && r == 0; p++) {
-		struct node_pool *pool = &job->pools[p];
+	for (unsigned int p = 0; p < job->nr_crews && r == 0; p++) {
+		struct node_crew *crew = &job->crews[p];
 
-		for (unsigned int t = 0; t < pool->threads; t++) {
-			worker_affinity(job, pool, t, &attr);
+		for (unsigned int t = 0; t < crew->threads; t++) {
+			worker_affinity(job, crew, t, &attr);
 			job->workers[w].job = job;
-			job->workers[w].pool = pool;
+			job->workers[w].crew = crew;
 			job->workers[w].index = t;
 			r = -pthread_create(&job->workers[w].tid, &attr, worker_main, &job->workers[w]);
 			if (r < 0)
@@ -446,7 +446,7 @@ int job_start_spec(struct prealloc_region *region, const struct prealloc_job_opt
 	if (r < 0)
 		goto fail;
 	region_hold(job);
-	r = pools_build(job, spec ? spec->extra : NULL, spec ? spec->nr_extra : 0);
+	r = crews_build(job, spec ? spec->extra : NULL, spec ? spec->nr_extra : 0);
 	if (r < 0)
 		goto fail;
 	job->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -455,7 +455,7 @@ int job_start_spec(struct prealloc_region *region, const struct prealloc_job_opt
 		goto fail;
 	}
 	/* The caller's struct is read here only: the sink keeps its own copy. */
-	r = notify_open(job->opts.completion, job->efd, job->nr_pools, &job->sinks[2]);
+	r = notify_open(job->opts.completion, job->efd, job->nr_crews, &job->sinks[2]);
 	job->opts.completion = NULL;
 	if (r < 0)
 		goto fail;
@@ -466,14 +466,14 @@ int job_start_spec(struct prealloc_region *region, const struct prealloc_job_opt
 		*ret_job = job;
 		return 0;
 	}
-	pools_policy_begin(job);
+	crews_policy_begin(job);
 	r = workers_start(job);
 	if (r < 0)
 		goto fail;
 	*ret_job = job;
 	return 0;
 fail:
-	pools_policy_end(job);
+	crews_policy_end(job);
 	/* A flow's arg is the caller's again when the start fails. */
 	job->flow.destroy = NULL;
 	job->sinks[1].ops = NULL;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The job engine's internal API: per-node worker pools that run one op over
+ * The job engine's internal API: per-node crews of workers that run one op over
  * the chunks of a region (engine.c), the ops they run (ops.c), and what a
  * flow (create, clear, calibration, DMA mapping) plugs in around them.
  * Never installed. docs/engine.md says how the pieces fit.
@@ -115,7 +115,7 @@ int notify_event(const struct job_sink *sink, uint64_t *ret_user_data, int *ret_
 
 /* A range of the region that a node's workers take, beyond the region's own extents. */
 struct job_range {
-	int node;	/* -1: spread over the job's node pools round-robin by chunk */
+	int node;	/* -1: spread over the job's node crews round-robin by chunk */
 	uint64_t offset, length;	/* page aligned, inside the region */
 };
 
@@ -177,7 +177,7 @@ void job_fill_report(struct prealloc_job *job, struct prealloc_report *ret_repor
 int job_fill_node_report(struct prealloc_job *job, unsigned int index,
 			 struct prealloc_node_report *ret_report);
 
-/* ---- the job: its per-node pools and their chunks (engine.c) ------------- */
+/* ---- the job: its per-node crews and their chunks (engine.c) ------------- */
 
 struct job_chunk {
 	uint64_t offset;
@@ -185,7 +185,7 @@ struct job_chunk {
 	bool placed;		/* from the region's extents: counted for placement */
 };
 
-struct node_pool {
+struct node_crew {
 	const struct topo_node *topo;
 	int node;
 	unsigned int threads;
@@ -212,8 +212,8 @@ struct job_flow;
 
 struct job_worker {
 	struct prealloc_job *job;
-	struct node_pool *pool;
-	unsigned int index;		/* within its pool */
+	struct node_crew *crew;
+	unsigned int index;		/* within its crew */
 	pthread_t tid;
 };
 
@@ -236,8 +236,8 @@ struct prealloc_job {
 	bool fixed_workers;		/* job_spec.fixed_workers */
 	struct job_flow flow;		/* finish NULL: none */
 	struct job_sink sinks[3];	/* [0] the eventfd; [1] the spec's; [2] io_uring completion */
-	struct node_pool *pools;
-	unsigned int nr_pools;
+	struct node_crew *crews;
+	unsigned int nr_crews;
 	struct job_worker *workers;
 	unsigned int nr_workers;
 	pthread_cond_t gate;		/* workers wait here until all exist */
@@ -266,26 +266,26 @@ void job_free(struct prealloc_job *job);
 void job_fail(struct prealloc_job *job, int err, int node, uint64_t offset);
 /* job.c: joins the workers; several threads may wait: one joins, the others wait for it. */
 int job_join(struct prealloc_job *job);
-/* pools.c: one pool per node from the extents and extra ranges. */
-int pools_build(struct prealloc_job *job, const struct job_range *extra, size_t nr_extra);
+/* crews.c: one crew per node from the extents and extra ranges. */
+int crews_build(struct prealloc_job *job, const struct job_range *extra, size_t nr_extra);
 /*
- * Where worker t of pool runs (set in attr): the node's CPUs, the one CPU
+ * Where worker t of crew runs (set in attr): the node's CPUs, the one CPU
  * t picks (wrapping) when the job's workers are fixed, or anywhere allowed.
  */
-void worker_affinity(const struct prealloc_job *job, const struct node_pool *pool, unsigned int t,
+void worker_affinity(const struct prealloc_job *job, const struct node_crew *crew, unsigned int t,
 		     pthread_attr_t *attr);
-/* A populate of bound 4K shmem: the workers bind themselves (pools.c). */
-void pools_policy_begin(struct prealloc_job *job);
-void pools_policy_worker(struct prealloc_job *job, const struct node_pool *pool);
-void pools_policy_end(struct prealloc_job *job);
+/* A populate of bound 4K shmem: the workers bind themselves (crews.c). */
+void crews_policy_begin(struct prealloc_job *job);
+void crews_policy_worker(struct prealloc_job *job, const struct node_crew *crew);
+void crews_policy_end(struct prealloc_job *job);
 /* check.c: the check phase. Once per job (one thread), then per chunk. */
 void check_scan_job(struct prealloc_job *job);
 /* 0, or the first error and where (region offset) into *ret_at: the caller fails the job. */
-/* pace.c: max_rate's nap after bytes more of pool's; 0 max_rate: none. */
-void job_pace(struct prealloc_job *job, struct node_pool *pool, uint64_t bytes);
+/* pace.c: max_rate's nap after bytes more of crew's; 0 max_rate: none. */
+void job_pace(struct prealloc_job *job, struct node_crew *crew, uint64_t bytes);
 /* pace.c: SCHED_IDLE (idle true, the thread's policy and nice kept), or back. */
 void worker_idle(bool idle, int *policy, struct sched_param *param, int *nice);
-int check_chunk(struct prealloc_job *job, struct node_pool *pool, const struct job_chunk *c,
+int check_chunk(struct prealloc_job *job, struct node_crew *crew, const struct job_chunk *c,
 		uint64_t *ret_at);
 
 #endif

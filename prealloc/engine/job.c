@@ -31,9 +31,9 @@ EXPORT int prealloc_job_progress(struct prealloc_job *job, uint64_t *ret_done, u
 
 	if (!job)
 		return -EINVAL;
-	for (unsigned int p = 0; p < job->nr_pools; p++) {
-		done += atomic_load(&job->pools[p].bytes_done);
-		total += job->pools[p].bytes * job->rounds;
+	for (unsigned int p = 0; p < job->nr_crews; p++) {
+		done += atomic_load(&job->crews[p].bytes_done);
+		total += job->crews[p].bytes * job->rounds;
 	}
 	if (ret_done)
 		*ret_done = done;
@@ -47,13 +47,13 @@ EXPORT int prealloc_job_node_progress(struct prealloc_job *job, int node, uint64
 {
 	if (!job)
 		return -EINVAL;
-	for (unsigned int p = 0; p < job->nr_pools; p++) {
-		if (job->pools[p].node != node)
+	for (unsigned int p = 0; p < job->nr_crews; p++) {
+		if (job->crews[p].node != node)
 			continue;
 		if (ret_done)
-			*ret_done = atomic_load(&job->pools[p].bytes_done);
+			*ret_done = atomic_load(&job->crews[p].bytes_done);
 		if (ret_total)
-			*ret_total = job->pools[p].bytes * job->rounds;
+			*ret_total = job->crews[p].bytes * job->rounds;
 		return 0;
 	}
 	return -ENOENT;
@@ -63,9 +63,9 @@ EXPORT int prealloc_job_node_count(struct prealloc_job *job, int *ret_nodes, uns
 {
 	if (!job || (max && !ret_nodes))
 		return -EINVAL;
-	for (unsigned int p = 0; p < job->nr_pools && p < max; p++)
-		ret_nodes[p] = job->pools[p].node;
-	return (int)job->nr_pools;
+	for (unsigned int p = 0; p < job->nr_crews && p < max; p++)
+		ret_nodes[p] = job->crews[p].node;
+	return (int)job->nr_crews;
 }
 
 EXPORT int prealloc_job_cancel(struct prealloc_job *job)
@@ -143,15 +143,15 @@ void job_fill_report(struct prealloc_job *job, struct prealloc_report *ret_repor
 	rep.verify_seconds = job->t_check_end > job->t_check_start
 				     ? job->t_check_end - job->t_check_start
 				     : 0;
-	rep.nr_nodes = job->nr_pools;
+	rep.nr_nodes = job->nr_crews;
 	rep.nonzero_offset = UINT64_MAX;
-	for (unsigned int p = 0; p < job->nr_pools; p++) {
-		struct node_pool *pool = &job->pools[p];
-		uint64_t nz = atomic_load(&pool->nonzero);
+	for (unsigned int p = 0; p < job->nr_crews; p++) {
+		struct node_crew *crew = &job->crews[p];
+		uint64_t nz = atomic_load(&crew->nonzero);
 
-		rep.bytes += pool->bytes * job->rounds;
-		rep.bytes_done += atomic_load(&pool->bytes_done);
-		rep.threads += pool->threads;
+		rep.bytes += crew->bytes * job->rounds;
+		rep.bytes_done += atomic_load(&crew->bytes_done);
+		rep.threads += crew->threads;
 		if (nz && nz - 1 < rep.nonzero_offset)
 			rep.nonzero_offset = nz - 1;
 	}
@@ -169,23 +169,23 @@ int job_fill_node_report(struct prealloc_job *job, unsigned int index,
 			 struct prealloc_node_report *ret_report)
 {
 	struct prealloc_node_report rep = { .size = sizeof(rep) };
-	struct node_pool *pool;
+	struct node_crew *crew;
 
-	if (index >= job->nr_pools)
+	if (index >= job->nr_crews)
 		return -ENOENT;
-	pool = &job->pools[index];
-	rep.node = pool->node;
-	rep.threads = pool->threads;
-	rep.bytes = pool->bytes * job->rounds;
-	rep.bytes_done = atomic_load(&pool->bytes_done);
-	rep.seconds = pool->end > job->t_start ? pool->end - job->t_start : 0;
-	rep.pages_on_node = atomic_load(&pool->on);
-	rep.pages_off_node = atomic_load(&pool->off);
-	rep.pages_missing = atomic_load(&pool->missing);
-	rep.cpu_samples_off = atomic_load(&pool->cpu_samples_off);
+	crew = &job->crews[index];
+	rep.node = crew->node;
+	rep.threads = crew->threads;
+	rep.bytes = crew->bytes * job->rounds;
+	rep.bytes_done = atomic_load(&crew->bytes_done);
+	rep.seconds = crew->end > job->t_start ? crew->end - job->t_start : 0;
+	rep.pages_on_node = atomic_load(&crew->on);
+	rep.pages_off_node = atomic_load(&crew->off);
+	rep.pages_missing = atomic_load(&crew->missing);
+	rep.cpu_samples_off = atomic_load(&crew->cpu_samples_off);
 	for (unsigned int k = 0; k < ARRAY_SIZE(rep.cpus_seen); k++)
-		rep.cpus_seen[k] = atomic_load(&pool->cpus_seen[k]);
-	rep.huge_bytes = atomic_load(&pool->huge_bytes);
+		rep.cpus_seen[k] = atomic_load(&crew->cpus_seen[k]);
+	rep.huge_bytes = atomic_load(&crew->huge_bytes);
 	*ret_report = rep;
 	return 0;
 }

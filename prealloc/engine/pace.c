@@ -17,14 +17,14 @@
  * max_rate: the node's bytes so far (writes and reads) may not run ahead of
  * t_start + bytes / rate; the worker naps until they don't, seeing cancel.
  */
-void job_pace(struct prealloc_job *job, struct node_pool *pool, uint64_t bytes)
+void job_pace(struct prealloc_job *job, struct node_crew *crew, uint64_t bytes)
 {
 	uint64_t rate = job->opts.max_rate, done;
 	double ahead;
 
 	if (!rate)
 		return;
-	done = atomic_fetch_add(&pool->paced, bytes) + bytes;
+	done = atomic_fetch_add(&crew->paced, bytes) + bytes;
 	ahead = job->t_start + (double)done / (double)rate - now_seconds();
 	while (ahead > 0 && !atomic_load(&job->cancel)) {
 		double nap = MIN(ahead, 0.05);

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A job's work, per node: the region's extents on each node and the flow's
- * extra ranges, cut into page-aligned chunks by chunks_cut, one pool (and
+ * extra ranges, cut into page-aligned chunks by chunks_cut, one crew (and
  * one queue) per node. Extra ranges of node -1 are dealt round-robin by
- * chunk over the pools. Only chunks from the extents count for placement.
+ * chunk over the crews. Only chunks from the extents count for placement.
  * And where each worker runs: its node's CPUs, or one of them when the
  * job's workers are fixed; by which memory policy a populate of 4K shmem
  * places its pages.
@@ -12,40 +12,40 @@
 
 #include "engine.h"
 
-/* The pool for node, made (with its thread count) if the job has none yet. */
-static struct node_pool *pool_get(struct prealloc_job *job, int node)
+/* The crew for node, made (with its thread count) if the job has none yet. */
+static struct node_crew *crew_get(struct prealloc_job *job, int node)
 {
-	struct node_pool *pool;
+	struct node_crew *crew;
 
-	for (unsigned int p = 0; p < job->nr_pools; p++)
-		if (job->pools[p].node == node)
-			return &job->pools[p];
-	pool = &job->pools[job->nr_pools];
-	pool->topo = topo_node(job->region->ctx, node);
-	if (!pool->topo)
+	for (unsigned int p = 0; p < job->nr_crews; p++)
+		if (job->crews[p].node == node)
+			return &job->crews[p];
+	crew = &job->crews[job->nr_crews];
+	crew->topo = topo_node(job->region->ctx, node);
+	if (!crew->topo)
 		return NULL;
-	job->nr_pools++;
-	pool->node = node;
-	pool->threads = job->opts.threads ? job->opts.threads : pool->topo->nr_cpus;
-	pool->threads = MAX(pool->threads, 1u);
-	return pool;
+	job->nr_crews++;
+	crew->node = node;
+	crew->threads = job->opts.threads ? job->opts.threads : crew->topo->nr_cpus;
+	crew->threads = MAX(crew->threads, 1u);
+	return crew;
 }
 
-/* Appends the chunks of ranges (all on one node) to pool; ret NULL counts only. */
-static size_t pool_cut(struct node_pool *pool, const struct prealloc_extent *ranges,
+/* Appends the chunks of ranges (all on one node) to crew; ret NULL counts only. */
+static size_t crew_cut(struct node_crew *crew, const struct prealloc_extent *ranges,
 		       unsigned int n, uint64_t page, uint64_t chunk, bool placed)
 {
 	struct chunk *c;
 	size_t k = chunks_cut(ranges, n, page, chunk, NULL);
 
-	if (!pool->chunks)
+	if (!crew->chunks)
 		return k;
 	c = calloc(MAX(k, (size_t)1), sizeof(*c));
 	if (!c)
 		return SIZE_MAX;
 	chunks_cut(ranges, n, page, chunk, c);
 	for (size_t i = 0; i < k; i++)
-		pool->chunks[pool->nr_chunks++] =
+		crew->chunks[crew->nr_chunks++] =
 			(struct job_chunk){ c[i].offset, c[i].length, placed };
 	free(c);
 	return k;
@@ -55,7 +55,7 @@ static size_t pool_cut(struct node_pool *pool, const struct prealloc_extent *ran
  * A node's extents, then its extra ranges; with fill false only counts
  * (into nr_chunks). Extra ranges of node -1 go round-robin by chunk.
  */
-static int pools_cut(struct prealloc_job *job, const struct prealloc_extent *all, unsigned int n,
+static int crews_cut(struct prealloc_job *job, const struct prealloc_extent *all, unsigned int n,
 		     unsigned int nr_placed, const struct prealloc_extent *spread,
 		     unsigned int nr_spread)
 {
@@ -64,11 +64,11 @@ static int pools_cut(struct prealloc_job *job, const struct prealloc_extent *all
 
 	if (!mine)
 		return -ENOMEM;
-	for (unsigned int p = 0; p < job->nr_pools; p++) {
-		struct node_pool *pool = &job->pools[p];
+	for (unsigned int p = 0; p < job->nr_crews; p++) {
+		struct node_crew *crew = &job->crews[p];
 		uint64_t chunk = job->opts.chunk_size
 					 ? job->opts.chunk_size
-					 : chunk_size_for(pool->bytes, page, pool->threads);
+					 : chunk_size_for(crew->bytes, page, crew->threads);
 
 		if (job->opts.max_rate && !job->opts.chunk_size)
 			chunk = MAX(MIN(chunk, JOB_PACED_CHUNK), page);
@@ -78,31 +78,31 @@ static int pools_cut(struct prealloc_job *job, const struct prealloc_extent *all
 			size_t got;
 
 			for (unsigned int e = placed ? 0 : nr_placed; e < (placed ? nr_placed : n); e++)
-				if (all[e].node == pool->node)
+				if (all[e].node == crew->node)
 					mine[k++] = all[e];
-			got = pool_cut(pool, mine, k, page, chunk, placed);
+			got = crew_cut(crew, mine, k, page, chunk, placed);
 			if (got == SIZE_MAX)
 				goto nomem;
-			if (!pool->chunks)
-				pool->nr_chunks += got;
+			if (!crew->chunks)
+				crew->nr_chunks += got;
 		}
 	}
 	for (unsigned int e = 0; e < nr_spread; e++) {
 		uint64_t chunk = job->opts.chunk_size
 					 ? job->opts.chunk_size
-					 : chunk_size_for(spread[e].length, page, job->nr_pools);
+					 : chunk_size_for(spread[e].length, page, job->nr_crews);
 		size_t k = chunks_cut(&spread[e], 1, page, chunk, NULL);
 
 		for (size_t i = 0; i < k; i++) {
-			struct node_pool *pool = &job->pools[i % job->nr_pools];
+			struct node_crew *crew = &job->crews[i % job->nr_crews];
 			uint64_t off = spread[e].offset + i * MAX(ALIGN_DOWN(chunk, page), page);
 			uint64_t len = MIN(spread[e].offset + spread[e].length - off,
 					   MAX(ALIGN_DOWN(chunk, page), page));
 
-			if (pool->chunks)
-				pool->chunks[pool->nr_chunks] = (struct job_chunk){ off, len, false };
-			pool->nr_chunks++;
-			pool->bytes += pool->chunks ? len : 0;	/* once: the fill pass */
+			if (crew->chunks)
+				crew->chunks[crew->nr_chunks] = (struct job_chunk){ off, len, false };
+			crew->nr_chunks++;
+			crew->bytes += crew->chunks ? len : 0;	/* once: the fill pass */
 		}
 	}
 	free(mine);
@@ -158,7 +158,7 @@ nomem:
 	return -ENOMEM;
 }
 
-int pools_build(struct prealloc_job *job, const struct job_range *extra, size_t nr_extra)
+int crews_build(struct prealloc_job *job, const struct job_range *extra, size_t nr_extra)
 {
 	struct prealloc_extent *all = NULL, *spread = NULL;
 	unsigned int n, nr_placed, nr_spread;
@@ -167,42 +167,42 @@ int pools_build(struct prealloc_job *job, const struct job_range *extra, size_t 
 	r = ranges_collect(job, extra, nr_extra, &all, &n, &nr_placed, &spread, &nr_spread);
 	if (r < 0)
 		return r;
-	job->pools = calloc(n + 1, sizeof(*job->pools));
+	job->crews = calloc(n + 1, sizeof(*job->crews));
 	r = -ENOMEM;
-	if (!job->pools)
+	if (!job->crews)
 		goto out;
 	r = -ENODEV;
 	for (unsigned int e = 0; e < n; e++) {
-		struct node_pool *pool = pool_get(job, all[e].node);
+		struct node_crew *crew = crew_get(job, all[e].node);
 
-		if (!pool)
+		if (!crew)
 			goto out;
-		pool->bytes += all[e].length;
+		crew->bytes += all[e].length;
 		if (e < nr_placed)
-			pool->placed_bytes += all[e].length;
+			crew->placed_bytes += all[e].length;
 	}
 	/* Spread ranges and no node of its own: the first node with memory takes them. */
-	if (nr_spread && !job->nr_pools && !pool_get(job, job->region->ctx->nodes[0].node))
+	if (nr_spread && !job->nr_crews && !crew_get(job, job->region->ctx->nodes[0].node))
 		goto out;
 	/* Count, allocate, fill. */
-	r = pools_cut(job, all, n, nr_placed, spread, nr_spread);
-	for (unsigned int p = 0; p < job->nr_pools && r == 0; p++) {
-		struct node_pool *pool = &job->pools[p];
+	r = crews_cut(job, all, n, nr_placed, spread, nr_spread);
+	for (unsigned int p = 0; p < job->nr_crews && r == 0; p++) {
+		struct node_crew *crew = &job->crews[p];
 
-		pool->chunks = calloc(MAX(pool->nr_chunks, (size_t)1), sizeof(*pool->chunks));
-		pool->nr_chunks = 0;
-		if (!pool->chunks)
+		crew->chunks = calloc(MAX(crew->nr_chunks, (size_t)1), sizeof(*crew->chunks));
+		crew->nr_chunks = 0;
+		if (!crew->chunks)
 			r = -ENOMEM;
 	}
 	if (r == 0)
-		r = pools_cut(job, all, n, nr_placed, spread, nr_spread);
-	for (unsigned int p = 0; p < job->nr_pools && r == 0; p++) {
-		struct node_pool *pool = &job->pools[p];
-		size_t work = pool->nr_chunks;
+		r = crews_cut(job, all, n, nr_placed, spread, nr_spread);
+	for (unsigned int p = 0; p < job->nr_crews && r == 0; p++) {
+		struct node_crew *crew = &job->crews[p];
+		size_t work = crew->nr_chunks;
 
 		/* More workers than chunks would only wait at the barriers. */
-		pool->threads = (unsigned int)MIN((size_t)pool->threads, MAX(work, (size_t)1));
-		job->nr_workers += pool->threads;
+		crew->threads = (unsigned int)MIN((size_t)crew->threads, MAX(work, (size_t)1));
+		job->nr_workers += crew->threads;
 	}
 out:
 	free(all);
@@ -222,15 +222,15 @@ static int nth_cpu(const cpu_set_t *set, unsigned int n)
 	return 0;
 }
 
-/* Where worker t of pool runs: the node's CPUs, one of them when fixed, or anywhere allowed. */
-void worker_affinity(const struct prealloc_job *job, const struct node_pool *pool,
+/* Where worker t of crew runs: the node's CPUs, one of them when fixed, or anywhere allowed. */
+void worker_affinity(const struct prealloc_job *job, const struct node_crew *crew,
 			    unsigned int t, pthread_attr_t *attr)
 {
 	const cpu_set_t *set = &job->region->ctx->allowed;
 	cpu_set_t one;
 
-	if (!(job->opts.flags & PREALLOC_JOB_NO_PIN) && pool->topo->nr_cpus)
-		set = &pool->topo->cpus;
+	if (!(job->opts.flags & PREALLOC_JOB_NO_PIN) && crew->topo->nr_cpus)
+		set = &crew->topo->cpus;
 	if (job->fixed_workers && CPU_COUNT(set)) {
 		CPU_ZERO(&one);
 		CPU_SET(nth_cpu(set, t), &one);
@@ -244,7 +244,7 @@ void worker_affinity(const struct prealloc_job *job, const struct node_pool *poo
  * policy, the region unbound meanwhile and bound again when they are done
  * (region_policy_by_workers says why).
  */
-void pools_policy_begin(struct prealloc_job *job)
+void crews_policy_begin(struct prealloc_job *job)
 {
 	if (job->opts.op != PREALLOC_OP_POPULATE || !region_policy_by_workers(job->region))
 		return;
@@ -253,15 +253,15 @@ void pools_policy_begin(struct prealloc_job *job)
 		region_bind(job->region, true);	/* the extents unbound before the failure */
 }
 
-void pools_policy_worker(struct prealloc_job *job, const struct node_pool *pool)
+void crews_policy_worker(struct prealloc_job *job, const struct node_crew *crew)
 {
-	int r = job->worker_policy ? thread_bind(pool->node) : 0;
+	int r = job->worker_policy ? thread_bind(crew->node) : 0;
 
 	if (r < 0)
-		job_fail(job, r, pool->node, 0);
+		job_fail(job, r, crew->node, 0);
 }
 
-void pools_policy_end(struct prealloc_job *job)
+void crews_policy_end(struct prealloc_job *job)
 {
 	int r = job->worker_policy ? region_bind(job->region, true) : 0;
 
