@@ -23,6 +23,13 @@
 #include "cpu.h"
 
 #define EXPORT __attribute__((visibility("default")))
+/*
+ * A renamed public function's old name, exported as an alias of the new
+ * one's code (docs/abi.md): #undef the header's old-name macro first, and
+ * list the old name under its release's node in libprealloc.map.
+ */
+#define EXPORT_ALIAS(old, new) \
+	extern __typeof__(new) old __attribute__((visibility("default"), alias(#new)))
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define MAX(a, b) ((a) > (b) ? (a) : (b))

@@ -2,7 +2,7 @@
 /*
  * `prealloc pool [--json] [--gc]`: each node's hugepage pools (total, free,
  * reserved by prealloc runs still populating, added by prealloc) and the
- * ledger's owners; --gc gives back growth whose owner no longer exists.
+ * store's owners; --gc gives back growth whose owner no longer exists.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -21,9 +21,9 @@ static const char *size_label(uint64_t page_size)
 static const char *state_label(int state)
 {
 	switch (state) {
-	case PREALLOC_LEDGER_IN_FLIGHT:
+	case PREALLOC_STORE_IN_FLIGHT:
 		return "in-flight";
-	case PREALLOC_LEDGER_HELD:
+	case PREALLOC_STORE_HELD:
 		return "held";
 	default:
 		return "orphan";
@@ -35,10 +35,10 @@ static json_object *owners_json(struct prealloc_ctx *ctx, int node, uint64_t pag
 	json_object *arr = json_object_new_array();
 
 	for (unsigned int k = 0;; k++) {
-		struct prealloc_ledger_entry e = { .size = sizeof(e) };
+		struct prealloc_store_entry e = { .size = sizeof(e) };
 		json_object *o;
 
-		if (prealloc_ledger_entry(ctx, k, &e) < 0)
+		if (prealloc_store_entry(ctx, k, &e) < 0)
 			break;
 		if (e.node != node || e.page_size != page_size)
 			continue;
@@ -48,7 +48,7 @@ static json_object *owners_json(struct prealloc_ctx *ctx, int node, uint64_t pag
 		json_object_object_add(o, "pages", json_object_new_int64((int64_t)e.pages));
 		json_object_object_add(o, "added", json_object_new_int64((int64_t)e.added));
 		json_object_object_add(o, "outstanding", json_object_new_int64((int64_t)e.outstanding));
-		if (e.state == PREALLOC_LEDGER_IN_FLIGHT)
+		if (e.state == PREALLOC_STORE_IN_FLIGHT)
 			json_object_object_add(o, "pid", json_object_new_int(e.pid));
 		json_object_array_add(arr, o);
 	}
@@ -58,15 +58,15 @@ static json_object *owners_json(struct prealloc_ctx *ctx, int node, uint64_t pag
 static void owners_text(struct prealloc_ctx *ctx, int node, uint64_t page_size)
 {
 	for (unsigned int k = 0;; k++) {
-		struct prealloc_ledger_entry e = { .size = sizeof(e) };
+		struct prealloc_store_entry e = { .size = sizeof(e) };
 
-		if (prealloc_ledger_entry(ctx, k, &e) < 0)
+		if (prealloc_store_entry(ctx, k, &e) < 0)
 			break;
 		if (e.node != node || e.page_size != page_size)
 			continue;
 		printf("    %s: %s, %llu pages, added %llu", e.owner, state_label(e.state),
 		       (unsigned long long)e.pages, (unsigned long long)e.added);
-		if (e.state == PREALLOC_LEDGER_IN_FLIGHT)
+		if (e.state == PREALLOC_STORE_IN_FLIGHT)
 			printf(", %llu to fault, pid %d", (unsigned long long)e.outstanding, e.pid);
 		printf("\n");
 	}
@@ -261,7 +261,7 @@ int cmd_pool(int argc, char **argv)
 		uint64_t returned = 0;
 		unsigned int entries = 0;
 
-		r = prealloc_pool_gc(ctx, &returned, &entries);
+		r = prealloc_store_gc(ctx, &returned, &entries);
 		if (r < 0) {
 			cli_error("pool: --gc failed: %s%s", strerror(-r), store_hint(r));
 			prealloc_ctx_free(ctx);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * prealloc_pool_gc: every record whose owner is gone is settled (a run that
+ * prealloc_store_gc: every record whose owner is gone is settled (a run that
  * died, a holder whose check failed or expired, a ready file removed by
  * hand, a release a crash interrupted).
  */
@@ -47,8 +47,8 @@ static bool pick_stale(struct prealloc_ctx *ctx, const struct record *r, const v
 	return gc_wants(ctx, r, ret_remove_ready);
 }
 
-EXPORT int prealloc_pool_gc(struct prealloc_ctx *ctx, uint64_t *ret_returned,
-			    unsigned int *ret_entries)
+EXPORT int prealloc_store_gc(struct prealloc_ctx *ctx, uint64_t *ret_returned,
+			     unsigned int *ret_entries)
 {
 	struct prealloc_release_info info = { 0 };
 	unsigned int matched = 0;
@@ -63,3 +63,7 @@ EXPORT int prealloc_pool_gc(struct prealloc_ctx *ctx, uint64_t *ret_returned,
 		*ret_entries = matched;
 	return r;
 }
+
+/* 0.1's name, still exported at PREALLOC_0.1 (docs/abi.md). */
+#undef prealloc_pool_gc
+EXPORT_ALIAS(prealloc_pool_gc, prealloc_store_gc);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What the store says, for callers: pool status, the records (read once per
- * version of the store file), and the older per-line ledger view.
+ * version of the store file), and the store's shares one by one.
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -56,10 +56,10 @@ const char *owner_label(const struct record *r)
 	return r->owner.kind == PREALLOC_OWNER_HOLDER ? r->owner.holder : "-";
 }
 
-EXPORT int prealloc_ledger_entry(struct prealloc_ctx *ctx, unsigned int index,
-				 struct prealloc_ledger_entry *ret_entry)
+EXPORT int prealloc_store_entry(struct prealloc_ctx *ctx, unsigned int index,
+				struct prealloc_store_entry *ret_entry)
 {
-	struct prealloc_ledger_entry out = { .size = sizeof(out) };
+	struct prealloc_store_entry out = { .size = sizeof(out) };
 	struct store s;
 	unsigned int n = 0;
 	int r;
@@ -80,10 +80,10 @@ EXPORT int prealloc_ledger_entry(struct prealloc_ctx *ctx, unsigned int index,
 		const struct rec_pool *p = &rec->pools[index - n];
 
 		/* A run that died is shown for what it is. */
-		out.state = rec->state == PREALLOC_RECORD_READY ? PREALLOC_LEDGER_HELD
+		out.state = rec->state == PREALLOC_RECORD_READY ? PREALLOC_STORE_HELD
 			    : rec->state == PREALLOC_RECORD_PREPARING && owner_alive(ctx, &rec->owner)
-				    ? PREALLOC_LEDGER_IN_FLIGHT
-				    : PREALLOC_LEDGER_ORPHAN;
+				    ? PREALLOC_STORE_IN_FLIGHT
+				    : PREALLOC_STORE_ORPHAN;
 		out.node = p->node;
 		out.page_size = p->page_size;
 		out.pages = p->pages;
@@ -100,6 +100,9 @@ EXPORT int prealloc_ledger_entry(struct prealloc_ctx *ctx, unsigned int index,
 		copy_sized_out(ret_entry, &out, sizeof(out));
 	return r;
 }
+/* 0.1's name, still exported at PREALLOC_0.1 (docs/abi.md). */
+#undef prealloc_ledger_entry
+EXPORT_ALIAS(prealloc_ledger_entry, prealloc_store_entry);
 
 /*
  * prealloc_record's copy of the store, kept while the store file is the

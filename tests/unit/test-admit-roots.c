@@ -364,7 +364,7 @@ static void test_gc_runs(struct prealloc_ctx *ctx)
 	add_run_record(ctx, dead, 555, 10, 8);	/* no stat for dead: gone */
 	uint64_t live_id = add_run_record(ctx, live, 777, 6, 5);
 
-	r = prealloc_pool_gc(ctx, &returned, &settled);
+	r = prealloc_store_gc(ctx, &returned, &settled);
 	tap_ok(r == 0 && settled == 1 && returned == 8,
 	       "gc settles the dead run and returns its 8 pages (r %d settled %u returned %llu)", r,
 	       settled, (unsigned long long)returned);
@@ -380,14 +380,14 @@ static void test_gc_runs(struct prealloc_ctx *ctx)
 	fr_set_pool(&fr, 0, 30, 9);
 	add_run_record(ctx, dead, 555, 10, 8);
 	add_run_record(ctx, live, 777, 6, 0);
-	r = prealloc_pool_gc(ctx, &returned, &settled);
+	r = prealloc_store_gc(ctx, &returned, &settled);
 	tap_ok(r == 0 && fr_pool_nr(&fr, 0) == 27,
 	       "with 9 free and 6 promised to a live run, gc returns 3 of 8 (nr %llu)",
 	       (unsigned long long)fr_pool_nr(&fr, 0));
-	struct prealloc_ledger_entry e = { .size = sizeof(e) };
+	struct prealloc_store_entry e = { .size = sizeof(e) };
 	bool orphan = false;
-	for (unsigned int k = 0; prealloc_ledger_entry(ctx, k, &e) == 0; k++)
-		orphan |= e.state == PREALLOC_LEDGER_ORPHAN && e.added == 5;
+	for (unsigned int k = 0; prealloc_store_entry(ctx, k, &e) == 0; k++)
+		orphan |= e.state == PREALLOC_STORE_ORPHAN && e.added == 5;
 	tap_ok(orphan, "the 5 still in use stay as an orphan's growth");
 	clear_store(ctx);
 }
@@ -424,11 +424,11 @@ static void test_holder(struct prealloc_ctx *ctx)
 		       info.added == 10,
 	       "the committed record is READY, held by vm:one, 10 added");
 	/* Our process going away does not matter: the holder holds it. */
-	r = prealloc_pool_gc(ctx, &returned, &settled);
+	r = prealloc_store_gc(ctx, &returned, &settled);
 	tap_ok(r == 0 && settled == 0 && fr_pool_nr(&fr, 0) == 20 && nr_records(ctx) == 1,
 	       "gc keeps the holder's growth while its check path exists");
 	unlink(check);
-	r = prealloc_pool_gc(ctx, &returned, &settled);
+	r = prealloc_store_gc(ctx, &returned, &settled);
 	tap_ok(r == 0 && settled == 1 && returned == 10 && fr_pool_nr(&fr, 0) == 10 &&
 		       nr_records(ctx) == 0,
 	       "once the check path is gone gc returns the 10 and drops the record (nr %llu)",
@@ -441,11 +441,11 @@ static void test_holder(struct prealloc_ctx *ctx)
 	prealloc_reservation_free(resv);
 	prealloc_ctx_set_holder_check(ctx, holder_cb, NULL);
 	holder_answer = 1;
-	r = prealloc_pool_gc(ctx, &returned, &settled);
+	r = prealloc_store_gc(ctx, &returned, &settled);
 	tap_ok(r == 0 && settled == 0 && holder_calls > 0 && fr_pool_nr(&fr, 0) == 20,
 	       "the callback saying alive keeps it, though the check path is missing");
 	holder_answer = -EIO;
-	r = prealloc_pool_gc(ctx, &returned, &settled);
+	r = prealloc_store_gc(ctx, &returned, &settled);
 	tap_ok(r == 0 && settled == 1 && fr_pool_nr(&fr, 0) == 10,
 	       "the callback unsure: the record's own check (missing path) decides: gone");
 	fr_write(fr.dir, "vm-one.alive", "x\n");
@@ -454,7 +454,7 @@ static void test_holder(struct prealloc_ctx *ctx)
 		prealloc_reservation_commit(resv);
 	prealloc_reservation_free(resv);
 	holder_answer = 0;
-	r = prealloc_pool_gc(ctx, &returned, &settled);
+	r = prealloc_store_gc(ctx, &returned, &settled);
 	tap_ok(r == 0 && settled == 1 && fr_pool_nr(&fr, 0) == 10 && nr_records(ctx) == 0,
 	       "the callback saying gone settles it, though the check path exists");
 	prealloc_ctx_set_holder_check(ctx, NULL, NULL);
@@ -492,10 +492,10 @@ static int admit_try(struct prealloc_ctx *ctx, uint64_t ps, unsigned int nr, con
 /* Pages of page size ps this process's shares in the store hold on node. */
 static uint64_t own_share(struct prealloc_ctx *ctx, int node, uint64_t ps)
 {
-	struct prealloc_ledger_entry e = { .size = sizeof(e) };
+	struct prealloc_store_entry e = { .size = sizeof(e) };
 	uint64_t pages = 0;
 
-	for (unsigned int k = 0; prealloc_ledger_entry(ctx, k, &e) == 0; k++)
+	for (unsigned int k = 0; prealloc_store_entry(ctx, k, &e) == 0; k++)
 		if (e.pid == (int)getpid() && e.node == node && e.page_size == ps)
 			pages += e.pages;
 	return pages;

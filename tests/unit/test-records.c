@@ -77,7 +77,7 @@ static void test_conversion(void)
 {
 	char file[400], text[8192], rel[128];
 	struct prealloc_record_info info = { .size = sizeof(info) };
-	struct prealloc_ledger_entry e = { .size = sizeof(e) };
+	struct prealloc_store_entry e = { .size = sizeof(e) };
 	struct prealloc_ctx *ctx;
 	struct stat st;
 	unsigned int settled = 0;
@@ -125,15 +125,15 @@ static void test_conversion(void)
 		       !info.has_file && !info.created && info.pages == 12 && info.added == 12,
 	       "in-flight -> a PREPARING record of a dead run, 2 lines, 12 added (r %d)", r);
 	tap_ok(prealloc_record(ctx, 2, &info) == -ENOENT, "two records, no more");
-	r = prealloc_ledger_entry(ctx, 1, &e);
-	tap_ok(r == 0 && e.state == PREALLOC_LEDGER_HELD && e.node == 1 && e.pages == 212 &&
+	r = prealloc_store_entry(ctx, 1, &e);
+	tap_ok(r == 0 && e.state == PREALLOC_STORE_HELD && e.node == 1 && e.pages == 212 &&
 		       e.added == 0 && e.dev == (uint64_t)st.st_dev && e.ino == (uint64_t)st.st_ino &&
 		       !strcmp(e.owner, file),
 	       "the held file's node-1 share keeps its dev/ino and path");
 	tap_ok(!exists(fr.state, "store") && exists(fr.state, "ledger") && exists(fr.state, rel),
 	       "reading converts nothing on disk");
 
-	r = prealloc_pool_gc(ctx, &returned, &settled);
+	r = prealloc_store_gc(ctx, &returned, &settled);
 	tap_ok(r == 0 && settled == 1 && returned == 12 && fr_pool_nr(&fr, 0) == 592 &&
 		       fr_pool_nr(&fr, 1) == 46,
 	       "gc settles the dead run: 8 back on node 0, 4 on node 1 (r %d nr %llu %llu)", r,
@@ -148,7 +148,7 @@ static void test_conversion(void)
 	/* The file goes: gc settles it, and the growth comes back as far as free. */
 	unlink(file);
 	fr_set_pool(&fr, 0, 592, 592);
-	r = prealloc_pool_gc(ctx, &returned, &settled);
+	r = prealloc_store_gc(ctx, &returned, &settled);
 	tap_ok(r == 0 && settled == 1 && fr_pool_nr(&fr, 0) == 342 && fr_pool_nr(&fr, 1) == 46 &&
 		       prealloc_record(ctx, 0, &info) == -ENOENT,
 	       "once its file is gone, its 250 go back (nr %llu)",
@@ -156,12 +156,12 @@ static void test_conversion(void)
 	prealloc_ctx_free(ctx);
 }
 
-/* prealloc_record and prealloc_pool_gc refuse text with -EBADMSG; the file stays as it was. */
+/* prealloc_record and prealloc_store_gc refuse text with -EBADMSG; the file stays as it was. */
 static void expect_corrupt(struct prealloc_ctx *ctx, const char *text, size_t len,
 			   const char *what)
 {
 	struct prealloc_record_info info = { .size = sizeof(info) };
-	struct prealloc_ledger_entry e = { .size = sizeof(e) };
+	struct prealloc_store_entry e = { .size = sizeof(e) };
 	char path[400], *after;
 	size_t after_len = 0;
 	FILE *f;
@@ -172,8 +172,8 @@ static void expect_corrupt(struct prealloc_ctx *ctx, const char *text, size_t le
 	fwrite(text, 1, len, f);
 	fclose(f);
 	a = prealloc_record(ctx, 0, &info);
-	b = prealloc_pool_gc(ctx, NULL, NULL);
-	c = prealloc_ledger_entry(ctx, 0, &e);
+	b = prealloc_store_gc(ctx, NULL, NULL);
+	c = prealloc_store_entry(ctx, 0, &e);
 	after = slurp(path, &after_len);
 	tap_ok(a == -EBADMSG && b == -EBADMSG && c == -EBADMSG && after && after_len == len &&
 		       !memcmp(after, text, len),

@@ -22,12 +22,12 @@ static const struct prealloc_pool_status fake_pools[] = {
 	{ .node = 2, .page_size = PREALLOC_PAGE_1G, .total = 9, .free = 4, .surplus = 1,
 	  .reserved = 2, .added = 6, .owners = 1 },
 };
-static const struct prealloc_ledger_entry fake_entries[] = {
-	{ .state = PREALLOC_LEDGER_IN_FLIGHT, .node = 0, .page_size = PREALLOC_PAGE_2M,
+static const struct prealloc_store_entry fake_entries[] = {
+	{ .state = PREALLOC_STORE_IN_FLIGHT, .node = 0, .page_size = PREALLOC_PAGE_2M,
 	  .pages = 128, .added = 80, .outstanding = 57, .pid = 4321, .owner = "/dev/hugepages/a" },
-	{ .state = PREALLOC_LEDGER_HELD, .node = 2, .page_size = PREALLOC_PAGE_1G, .pages = 7,
+	{ .state = PREALLOC_STORE_HELD, .node = 2, .page_size = PREALLOC_PAGE_1G, .pages = 7,
 	  .added = 6, .outstanding = 0, .pid = 0, .owner = "/dev/hugepages-1G/b" },
-	{ .state = PREALLOC_LEDGER_ORPHAN, .node = 2, .page_size = PREALLOC_PAGE_2M, .pages = 24,
+	{ .state = PREALLOC_STORE_ORPHAN, .node = 2, .page_size = PREALLOC_PAGE_2M, .pages = 24,
 	  .added = 11, .outstanding = 0, .owner = "libvirt:0f1e" },
 };
 static const struct prealloc_record_info fake_records[] = {
@@ -72,8 +72,8 @@ int prealloc_pool_status(struct prealloc_ctx *ctx, int node, uint64_t page_size,
 	return -ENOENT;
 }
 
-int prealloc_ledger_entry(struct prealloc_ctx *ctx, unsigned int index,
-			  struct prealloc_ledger_entry *ret)
+int prealloc_store_entry(struct prealloc_ctx *ctx, unsigned int index,
+			 struct prealloc_store_entry *ret)
 {
 	(void)ctx;
 	if (index >= sizeof(fake_entries) / sizeof(fake_entries[0]))
@@ -95,7 +95,7 @@ int prealloc_record(struct prealloc_ctx *ctx, unsigned int index, struct preallo
 	return 0;
 }
 
-int prealloc_pool_gc(struct prealloc_ctx *ctx, uint64_t *ret_returned, unsigned int *ret_entries)
+int prealloc_store_gc(struct prealloc_ctx *ctx, uint64_t *ret_returned, unsigned int *ret_entries)
 {
 	(void)ctx;
 	*ret_returned = 0;
@@ -157,7 +157,7 @@ static json_object *pool_document(int *ret_status)
 	return o;
 }
 
-static void owner_matches(json_object *j, const struct prealloc_ledger_entry *e)
+static void owner_matches(json_object *j, const struct prealloc_store_entry *e)
 {
 	static const char *const keys[] = { "owner", "state", "pages", "added", "outstanding",
 		NULL };
@@ -165,13 +165,13 @@ static void owner_matches(json_object *j, const struct prealloc_ledger_entry *e)
 		"outstanding", "pid", NULL };
 	static const char *const states[] = { "in-flight", "held", "orphan" };
 
-	has_keys(j, e->owner, e->state == PREALLOC_LEDGER_IN_FLIGHT ? run_keys : keys);
+	has_keys(j, e->owner, e->state == PREALLOC_STORE_IN_FLIGHT ? run_keys : keys);
 	is_string(j, e->owner, "owner", e->owner);
 	is_string(j, e->owner, "state", states[e->state]);
 	is_u64(j, e->owner, "pages", e->pages);
 	is_u64(j, e->owner, "added", e->added);
 	is_u64(j, e->owner, "outstanding", e->outstanding);
-	if (e->state == PREALLOC_LEDGER_IN_FLIGHT)
+	if (e->state == PREALLOC_STORE_IN_FLIGHT)
 		is_int(j, e->owner, "pid", e->pid);
 }
 

@@ -163,7 +163,7 @@ void prealloc_reservation_free(struct prealloc_reservation *resv);
 /*
  * Frees the handle and leaves its record as it is: for a caller whose
  * commit failed but who keeps the memory (a rollback would shrink the pool
- * under it). Once this process is gone, `prealloc_pool_gc` gives back the
+ * under it). Once this process is gone, `prealloc_store_gc` gives back the
  * growth of the record as far as its pages are free.
  */
 void prealloc_reservation_abandon(struct prealloc_reservation *resv);

@@ -103,7 +103,7 @@ void prealloc_ctx_set_log(struct prealloc_ctx *ctx, prealloc_log_fn fn, void *us
 /* The record store's directory, as resolved at creation. */
 const char *prealloc_ctx_state_dir(struct prealloc_ctx *ctx);
 /*
- * How prealloc_pool_gc() learns whether a named holder still lives. Without
+ * How prealloc_store_gc() learns whether a named holder still lives. Without
  * one, a holder is alive while its record's check path exists (when it has
  * one) and until its expiry time (when it has one); with neither, forever.
  */

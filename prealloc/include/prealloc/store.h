@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libprealloc: the record store: records, the 0.1 ledger view, garbage collection.
+ * libprealloc: the record store: its records, its shares one by one, garbage collection.
  * Included by <prealloc.h>, the one header a user includes; the
  * conventions are there. docs/abi.md: how it may change.
  */
@@ -68,17 +68,17 @@ struct prealloc_record_info {
 int prealloc_record(struct prealloc_ctx *ctx, unsigned int index,
 		    struct prealloc_record_info *ret_info);
 
-/* ---- the store as 0.1 listed it (kept for the ABI, docs/abi.md) ----------- */
+/* ---- the store's shares, one by one -------------------------------------- */
 
-enum prealloc_ledger_state {
-	PREALLOC_LEDGER_IN_FLIGHT = 0, /* a run is populating for the owner */
-	PREALLOC_LEDGER_HELD,	       /* the owner holds the pages */
-	PREALLOC_LEDGER_ORPHAN,	       /* owner gone; growth not yet given back */
+enum prealloc_store_entry_state {
+	PREALLOC_STORE_IN_FLIGHT = 0, /* a run is populating for the owner */
+	PREALLOC_STORE_HELD,	      /* the owner holds the pages */
+	PREALLOC_STORE_ORPHAN,	      /* owner gone; growth not yet given back */
 };
 
-struct prealloc_ledger_entry {
-	size_t size;		/* sizeof(struct prealloc_ledger_entry) */
-	int state;		/* enum prealloc_ledger_state */
+struct prealloc_store_entry {
+	size_t size;		/* sizeof(struct prealloc_store_entry) */
+	int state;		/* enum prealloc_store_entry_state */
 	int node;
 	uint64_t page_size;
 	uint64_t pages;		/* pages the owner needs on the node */
@@ -89,11 +89,12 @@ struct prealloc_ledger_entry {
 	char owner[4096];
 };
 /*
- * The store's pool shares one by one (one per record and node), as the
- * ledger of version 0.1 listed them; -ENOENT past the end.
+ * The store's hugepage pool shares one by one (one per record and node);
+ * -ENOENT past the end.
  */
-int prealloc_ledger_entry(struct prealloc_ctx *ctx, unsigned int index,
-			  struct prealloc_ledger_entry *ret_entry);
+int prealloc_store_entry(struct prealloc_ctx *ctx, unsigned int index,
+			 struct prealloc_store_entry *ret_entry);
+
 /* ---- garbage collection --------------------------------------------------- */
 
 /*
@@ -104,6 +105,25 @@ int prealloc_ledger_entry(struct prealloc_ctx *ctx, unsigned int index,
  * goes back as far as the pages are free; the rest stays as ORPHAN. Ready
  * files and live owners are never touched. ret_entries: records settled.
  */
+int prealloc_store_gc(struct prealloc_ctx *ctx, uint64_t *ret_returned, unsigned int *ret_entries);
+
+/*
+ * ---- 0.1's names (docs/abi.md: a renamed symbol) ---------------------------
+ *
+ * 0.1 called the store the ledger and its gc the pool's. Code written
+ * against 0.1 builds unchanged (each old name stands for the new one), and
+ * a program linked against 0.1 still finds prealloc_ledger_entry and
+ * prealloc_pool_gc at PREALLOC_0.1: the library exports each as an alias
+ * of the same code.
+ */
+#define prealloc_ledger_entry prealloc_store_entry
+#define prealloc_ledger_state prealloc_store_entry_state
+#define PREALLOC_LEDGER_IN_FLIGHT PREALLOC_STORE_IN_FLIGHT
+#define PREALLOC_LEDGER_HELD PREALLOC_STORE_HELD
+#define PREALLOC_LEDGER_ORPHAN PREALLOC_STORE_ORPHAN
+#define prealloc_pool_gc prealloc_store_gc
+int prealloc_ledger_entry(struct prealloc_ctx *ctx, unsigned int index,
+			  struct prealloc_ledger_entry *ret_entry);
 int prealloc_pool_gc(struct prealloc_ctx *ctx, uint64_t *ret_returned, unsigned int *ret_entries);
 
 #ifdef __cplusplus
