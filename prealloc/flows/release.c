@@ -67,7 +67,7 @@ static int absolute_path(const char *path, char *buf, size_t len)
  * The record of the file at abs: by identity when the file exists (a file
  * put at the path since is not ours), else by path (a run that died before
  * its file took the name). -ENOENT: none, or an adopted file; -EXFULL: a
- * warm file of the pool.
+ * file of the warm pool.
  */
 static long find_file_record(const struct store *s, const char *abs, const struct statx *stx,
 			     bool exists)

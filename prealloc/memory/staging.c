@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The staging directory of a mount: where prealloc creates and populates a
- * file before it takes its place, and where a pool keeps the files it
+ * file before it takes its place, and where the warm pool keeps the files it
  * holds. <mount root>/.prealloc (.prealloc-<uid> for a user other than
  * root): a directory of the caller's alone, mode 0700, never a link, on the
  * same mount as the directory the file goes to, so the file enters its

@@ -149,7 +149,7 @@ struct prealloc_release_info {
 	 * administrator wrote nr_hugepages down by hand): settled, not owed.
 	 */
 	uint64_t vanished;
-	int warm;		/* -EBUSY: a warm file of the pool (prealloc_warm_give returns it) */
+	int warm;		/* -EBUSY: a file of the warm pool (prealloc_warm_give returns it) */
 };
 
 /*

@@ -18,12 +18,12 @@ extern "C" {
  * root-only staging directory of their mount, handed to a guest by a link
  * in O(1), taken back when it stops and cleared again by prealloc_warm_fill.
  * A holder never sees a byte another holder wrote: a file given back
- * leaves the pool and a new one, made and verified on its node, takes its
+ * leaves the warm pool and a new one, made and verified on its node, takes its
  * place (a holder may keep references to its file that no /proc file
  * shows: fds in flight, pipe buffers, pins). Only a file given back by a
  * tenant to the same tenant (a label named at take and at give), with a
  * write lease proving no open file of it is left, is cleared in place for
- * that tenant. A file with a link the pool did not make is never handed
+ * that tenant. A file with a link the warm pool did not make is never handed
  * out again.
  */
 enum prealloc_warm_state {
@@ -31,7 +31,7 @@ enum prealloc_warm_state {
 	PREALLOC_WARM_READY,		/* every byte zero, every page on its node */
 	PREALLOC_WARM_HANDED,		/* linked at a holder's path */
 	PREALLOC_WARM_RETURNING,	/* being given back (written before the holder's link goes) */
-	PREALLOC_WARM_DIRTY,		/* back, root's, the pool's link alone: renewed, or cleared for its tenant */
+	PREALLOC_WARM_DIRTY,		/* back, root's, the warm pool's link alone: renewed, or cleared for its tenant */
 	PREALLOC_WARM_CLEARING,		/* being cleared and verified */
 	PREALLOC_WARM_QUARANTINED,	/* never handed out again; removed by the next fill */
 };
@@ -85,7 +85,7 @@ struct prealloc_warm_take_opts {
 	int dir_fd;		/* DIR_FD: where the link goes (not closed) */
 	/*
 	 * The holder's tenant (NULL: none; 1-63 printable bytes, not starting
-	 * with '@', the pool's own labels): a file
+	 * with '@', the warm pool's own labels): a file
 	 * given back with the same tenant may be cleared in place and handed
 	 * to this tenant only; a READY file of another tenant is never taken.
 	 */
@@ -126,7 +126,7 @@ struct prealloc_warm_give_info {
 	size_t size;		/* sizeof(struct prealloc_warm_give_info) */
 	unsigned int files;	/* files given back */
 	unsigned int returning;	/* of them, still open or mapped elsewhere (never cleared in place) */
-	unsigned int quarantined; /* of them, with a link the pool did not make */
+	unsigned int quarantined; /* of them, with a link the warm pool did not make */
 	char message[512];
 };
 
@@ -135,7 +135,7 @@ struct prealloc_warm_give_info {
  * made: the record's inode), or every file handed to holder (path NULL).
  * Each is RETURNING (written first), removed from path, given to root with
  * mode 0600, then DIRTY, or QUARANTINED if it has another link. A DIRTY file
- * leaves the pool at the next fill (a new file takes its place); its pages
+ * leaves the warm pool at the next fill (a new file takes its place); its pages
  * are never cleared or punched while anything may still open or map it (a
  * VMM that gives back early keeps its memory until it unmaps). info's
  * returning counts files still open or mapped elsewhere now. The caller
@@ -153,7 +153,7 @@ struct prealloc_warm_give_opts {
 	 * The tenant giving it back: the file may be cleared in place for
 	 * its tenant's next take only when this names the tenant its take
 	 * named (and a write lease then proves no open file of it is left);
-	 * NULL, or another tenant: it leaves the pool for a new file.
+	 * NULL, or another tenant: it leaves the warm pool for a new file.
 	 */
 	const char *tenant;
 };
@@ -188,14 +188,14 @@ struct prealloc_warm_fill_info {
 	double clear_seconds;	/* the clears' own time */
 	char message[512];	/* the first failure, if any */
 	uint64_t dropped_bytes;	/* of the files removed */
-	/* Files given back that left the pool, each for a new file made and verified. */
+	/* Files given back that left the warm pool, each for a new file made and verified. */
 	unsigned int renewed;
 	uint64_t renewed_bytes;
 	double renew_seconds;	/* the new files' own time */
 };
 
 /*
- * One pass over the pool, then returns: RETURNING files that are free
+ * One pass over the warm pool, then returns: RETURNING files that are free
  * become DIRTY; each DIRTY file is cleared by its node's workers (the auto
  * kernel), every byte verified zero and every page on its node, then READY
  * (a file its holder truncated or resized is removed); QUARANTINED files
@@ -282,7 +282,7 @@ struct prealloc_warm_status {
 	/*
 	 * Hugetlb pages of the node and page size in use (the pool less its
 	 * free pages) that no record accounts for: neither a warm file nor a
-	 * record's pool line. A holder that left the pool may still hold its
+	 * record's pool line. A holder that left the warm pool may still hold its
 	 * file's pages by references the kernel keeps (a pipe, a pin, an fd
 	 * in flight): they show here until it lets go, as do another
 	 * program's. Admission never promises them (they are not free). 0 for 4k.
@@ -301,7 +301,7 @@ struct prealloc_warm_status {
 };
 
 /*
- * The pool by mount, node and page size: entry index of them (sorted), or
+ * The warm pool by mount, node and page size: entry index of them (sorted), or
  * -ENOENT past the last; -EINVAL with ret_status->message for a bad conf. Targets of conf_path (NULL: the default) appear
  * even with no file yet.
  */
