@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A minimal VMM on the KVM API that embeds libprealloc, the way a real one
- * would: its guest RAM is prepared by the library's worker pools while the
+ * would: its guest RAM is prepared by the library's crews of workers while the
  * VMM's own event loop keeps running, and the VMM learns that the RAM is
  * ready from a CQE in its own io_uring (no thread, no extra fd).
  *

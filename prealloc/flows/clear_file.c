@@ -3,7 +3,7 @@
  * Clearing a file in place (`prealloc clear`), as one library flow: the
  * checks that it is the file the caller meant (clear_checks.c), then one
  * job that re-zeroes, node-local, each resident page and each swapped-out
- * tmpfs page (its extra ranges, spread over the node pools), and whose
+ * tmpfs page (its extra ranges, spread over the node crews), and whose
  * finish does what a mapping does not cover: a partial last page, write-back
  * of a file not in memory, and the verdict of VERIFY. The job's completion
  * means the whole file is done; its destroy frees what the flow made.
@@ -154,7 +154,7 @@ static int swapped_add(struct clear_flow *flow, uint64_t offset, uint64_t length
  * The region's non-resident ranges (node -1 extents) are holes that read
  * as zero, except on tmpfs where a page may be swapped out: SEEK_DATA finds
  * those (tmpfs only; hugetlbfs has no swap and calls every offset data).
- * They become the job's extra ranges, node -1: spread over the node pools,
+ * They become the job's extra ranges, node -1: spread over the node crews,
  * faulted back in and cleared by workers.
  */
 static int find_swapped(struct clear_flow *flow)

@@ -7,7 +7,7 @@
  * in order, extra ranges, the flow's finish and completion sinks;
  * cancel seen inside a chunk; fixed workers, each chunk worked on the
  * same CPU in every job (the calibration's passes rely on it); and two
- * node pools (over a fake sysfs): node_done once per node with that node's
+ * node crews (over a fake sysfs): node_done once per node with that node's
  * own result, job_done once after them, progress adding up to the bytes
  * done, and the eventfd queue's node and end events.
  */
@@ -517,7 +517,7 @@ static void test_fixed_workers(void)
 	prealloc_region_free(region);
 }
 
-/* ---- per node: what the sinks get from two node pools ---------------------- */
+/* ---- per node: what the sinks get from two node crews ---------------------- */
 
 static struct fakenodes fake;
 

@@ -8,7 +8,7 @@
  * to the eventfd), the eventfd path's events, and both flows. Then every
  * stage of every path event by event (case_stages): done, cancelled and
  * failed jobs, read while they run and only after, on each ring kind, the
- * eventfd queue and the eventfd alone; two node pools (a fake sysfs); and
+ * eventfd queue and the eventfd alone; two node crews (a fake sysfs); and
  * the fallback from a ring to the eventfd in the middle of a job (a
  * seccomp filter applied to every thread, in a child).
  */
