@@ -8,6 +8,7 @@
 # hook starts small TCG L2 guests through virsh; every check reads the
 # guest's per-node sysfs pools and the L2 QEMU's /proc/PID/numa_maps.
 # Prints VM-TEST: PASS|FAIL lines like guest-tests.sh.
+# shellcheck disable=SC1091,SC2016,SC2317 # a file of the guest; all_of expands its check when run
 set -u
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export LANG=C.UTF-8
@@ -134,6 +135,7 @@ node1.2M = 1 x 64M @ $MB2
 node1.4k = 1 x 64M @ $MB4
 EOC
 : > /etc/prealloc/libvirt.conf
+echo 'log_outputs = "3:file:/var/log/libvirt/libvirtd.log"' >> /etc/libvirt/libvirtd.conf
 out=$("$PREALLOC" hook install 2>&1)
 check "prealloc hook install" "$out" cmp -s "$HOOK" /etc/libvirt/hooks/qemu.d/prealloc
 mkdir -p /sys/fs/cgroup
@@ -252,6 +254,11 @@ wxwhy=$(backend wx pc.ram warm_why)
 check "d: prealloc-domain: a backend bound to nodes 0-1 takes no warm file ($(backend wx pc.ram start): $wxwhy)" \
 	"$(cat "$T/pd.err")" all_of '[ "$(backend wx pc.ram start)" != warm ] &&
 		grep -q "bound to 2 host nodes" <<< "$wxwhy"'
+# Free pages for wx's claim (16 per node): a node short of free pages would
+# cut the READY files to cover it (docs/admission.md), by design.
+wp0=$(nr 0) wp1=$(nr 1)
+echo $((wp0 + 16)) > "$sysnode/node0/hugepages/hugepages-2048kB/nr_hugepages"
+echo $((wp1 + 16)) > "$sysnode/node1/hugepages/hugepages-2048kB/nr_hugepages"
 if start wx --paused; then
 	D=$(ls -d "$MB2"/libvirt/qemu/*-wx)
 	check "d: ... and started, it holds no warm file (READY $(wstat 0 ready_bytes) $(wstat 1 ready_bytes))" \
@@ -261,6 +268,8 @@ else
 	fail "d: wx start" "$(tail -1 "$T/start.out")"
 fi
 destroy wx
+echo "$wp0" > "$sysnode/node0/hugepages/hugepages-2048kB/nr_hugepages"
+echo "$wp1" > "$sysnode/node1/hugepages/hugepages-2048kB/nr_hugepages"
 define wd 128 2 "$(cells 64)$WARM" "$SHARED" || fail "wd define" "virsh define"
 check "d: prealloc-domain: each cell would start warm ($(backend wd ram-node0 start) $(backend wd ram-node1 start))" \
 	"$(backend wd ram-node1 warm_why)" all_of '[ "$(backend wd ram-node0 start) $(backend wd ram-node1 start)" = "warm warm" ]'
