@@ -71,6 +71,19 @@ backend() {
 		i=$((i + 1))
 	done
 }
+# need DOMAIN NODE: the 2M pages prealloc-domain says the domain needs on NODE.
+need() {
+	"$PREALLOC_DOMAIN" "$1" --json > "$T/pd.json" 2> "$T/pd.err"
+	local i=0 n s=0
+	n=$("$J" "$T/pd.json" needs/# 2> /dev/null || echo 0)
+	while [ "$i" -lt "$n" ]; do
+		[ "$("$J" "$T/pd.json" "needs/$i/node")" = "$2" ] &&
+			[ "$("$J" "$T/pd.json" "needs/$i/page_size")" = 2097152 ] &&
+			s=$((s + $("$J" "$T/pd.json" "needs/$i/pages")))
+		i=$((i + 1))
+	done
+	echo "$s"
+}
 # define NAME MEMORY-MiB VCPUS EXTRA [MEMORYBACKING]: a diskless TCG domain.
 define() {
 	cat > "$T/$1.xml" <<EOX
@@ -163,6 +176,8 @@ echo 0 > "$sysnode/node1/hugepages/hugepages-2048kB/nr_hugepages"
 step "(a) two cells on <hugepages/>"
 define a 192 2 "$(cells 64 128)" || fail "a define" "virsh define"
 p0=$(nr 0) p1=$(nr 1)
+check "a: prealloc-domain: 32 2M pages needed on node 0 ($(need a 0)), 64 on node 1 ($(need a 1))" \
+	"$(cat "$T/pd.err")" all_of '[ "$(need a 0) $(need a 1)" = "32 64" ]'
 if start a --paused; then
 	pass "a: a two-cell guest bound to nodes 0 and 1 starts"
 	check "a: node 0's 2M pool grew by cell 0's 32 pages, node 1's by cell 1's 64 ($p0 $p1 -> $(nr 0) $(nr 1))" \
