@@ -96,7 +96,7 @@ define() {
 EOX
 	$V define "$T/$1.xml" > "$T/define.out" 2>&1 || { sed 's/^/    /' "$T/define.out"; return 1; }
 }
-# Two cells of CELL MiB, cell N bound strictly to host node N (or both to NODESET).
+# cells MiB0 [MiB1]: two guest cells, cell N bound strictly to host node N.
 cells() {
 	echo "<cpu><numa><cell id='0' cpus='0' memory='$1' unit='MiB'/>"
 	echo "<cell id='1' cpus='1' memory='${2:-$1}' unit='MiB'/></numa></cpu>"
@@ -180,6 +180,8 @@ check "a: prealloc-domain: 32 2M pages needed on node 0 ($(need a 0)), 64 on nod
 	"$(cat "$T/pd.err")" all_of '[ "$(need a 0) $(need a 1)" = "32 64" ]'
 if start a --paused; then
 	pass "a: a two-cell guest bound to nodes 0 and 1 starts"
+	check "a: its QEMU runs in libvirt's cgroup ($(cat "/proc/$(qpid a)/cgroup"))" "no cgroup" \
+		grep -q "^0::/machine/" "/proc/$(qpid a)/cgroup"
 	check "a: node 0's 2M pool grew by cell 0's 32 pages, node 1's by cell 1's 64 ($p0 $p1 -> $(nr 0) $(nr 1))" \
 		"per node" all_of '[ "$(nr 0)" -eq $((p0 + 32)) ] && [ "$(nr 1)" -eq $((p1 + 64)) ]'
 	n00=$(pages a ram-node0 0) n01=$(pages a ram-node0 1)
