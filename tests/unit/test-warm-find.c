@@ -12,7 +12,7 @@
 #include <fcntl.h>
 #include <string.h>
 
-#include "flows.h"
+#include "warm.h"
 #include "warm-record.h"
 #include "fakeroot.h"
 #include "tap.h"

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "flows.h"
+#include "warm.h"
 
 const char *warm_mount(struct prealloc_ctx *ctx, const char *mount, uint64_t page_size)
 {

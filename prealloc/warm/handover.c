@@ -15,11 +15,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "flows.h"
+#include "warm.h"
 
 /* ---- take ----------------------------------------------------------------- */
 
-/* A failed take's why, in info->message (warm_pick.c's warm_fail). */
+/* A failed take's why, in info->message (pick.c's warm_fail). */
 #define take_fail(info, err, ...) \
 	warm_fail((info)->message, sizeof((info)->message), err, __VA_ARGS__)
 

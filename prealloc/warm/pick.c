@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "flows.h"
+#include "warm.h"
 
 /* A READY file cleared in place for a tenant goes to it only; WARM_TENANT_SINGLE's to any. */
 static bool tenant_may_take(const struct record *r, const char *tenant)

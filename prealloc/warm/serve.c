@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * prealloc_warm_serve_*: the daemon's loop (docs/warm.md). It runs fill's
- * pass (warm_fill.c) whenever there may be work: the store changed (a give,
+ * pass (fill.c) whenever there may be work: the store changed (a give,
  * a take; inotify on the state directory), check_interval passed (a holder
  * may have died: the liveness checks are fill's own), warm.conf was read
  * again (reload_fd, SIGHUP in the CLI). Clears and new files run in the
@@ -23,7 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "flows.h"
+#include "warm.h"
 
 #define SERVE_CLEAR_THREADS 1
 #define SERVE_CLEAR_RATE UINT64_C(2000000000)	/* bytes per second per node */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The warm pool's files coming back, for the pass (warm_fill.c,
+ * The warm pool's files coming back, for the pass (fill.c,
  * docs/warm.md): files given back are DIRTY; each DIRTY file is marked
  * CLEARING (this pass's), then renewed: it leaves the pool and a new file,
  * populated on its node and verified, takes its place, with the growth it
@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "flows.h"
+#include "warm.h"
 
 #define WARM_CLEARS_LEAF "warm-clears"
 

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "flows.h"
+#include "warm.h"
 
 /* The device of target t's mount (-ENOENT: none), its path in *ret_mount. */
 static int target_dev(struct prealloc_ctx *ctx, const struct warm_target *t, uint64_t *ret_dev,
