@@ -109,9 +109,8 @@ static int fill_trims(struct prealloc_ctx *ctx, const struct warm_pass *p, const
 		if (s.r[i].warm == PREALLOC_WARM_READY &&
 		    !strcmp(s.r[i].tenant, WARM_TENANT_SINGLE) &&
 		    !warm_single_tenant(p->conf, devs, &s.r[i])) {
-			s.r[i].warm = PREALLOC_WARM_DIRTY;
 			s.r[i].tenant[0] = '\0';
-			err = store_save(ctx, &s);
+			err = warm_move(ctx, &s, &s.r[i], PREALLOC_WARM_DIRTY);
 		}
 	for (long want = p->drop_untargeted ? -1 : 0; err == 0 && want < (long)p->conf->nr;
 	     want++) {

@@ -41,8 +41,9 @@ static int take_open(struct prealloc_ctx *ctx, struct store *s, struct record *r
 		why = "its size is not its record's";
 	if (fd >= 0)
 		close(fd);
-	r->warm = PREALLOC_WARM_QUARANTINED;
-	store_save(ctx, s);
+	warm_move(ctx, s, r, PREALLOC_WARM_QUARANTINED);
+	if (r->warm != PREALLOC_WARM_QUARANTINED)	/* never picked again and again */
+		return take_fail(info, -EINVAL, "warm file %s cannot be quarantined", r->tmp);
 	return take_fail(info, -EMLINK, "warm file %s is not the pool's alone (%s): quarantined",
 			 r->tmp, why);
 }
@@ -62,16 +63,15 @@ static void take_undo(struct prealloc_ctx *ctx, struct store *s, struct record *
 	close(fd);
 	r->path[0] = '\0';
 	if (exposed) {
-		r->warm = PREALLOC_WARM_RETURNING;
 		r->tenant[0] = '\0';
-		store_save(ctx, s);
+		warm_move(ctx, s, r, PREALLOC_WARM_RETURNING);
 		if (linked)
 			unlinkat(dir, base, 0);
 		warm_returned(r, warm_check(ctx, r));
 	} else if (!reserved) {
 		/* Its tenant as it was (the caller restored it): a tenant's file stays its. */
-		r->warm = PREALLOC_WARM_READY;
 		memset(&r->owner, 0, sizeof(r->owner));
+		warm_move_back(ctx, NULL, r, PREALLOC_WARM_READY);
 	}
 	store_save(ctx, s);
 }
@@ -143,7 +143,6 @@ static int take_file(struct prealloc_ctx *ctx, struct store *s, size_t ri, int d
 	if (fd < 0)
 		return fd;
 	info->file_bytes = r->size;
-	r->warm = PREALLOC_WARM_HANDED;
 	snprintf(r->path, sizeof(r->path), "%s", reserve ? "" : o->path);
 	/* A fresh file becomes the taker's tenant's; one cleared for a tenant stays its. */
 	snprintf(tenant_was, sizeof(tenant_was), "%s", r->tenant);
@@ -151,7 +150,7 @@ static int take_file(struct prealloc_ctx *ctx, struct store *s, size_t ri, int d
 		snprintf(r->tenant, sizeof(r->tenant), "%s", o->tenant);
 	if (o->holder)
 		owner_holder(&r->owner, o->holder, o->holder_check, o->holder_expires);
-	err = store_save(ctx, s);
+	err = warm_move(ctx, s, r, PREALLOC_WARM_HANDED);	/* with its path, tenant, owner */
 	test_pause("warm-take-recorded");
 	if (err == 0 && !reserve && (o->flags & PREALLOC_WARM_TAKE_CHOWN) &&
 	    fchown(fd, o->uid, o->gid) < 0)
@@ -299,10 +298,9 @@ static int give_one(struct prealloc_ctx *ctx, struct store *s, size_t ri, bool b
 	struct record *r = &s->r[ri];
 	int err, check;
 
-	r->warm = PREALLOC_WARM_RETURNING;
 	if (!tenant || strcmp(tenant, r->tenant))
 		r->tenant[0] = '\0';
-	err = store_save(ctx, s);
+	err = warm_move(ctx, s, r, PREALLOC_WARM_RETURNING);
 	test_pause("warm-give-recorded");
 	if (err == 0)
 		err = warm_unlink_path(r, by_path);
