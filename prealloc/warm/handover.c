@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The warm pool's hand-over (docs/warm.md): take links a READY file at a
- * holder's path, give takes it back. Each writes the state it moves to
- * before the step it names, so that a run killed at any instruction leaves
- * the file in a state that is never READY unless the file is: a file at a
- * holder's path is HANDED before the link exists, and RETURNING before the
- * holder's link goes.
+ * holder's path, give takes it back; find says which file a take would
+ * get, by the take's own pick, changing nothing. Take and give write the
+ * state they move to before the step it names, so that a run killed at
+ * any instruction leaves the file in a state that is never READY unless
+ * the file is: a file at a holder's path is HANDED before the link
+ * exists, and RETURNING before the holder's link goes.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -227,7 +228,7 @@ static int take_locked(struct prealloc_ctx *ctx, const struct prealloc_warm_take
 	r = store_open(ctx, o->lock_timeout_ms ? o->lock_timeout_ms : ADMIT_LOCK_TIMEOUT_MS, &s,
 		       &lock);
 	while (r == 0) {
-		ri = warm_pick(&s, o, dev, NULL);
+		ri = warm_policy_of(ctx)->pick(&s, o, dev, NULL);
 		if (ri < 0) {
 			r = warm_pick_miss(o, info->message, sizeof(info->message));
 			break;
@@ -283,6 +284,42 @@ EXPORT int prealloc_warm_take(struct prealloc_ctx *ctx, const struct prealloc_wa
 		copy_sized_out(ret_info, &info, sizeof(info));
 	else if (info.fd >= 0)
 		close(info.fd);
+	return r;
+}
+
+/* ---- find: the take's pick, nothing changed --------------------------------- */
+
+EXPORT int prealloc_warm_find(struct prealloc_ctx *ctx, const struct prealloc_warm_take_opts *opts,
+			      struct prealloc_warm_find_info *ret_info)
+{
+	struct prealloc_warm_find_info info = { .size = sizeof(info) };
+	struct prealloc_warm_take_opts o = { .size = sizeof(o) };
+	struct store s;
+	uint64_t dev = 0;
+	long ri = -1;
+	int r;
+
+	if (!ctx || !opts || !ret_info || ret_info->size < sizeof(size_t))
+		return -EINVAL;
+	r = copy_sized_in(&o, sizeof(o), opts);
+	if (r == 0)
+		r = warm_take_check(ctx, &o, info.message, sizeof(info.message), &dev, NULL);
+	/* The store as it is, no lock: a take may still find another (it picks again). */
+	if (r == 0)
+		r = store_load(ctx, &s);
+	if (r == 0) {
+		ri = warm_policy_of(ctx)->pick(&s, &o, dev, &info.files);
+		if (ri >= 0) {
+			info.id = s.r[ri].id;
+			info.file_bytes = s.r[ri].size;
+			info.hit = warm_hit_of(info.file_bytes, o.length);
+			info.reserved = (o.flags & PREALLOC_WARM_TAKE_RESERVED) != 0;
+		}
+		store_free(&s);
+	}
+	if (r == 0 && ri < 0)
+		r = warm_pick_miss(&o, info.message, sizeof(info.message));
+	copy_sized_out(ret_info, &info, sizeof(info));
 	return r;
 }
 

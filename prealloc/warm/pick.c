@@ -184,37 +184,3 @@ int warm_take_check(struct prealloc_ctx *ctx, const struct prealloc_warm_take_op
 		return 0;	/* no path: nothing to link */
 	return open_dir(o, mount, &ms, msg, len, ret_dir);
 }
-
-EXPORT int prealloc_warm_find(struct prealloc_ctx *ctx, const struct prealloc_warm_take_opts *opts,
-			      struct prealloc_warm_find_info *ret_info)
-{
-	struct prealloc_warm_find_info info = { .size = sizeof(info) };
-	struct prealloc_warm_take_opts o = { .size = sizeof(o) };
-	struct store s;
-	uint64_t dev = 0;
-	long ri = -1;
-	int r;
-
-	if (!ctx || !opts || !ret_info || ret_info->size < sizeof(size_t))
-		return -EINVAL;
-	r = copy_sized_in(&o, sizeof(o), opts);
-	if (r == 0)
-		r = warm_take_check(ctx, &o, info.message, sizeof(info.message), &dev, NULL);
-	/* The store as it is, no lock: a take may still find another (it picks again). */
-	if (r == 0)
-		r = store_load(ctx, &s);
-	if (r == 0) {
-		ri = warm_pick(&s, &o, dev, &info.files);
-		if (ri >= 0) {
-			info.id = s.r[ri].id;
-			info.file_bytes = s.r[ri].size;
-			info.hit = warm_hit_of(info.file_bytes, o.length);
-			info.reserved = (o.flags & PREALLOC_WARM_TAKE_RESERVED) != 0;
-		}
-		store_free(&s);
-	}
-	if (r == 0 && ri < 0)
-		r = warm_pick_miss(&o, info.message, sizeof(info.message));
-	copy_sized_out(ret_info, &info, sizeof(info));
-	return r;
-}

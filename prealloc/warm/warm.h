@@ -209,4 +209,45 @@ int warm_clears(struct prealloc_ctx *ctx, const struct warm_pass *p, const uint6
 int warm_pass_shrink(struct prealloc_ctx *ctx, const struct warm_pass *p, uint64_t bytes,
 		     uint64_t *cut, struct prealloc_warm_fill_info *info);
 
+/* ---- the policy (policy.c) ------------------------------------------------- */
+
+/*
+ * The pool's choices, asked by its mechanism (take and find, the pass,
+ * serve) through this struct only; warm_policy_of() says which policy a
+ * ctx's pool runs (today: the default, the pool's policy as it has been).
+ */
+struct warm_policy {
+	const char *name;
+	/* Which file a take with o gets, as warm_pick (its contract). */
+	long (*pick)(const struct store *s, const struct prealloc_warm_take_opts *o, uint64_t dev,
+		     unsigned int *ret_files);
+	/*
+	 * The file of target want (-1: of none) to give back first when it
+	 * holds more than its limit, files of keep_size staying (0: none
+	 * stays); -1: none can go now (handed out, returning, being cleared).
+	 */
+	long (*drop)(const struct store *s, const struct warm_conf *conf, const uint64_t *devs,
+		     long want, uint64_t keep_size);
+	/*
+	 * Under memory pressure: the next file to give back (-1: none can go
+	 * now), its target in *ret_from (-1: of none, its limit not cut).
+	 * untargeted: files of no target may go.
+	 */
+	long (*pressure_pick)(const struct store *s, const struct warm_conf *conf,
+			      const uint64_t *devs, bool untargeted, long *ret_from);
+	/* Bytes a pressure event gives back. */
+	uint64_t (*pressure_step)(const struct warm_conf *conf);
+	/* The size of target t's next file, holding held of limit; 0: none now. */
+	uint64_t (*refill)(const struct warm_target *t, uint64_t held, uint64_t limit);
+};
+
+const struct warm_policy *warm_policy_of(const struct prealloc_ctx *ctx);
+/*
+ * Bytes of warm files of target want (-1: of none): not quarantined, and
+ * not a file being renewed (CLEARING with no tenant: the new file that
+ * takes its place counts, POPULATING, then READY).
+ */
+uint64_t warm_target_held(const struct store *s, const struct warm_conf *conf,
+			  const uint64_t *devs, long want);
+
 #endif
