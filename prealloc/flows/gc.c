@@ -13,7 +13,7 @@ static bool gc_wants(struct prealloc_ctx *ctx, const struct record *r, bool *ret
 
 	*ret_remove_ready = false;
 	/*
-	 * A warm file past populating is the warm pool's (warm_fill.c gives back
+	 * A warm file past populating is the warm pool's (warm/fill.c gives back
 	 * what its holder left and removes what is quarantined): gc settles
 	 * one only once no name of it is left.
 	 */

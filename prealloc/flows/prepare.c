@@ -42,11 +42,10 @@ static int set_ready(struct prealloc_ctx *ctx, struct store *s, size_t ri, void 
 	record_commit(r, &req->owner);
 	if (req->warm) {
 		/* The warm pool's link is the staged name; no path until a take. */
-		r->warm = PREALLOC_WARM_READY;
 		snprintf(r->tmp, sizeof(r->tmp), "%s", req->tmp);
-	} else {
-		snprintf(r->path, sizeof(r->path), "%s", req->final);
+		return warm_move(ctx, s, r, PREALLOC_WARM_READY);
 	}
+	snprintf(r->path, sizeof(r->path), "%s", req->final);
 	return store_save(ctx, s);
 }
 

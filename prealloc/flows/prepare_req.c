@@ -289,7 +289,8 @@ static int record_new(struct prealloc_ctx *ctx, struct store *s, void *arg)
 	r->size = req->length;
 	r->page_size = req->page;
 	if (req->warm) {
-		r->warm = PREALLOC_WARM_POPULATING;
+		/* Written with the record, by admission's save. */
+		warm_move(ctx, NULL, r, PREALLOC_WARM_POPULATING);
 		r->warm_node = req->nodes[0];
 	} else {
 		snprintf(r->path, sizeof(r->path), "%s", req->final);

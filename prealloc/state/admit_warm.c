@@ -95,8 +95,7 @@ static int warm_cut(struct prealloc_ctx *ctx, struct store *s, size_t i, int fd,
 			memcpy(lines, w->pools, n);
 		warm_move_growth(w, mine, cut);
 		w->size -= cut * ps;
-		w->warm = whole ? PREALLOC_WARM_QUARANTINED : PREALLOC_WARM_DIRTY;
-		r = store_save(ctx, s);
+		r = warm_move(ctx, s, w, whole ? PREALLOC_WARM_QUARANTINED : PREALLOC_WARM_DIRTY);
 	}
 	if (r == 0) {
 		test_pause("admit-warm-recorded");
@@ -109,20 +108,22 @@ static int warm_cut(struct prealloc_ctx *ctx, struct store *s, size_t i, int fd,
 		if (n)
 			memcpy(w->pools, lines, n);
 		w->size = size_was;
-		w->warm = PREALLOC_WARM_READY;
 		mine->added = mine_was;
-		if (r > 0)
-			store_save(ctx, s);
+		/* Written only where the cut's state was (r < 0: the save failed). */
+		if (w->warm != PREALLOC_WARM_READY)
+			warm_move_back(ctx, r > 0 ? s : NULL, w, PREALLOC_WARM_READY);
 	}
 	free(lines);
 	if (r != 0)
 		return r;
 	test_pause("admit-warm-taken");
-	if (whole)
+	/* A failed save here: the end of admission saves it, or undoes. */
+	if (whole) {
 		store_del(s, i);
-	else
-		w->warm = PREALLOC_WARM_READY;
-	store_save(ctx, s);	/* else the end of admission saves it, or undoes */
+		store_save(ctx, s);
+	} else {
+		warm_move_back(ctx, s, w, PREALLOC_WARM_READY);
+	}
 	return 0;
 }
 

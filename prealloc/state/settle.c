@@ -207,7 +207,7 @@ int record_settle(struct prealloc_ctx *ctx, struct store *s, size_t ri, bool rem
 		s->r[ri].state = PREALLOC_RECORD_ORPHAN;
 		s->r[ri].owner.kind = PREALLOC_OWNER_NONE;
 		if (s->r[ri].warm != WARM_NONE)
-			s->r[ri].warm = PREALLOC_WARM_QUARANTINED;
+			return warm_move(ctx, s, &s->r[ri], PREALLOC_WARM_QUARANTINED);
 	} else {
 		store_del(s, ri);
 	}

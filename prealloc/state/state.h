@@ -313,4 +313,22 @@ int settle_matching(struct prealloc_ctx *ctx, unsigned int timeout_ms, settle_pi
 /* pool.c: a record's file path, its holder's name, or "-". */
 const char *owner_label(const struct record *r);
 
+/*
+ * warm_move.c: the one table of warm state moves (docs/warm.md) and the
+ * calls that make them. warm_move() sets r's state to `to` if the table
+ * holds the move, then (s not NULL) writes the store: the state before
+ * the step it names; s NULL: the caller's next save writes it with the
+ * rest of the record. -EINVAL, nothing changed, for a move the table
+ * refuses. warm_move_back() makes only the table's BACK moves: a state
+ * written ahead of a step that did not happen, or left the file as it was.
+ */
+enum warm_move_kind {
+	WARM_MOVE_NO = 0,
+	WARM_MOVE_ON,		/* a move of the diagram */
+	WARM_MOVE_BACK,		/* a write-ahead taken back */
+};
+int warm_move_kind(int from, int to);
+int warm_move(const struct prealloc_ctx *ctx, struct store *s, struct record *r, int to);
+int warm_move_back(const struct prealloc_ctx *ctx, struct store *s, struct record *r, int to);
+
 #endif

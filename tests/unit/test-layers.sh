@@ -42,6 +42,7 @@ LAYERS=(
 	'prealloc/state'
 	'vfio'
 	'prealloc/flows'
+	'prealloc/warm'
 	'prealloc/cli prealloc/hook'
 )
 # Where product sources live (relative to SRCDIR), and where their objects

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * /etc/prealloc/warm.conf (flows/warm_conf.c): the targets a good file
+ * /etc/prealloc/warm.conf (warm/conf.c): the targets a good file
  * names, in order, with and without a mount; its settings, and unset ones
  * left unset; every kind of bad line refused with its line number and the
  * reason, and nothing returned for the file; sizes that would wrap (a
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "flows.h"
+#include "warm.h"
 #include "tap.h"
 
 #define G (UINT64_C(1) << 30)

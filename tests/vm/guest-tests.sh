@@ -8,7 +8,8 @@
 # a missing CLI or subcommand is a FAIL, never a SKIP.
 #
 # Boot parameters arrive as environment variables:
-#   prealloc_vm_variant  two-node | memory-only | qemu-vfio | arm64-two-node
+#   prealloc_vm_variant  two-node | memory-only | qemu-vfio | arm64-two-node |
+#                        libvirt-two-node
 #   prealloc_vm_qemu_mb  qemu-vfio: the inner QEMU's RAM in MiB (512)
 #   prealloc_vm_break    placement: one check expects the wrong node (proves
 #                        that a failing check fails the suite)
@@ -839,10 +840,41 @@ memory_only() {
 		--node 0,1,2 96M
 }
 
+# libvirt-two-node: the host's root (9p, read-only) under a tmpfs overlay,
+# the tree's `meson install` (/dest) copied on top, the guest's own /proc,
+# /sys, /dev, /run and /tmp; guest-libvirt.sh runs chrooted in it.
+libvirt_two_node() {
+	lr=/newroot
+	mkdir -p /host /ovl "$lr"
+	if ! mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose,msize=512000 \
+		hostroot /host; then
+		fail libvirt-root "cannot mount the host's root (9p tag hostroot)"
+		return
+	fi
+	mount -t tmpfs -o size=1G,mode=755 tmpfs /ovl
+	mkdir -p /ovl/upper /ovl/work
+	if ! mount -t overlay overlay -o lowerdir=/host,upperdir=/ovl/upper,workdir=/ovl/work "$lr"; then
+		fail libvirt-root "cannot lay an overlay over the host's root"
+		return
+	fi
+	cp -a /dest/. "$lr/" || { fail libvirt-root "cannot copy the installed tree"; return; }
+	mount -t proc proc "$lr/proc"
+	mount -t sysfs sysfs "$lr/sys"
+	mount -t devtmpfs devtmpfs "$lr/dev"
+	mkdir -p "$lr/dev/pts" "$lr/dev/shm"
+	mount -t devpts devpts "$lr/dev/pts"
+	for d in run tmp dev/shm; do mount -t tmpfs -o mode=755 tmpfs "$lr/$d"; done
+	chmod 1777 "$lr/tmp" "$lr/dev/shm"
+	mkdir -p "$lr/tmp/rig"
+	cp /tests/guest-libvirt.sh /tests/libvirt.env /bin/vm_json_get "$lr/tmp/rig/"
+	chroot "$lr" /bin/bash /tmp/rig/guest-libvirt.sh
+}
+
 case "$variant" in
 two-node|arm64-two-node) two_node ;;
 memory-only) memory_only ;;
 qemu-vfio) qemu_vfio ;;
+libvirt-two-node) libvirt_two_node ;;
 *) fail variant "unknown variant '$variant'" ;;
 esac
 echo "VM-DONE"

@@ -6,8 +6,9 @@
 # 0 all passed, 1 something failed (or the guest did not finish), 77 skipped
 # (only when the rig cannot be built here, with the reason printed).
 #
-#   run-vm.sh [--variant two-node|memory-only|qemu-vfio|arm64-two-node] [--source DIR]
-#             [--static-build DIR] [--timeout SECONDS] [--keep] [--rig-kernel]
+#   run-vm.sh [--variant two-node|memory-only|qemu-vfio|arm64-two-node|libvirt-two-node]
+#             [--source DIR] [--static-build DIR] [--build DIR] [--timeout SECONDS]
+#             [--keep] [--rig-kernel]
 #
 #   two-node     2 nodes x 768M, one CPU each, intel-iommu + edu device:
 #                placement, worker CPUs, clear, per-node pools, VFIO.
@@ -21,6 +22,11 @@
 #                aarch64 TCG guest (-M virt -cpu max,pauth-impdef=on), no VFIO:
 #                Debian's arm64 kernel and busybox, the cross-built static
 #                prealloc (tests/cross/install.sh --rig fetches them).
+#   libvirt-two-node  2 nodes x 1.5G on the rig kernel (always): this host's
+#                root shared read-only over 9p under a tmpfs overlay, the
+#                build's `meson install` (--build DIR, default
+#                SOURCE/build) on top; Debian's libvirtd with prealloc's
+#                hook starts TCG L2 guests through virsh (guest-libvirt.sh).
 #
 # Environment: PREALLOC_VM_BREAK=placement makes one guest check expect the
 # wrong node (to prove a failure inside reaches the exit code);
@@ -37,7 +43,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 variant=two-node
 source_dir=$(cd "$here/../.." && pwd)
 static_build=
-qemu_timeout=140
+build_dir=
+qemu_timeout=
 keep=0
 rig_kernel=0
 
@@ -46,19 +53,25 @@ while [ $# -gt 0 ]; do
 	--variant) variant=$2; shift ;;
 	--source) source_dir=$2; shift ;;
 	--static-build) static_build=$2; shift ;;
+	--build) build_dir=$2; shift ;;
 	--timeout) qemu_timeout=$2; shift ;;
 	--keep) keep=1 ;;
 	--rig-kernel) rig_kernel=1 ;;
-	*) echo "usage: $0 [--variant two-node|memory-only|qemu-vfio|arm64-two-node] [--source DIR]" \
-		"[--static-build DIR] [--timeout S] [--keep] [--rig-kernel]" >&2; exit 1 ;;
+	*) echo "usage: $0 [--variant two-node|memory-only|qemu-vfio|arm64-two-node|libvirt-two-node]" \
+		"[--source DIR] [--static-build DIR] [--build DIR] [--timeout S] [--keep] [--rig-kernel]" >&2
+		exit 1 ;;
 	esac
 	shift
 done
 [ -n "$static_build" ] || static_build=$source_dir/build-vm-static
+[ -n "$build_dir" ] || build_dir=$source_dir/build
 case "$variant" in
 two-node|memory-only|qemu-vfio|arm64-two-node) ;;
+libvirt-two-node) rig_kernel=1 ;;	# overlayfs, cgroups: Debian's 6.1 is modular
 *) echo "unknown variant '$variant'" >&2; exit 1 ;;
 esac
+# libvirtd, QEMU and an L2 QEMU's starts under nested TCG: minutes.
+[ -n "$qemu_timeout" ] || { [ "$variant" = libvirt-two-node ] && qemu_timeout=540 || qemu_timeout=140; }
 
 work=
 qemu_pid=
@@ -106,6 +119,17 @@ missing=
 	command -v "${pair%%:*}" >/dev/null 2>&1 || missing="$missing ${pair#*:}"
 done
 [ "$arch" = x86_64 ] && ! ls /boot/vmlinuz-* >/dev/null 2>&1 && missing="$missing linux-image-amd64"
+# libvirt-two-node runs the host's own libvirtd: setup.sh installs it.
+if [ "$variant" = libvirt-two-node ]; then
+	for c in libvirtd virsh; do
+		command -v "$c" >/dev/null 2>&1 || {
+			echo "SKIP: libvirt-two-node runs this host's $c, which is not installed" \
+				"(setup.sh installs libvirt-daemon-system)"
+			exit 77
+		}
+	done
+	[ "$(id -u)" = 0 ] || { echo "SKIP: libvirt-two-node shares this host's root: root only"; exit 77; }
+fi
 if [ -n "$missing" ]; then
 	if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
 		echo "SKIP: the VM rig needs$missing, and this is not root on Debian to install them"
@@ -224,6 +248,28 @@ cp "$here/guest-init.sh" "$root/init" && chmod 755 "$root/init" || exit 1
 cp "$here/guest-tests.sh" "$root/tests/guest-tests.sh" || exit 1
 for b in $checkers; do cp "$static_build/$b" "$root/bin/" || exit 1; done
 [ -n "$cli" ] && { cp "$cli" "$root/bin/prealloc" || exit 1; }
+# libvirt-two-node: the build installed as a user would (`meson install
+# --destdir`: the programs carry an absolute RUNPATH to their library), and
+# where the guest finds each; the guest lays it over the host's root.
+if [ "$variant" = libvirt-two-node ]; then
+	if ! meson install -C "$build_dir" --destdir "$root/dest" --no-rebuild --quiet \
+		>"$work/install.log" 2>&1; then
+		cat "$work/install.log"
+		echo "FAIL: meson install -C $build_dir --destdir (build it first: ninja -C $build_dir)"
+		exit 1
+	fi
+	cp "$here/guest-libvirt.sh" "$root/tests/" || exit 1
+	: >"$root/tests/libvirt.env"
+	for p in bin/prealloc bin/prealloc-domain libexec/prealloc/prealloc-libvirt-hook; do
+		f=$(cd "$root/dest" && find . -path "*/$p" -type f | head -n1)
+		[ -n "$f" ] || { echo "FAIL: meson install put no $p"; exit 1; }
+		v=$(basename "$p" | tr a-z- A-Z_)
+		[ "$v" = PREALLOC_LIBVIRT_HOOK ] && v=HOOK
+		echo "$v=${f#.}" >>"$root/tests/libvirt.env"
+	done
+	f=$(grep ^PREALLOC= "$root/tests/libvirt.env")
+	echo "PREFIX=${f#PREALLOC=}" | sed 's|/bin/prealloc$||' >>"$root/tests/libvirt.env"
+fi
 
 # vfio-pci and what it needs, in load order, decompressed for busybox insmod
 # (x86: the aarch64 guest has no VFIO device).
@@ -309,6 +355,12 @@ case "$variant" in
 two-node|arm64-two-node)
 	two_nodes 768
 	;;
+libvirt-two-node)
+	# Per node: the kernel's share, libvirtd's and two L2 QEMUs' RSS (their
+	# binaries and libraries are page cache of the 9p share), the overlay's
+	# tmpfs, and at most 192 MiB of hugepages (a cell, a warm file).
+	two_nodes 1536
+	;;
 qemu-vfio)
 	# Node 0 holds the prepared file and the fresh one (2 x 512M of 2M
 	# pages) beside the kernel and the 60 MB image.
@@ -328,8 +380,19 @@ memory-only)
 		-numa dist,src=1,dst=2,val=15)
 	;;
 esac
-[ "$arch" = x86_64 ] &&
+[ "$arch" = x86_64 ] && [ "$variant" != libvirt-two-node ] &&
 	machine+=(-device intel-iommu,intremap=on -device edu,dma_mask=0xffffffffffff)
+# This host's root, read-only (QEMU, running as root, passes its owners and
+# modes through: security_model=none); its own mounts (/proc, /run...) get
+# inode numbers of their own (multidevs=remap). The TCG cache: libvirtd, its
+# QEMU capability probe and two L2 QEMUs are far more code than the other
+# variants run (QEMU's default for a system guest is 1 GiB; 512 MiB keeps
+# what it translated without a flush in these runs).
+if [ "$variant" = libvirt-two-node ]; then
+	machine[1]=tcg,thread=multi,tb-size=512
+	machine+=(-fsdev local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap
+		-device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot)
+fi
 # A second IOMMU group holding two devices: a PCIe-to-PCI bridge aliases the
 # requester IDs behind it. Its edu goes to vfio-pci, its serial port keeps
 # the 8250 driver (built into the kernel): that group is not viable.

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "flows.h"
+#include "warm.h"
 
 const char *warm_mount(struct prealloc_ctx *ctx, const char *mount, uint64_t page_size)
 {
@@ -144,9 +144,11 @@ void warm_returned(struct record *r, int check)
 	 * Still open or mapped (-EBUSY) is DIRTY too: its pages are never
 	 * cleared in place without a lease, and a new file takes its place.
 	 */
-	r->warm = check == 0 || check == -EBUSY ? PREALLOC_WARM_DIRTY : PREALLOC_WARM_QUARANTINED;
 	r->path[0] = '\0';
 	memset(&r->owner, 0, sizeof(r->owner));
+	/* The caller's save writes it. */
+	warm_move(NULL, NULL, r,
+		  check == 0 || check == -EBUSY ? PREALLOC_WARM_DIRTY : PREALLOC_WARM_QUARANTINED);
 }
 
 int warm_region(struct prealloc_ctx *ctx, const struct record *r, uint64_t length,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The warm pool's files coming back, for the pass (warm_fill.c,
+ * The warm pool's files coming back, for the pass (fill.c,
  * docs/warm.md): files given back are DIRTY; each DIRTY file is marked
  * CLEARING (this pass's), then renewed: it leaves the pool and a new file,
  * populated on its node and verified, takes its place, with the growth it
@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "flows.h"
+#include "warm.h"
 
 #define WARM_CLEARS_LEAF "warm-clears"
 
@@ -79,9 +79,8 @@ int warm_returns(struct prealloc_ctx *ctx, struct store *s,
 		struct record *r = &s->r[i];
 
 		if (r->warm == PREALLOC_WARM_HANDED && handed_free(ctx, r)) {
-			r->warm = PREALLOC_WARM_RETURNING;
 			r->tenant[0] = '\0';	/* not given back by its tenant */
-			err = store_save(ctx, s);
+			err = warm_move(ctx, s, r, PREALLOC_WARM_RETURNING);
 		}
 		if (err == 0 && r->warm == PREALLOC_WARM_RETURNING) {
 			/* A give that died before the holder's link went, or a holder gone. */
@@ -98,9 +97,8 @@ int warm_returns(struct prealloc_ctx *ctx, struct store *s,
 		 */
 		if (err == 0 && r->warm == PREALLOC_WARM_CLEARING &&
 		    (!owner_alive(ctx, &r->owner) || r->owner.pid == getpid())) {
-			r->warm = PREALLOC_WARM_DIRTY;
 			memset(&r->owner, 0, sizeof(r->owner));
-			err = store_save(ctx, s);
+			err = warm_move(ctx, s, r, PREALLOC_WARM_DIRTY);
 		}
 		/* A new file whose run died (a serve stopped by SIGKILL): its file and growth go. */
 		if (err == 0 && r->warm == PREALLOC_WARM_POPULATING && !owner_alive(ctx, &r->owner)) {
@@ -142,9 +140,8 @@ static int next_dirty(struct prealloc_ctx *ctx, unsigned int timeout_ms, struct 
 	for (size_t i = 0; i < s.nr && !found; i++) {
 		if (s.r[i].warm != PREALLOC_WARM_DIRTY)
 			continue;
-		s.r[i].warm = PREALLOC_WARM_CLEARING;
 		owner_self(ctx, &s.r[i].owner);	/* this pass clears it; another leaves it */
-		err = store_save(ctx, &s);
+		err = warm_move(ctx, &s, &s.r[i], PREALLOC_WARM_CLEARING);
 		*ret = s.r[i];
 		ret->pools = NULL;	/* the copy does not own them */
 		ret->nr_pools = 0;
@@ -256,15 +253,13 @@ static int clear_done(struct prealloc_ctx *ctx, unsigned int timeout_ms, const s
 	    s.r[i].owner.pid == c->owner.pid && s.r[i].owner.start == c->owner.start) {
 		memset(&s.r[i].owner, 0, sizeof(s.r[i].owner));
 		if (result == 0) {
-			s.r[i].warm = PREALLOC_WARM_READY;
-			err = store_save(ctx, &s);
+			err = warm_move(ctx, &s, &s.r[i], PREALLOC_WARM_READY);
 			/* Under the lock: two passes never lose each other's rates. */
 			if (err == 0 && seconds > 0)
 				note_rate(ctx, c, (double)c->size / seconds / 1e9);
 		} else if (result == -ECANCELED) {
 			/* Stopped, not failed: cleared again from the start by the next pass. */
-			s.r[i].warm = PREALLOC_WARM_DIRTY;
-			err = store_save(ctx, &s);
+			err = warm_move(ctx, &s, &s.r[i], PREALLOC_WARM_DIRTY);
 		} else {
 			info->dropped++;
 			info->dropped_bytes += s.r[i].size;

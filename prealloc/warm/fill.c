@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "flows.h"
+#include "warm.h"
 
 /* The device of target t's mount (-ENOENT: none), its path in *ret_mount. */
 static int target_dev(struct prealloc_ctx *ctx, const struct warm_target *t, uint64_t *ret_dev,
@@ -26,53 +26,6 @@ static int target_dev(struct prealloc_ctx *ctx, const struct warm_target *t, uin
 	*ret_dev = (uint64_t)ms.st_dev;
 	*ret_mount = mount;
 	return 0;
-}
-
-
-/*
- * The file to give back first of those of target want (-1: of no target),
- * DIRTY before READY (a dirty one saves its clear), or -1: none can go now.
- * keep_size: files of that size stay (a misfit is one of another size: cut
- * for a smaller guest, or made for an older warm.conf); 0 keeps none.
- */
-static long drop_pick(const struct store *s, const struct warm_conf *conf, const uint64_t *devs,
-		      long want, uint64_t keep_size)
-{
-	long ready = -1;
-
-	for (size_t i = 0; i < s->nr; i++) {
-		const struct record *r = &s->r[i];
-
-		if (r->warm == WARM_NONE || r->size == keep_size ||
-		    warm_target_of(conf, devs, r) != want)
-			continue;
-		if (r->warm == PREALLOC_WARM_DIRTY)
-			return (long)i;
-		if (r->warm == PREALLOC_WARM_READY)
-			ready = (long)i;
-	}
-	return ready;
-}
-
-/*
- * Bytes of warm files of target want (-1: of none): not quarantined, and
- * not a file being renewed (CLEARING with no tenant: the new file that
- * takes its place counts, POPULATING, then READY).
- */
-static uint64_t target_held(const struct store *s, const struct warm_conf *conf,
-			    const uint64_t *devs, long want)
-{
-	uint64_t sum = 0;
-
-	for (size_t i = 0; i < s->nr; i++) {
-		const struct record *r = &s->r[i];
-
-		if (r->warm != WARM_NONE && r->warm != PREALLOC_WARM_QUARANTINED &&
-		    !(r->warm == PREALLOC_WARM_CLEARING && !r->tenant[0]) &&
-		    warm_target_of(conf, devs, r) == want)
-			sum += r->size;
-	}
-	return sum;
 }
 
 /* Under the lock: file i removed, its pages (and the pool's growth for it) given back. */
@@ -95,6 +48,7 @@ static int drop_one(struct prealloc_ctx *ctx, struct store *s, long i,
 static int fill_trims(struct prealloc_ctx *ctx, const struct warm_pass *p, const uint64_t *devs,
 		      struct prealloc_warm_fill_info *info)
 {
+	const struct warm_policy *policy = warm_policy_of(ctx);
 	struct store s;
 	int lock, err;
 
@@ -109,9 +63,8 @@ static int fill_trims(struct prealloc_ctx *ctx, const struct warm_pass *p, const
 		if (s.r[i].warm == PREALLOC_WARM_READY &&
 		    !strcmp(s.r[i].tenant, WARM_TENANT_SINGLE) &&
 		    !warm_single_tenant(p->conf, devs, &s.r[i])) {
-			s.r[i].warm = PREALLOC_WARM_DIRTY;
 			s.r[i].tenant[0] = '\0';
-			err = store_save(ctx, &s);
+			err = warm_move(ctx, &s, &s.r[i], PREALLOC_WARM_DIRTY);
 		}
 	for (long want = p->drop_untargeted ? -1 : 0; err == 0 && want < (long)p->conf->nr;
 	     want++) {
@@ -121,8 +74,8 @@ static int fill_trims(struct prealloc_ctx *ctx, const struct warm_pass *p, const
 		if (want >= 0 && !devs[want])
 			continue;
 		for (size_t before = SIZE_MAX; err == 0 && s.nr < before &&
-					       target_held(&s, p->conf, devs, want) > limit &&
-					       (i = drop_pick(&s, p->conf, devs, want, 0)) >= 0;) {
+					       warm_target_held(&s, p->conf, devs, want) > limit &&
+					       (i = policy->drop(&s, p->conf, devs, want, 0)) >= 0;) {
 			before = s.nr;	/* a file that stays (still in use) ends the loop */
 			err = drop_one(ctx, &s, i, info);
 		}
@@ -141,11 +94,12 @@ static int fill_trims(struct prealloc_ctx *ctx, const struct warm_pass *p, const
 static int target_grow(struct prealloc_ctx *ctx, const struct warm_pass *p, unsigned int i,
 		       const uint64_t *devs, struct prealloc_warm_fill_info *info)
 {
+	const struct warm_policy *policy = warm_policy_of(ctx);
 	const struct warm_target *t = &p->conf->t[i];
 	const char *mount = warm_mount(ctx, t->mount, t->page_size);
 	char why[512];
 	struct store s;
-	uint64_t held;
+	uint64_t held, next;
 	int lock, err;
 
 	if (!t->file_bytes || warm_stop_asked(p->pace.stop_fd))
@@ -153,9 +107,10 @@ static int target_grow(struct prealloc_ctx *ctx, const struct warm_pass *p, unsi
 	err = store_open(ctx, p->lock_timeout_ms, &s, &lock);
 	if (err < 0)
 		return err;
-	held = target_held(&s, p->conf, devs, i);
-	if (held + t->file_bytes > p->limit[i]) {
-		long m = drop_pick(&s, p->conf, devs, i, t->file_bytes);
+	held = warm_target_held(&s, p->conf, devs, i);
+	next = policy->refill(t, held, p->limit[i]);
+	if (!next) {
+		long m = policy->drop(&s, p->conf, devs, i, t->file_bytes);
 		size_t before = s.nr;
 
 		/* Only where it makes the room: else it is a usable file lost for nothing. */
@@ -167,8 +122,8 @@ static int target_grow(struct prealloc_ctx *ctx, const struct warm_pass *p, unsi
 		return err;
 	}
 	store_close(&s, lock);
-	err = warm_create(ctx, t->node, t->page_size, mount, t->file_bytes, &p->pace, why,
-			  sizeof(why), NULL);
+	err = warm_create(ctx, t->node, t->page_size, mount, next, &p->pace, why, sizeof(why),
+			  NULL);
 	if (err < 0) {
 		warm_note(info, "node%d.%s: %s", t->node, prealloc_page_name(t->page_size), why);
 		return err;
@@ -262,6 +217,7 @@ int warm_pass_shrink(struct prealloc_ctx *ctx, const struct warm_pass *p, uint64
 		     uint64_t *cut, struct prealloc_warm_fill_info *info)
 {
 	uint64_t *devs = calloc(p->conf->nr + 1, sizeof(*devs)), done = 0, size;
+	const struct warm_policy *policy = warm_policy_of(ctx);
 	struct record_key gone;
 	const char *mount;
 	struct store s;
@@ -278,30 +234,8 @@ int warm_pass_shrink(struct prealloc_ctx *ctx, const struct warm_pass *p, uint64
 		return err;
 	}
 	while (err == 0 && done < bytes) {
-		long i = -1, from = -1;
-		uint64_t most = 0;
+		long from, i = policy->pressure_pick(&s, p->conf, devs, p->drop_untargeted, &from);
 
-		/* Files no target wants, then a DIRTY one anywhere, then the fullest target's. */
-		if (p->drop_untargeted)
-			i = drop_pick(&s, p->conf, devs, -1, 0);
-		for (long t = 0; i < 0 && t < (long)p->conf->nr; t++) {
-			long d = drop_pick(&s, p->conf, devs, t, 0);
-
-			if (d >= 0 && s.r[d].warm == PREALLOC_WARM_DIRTY) {
-				i = d;
-				from = t;
-			}
-		}
-		for (long t = 0; i < 0 && t < (long)p->conf->nr; t++) {
-			uint64_t held = target_held(&s, p->conf, devs, t);
-
-			if (held > most && drop_pick(&s, p->conf, devs, t, 0) >= 0) {
-				most = held;
-				from = t;
-			}
-		}
-		if (i < 0 && from >= 0)
-			i = drop_pick(&s, p->conf, devs, from, 0);
 		if (i < 0)
 			break;	/* nothing can go now: handed out, returning or being cleared */
 		size = s.r[i].size;

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 
 #include "counters.h"
-#include "flows.h"
+#include "warm.h"
 
 static int status_cmp(const void *a, const void *b)
 {

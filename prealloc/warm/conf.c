@@ -38,7 +38,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "flows.h"
+#include "warm.h"
 
 /* The most bytes one target, and all the file's targets together, may ask: 1 EiB. */
 #define WARM_CONF_MAX_BYTES (UINT64_C(1) << 60)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * prealloc_warm_serve_*: the daemon's loop (docs/warm.md). It runs fill's
- * pass (warm_fill.c) whenever there may be work: the store changed (a give,
+ * pass (fill.c) whenever there may be work: the store changed (a give,
  * a take; inotify on the state directory), check_interval passed (a holder
  * may have died: the liveness checks are fill's own), warm.conf was read
  * again (reload_fd, SIGHUP in the CLI). Clears and new files run in the
@@ -23,7 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "flows.h"
+#include "warm.h"
 
 #define SERVE_CLEAR_THREADS 1
 #define SERVE_CLEAR_RATE UINT64_C(2000000000)	/* bytes per second per node */
@@ -31,7 +31,6 @@
 #define SERVE_PSI_WINDOW_US 2000000
 /* psi(7): without CAP_SYS_RESOURCE a trigger's window must be a multiple of 2 s. */
 #define PSI_UNPRIV_WINDOW_US 2000000
-#define SERVE_PRESSURE_STEP (UINT64_C(1) << 30)
 #define SERVE_AVAILABLE_FLOOR (UINT64_C(1) << 30)
 #define SERVE_PRESSURE_QUIET_S 60
 #define SERVE_CHECK_INTERVAL_S 5
@@ -246,7 +245,7 @@ static bool serve_pass(struct prealloc_warm_serve *srv, struct prealloc_warm_ser
 static void serve_pressure(struct prealloc_warm_serve *srv, struct prealloc_warm_serve_info *info)
 {
 	struct prealloc_warm_fill_info f = { .size = sizeof(f) };
-	uint64_t step = set_or(srv->conf.set.pressure_step, SERVE_PRESSURE_STEP);
+	uint64_t step = warm_policy_of(srv->ctx)->pressure_step(&srv->conf);
 	struct warm_pass p;
 	int r;
 
