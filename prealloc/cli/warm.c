@@ -40,7 +40,7 @@ static const struct {
 	{ "drain", warm_drain_synopsis },
 };
 
-/* The synopses of sub (NULL: every subcommand's), then what the pool is. */
+/* The synopses of sub (NULL: every subcommand's), then what the warm pool is. */
 static void warm_usage(FILE *f, const char *sub)
 {
 	const char *lead = "Usage: ";

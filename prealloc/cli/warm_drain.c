@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * `prealloc warm drain`: every warm file no guest holds given back, as the
- * pool shrinking to a target of 0 gives them back (docs/warm.md): one
+ * warm pool shrinking to a target of 0 gives them back (docs/warm.md): one
  * prealloc_warm_fill pass over a warm.conf that exists and names no
  * target. READY, DIRTY and QUARANTINED files are removed and the hugepage
  * growth they added goes back to the pool; HANDED (reserved included) and
  * CLEARING files stay, with their records. A RETURNING file (a give under
  * way, or one that died) is settled as give settles it first. A file given
  * back while its holder still has it open or mapped is DIRTY: it leaves
- * the pool, and its holder keeps its pages until it lets go. The
+ * the warm pool, and its holder keeps its pages until it lets go. The
  * package's prerm runs it on remove, after the service stopped
  * (docs/packaging.md); an operator can too.
  */

@@ -4,7 +4,7 @@
  * (docs/warm.md). SIGTERM/SIGINT stop it and SIGHUP reads warm.conf again,
  * through signalfds (blocked first: every thread, the workers too, inherits
  * the mask); READY=1 and STOPPING=1 go to the service manager. --metrics
- * FILE: the pool's metrics rewritten there after each pass (metrics.c).
+ * FILE: the warm pool's metrics rewritten there after each pass (metrics.c).
  */
 #include <errno.h>
 #include <signal.h>

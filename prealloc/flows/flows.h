@@ -59,9 +59,9 @@ struct prepare_req {
 	struct prealloc_region *region;
 	struct rec_owner owner;
 	/*
-	 * A warm file (warm/file.c): recorded POPULATING, then READY in the pool, and
-	 * left at its staged name (the pool's own link) instead of being linked
-	 * at a path of its own.
+	 * A warm file (warm/file.c): recorded POPULATING, then READY in the
+	 * warm pool, and left at its staged name (the warm pool's own link)
+	 * instead of being linked at a path of its own.
 	 */
 	bool warm;
 	struct warm_pace pace;	/* warm: how its populate runs */
@@ -83,7 +83,7 @@ prepare_fail(struct prepare_req *req, int step, const char *fmt, ...)
 int prepare_locate(struct prepare_req *req);
 /* prepare_req.c: the request checked and resolved; admission and the record. */
 int prepare_request(struct prepare_req *req);
-/* prepare.c: prealloc_prepare_start, or (warm not NULL) a new warm file of the pool. */
+/* prepare.c: prealloc_prepare_start, or (warm not NULL) a new file of the warm pool. */
 int prepare_start(struct prealloc_ctx *ctx, const struct prealloc_prepare_opts *opts,
 		  const struct warm_pace *warm, struct prealloc_job **ret_job,
 		  struct prealloc_prepare_info *ret_info);

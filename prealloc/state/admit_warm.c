@@ -14,7 +14,7 @@
 
 #include "state.h"
 
-/* The pool link of READY warm file w opened, checked to be its file with no other link. */
+/* The warm pool link of READY warm file w opened, checked to be its file with no other link. */
 static int warm_link_open(const struct record *w)
 {
 	struct statx stx;
@@ -32,7 +32,7 @@ static int warm_link_open(const struct record *w)
 
 /*
  * Pages of READY warm files of node and page size ps that a take could cut
- * now (their pool link is theirs alone): what a short node may count on.
+ * now (their warm pool link is theirs alone): what a short node may count on.
  */
 static uint64_t warm_ready_pages(const struct store *s, int node, uint64_t ps)
 {
@@ -71,7 +71,7 @@ static void warm_move_growth(struct record *w, struct rec_pool *mine, uint64_t c
 }
 
 /*
- * Cuts cut pages off warm file i (fd: its pool link, closed here) for line
+ * Cuts cut pages off warm file i (fd: its warm pool link, closed here) for line
  * of record id, written ahead: first its record at the new size, DIRTY
  * (QUARANTINED when the whole file goes), with its growth on id's line,
  * then the file. A kill between leaves nothing READY: fill takes a DIRTY

@@ -37,7 +37,7 @@ static const unsigned char warm_moves[NR_WARM][NR_WARM] = {
 		[PREALLOC_WARM_QUARANTINED] = WARM_MOVE_ON,
 	},
 	[PREALLOC_WARM_RETURNING] = {
-		[PREALLOC_WARM_DIRTY] = WARM_MOVE_ON,		/* back, the pool's link alone */
+		[PREALLOC_WARM_DIRTY] = WARM_MOVE_ON,	/* back, the warm pool's link alone */
 		[PREALLOC_WARM_QUARANTINED] = WARM_MOVE_ON,
 	},
 	[PREALLOC_WARM_DIRTY] = {

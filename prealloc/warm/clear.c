@@ -2,7 +2,7 @@
 /*
  * The warm pool's files coming back, for the pass (fill.c,
  * docs/warm.md): files given back are DIRTY; each DIRTY file is marked
- * CLEARING (this pass's), then renewed: it leaves the pool and a new file,
+ * CLEARING (this pass's), then renewed: it leaves the warm pool and a new file,
  * populated on its node and verified, takes its place, with the growth it
  * had added. A holder may keep references to its file that no /proc file
  * shows (an fd in flight, pipe buffers, pins): only fresh pages never
@@ -58,7 +58,7 @@ static bool handed_free(struct prealloc_ctx *ctx, const struct record *r)
 	if (fd == -EWOULDBLOCK)
 		return false;	/* a lease of the holder's: in use */
 	if (fd < 0)
-		return true;	/* gone from the pool too: settled as returned */
+		return true;	/* gone from the warm pool too: settled as returned */
 	used = warm_in_use(ctx, r, fd);
 	close(fd);
 	return !used;
@@ -279,7 +279,7 @@ bool warm_stop_asked(int fd)
 }
 
 /*
- * Under the lock: c (CLEARING, this pass's) leaves the pool. The growth its
+ * Under the lock: c (CLEARING, this pass's) leaves the warm pool. The growth its
  * file had added moves to the record of its replacement (new_id; 0: none)
  * as far as the replacement used pages it did not grow the pool for; the
  * rest goes back as far as the pool has free pages. Written before its
@@ -362,7 +362,7 @@ static void release_pages_if_sole(const struct record *c)
 }
 
 /*
- * c's file leaves the pool and a new one of its node, page size, mount and
+ * c's file leaves the warm pool and a new one of its node, page size, mount and
  * size takes its place: made through prepare's own flow (populated on the
  * node, verified, READY; the pool grows for it where c's pages are not
  * free, as prepare's admission grows it), then c's pages released (with a

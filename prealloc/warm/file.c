@@ -4,7 +4,7 @@
  * files of a page size live, which record is which file, the checks a file
  * coming back from its holder must pass, and a new file made through
  * prepare's own flow (warm: recorded POPULATING, kept at its staged name,
- * the pool's own link, READY once populated and proven zero).
+ * the warm pool's own link, READY once populated and proven zero).
  */
 #include <fcntl.h>
 #include <libgen.h>

@@ -89,7 +89,7 @@ static int fill_trims(struct prealloc_ctx *ctx, const struct warm_pass *p, const
  * given back to make room for one of the target's size (look again), 0
  * when it holds what its limit allows, a negative errno. Without the
  * second, a file cut for a small guest would keep its target's room for
- * good, and the pool would hold small files where warm.conf asks for big.
+ * good, and the warm pool would hold small files where warm.conf asks for big.
  */
 static int target_grow(struct prealloc_ctx *ctx, const struct warm_pass *p, unsigned int i,
 		       const uint64_t *devs, struct prealloc_warm_fill_info *info)

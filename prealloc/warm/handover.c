@@ -25,7 +25,7 @@
 	warm_fail((info)->message, sizeof((info)->message), err, __VA_ARGS__)
 
 /*
- * The pool's link of r opened for a take, checked to be r's file with no
+ * The warm pool's link of r opened for a take, checked to be r's file with no
  * other link and of the size its record says; else r is QUARANTINED (gone,
  * replaced, linked elsewhere, resized: never handed out as what it is not)
  * and -EMLINK tells the caller to try the next one.

@@ -5,7 +5,7 @@
  * first when a target holds more than its limit (drop), which goes, and
  * how much, under memory pressure (pressure_pick, pressure_step), and
  * what a target's next file is (refill). Take, find, the pass and serve
- * ask through struct warm_policy only; the default below is the pool's
+ * ask through struct warm_policy only; the default below is the warm pool's
  * policy as it has been, and a second policy fills the same struct.
  */
 #include "warm.h"

@@ -36,7 +36,7 @@ struct warm_target {
 struct warm_settings {
 	uint64_t clear_threads;		/* per node */
 	uint64_t clear_rate;		/* bytes per second per node; 0: no cap */
-	uint64_t max_share;		/* percent of a node's memory the pool may hold */
+	uint64_t max_share;		/* percent of a node's memory the warm pool may hold */
 	uint64_t psi_stall_us;		/* pressure = some STALL WINDOW; 0: off */
 	uint64_t psi_window_us;
 	uint64_t psi_full;		/* 1: "full", 0: "some" */
@@ -73,7 +73,7 @@ static inline uint64_t warm_setting(uint64_t value, uint64_t def)
 
 /*
  * A caller's tenant label: 1 to TENANT_MAX - 1 printable ASCII bytes, not
- * starting with '@', which the pool keeps for its own labels.
+ * starting with '@', which the warm pool keeps for its own labels.
  */
 static inline bool tenant_valid(const char *t)
 {
@@ -95,13 +95,13 @@ static inline bool tenant_valid(const char *t)
 const char *warm_mount(struct prealloc_ctx *ctx, const char *mount, uint64_t page_size);
 /* Whether r is a warm file of node and page_size on device dev. */
 bool warm_is(const struct record *r, int node, uint64_t page_size, uint64_t dev);
-/* A warm file's mount: its pool link is <mount root>/<staging directory>/<name>. */
+/* A warm file's mount: its warm pool link is <mount root>/<staging directory>/<name>. */
 void warm_record_mount(const struct record *r, char *buf, size_t len);
 /* The target of warm file r, or -1: none wants it. devs: each target's mount, 0 none. */
 long warm_target_of(const struct warm_conf *conf, const uint64_t *devs, const struct record *r);
 /* Whether r's target is declared single-tenant. */
 bool warm_single_tenant(const struct warm_conf *conf, const uint64_t *devs, const struct record *r);
-/* The pool's link of r opened O_RDWR and checked to be r's file; -ESTALE if not. */
+/* The warm pool's link of r opened O_RDWR and checked to be r's file; -ESTALE if not. */
 int warm_open(const struct record *r, struct stat *ret_st);
 /*
  * Removes the holder's link at r->path if it is still r's file (must: or
@@ -109,7 +109,7 @@ int warm_open(const struct record *r, struct stat *ret_st);
  */
 int warm_unlink_path(const struct record *r, bool must);
 /*
- * Whether r's file (fd: the pool's link, this process's only descriptor
+ * Whether r's file (fd: the warm pool's link, this process's only descriptor
  * of it) may be open elsewhere: a write lease refused, or (no lease on
  * this filesystem) procfs shows a user or cannot be read. Fail closed.
  */
@@ -119,7 +119,7 @@ void warm_seize(const struct record *r);
 /*
  * A given-back file made root's (0600), then: 0 free, -EBUSY open or
  * mapped elsewhere (or not provably not), -EMLINK it has a link besides
- * the pool's.
+ * the warm pool's.
  */
 int warm_check(struct prealloc_ctx *ctx, struct record *r);
 /* r's file at length as a region bound to its node (EXISTING: -EEXIST if resized). */
@@ -166,7 +166,7 @@ int warm_create(struct prealloc_ctx *ctx, int node, uint64_t page_size, const ch
 		uint64_t *ret_id);
 
 
-/* ---- a pass over the pool (fill.c, clear.c), for fill and serve ----------- */
+/* ---- a pass over the warm pool (fill.c, clear.c), for fill and serve ------ */
 
 #define WARM_MAX_SHARE 50	/* percent of a node's memory, when warm.conf sets none */
 
@@ -212,9 +212,9 @@ int warm_pass_shrink(struct prealloc_ctx *ctx, const struct warm_pass *p, uint64
 /* ---- the policy (policy.c) ------------------------------------------------- */
 
 /*
- * The pool's choices, asked by its mechanism (take and find, the pass,
+ * The warm pool's choices, asked by its mechanism (take and find, the pass,
  * serve) through this struct only; warm_policy_of() says which policy a
- * ctx's pool runs (today: the default, the pool's policy as it has been).
+ * ctx's warm pool runs (today: the default, the warm pool's policy as it has been).
  */
 struct warm_policy {
 	const char *name;
