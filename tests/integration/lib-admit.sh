@@ -18,7 +18,7 @@ hp() {
 }
 
 # Records in the record store (each run's or file's), 0 when there is no store.
-ledger_entries() {
+store_records() {
 	local n
 	n=$(grep -c '^rec ' "$PREALLOC_STATE_DIR/store" 2>/dev/null)
 	echo "${n:-0}"

@@ -59,5 +59,5 @@ check "--reserve: pool grew by one page ($(hp nr $KB))" [ "$(hp nr $KB)" -eq $((
 check "rm: exit 0" [ $? -eq 0 ]
 check "rm: pool back at baseline (total $(hp nr $KB), free $(hp free $KB))" \
 	[ "$(hp nr $KB)" -eq "$base_nr" -a "$(hp free $KB)" -eq "$base_free" ]
-check "rm: ledger empty" [ "$(ledger_entries)" -eq 0 ]
+check "rm: store empty" [ "$(store_records)" -eq 0 ]
 finish

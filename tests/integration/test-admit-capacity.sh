@@ -24,7 +24,7 @@ check "64T: the message names node, pages, estimate and margin" \
 	grep -q "node 0 cannot supply 33554432 2M hugepages (64 TiB): it has an estimated .* and .* must stay free for the host" "$TMP/err"
 check "64T: nr_hugepages untouched ($base_nr -> $(hp nr 2048))" [ "$(hp nr 2048)" -eq "$base_nr" ]
 check "64T: no file" [ -z "$(leftovers "$M")" ]
-check "64T: no record" [ "$(ledger_entries)" -eq 0 ]
+check "64T: no record" [ "$(store_records)" -eq 0 ]
 
 # --- SIGINT between growth steps ------------------------------------------
 # A step is max(1 GiB, 5% of the node); grow by three of them.
@@ -72,5 +72,5 @@ check "SIGINT during growth: message says so" grep -q "interrupted by SIGINT" "$
 check "SIGINT during growth: pool at baseline (total $(hp nr 2048), was $base_nr)" \
 	[ "$(hp nr 2048)" -eq "$base_nr" ]
 check "SIGINT during growth: no file" [ -z "$(leftovers "$M")" ]
-check "SIGINT during growth: no record" [ "$(ledger_entries)" -eq 0 ]
+check "SIGINT during growth: no record" [ "$(store_records)" -eq 0 ]
 finish

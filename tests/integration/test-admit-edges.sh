@@ -52,7 +52,7 @@ PY
 		[ $rc -eq 3 ]
 	check "foreign: refused by admission, before any mapping ($(head -1 "$TMP/err"))" \
 		grep -q "free 2M hugepages" "$TMP/err"
-	check "foreign: no file, no record" [ ! -e "$MNT/x" -a "$(ledger_entries)" -eq 0 ]
+	check "foreign: no file, no record" [ ! -e "$MNT/x" -a "$(store_records)" -eq 0 ]
 	# With --reserve the pool must grow past the mapping's share, not fail
 	# at the mmap the kernel refuses for want of unreserved pages.
 	"$PREALLOC" -q --reserve --node 0 --page-size 2M --file "$MNT/x" 16M 2> "$TMP/err"
@@ -74,7 +74,7 @@ fi
 "$PREALLOC" -q --page-size 4k --file "$SHM/big" $((mem_kb * 2 / 1024))M 2> "$TMP/err"
 rc=$?
 check "4k: twice MemTotal on a tmpfs big enough refused with exit 3 (got $rc)" [ $rc -eq 3 ]
-check "4k: no file, no record" [ ! -e "$SHM/big" -a "$(ledger_entries)" -eq 0 ]
+check "4k: no file, no record" [ ! -e "$SHM/big" -a "$(store_records)" -eq 0 ]
 
 # ---- 3. give-back vs an admitted, unfaulted run --------------------------
 set_free 0 || bail "cannot empty node 0's free 2M pages"
@@ -99,7 +99,7 @@ check "promise: B populates after all (exit $rc: $(head -1 "$TMP/b.err"))" \
 "$PREALLOC" rm "$MNT/b"
 "$PREALLOC" pool --gc > /dev/null 2>&1
 check "promise: with B gone, A's growth goes back (nr $(hp nr 2048), was $nr_empty)" \
-	[ "$(hp nr 2048)" -eq "$nr_empty" -a "$(ledger_entries)" -eq 0 ]
+	[ "$(hp nr 2048)" -eq "$nr_empty" -a "$(store_records)" -eq 0 ]
 
 # ---- 4. rm of a file whose size changed ----------------------------------
 "$PREALLOC" -q --page-size 4k --file "$SHM/s" 16M || bail "cannot make $SHM/s"
@@ -113,5 +113,5 @@ check "size: rm of a file of ours grown to 32M refuses with exit 4 (got $rc: $(h
 check "size: the file is still there" [ -f "$SHM/s" ]
 rm -f "$SHM/s"
 "$PREALLOC" pool --gc > /dev/null 2>&1
-check "size: gc settles its record once the file is gone" [ "$(ledger_entries)" -eq 0 ]
+check "size: gc settles its record once the file is gone" [ "$(store_records)" -eq 0 ]
 finish

@@ -33,12 +33,12 @@ done
 growth=$((2 * need - base_free))
 check "pool holds both reservations: total $(hp nr 2048) = $base_nr + $growth" \
 	[ "$(hp nr 2048)" -eq $((base_nr + growth)) ]
-check "ledger has two owners" [ "$(ledger_entries)" -eq 2 ]
+check "the store has two owners" [ "$(store_records)" -eq 2 ]
 "$PREALLOC" pool
 
 "$PREALLOC" rm "$M/vm1" "$M/vm2"
 check "rm: exit 0" [ $? -eq 0 ]
 check "rm: pool back at baseline (total $(hp nr 2048), free $(hp free 2048))" \
 	[ "$(hp nr 2048)" -eq "$base_nr" -a "$(hp free 2048)" -eq "$base_free" ]
-check "rm: ledger empty" [ "$(ledger_entries)" -eq 0 ]
+check "rm: store empty" [ "$(store_records)" -eq 0 ]
 finish

@@ -23,7 +23,7 @@ check "message names the remedies" grep -q -- "--reserve.*smaller size or anothe
 check "no file left" [ ! -e "$M/vm" ]
 check "pool untouched (free $(hp free 2048), total $(hp nr 2048))" \
 	[ "$(hp free 2048)" -eq "$base_free" -a "$(hp nr 2048)" -eq "$base_nr" ]
-check "no ledger entry" [ "$(ledger_entries)" -eq 0 ]
+check "no record" [ "$(store_records)" -eq 0 ]
 
 "$PREALLOC" -q --node 0 --file "$M/vm" --reserve $((need * 2))M
 rc=$?
@@ -48,7 +48,7 @@ check "rm: exit 0 (got $rc)" [ $rc -eq 0 ]
 check "rm: file gone" [ ! -e "$M/vm" ]
 check "rm: pool back at baseline (total $(hp nr 2048), free $(hp free 2048))" \
 	[ "$(hp nr 2048)" -eq "$base_nr" -a "$(hp free 2048)" -eq "$base_free" ]
-check "rm: ledger empty" [ "$(ledger_entries)" -eq 0 ]
+check "rm: store empty" [ "$(store_records)" -eq 0 ]
 
 # pool --gc: growth whose owner vanished without 'prealloc rm' comes back.
 "$PREALLOC" -q --node 0 --file "$M/gc" --reserve $((need * 2))M
@@ -58,5 +58,5 @@ rm -f "$M/gc"
 cat "$TMP/gc.out"
 check "gc: reports the pages given back" grep -q "gave back $((need - base_free)) hugepages" "$TMP/gc.out"
 check "gc: pool back at baseline" [ "$(hp nr 2048)" -eq "$base_nr" -a "$(hp free 2048)" -eq "$base_free" ]
-check "gc: ledger empty" [ "$(ledger_entries)" -eq 0 ]
+check "gc: store empty" [ "$(store_records)" -eq 0 ]
 finish

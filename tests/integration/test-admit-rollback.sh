@@ -41,11 +41,11 @@ in_cgroup() {	# runs the CLI inside the limited cgroup
 	( echo $BASHPID > "$G/cgroup.procs" && exec "$PREALLOC" "$@" )
 }
 
-settled() {	# settled LABEL: no file, pool as found, ledger empty, cgroup uncharged
+settled() {	# settled LABEL: no file, pool as found, store empty, cgroup uncharged
 	check "$1: no file left" [ ! -e "$M/vm" ]
 	check "$1: pool as found (total $(hp nr 2048), free $(hp free 2048))" \
 		[ "$(hp nr 2048)" -eq "$base_nr" -a "$(hp free 2048)" -eq "$base_free" ]
-	check "$1: ledger empty" [ "$(ledger_entries)" -eq 0 ]
+	check "$1: store empty" [ "$(store_records)" -eq 0 ]
 	check "$1: cgroup uncharged" [ "$(cat "$G/hugetlb.2MB.current")" -eq 0 ]
 }
 

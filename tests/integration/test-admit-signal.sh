@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # SIGINT (then SIGTERM) in the middle of a multi-GiB --reserve run: the job
 # is cancelled at chunk granularity and rolled back; exit 130 (143), no
-# file, the pool at its baseline, the ledger empty, within a bounded time.
+# file, the pool at its baseline, the store empty, within a bounded time.
 # A second signal right after the first must not skip the rollback.
 . "$(dirname "$0")/lib-admit.sh"
 
@@ -49,7 +49,7 @@ interrupt() {	# interrupt SIGNAL EXPECTED_EXIT
 	check "$sig: no file left" [ -z "$(leftovers "$M")" ]
 	check "$sig: pool at baseline (total $(hp nr 2048), free $(hp free 2048))" \
 		[ "$(hp nr 2048)" -eq "$base_nr" -a "$(hp free 2048)" -eq "$base_free" ]
-	check "$sig: ledger empty" [ "$(ledger_entries)" -eq 0 ]
+	check "$sig: store empty" [ "$(store_records)" -eq 0 ]
 }
 
 interrupt SIGINT 130

@@ -56,7 +56,7 @@ ready_records() { grep -c '^rec [0-9a-f]* ready ' "$PREALLOC_STATE_DIR/store" 2>
 # expect_clean LABEL: pool as at the start, the mount empty, no record.
 expect_clean() {
 	local nr free files recs
-	nr=$(hp nr 2048) free=$(hp free 2048) files=$(leftovers "$MNT") recs=$(ledger_entries)
+	nr=$(hp nr 2048) free=$(hp free 2048) files=$(leftovers "$MNT") recs=$(store_records)
 	check "$1: pool back at $base_nr/$base_free (now $nr/$free)" \
 		[ "$nr" -eq "$base_nr" -a "$free" -eq "$base_free" ]
 	check "$1: no file in the mount (${files:-none})" [ -z "$files" ]
@@ -100,7 +100,7 @@ rm_refused() {
 	rc=$?
 	check "$1: rm while pid $PID prepares it exits 4 (got $rc)" [ $rc -eq 4 ]
 	check "$1: ... naming pid $PID ($(head -1 "$TMP/rm.err"))" grep -q "pid $PID\b" "$TMP/rm.err"
-	check "$1: ... and the record stays" [ "$(ledger_entries)" -eq 1 ]
+	check "$1: ... and the record stays" [ "$(store_records)" -eq 1 ]
 }
 
 # Runs of 1-2 s, so that kills spread over one land in every phase: start
@@ -132,13 +132,13 @@ for point in before-pool-write after-pool-write after-admission after-create bef
 	case $point in
 	before-pool-write)
 		check "$point: the record names the growth, the pool has not grown yet" \
-			[ "$(hp nr 2048)" -eq "$base_nr" -a "$(ledger_entries)" -eq 1 ] ;;
+			[ "$(hp nr 2048)" -eq "$base_nr" -a "$(store_records)" -eq 1 ] ;;
 	after-pool-write)
 		check "$point: the pool grew before the kill ($base_nr -> $(hp nr 2048))" \
 			[ "$(hp nr 2048)" -ge $((base_nr + need - base_free)) ] ;;
 	after-admission)
 		check "$point: PREPARING record, no file yet" \
-			[ "$(ledger_entries)" -eq 1 -a -z "$(leftovers "$MNT")" ]
+			[ "$(store_records)" -eq 1 -a -z "$(leftovers "$MNT")" ]
 		rm_refused "$point" ;;
 	after-create)
 		check "$point: only the hidden file exists" [ "$(hidden_files)" -eq 1 -a ! -e "$K" ]

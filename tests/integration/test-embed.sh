@@ -22,5 +22,5 @@ check "embed: released, growth given back" grep -q "^release: .*: ok$" "$TMP/out
 check "embed: mount empty" [ -z "$(leftovers "$M")" ]
 check "embed: pool back at baseline (total $(hp nr 2048), free $(hp free 2048))" \
 	[ "$(hp nr 2048)" -eq "$base_nr" -a "$(hp free 2048)" -eq "$base_free" ]
-check "embed: no record left" [ "$(ledger_entries)" -eq 0 ]
+check "embed: no record left" [ "$(store_records)" -eq 0 ]
 finish

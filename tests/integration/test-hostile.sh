@@ -31,7 +31,7 @@ nr0=$NODE_SYSFS/node0/hugepages/hugepages-2048kB/nr_hugepages
 echo $(($(hp nr 2048) - $(hp free 2048))) > "$nr0"
 base_nr=$(hp nr 2048)
 base_free=$(hp free 2048)
-records() { ledger_entries; }
+records() { store_records; }
 
 # run_in_cgroup DIR CMD...: CMD in memory cgroup DIR (its exit status).
 run_in_cgroup() {
@@ -240,7 +240,7 @@ PREALLOC_STATE_DIR=$ST "$PREALLOC" pool --gc > /dev/null 2>&1
 check "full state dir: once there is room, gc puts the pool back (nr $(hp nr 2048), base $base_nr)" \
 	[ "$(hp nr 2048)" -eq "$base_nr" ]
 check "full state dir: no file, no record" \
-	[ -z "$(leftovers "$M")" -a "$(PREALLOC_STATE_DIR=$ST ledger_entries)" -eq 0 ]
+	[ -z "$(leftovers "$M")" -a "$(PREALLOC_STATE_DIR=$ST store_records)" -eq 0 ]
 
 # full_state_case NAME POINT SIZE SIG RC: a --reserve run stopped at POINT
 # with its staged file there; the state dir then filled, SIG sent (or none)
@@ -267,7 +267,7 @@ full_state_case() {
 	rm -f "$ST/filler"
 	PREALLOC_STATE_DIR=$ST "$PREALLOC" pool --gc > /dev/null 2>&1
 	check "full state dir, $name: gc puts the pool back (nr $(hp nr 2048), base $base_nr)" \
-		[ "$(hp nr 2048)" -eq "$base_nr" -a "$(PREALLOC_STATE_DIR=$ST ledger_entries)" -eq 0 ]
+		[ "$(hp nr 2048)" -eq "$base_nr" -a "$(PREALLOC_STATE_DIR=$ST store_records)" -eq 0 ]
 }
 # The file made, failing at its commit: the commit removes the name it gave.
 full_state_case "file made" after-create 64M "" 4

@@ -39,8 +39,8 @@ for case in "4k $SHM/pat" "2M $MNT/pat"; do
 	check "$page: --reuse --verify of a pattern-filled file exits 5 (got $rc: $(head -1 "$TMP/err"))" \
 		[ $rc -eq 5 ]
 	check "$page: its data is left as it was" [ "$(sha256sum < "$f")" = "$before" ]
-	check "$page: the file is still there ($(ls "$f" 2>&1)), no record ($(ledger_entries))" [ -f "$f" -a "$(ledger_entries)" -eq 0 ]
-	[ "$(ledger_entries)" -eq 0 ] || sed "s/^/# store: /" "$PREALLOC_STATE_DIR/store"
+	check "$page: the file is still there ($(ls "$f" 2>&1)), no record ($(store_records))" [ -f "$f" -a "$(store_records)" -eq 0 ]
+	[ "$(store_records)" -eq 0 ] || sed "s/^/# store: /" "$PREALLOC_STATE_DIR/store"
 	# The same reuse of a file of zeroes passes: exit 5 is the data's doing.
 	rm -f "$f"
 	truncate -s 16M "$f" && chmod 600 "$f"

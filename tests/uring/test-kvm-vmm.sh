@@ -68,7 +68,7 @@ if [ "$(id -u)" -eq 0 ] && [ -d /sys/kernel/mm/hugepages/hugepages-2048kB ]; the
 	check "2M: RAM in 2M pages on the private mount" grep -q "^ram: 64 MiB of 2M pages in $MNT/" "$TMP/hugetlb"
 	check "2M: the guest saw only zeroes" grep -q "^guest: 64 MiB checked in .*: all zero$" "$TMP/hugetlb"
 	check "2M: mount empty after release" [ -z "$(leftovers "$MNT")" ]
-	check "2M: no record left" [ "$(ledger_entries)" -eq 0 ]
+	check "2M: no record left" [ "$(store_records)" -eq 0 ]
 else
 	ok "# SKIP 2M: not root, or no 2M hugepages in this kernel"
 fi
