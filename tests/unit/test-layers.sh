@@ -41,6 +41,7 @@ LAYERS=(
 	'prealloc/state'
 	'vfio'
 	'prealloc/flows'
+	'prealloc/frontend'
 	'prealloc/cli prealloc/hook'
 )
 # Where product sources live (relative to SRCDIR), and where their objects
