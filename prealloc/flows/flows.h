@@ -256,6 +256,29 @@ int warm_job_finish(struct prealloc_job *job, int stop_fd);
 /* r's state after warm_check said check: DIRTY or QUARANTINED; no holder, no path. */
 void warm_returned(struct record *r, int check);
 /*
+ * warm_pick.c: the one pick of a take and a find. The request o checked,
+ * its mount's device in *ret_dev, and (ret_dir not NULL: a take) the
+ * directory of o->path opened in *ret_dir (-1: RESERVE, no path); on
+ * failure why in msg.
+ */
+int warm_take_check(struct prealloc_ctx *ctx, const struct prealloc_warm_take_opts *o, char *msg,
+		    size_t len, uint64_t *ret_dev, int *ret_dir);
+/*
+ * The index in s of the file a take with o gets on the mount of device
+ * dev, or -1: exactly its size, else the smallest larger one (cut), else
+ * (unless NO_GROW) the largest smaller one (grown); RESERVED: the one its
+ * holder reserved. ret_files (NULL: not wanted): how many it chose among.
+ */
+long warm_pick(const struct store *s, const struct prealloc_warm_take_opts *o, uint64_t dev,
+	       unsigned int *ret_files);
+/* A pick that found none: -ENOENT, why in msg. */
+int warm_pick_miss(const struct prealloc_warm_take_opts *o, char *msg, size_t len);
+/* The enum prealloc_warm_hit of a file of file_bytes handed over as length. */
+int warm_hit_of(uint64_t file_bytes, uint64_t length);
+/* err, with fmt's text in msg. */
+__attribute__((format(printf, 4, 5))) int warm_fail(char *msg, size_t len, int err,
+						    const char *fmt, ...);
+/*
  * A new warm file of length on node and mount, populated, verified zero
  * and on its node, recorded READY (synchronous; prepare's flow, warm).
  */

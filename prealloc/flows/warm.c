@@ -8,7 +8,6 @@
  * holder's link goes.
  */
 #include <fcntl.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,109 +19,9 @@
 
 /* ---- take ----------------------------------------------------------------- */
 
-/* A READY file cleared in place for a tenant goes to it only; WARM_TENANT_SINGLE's to any. */
-static bool tenant_may_take(const struct record *r, const char *tenant)
-{
-	return !r->tenant[0] || !strcmp(r->tenant, WARM_TENANT_SINGLE) ||
-	       (tenant && !strcmp(r->tenant, tenant));
-}
-
-/*
- * The best READY file for the request: exactly its size, else the smallest
- * larger one (cut), else the largest smaller one (grown: a partial hit).
- */
-static long take_pick(const struct store *s, const struct prealloc_warm_take_opts *o, uint64_t dev)
-{
-	long best = -1, grow = -1;
-
-	for (size_t i = 0; i < s->nr; i++) {
-		const struct record *r = &s->r[i];
-
-		/* RESERVED: the file this holder reserved, of exactly the size. */
-		if ((o->flags & PREALLOC_WARM_TAKE_RESERVED) && warm_is(r, o->node, o->page_size, dev) &&
-		    r->warm == PREALLOC_WARM_HANDED && !r->path[0] && r->size == o->length &&
-		    r->owner.kind == PREALLOC_OWNER_HOLDER && !strcmp(r->owner.holder, o->holder))
-			return (long)i;
-		if ((o->flags & PREALLOC_WARM_TAKE_RESERVED) ||
-		    !warm_is(r, o->node, o->page_size, dev) || r->warm != PREALLOC_WARM_READY ||
-		    !tenant_may_take(r, o->tenant))
-			continue;
-		if (r->size < o->length && (grow < 0 || r->size > s->r[grow].size))
-			grow = (long)i;
-		if (r->size >= o->length && (best < 0 || r->size < s->r[best].size))
-			best = (long)i;
-	}
-	return best >= 0 ? best : (o->flags & PREALLOC_WARM_TAKE_NO_GROW) ? -1 : grow;
-}
-
-__attribute__((format(printf, 3, 4))) static int take_fail(struct prealloc_warm_take_info *info,
-							  int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(info->message, sizeof(info->message), fmt, ap);
-	va_end(ap);
-	return err;
-}
-
-/* The request checked; the directory of path opened, on the mount's device. */
-static int take_check(struct prealloc_ctx *ctx, const struct prealloc_warm_take_opts *o,
-		      struct prealloc_warm_take_info *info, uint64_t *ret_dev, int *ret_dir)
-{
-	const char *mount = warm_mount(ctx, o->mount, o->page_size);
-	char dir[4096];
-	struct stat ms, ds;
-	int fd;
-
-	if (!topo_node(ctx, o->node))
-		return take_fail(info, -ENODEV, "node %d has no memory", o->node);
-	/* Never a record the store's reader would refuse: expiry on the clock's scale. */
-	if (o->holder_expires < 0 || o->holder_expires > WARM_EXPIRES_MAX)
-		return take_fail(info, -EINVAL, "holder_expires %lld is not a time between the epoch "
-				 "and the year 9999", (long long)o->holder_expires);
-	if (o->tenant && !tenant_valid(o->tenant))
-		return take_fail(info, -EINVAL, "the tenant must be 1 to %d printable bytes, the "
-				 "first not '@'", TENANT_MAX - 1);
-	if ((o->page_size != PREALLOC_PAGE_4K && o->page_size != PREALLOC_PAGE_2M &&
-	     o->page_size != PREALLOC_PAGE_1G) || !o->length || o->length % o->page_size)
-		return take_fail(info, -EINVAL, "the size must be a whole number of 4k, 2M or 1G pages");
-	if ((o->flags & (PREALLOC_WARM_TAKE_RESERVE | PREALLOC_WARM_TAKE_RESERVED)) &&
-	    (!o->holder || !o->holder[0] ||
-	     (o->flags & PREALLOC_WARM_TAKE_RESERVE && o->flags & PREALLOC_WARM_TAKE_RESERVED)))
-		return take_fail(info, -EINVAL, "a reserve, or a take of what was reserved, needs "
-						"a holder (and is one or the other)");
-	if (!(o->flags & PREALLOC_WARM_TAKE_RESERVE) &&
-	    (!o->path || o->path[0] != '/' || strlen(o->path) >= sizeof(dir)))
-		return take_fail(info, -EINVAL, "the path must be absolute");
-	if (!mount || stat(mount, &ms) < 0)
-		return take_fail(info, -ENOENT, "no %s mount for the warm files",
-				 prealloc_page_name(o->page_size));
-	*ret_dev = (uint64_t)ms.st_dev;
-	*ret_dir = -1;
-	if (o->flags & PREALLOC_WARM_TAKE_RESERVE)
-		return 0;	/* no path: nothing to link */
-	snprintf(dir, sizeof(dir), "%s", o->path);
-	/* DIR_FD: the caller's directory, as it opened it; else path's, by name. */
-	fd = (o->flags & PREALLOC_WARM_TAKE_DIR_FD)
-		     ? fcntl(o->dir_fd, F_DUPFD_CLOEXEC, 0)
-		     : open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return take_fail(info, -errno, "cannot open the directory of %s: %s", o->path,
-				 strerror(errno));
-	if (fstat(fd, &ds) < 0 || !S_ISDIR(ds.st_mode)) {
-		close(fd);
-		return take_fail(info, -ENOTDIR, "the directory of %s is not one", o->path);
-	}
-	if (ds.st_dev != ms.st_dev) {
-		close(fd);
-		return take_fail(info, -EXDEV, "%s is not on %s, where the warm files are", o->path,
-				 mount);
-	}
-	*ret_dev = (uint64_t)ms.st_dev;
-	*ret_dir = fd;
-	return 0;
-}
+/* A failed take's why, in info->message (warm_pick.c's warm_fail). */
+#define take_fail(info, err, ...) \
+	warm_fail((info)->message, sizeof((info)->message), err, __VA_ARGS__)
 
 /*
  * The pool's link of r opened for a take, checked to be r's file with no
@@ -322,7 +221,6 @@ static int take_reserved(struct prealloc_ctx *ctx, struct store *s, size_t ri, i
 static int take_locked(struct prealloc_ctx *ctx, const struct prealloc_warm_take_opts *o,
 		       uint64_t dev, int dir, struct prealloc_warm_take_info *info)
 {
-	char sz[32];
 	struct store s;
 	int lock = -1, r;
 	long ri;
@@ -330,14 +228,9 @@ static int take_locked(struct prealloc_ctx *ctx, const struct prealloc_warm_take
 	r = store_open(ctx, o->lock_timeout_ms ? o->lock_timeout_ms : ADMIT_LOCK_TIMEOUT_MS, &s,
 		       &lock);
 	while (r == 0) {
-		ri = take_pick(&s, o, dev);
+		ri = warm_pick(&s, o, dev, NULL);
 		if (ri < 0) {
-			r = take_fail(info, -ENOENT,
-				      (o->flags & PREALLOC_WARM_TAKE_RESERVED)
-					      ? "no warm file of %s reserved for it on node %d in %s pages"
-					      : "no ready warm file of %s or more on node %d in %s pages",
-				      prealloc_format_size(o->length, sz, sizeof(sz)), o->node,
-				      prealloc_page_name(o->page_size));
+			r = warm_pick_miss(o, info->message, sizeof(info->message));
 			break;
 		}
 		r = (o->flags & PREALLOC_WARM_TAKE_RESERVED)
@@ -366,7 +259,7 @@ EXPORT int prealloc_warm_take(struct prealloc_ctx *ctx, const struct prealloc_wa
 		return -EINVAL;
 	r = copy_sized_in(&o, sizeof(o), opts);
 	if (r == 0)
-		r = take_check(ctx, &o, &info, &dev, &dir);
+		r = warm_take_check(ctx, &o, info.message, sizeof(info.message), &dev, &dir);
 	if (r == 0)
 		r = take_locked(ctx, &o, dev, dir, &info);
 	/* FALLBACK: a file made now, populated and proven zero as fill would, then taken. */
@@ -382,10 +275,7 @@ EXPORT int prealloc_warm_take(struct prealloc_ctx *ctx, const struct prealloc_wa
 		close(dir);
 	if (r == 0) {
 		info.message[0] = '\0';
-		info.hit = hit == PREALLOC_WARM_COLD		? hit
-			   : info.file_bytes > o.length ? PREALLOC_WARM_HIT_CUT
-			   : info.file_bytes < o.length ? PREALLOC_WARM_HIT_GROWN
-							: PREALLOC_WARM_HIT;
+		info.hit = hit == PREALLOC_WARM_COLD ? hit : warm_hit_of(info.file_bytes, o.length);
 		info.seconds = now_seconds() - t0;
 		snprintf(info.path, sizeof(info.path), "%s", o.path ? o.path : "");
 	}

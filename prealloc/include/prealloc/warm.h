@@ -90,6 +90,13 @@ struct prealloc_warm_take_opts {
 	 * to this tenant only; a READY file of another tenant is never taken.
 	 */
 	const char *tenant;
+	/*
+	 * Records never to take (nor count, in prealloc_warm_find): ids a
+	 * caller has counted already, e.g. the file found for one backend
+	 * when it asks for the next of the same size. NULL, 0: none.
+	 */
+	const uint64_t *skip_ids;
+	unsigned int nr_skip_ids;
 };
 
 enum prealloc_warm_hit {
@@ -121,6 +128,33 @@ struct prealloc_warm_take_info {
  */
 int prealloc_warm_take(struct prealloc_ctx *ctx, const struct prealloc_warm_take_opts *opts,
 		       struct prealloc_warm_take_info *ret_info);
+
+struct prealloc_warm_find_info {
+	size_t size;		/* sizeof(struct prealloc_warm_find_info) */
+	int hit;		/* enum prealloc_warm_hit a take would report; 0: none */
+	unsigned int reserved;	/* 1: the file is the holder's reservation (RESERVED) */
+	uint64_t id;		/* its record */
+	uint64_t file_bytes;	/* its size now (before a cut or growth) */
+	/*
+	 * Files the pick chose among: READY ones of the node, page size,
+	 * mount and tenant, of length or more and (unless NO_GROW) smaller;
+	 * RESERVED: the holder's reserved ones of exactly length.
+	 */
+	unsigned int files;
+	char message[512];	/* why none, or why the request is refused */
+};
+
+/*
+ * Which file prealloc_warm_take with opts would get, and how many could
+ * serve, changing nothing (no lock taken, no file opened): the take's own
+ * pick over the store as it is now. -ENOENT (message says why) when a take
+ * would find none (FALLBACK is not followed); the request is checked as
+ * the take checks it, but for path, which is not used. A take later may
+ * still get another file: the store may change between, and a take skips
+ * a file it finds not the pool's alone.
+ */
+int prealloc_warm_find(struct prealloc_ctx *ctx, const struct prealloc_warm_take_opts *opts,
+		       struct prealloc_warm_find_info *ret_info);
 
 struct prealloc_warm_give_info {
 	size_t size;		/* sizeof(struct prealloc_warm_give_info) */
