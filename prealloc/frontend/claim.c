@@ -18,7 +18,7 @@ static void refusal(struct guest *g, int err, const struct prealloc_admit_result
 {
 	char pl[16];
 
-	page_label(a->page_size, pl, sizeof(pl));
+	guest_page_label(a->page_size, pl, sizeof(pl));
 	if (a->reason == PREALLOC_ADMIT_POOL || a->reason == PREALLOC_ADMIT_GROW)
 		snprintf(g->msg, sizeof(g->msg),
 			 "%s %s needs %llu %s hugepages on host node %d, which has %llu free "
@@ -83,10 +83,10 @@ static int claim_size(struct guest *g, uint64_t ps, struct prealloc_reservation 
 	if (a.warm_pages)
 		guest_log(g, 6, "%s: took %llu %s pages from the warm pool (%u files cut, %u removed)",
 			g->name, (unsigned long long)a.warm_pages,
-			page_label(ps, (char[16]){ 0 }, 16), a.warm_cut, a.warm_removed);
+			guest_page_label(ps, (char[16]){ 0 }, 16), a.warm_cut, a.warm_removed);
 	if (a.added)
 		guest_log(g, 6, "%s: added %llu %s pages to the pools", g->name,
-			(unsigned long long)a.added, page_label(ps, (char[16]){ 0 }, 16));
+			(unsigned long long)a.added, guest_page_label(ps, (char[16]){ 0 }, 16));
 	return r;
 }
 

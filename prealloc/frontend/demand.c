@@ -9,7 +9,7 @@
 
 #include "guest.h"
 
-const char *page_label(uint64_t ps, char *buf, size_t len)
+const char *guest_page_label(uint64_t ps, char *buf, size_t len)
 {
 	if (ps >= (UINT64_C(1) << 30) && !(ps % (UINT64_C(1) << 30)))
 		snprintf(buf, len, "%lluG", (unsigned long long)(ps >> 30));

@@ -11,7 +11,6 @@
 #ifndef PREALLOC_FRONTEND_GUEST_H
 #define PREALLOC_FRONTEND_GUEST_H
 
-#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -87,7 +86,7 @@ struct guest {
 	uint64_t mount_page;	/* its page size: hugetlbfs's, 4K tmpfs; 0 on disk */
 	unsigned int deadline_s; /* a stage's bound, before pre-fault time */
 	double deadline;	/* the stage's end (guest_now() seconds) */
-	volatile sig_atomic_t *stop; /* set: a pre-fault is cancelled (NULL: never) */
+	int cancel_fd;		/* readable: a pre-fault is cancelled (-1: never) */
 	struct guest_demand demand;
 	/* claim: backend i starts on a warm file reserved for the holder. */
 	bool warmed[GUEST_MAX_BACKENDS];
@@ -114,7 +113,7 @@ void guest_spread(struct guest_backend *be);
 /* The needs, merged per host node and page size; -E2BIG past GUEST_MAX_NEEDS. */
 int guest_needs(struct guest_demand *dd);
 /* "2M", "1G", "4K" */
-const char *page_label(uint64_t page_size, char *buf, size_t len);
+const char *guest_page_label(uint64_t page_size, char *buf, size_t len);
 
 /* ---- claim.c ---- */
 

@@ -17,22 +17,26 @@
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #endif
 
-/* Waits for the job until deadline (monotonic seconds), or a stop; cancels it past that. */
+/*
+ * Waits for the job until deadline (monotonic seconds); cancels it past
+ * that (-ETIMEDOUT), or when the guest's cancel_fd turns readable (-EINTR).
+ */
 static int wait_bounded(const struct guest *g, struct prealloc_job *job, double deadline)
 {
-	struct pollfd pfd = { .fd = prealloc_job_eventfd(job), .events = POLLIN };
+	struct pollfd pfd[2] = { { .fd = prealloc_job_eventfd(job), .events = POLLIN },
+				 { .fd = g->cancel_fd, .events = POLLIN } };
 	int r;
 
 	while (!prealloc_job_done(job)) {
 		double left = deadline - guest_now();
-		bool stop = g->stop && *g->stop;
+		bool stop = pfd[1].revents & POLLIN;
 
 		if (left <= 0 || stop) {
 			prealloc_job_cancel(job);
 			prealloc_job_wait(job);
 			return stop ? -EINTR : -ETIMEDOUT;
 		}
-		r = poll(&pfd, 1, left > 1 ? 1000 : (int)(left * 1000) + 1);
+		r = poll(pfd, 2, left > 1 ? 1000 : (int)(left * 1000) + 1);
 		if (r < 0 && errno != EINTR)
 			return -errno;
 	}
@@ -64,6 +68,10 @@ static int prefault_one(struct guest *g, unsigned int i, int dir_fd, const char 
 	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, be->alias) >= sizeof(path))
 		return -ENAMETOOLONG;
 	o.path = path;
+	if (g->cancel_fd >= 0) {
+		o.flags |= PREALLOC_PREPARE_CANCEL_FD;
+		o.cancel_fd = g->cancel_fd;
+	}
 	/* The waits for the store's lock and for pool growth come out of the same deadline. */
 	if (left_ms < 1) {
 		snprintf(g->msg, sizeof(g->msg), "%s %s: deadline passed before %.300s",

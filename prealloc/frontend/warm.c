@@ -49,34 +49,34 @@ int guest_warm_eligible(const struct guest *g, unsigned int i, char *why, size_t
 	return -EINVAL;
 }
 
-/* Whether record info is a warm file of backend be's node, page size and mount. */
-static bool warm_of(const struct prealloc_record_info *info, const struct guest_backend *be,
-		    dev_t dev)
+/*
+ * The request a find for backend be makes (the library's own pick, as a
+ * take would run it): its node, page size, size, mount, holder and tenant.
+ */
+static struct prealloc_warm_take_opts find_opts(const struct guest *g,
+						const struct guest_backend *be, unsigned int flags)
 {
-	return info->warm && info->warm_node == be->nodes[0] &&
-	       info->page_size == backend_page(be) && info->dev == (uint64_t)dev;
+	return (struct prealloc_warm_take_opts){
+		.size = sizeof(struct prealloc_warm_take_opts), .flags = flags,
+		.node = be->nodes[0], .page_size = backend_page(be), .length = be->bytes,
+		.mount = g->mount, .holder = g->holder,
+		.tenant = g->tenant[0] ? g->tenant : NULL,
+	};
 }
 
 /* A reserved file of the holder for be (exactly its size) not yet counted in used[]. */
-static bool have_reserved(struct guest *g, const struct guest_backend *be, dev_t dev,
-			  uint64_t *used, unsigned int nr_used)
+static bool have_reserved(struct guest *g, const struct guest_backend *be, uint64_t *used,
+			  unsigned int nr_used)
 {
-	struct prealloc_record_info info = { .size = sizeof(info) };
+	struct prealloc_warm_find_info info = { .size = sizeof(info) };
+	struct prealloc_warm_take_opts o = find_opts(g, be, PREALLOC_WARM_TAKE_RESERVED);
 
-	for (unsigned int k = 0; prealloc_record(g->ctx, k, &info) == 0; k++) {
-		bool taken = false;
-
-		if (!warm_of(&info, be, dev) || info.warm != PREALLOC_WARM_HANDED || info.path[0] ||
-		    strcmp(info.holder, g->holder) || info.file_size != be->bytes)
-			continue;
-		for (unsigned int u = 0; u < nr_used && !taken; u++)
-			taken = used[u] == info.id;
-		if (!taken) {
-			used[nr_used] = info.id;
-			return true;
-		}
-	}
-	return false;
+	o.skip_ids = used;
+	o.nr_skip_ids = nr_used;
+	if (prealloc_warm_find(g->ctx, &o, &info) < 0)
+		return false;
+	used[nr_used] = info.id;
+	return true;
 }
 
 static void reserve_one(struct guest *g, unsigned int i)
@@ -94,7 +94,7 @@ static void reserve_one(struct guest *g, unsigned int i)
 	char pl[16];
 	int r = prealloc_warm_take(g->ctx, &o, &info);
 
-	page_label(o.page_size, pl, sizeof(pl));
+	guest_page_label(o.page_size, pl, sizeof(pl));
 	if (info.fd >= 0)
 		close(info.fd);
 	if (r < 0) {
@@ -117,17 +117,16 @@ static void reserve_one(struct guest *g, unsigned int i)
  * populated under the store's lock: NO_GROW refuses that too, should a
  * take come between). NULL: reserve one.
  */
-static const char *reserve_skip(struct guest *g, const struct guest_backend *be, dev_t dev)
+static const char *reserve_skip(struct guest *g, const struct guest_backend *be)
 {
-	struct prealloc_record_info info = { .size = sizeof(info) };
+	struct prealloc_warm_find_info info = { .size = sizeof(info) };
+	struct prealloc_warm_take_opts o =
+		find_opts(g, be, PREALLOC_WARM_TAKE_RESERVE | PREALLOC_WARM_TAKE_NO_GROW);
 
 	if (guest_claimed(g, be->nodes[0], backend_page(be)) * backend_page(be) >= be->bytes)
 		return "its pages are claimed already";
-	for (unsigned int k = 0; prealloc_record(g->ctx, k, &info) == 0; k++)
-		if (warm_of(&info, be, dev) && info.warm == PREALLOC_WARM_READY &&
-		    info.file_size >= be->bytes &&
-		    (!info.tenant[0] || !strcmp(info.tenant, g->tenant)))
-			return NULL;
+	if (prealloc_warm_find(g->ctx, &o, &info) == 0)
+		return NULL;
 	return "no READY warm file of its node, page size and size or larger (its tenant's, "
 	       "or no tenant's)";
 }
@@ -154,12 +153,12 @@ void guest_warm_reserve(struct guest *g)
 			continue;
 		}
 		/* prepare run again (prealloc-domain --reserve first): what is reserved serves. */
-		if (have_reserved(g, &g->demand.backends[i], top.st_dev, used, nr_used)) {
+		if (have_reserved(g, &g->demand.backends[i], used, nr_used)) {
 			nr_used++;
 			g->warmed[i] = true;
 			continue;
 		}
-		skip = reserve_skip(g, &g->demand.backends[i], top.st_dev);
+		skip = reserve_skip(g, &g->demand.backends[i]);
 		if (skip)
 			guest_log(g, 6, "%s: %s starts without a warm file: %s%s", g->name,
 				g->demand.backends[i].alias, skip, guest_prefaulted(g, i)
@@ -229,8 +228,8 @@ int guest_warm_give(struct guest *g)
 bool guest_warm_plan(struct guest *g, unsigned int i, char *why, size_t len)
 {
 	const struct guest_backend *be = &g->demand.backends[i];
-	struct prealloc_record_info info = { .size = sizeof(info) };
-	unsigned int ready = 0;
+	struct prealloc_warm_find_info info = { .size = sizeof(info) };
+	struct prealloc_warm_take_opts o = find_opts(g, be, PREALLOC_WARM_TAKE_RESERVED);
 	struct stat top;
 	char pl[16];
 
@@ -240,21 +239,16 @@ bool guest_warm_plan(struct guest *g, unsigned int i, char *why, size_t len)
 		snprintf(why, len, "%s %s: %s", g->words->dir, g->mount, strerror(errno));
 		return false;
 	}
-	for (unsigned int k = 0; prealloc_record(g->ctx, k, &info) == 0; k++) {
-		if (!warm_of(&info, be, top.st_dev))
-			continue;
-		if (info.warm == PREALLOC_WARM_HANDED && !info.path[0] &&
-		    !strcmp(info.holder, g->holder) && info.file_size == be->bytes) {
-			snprintf(why, len, "warm file %llu is reserved for it",
-				 (unsigned long long)info.id);
-			return true;
-		}
-		/* A file cleared in place for a tenant is that tenant's alone. */
-		ready += info.warm == PREALLOC_WARM_READY &&
-			 (!info.tenant[0] || !strcmp(info.tenant, g->tenant));
+	if (prealloc_warm_find(g->ctx, &o, &info) == 0) {
+		snprintf(why, len, "warm file %llu is reserved for it", (unsigned long long)info.id);
+		return true;
 	}
-	page_label(backend_page(be), pl, sizeof(pl));
-	snprintf(why, len, "%u READY warm file(s) of %s pages on node %d in %s", ready, pl,
+	/* READY files of any size (a take cuts or grows one); a tenant's are its alone. */
+	o = find_opts(g, be, 0);
+	info = (struct prealloc_warm_find_info){ .size = sizeof(info) };
+	prealloc_warm_find(g->ctx, &o, &info);
+	guest_page_label(backend_page(be), pl, sizeof(pl));
+	snprintf(why, len, "%u READY warm file(s) of %s pages on node %d in %s", info.files, pl,
 		 be->nodes[0], g->mount);
-	return ready > 0;
+	return info.files > 0;
 }

@@ -165,7 +165,7 @@ static int add_backend(const struct domain *d, const struct host_view *h, struct
 	if (src->bytes % be->page_size)
 		return why_fail(why, len, "%s: %llu bytes is not a multiple of its %s pages",
 				src->alias, (unsigned long long)src->bytes,
-				page_label(be->page_size, pl, sizeof(pl)));
+				guest_page_label(be->page_size, pl, sizeof(pl)));
 	r = binding_nodes(&src->bind, h, be, why, len);
 	if (r < 0)
 		return r;

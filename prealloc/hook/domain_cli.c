@@ -112,7 +112,7 @@ static void need_show(struct hook_run *run, const struct guest_need *n, json_obj
 	if (prealloc_pool_status(run->g.ctx, n->node, n->page_size, &st) == 0)
 		avail = st.free > st.reserved ? st.free - st.reserved : 0;
 	grow = want > avail ? want - avail : 0;
-	page_label(n->page_size, pl, sizeof(pl));
+	guest_page_label(n->page_size, pl, sizeof(pl));
 	if (needs) {
 		json_object *o = json_object_new_object();
 

@@ -99,6 +99,7 @@ int run_init(struct hook_run *run, guest_log_fn *log, const char *xml, size_t le
 
 	g->log = log;
 	g->words = &libvirt_words;
+	g->cancel_fd = -1;	/* the stage's deadline (and alarm) bounds it */
 	r = settings_load(HOOK_CONF, &run->set, why, sizeof(why));
 	if (r == 0)
 		r = settings_backing_dir(&run->set, run->backing_dir, sizeof(run->backing_dir), why,

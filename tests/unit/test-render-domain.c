@@ -84,7 +84,7 @@ int prealloc_pool_status(struct prealloc_ctx *ctx, int node, uint64_t page_size,
 	return -ENOENT;
 }
 
-const char *page_label(uint64_t page_size, char *buf, size_t len)
+const char *guest_page_label(uint64_t page_size, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s", page_size == GiB ? "1G" : page_size == P2M ? "2M" : "4K");
 	return buf;
