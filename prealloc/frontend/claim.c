@@ -90,7 +90,7 @@ static int claim_size(struct guest *g, uint64_t ps, struct prealloc_reservation 
 	return r;
 }
 
-/* Needs of backends the hook does not pre-fault (QEMU allocates them itself). */
+/* Needs of backends not pre-faulted nor warm (the VMM allocates them itself). */
 static void drop_prefaulted(struct guest *g)
 {
 	struct guest_demand *dd = &g->demand;
@@ -145,9 +145,10 @@ int guest_claim(struct guest *g)
 	}
 	/*
 	 * On failure the reservations not committed roll back as they are
-	 * freed. The warm files reserved stay the holder's: release end gives
-	 * them back, or their expiry (start_grace) if no stage comes, never
-	 * those of another call for the same holder (a running guest's).
+	 * freed. The warm files reserved stay the holder's: the guest's
+	 * release gives them back (the hook's release end), or their expiry
+	 * if none comes, never those of another call for the same holder (a
+	 * running guest's).
 	 */
 	for (unsigned int k = 0; k < nr; k++)
 		prealloc_reservation_free(resv[k]);
@@ -161,7 +162,7 @@ int guest_claim_backend(struct guest *g, unsigned int i)
 	struct prealloc_reservation *resv = NULL;
 	int r;
 
-	/* The needs were prepare's: at start begin only this backend's is left to claim. */
+	/* The needs were the claim's: at start only this backend's is left to claim. */
 	g->demand.nr_needs = 1;
 	g->demand.needs[0] = (struct guest_need){ .node = be->nodes[0],
 						  .page_size = be->page_size,
