@@ -28,6 +28,8 @@
 #define HUGETLBFS_MAGIC 0x958458f6
 #define TMPFS_MAGIC 0x01021994
 #define QEMU_ARGS_MAX 4096
+/* What QEMU takes in an object id (its first a letter). */
+#define ID_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._"
 
 struct qemu_cmd {
 	int node;		/* -1: the first node with memory */
@@ -110,9 +112,8 @@ static int parse_opt(struct qemu_cmd *q, int c, const char *arg)
 		q->dir = arg;
 		return 0;
 	case 'i':
-		if (!arg[0] || strlen(arg) >= sizeof(q->id) ||
-		    strspn(arg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._") !=
-			    strlen(arg) || !((arg[0] | 0x20) >= 'a' && (arg[0] | 0x20) <= 'z')) {
+		if (!arg[0] || strlen(arg) >= sizeof(q->id) || strspn(arg, ID_CHARS) != strlen(arg) ||
+		    !((arg[0] | 0x20) >= 'a' && (arg[0] | 0x20) <= 'z')) {
 			cli_error("qemu: --id %s: a letter, then letters, digits, '-', '.' or '_' "
 				  "(at most %zu)", arg, sizeof(q->id) - 1);
 			return EXIT_USAGE;
@@ -134,12 +135,18 @@ static int parse_opt(struct qemu_cmd *q, int c, const char *arg)
 static int parse_args(struct qemu_cmd *q, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "node", required_argument, NULL, 'n' }, { "page-size", required_argument, NULL, 'p' },
-		{ "dir", required_argument, NULL, 'd' },  { "id", required_argument, NULL, 'i' },
-		{ "tenant", required_argument, NULL, 't' }, { "warm", no_argument, NULL, 'w' },
-		{ "reserve", no_argument, NULL, 'r' },	  { "print", no_argument, NULL, 'P' },
-		{ "dry-run", no_argument, NULL, 'D' },	  { "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },	  {}
+		{ "node", required_argument, NULL, 'n' },
+		{ "page-size", required_argument, NULL, 'p' },
+		{ "dir", required_argument, NULL, 'd' },
+		{ "id", required_argument, NULL, 'i' },
+		{ "tenant", required_argument, NULL, 't' },
+		{ "warm", no_argument, NULL, 'w' },
+		{ "reserve", no_argument, NULL, 'r' },
+		{ "print", no_argument, NULL, 'P' },
+		{ "dry-run", no_argument, NULL, 'D' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
 	};
 	static const char short_opts[] = "+h";
 	int c, r;
@@ -179,9 +186,10 @@ static int memory_dir(struct prealloc_ctx *ctx, struct qemu_cmd *q, struct guest
 	struct statfs fs;
 	uint64_t page = 0;
 
-	if (!dir)
-		dir = q->page_size == PREALLOC_PAGE_4K ? "/dev/shm"
-						       : prealloc_hugetlbfs_mount(ctx, q->page_size);
+	if (!dir && q->page_size == PREALLOC_PAGE_4K)
+		dir = "/dev/shm";
+	else if (!dir)
+		dir = prealloc_hugetlbfs_mount(ctx, q->page_size);
 	if (!dir) {
 		cli_error("qemu: no hugetlbfs mount of %s pages (mount one, or give --dir)",
 			  prealloc_page_name(q->page_size));
@@ -383,7 +391,7 @@ static int qemu_run(char **argv, int sfd, const sigset_t *old)
 		return EXIT_FAILURE_RUN;
 	}
 	if (pid == 0) {
-		/* QEMU goes when this command goes, even by SIGKILL: no mapping outlives a release. */
+		/* QEMU goes when this command goes, even by SIGKILL: no mapping outlives it. */
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		if (getppid() != parent)
 			_exit(127);

@@ -87,7 +87,8 @@ static void reserve_one(struct guest *g, unsigned int i)
 		.size = sizeof(o), .flags = PREALLOC_WARM_TAKE_RESERVE | PREALLOC_WARM_TAKE_NO_GROW,
 		.node = be->nodes[0],
 		.page_size = backend_page(be), .length = be->bytes, .mount = g->mount,
-		.holder = g->holder, .holder_check = g->check[0] ? g->check : NULL, .holder_expires = g->expires,
+		.holder = g->holder, .holder_check = g->check[0] ? g->check : NULL,
+		.holder_expires = g->expires,
 		.lock_timeout_ms = guest_wait_ms(g, g->deadline_s * 400, 0.25),
 		.tenant = g->tenant[0] ? g->tenant : NULL,
 	};
@@ -178,7 +179,8 @@ int guest_warm_link(struct guest *g, unsigned int i, int dir_fd, const char *dir
 			 (g->has_owner ? PREALLOC_WARM_TAKE_CHOWN : 0),
 		.node = be->nodes[0], .page_size = backend_page(be), .length = be->bytes,
 		.mount = g->mount, .uid = g->uid, .gid = g->gid,
-		.holder = g->holder, .holder_check = g->check[0] ? g->check : NULL, .holder_expires = g->expires,
+		.holder = g->holder, .holder_check = g->check[0] ? g->check : NULL,
+		.holder_expires = g->expires,
 		.lock_timeout_ms = guest_wait_ms(g, g->deadline_s * 400, 0.5), .dir_fd = dir_fd,
 	};
 	char path[4096];
