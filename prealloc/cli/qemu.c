@@ -231,7 +231,7 @@ static int qemu_guest(struct prealloc_ctx *ctx, struct qemu_cmd *q, struct guest
 	*g = (struct guest){ .ctx = ctx, .words = &qemu_words, .log = qemu_vlog,
 			     .reserve = q->reserve, .prefault = true, .warm = q->warm,
 			     .cancel_fd = -1, .deadline_s = 60 };
-	snprintf(g->name, sizeof(g->name), "%s", q->id);
+	snprintf(g->name, sizeof(g->name), "qemu-%d", (int)getpid());
 	/* Alive while /proc/PID is: a gc after a SIGKILL gives the memory back. */
 	snprintf(g->holder, sizeof(g->holder), "qemu:%d.%lld", (int)getpid(), (long long)ts.tv_sec);
 	snprintf(g->check, sizeof(g->check), "/proc/%d", (int)getpid());
