@@ -196,6 +196,8 @@ int cmd_bench(int argc, char **argv);
 int cmd_pool(int argc, char **argv);
 int cmd_vfio_map(int argc, char **argv);
 int cmd_warm(int argc, char **argv);
+/* qemu.c: plain QEMU on prepared or warm memory, through the front-end layer. */
+int cmd_qemu(int argc, char **argv);
 /* warm.c: the exit status of a failed warm take (err: negative errno). */
 /* sd_notify(3)'s datagram to $NOTIFY_SOCKET (0 without one), libsystemd not needed. */
 int notify_service(const char *state);

@@ -77,7 +77,7 @@ static int cmd_prealloc(int argc, char **argv)
 {
 	if (argc > 1 && isalpha((unsigned char)argv[1][0])) {
 		cli_error("unknown command '%s' (commands: info, rm, clear, bench, pool, vfio-map, "
-			  "hook, warm; or a SIZE to create memory, see --help)", argv[1]);
+			  "hook, warm, qemu; or a SIZE to create memory, see --help)", argv[1]);
 		return EXIT_USAGE;
 	}
 	return cmd_create(argc, argv);
@@ -92,6 +92,7 @@ static const struct cli_command commands[] = {
 	{ "vfio-map", cmd_vfio_map, NULL },
 	{ "hook", cmd_hook, hook_commands },
 	{ "warm", cmd_warm, warm_commands },
+	{ "qemu", cmd_qemu, NULL },
 	{},
 };
 

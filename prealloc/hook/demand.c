@@ -47,17 +47,6 @@ void nodes_format(uint64_t mask, char *buf, size_t len)
 	}
 }
 
-const char *page_label(uint64_t ps, char *buf, size_t len)
-{
-	if (ps >= (UINT64_C(1) << 30) && !(ps % (UINT64_C(1) << 30)))
-		snprintf(buf, len, "%lluG", (unsigned long long)(ps >> 30));
-	else if (ps >= (UINT64_C(1) << 20) && !(ps % (UINT64_C(1) << 20)))
-		snprintf(buf, len, "%lluM", (unsigned long long)(ps >> 20));
-	else
-		snprintf(buf, len, "%lluK", (unsigned long long)(ps >> 10));
-	return buf;
-}
-
 /*
  * The hugepage size for guest cell (-1: no cells): the <page> whose nodeset
  * names it, else the one without a nodeset, else (only pages for other
@@ -87,7 +76,7 @@ static uint64_t cell_page(const struct domain *d, const struct host_view *h, int
 
 /* The host nodes a binding allows, as a list; 0 or -EINVAL. */
 static int binding_nodes(const struct dom_binding *b, const struct host_view *h,
-			 struct dom_backend *be, char *why, size_t len)
+			 struct guest_backend *be, char *why, size_t len)
 {
 	char want[128];
 
@@ -106,16 +95,6 @@ static int binding_nodes(const struct dom_binding *b, const struct host_view *h,
 	nodes_format(b->nodes, want, sizeof(want));
 	return why_fail(why, len, "%s is bound to host node(s) %s, none of which has memory here",
 			be->alias, want);
-}
-
-/* Spreads the backend's bytes over its nodes in page units, first nodes first. */
-static void spread(struct dom_backend *be)
-{
-	uint64_t ps = be->page_size, pages = be->bytes / ps;
-	uint64_t each = pages / be->nr_nodes, extra = pages % be->nr_nodes;
-
-	for (unsigned int i = 0; i < be->nr_nodes; i++)
-		be->node_bytes[i] = (each + (i < extra)) * ps;
 }
 
 /* What a backend is built from: the part of the XML libvirt reads for it. */
@@ -149,10 +128,19 @@ static int access_of(const struct domain *d, const struct backend_src *src)
 	return d->access;
 }
 
-static int add_backend(const struct domain *d, const struct host_view *h, struct dom_demand *dd,
+/* QEMU's policy for a binding: strict and restrictive bind. */
+static int policy_of(const struct dom_binding *b)
+{
+	if (b->automatic || b->mode == MODE_NONE)
+		return GUEST_POLICY_DEFAULT;
+	return b->mode == MODE_PREFERRED ? GUEST_POLICY_PREFERRED
+	       : b->mode == MODE_INTERLEAVE ? GUEST_POLICY_INTERLEAVE : GUEST_POLICY_BIND;
+}
+
+static int add_backend(const struct domain *d, const struct host_view *h, struct guest_demand *dd,
 		       const struct backend_src *src, char *why, size_t len)
 {
-	struct dom_backend *be = &dd->backends[dd->nr_backends];
+	struct guest_backend *be = &dd->backends[dd->nr_backends];
 	int access = access_of(d, src);
 	bool huge, in_dir;
 	char pl[16];
@@ -177,26 +165,13 @@ static int add_backend(const struct domain *d, const struct host_view *h, struct
 	if (src->bytes % be->page_size)
 		return why_fail(why, len, "%s: %llu bytes is not a multiple of its %s pages",
 				src->alias, (unsigned long long)src->bytes,
-				page_label(be->page_size, pl, sizeof(pl)));
+				guest_page_label(be->page_size, pl, sizeof(pl)));
 	r = binding_nodes(&src->bind, h, be, why, len);
 	if (r < 0)
 		return r;
-	spread(be);
+	be->policy = policy_of(&src->bind);
+	guest_spread(be);
 	dd->nr_backends++;
-	return 0;
-}
-
-static int add_need(struct dom_demand *dd, int node, uint64_t ps, uint64_t bytes)
-{
-	for (unsigned int i = 0; i < dd->nr_needs; i++)
-		if (dd->needs[i].node == node && dd->needs[i].page_size == ps) {
-			dd->needs[i].bytes += bytes;
-			return 0;
-		}
-	if (dd->nr_needs == DOM_MAX_NEEDS)
-		return -E2BIG;
-	dd->needs[dd->nr_needs++] = (struct dom_need){ .node = node, .page_size = ps,
-						       .bytes = bytes };
 	return 0;
 }
 
@@ -220,7 +195,7 @@ static struct dom_binding memdev_binding(const struct domain *d, const struct do
 	return b;
 }
 
-static int add_ram(const struct domain *d, const struct host_view *h, struct dom_demand *dd,
+static int add_ram(const struct domain *d, const struct host_view *h, struct guest_demand *dd,
 		   char *why, size_t len)
 {
 	struct backend_src src = { .alias = "pc.ram", .cell = -1, .bind = d->bind };
@@ -253,7 +228,7 @@ static int add_ram(const struct domain *d, const struct host_view *h, struct dom
  * map the admin's <source><path>, sgx-epc the host's EPC: never hugepages
  * or memory_backing_dir, nothing to count.
  */
-static int add_memdevs(const struct domain *d, const struct host_view *h, struct dom_demand *dd,
+static int add_memdevs(const struct domain *d, const struct host_view *h, struct guest_demand *dd,
 		       char *why, size_t len)
 {
 	int r = 0;
@@ -273,7 +248,7 @@ static int add_memdevs(const struct domain *d, const struct host_view *h, struct
 	return r;
 }
 
-int domain_demand(const struct domain *d, const struct host_view *h, struct dom_demand *dd,
+int domain_demand(const struct domain *d, const struct host_view *h, struct guest_demand *dd,
 		  char *why, size_t len)
 {
 	int r;
@@ -284,17 +259,9 @@ int domain_demand(const struct domain *d, const struct host_view *h, struct dom_
 	r = add_ram(d, h, dd, why, len);
 	if (r == 0)
 		r = add_memdevs(d, h, dd, why, len);
-	for (unsigned int i = 0; r == 0 && i < dd->nr_backends; i++) {
-		const struct dom_backend *be = &dd->backends[i];
-
-		if (be->page_size <= PAGE_4K)
-			continue;
-		for (unsigned int k = 0; r == 0 && k < be->nr_nodes; k++)
-			if (be->node_bytes[k])
-				r = add_need(dd, be->nodes[k], be->page_size, be->node_bytes[k]);
-		if (r == -E2BIG)
-			r = why_fail(why, len, "more than %d node and page size pairs",
-				     DOM_MAX_NEEDS);
-	}
+	if (r == 0)
+		r = guest_needs(dd);
+	if (r == -E2BIG)
+		r = why_fail(why, len, "more than %d node and page size pairs", GUEST_MAX_NEEDS);
 	return r;
 }

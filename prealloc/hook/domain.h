@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "guest.h"
+
 #define DOM_MAX_CELLS 64
 #define DOM_MAX_DIMMS 32	/* memory devices, every model */
 #define DOM_MAX_PAGES 8
@@ -96,56 +98,23 @@ struct host_view {
 	uint64_t backing_page;		/* page size of memory_backing_dir's fs; 0: not memory */
 };
 
-/*
- * One guest RAM backend QEMU gets from hugepages or memory_backing_dir (or
- * 4K anonymous memory), with where its pages go. Memory devices libvirt
- * backs otherwise (nvdimm, virtio-pmem: the admin's path; sgx-epc: the EPC)
- * have none.
- */
-struct dom_backend {
-	char alias[64];		/* pc.ram, ram-node<N>, dimm<N>, virtiomem<N> */
-	uint64_t bytes;		/* what QEMU populates; virtio-mem: its <requested> */
-	uint64_t page_size;	/* 0: 4K pages, nothing to size */
-	bool file;		/* a file under memory_backing_dir QEMU opens by name and
-				 * maps whole: one to pre-fault (never virtio-mem's,
-				 * which QEMU discards at start) */
-	bool shared;		/* QEMU maps it share=on: the device's access, else
-				 * its cell's memAccess, else the domain's <access>,
-				 * else QEMU's default (on for memfd only) */
-	unsigned int nr_nodes;
-	int nodes[DOM_MAX_NODES];
-	uint64_t node_bytes[DOM_MAX_NODES];
-};
-
-struct dom_need {
-	int node;
-	uint64_t page_size;
-	uint64_t bytes;
-};
-
-#define DOM_MAX_BACKENDS (DOM_MAX_CELLS + DOM_MAX_DIMMS)
-#define DOM_MAX_NEEDS 128
-
-struct dom_demand {
-	unsigned int nr_backends;
-	struct dom_backend backends[DOM_MAX_BACKENDS];
-	unsigned int nr_needs;	/* hugepages per host node and size, merged */
-	struct dom_need needs[DOM_MAX_NEEDS];
-};
+/* Every backend a domain may have: one per cell and memory device. */
+_Static_assert(DOM_MAX_CELLS + DOM_MAX_DIMMS <= GUEST_MAX_BACKENDS, "backends");
+_Static_assert(DOM_MAX_NODES <= GUEST_MAX_NODES, "host nodes");
 
 /*
- * What the domain asks of the host: each backend and, merged, the hugepages
- * per host node and page size. Unbound, preferred and interleaved memory is
+ * What the domain asks of the host: each backend (guest.h: one guest RAM
+ * backend QEMU gets from hugepages or memory_backing_dir, or 4K anonymous
+ * memory; nvdimm, virtio-pmem and sgx-epc have none) and, merged, the
+ * hugepages per host node and page size. Unbound, preferred and interleaved memory is
  * spread over the allowed nodes in page units (the first nodes take the
  * remainder). -EINVAL with why[]: a binding to no host node, a page size
  * that does not divide the memory, placement='auto' refused by the host.
  */
-int domain_demand(const struct domain *d, const struct host_view *h, struct dom_demand *ret,
+int domain_demand(const struct domain *d, const struct host_view *h, struct guest_demand *ret,
 		  char *why, size_t why_len);
 
 /* A node list as "0-2,5". */
 void nodes_format(uint64_t mask, char *buf, size_t len);
-/* "2M", "1G", "4K" */
-const char *page_label(uint64_t page_size, char *buf, size_t len);
 
 #endif

@@ -59,11 +59,11 @@ static json_object *demand_json(struct hook_run *run)
 	json_object *o = json_object_new_object(), *needs = json_object_new_array();
 	json_object *files = json_object_new_array();
 
-	json_object_object_add(o, "domain", json_object_new_string(run->dom.name));
-	json_object_object_add(o, "holder", json_object_new_string(run->holder));
-	json_object_object_add(o, "reserve", json_object_new_boolean(run->reserve));
-	json_object_object_add(o, "prefault", json_object_new_boolean(run->prefault));
-	json_object_object_add(o, "warm", json_object_new_boolean(run->warm));
+	json_object_object_add(o, "domain", json_object_new_string(run->g.name));
+	json_object_object_add(o, "holder", json_object_new_string(run->g.holder));
+	json_object_object_add(o, "reserve", json_object_new_boolean(run->g.reserve));
+	json_object_object_add(o, "prefault", json_object_new_boolean(run->g.prefault));
+	json_object_object_add(o, "warm", json_object_new_boolean(run->g.warm));
 	json_object_object_add(o, "needs", needs);
 	json_object_object_add(o, "files", files);
 	json_object_object_add(o, "backends", json_object_new_array());
@@ -73,10 +73,10 @@ static json_object *demand_json(struct hook_run *run)
 /* Backend i as a start now would take it: warm, pre-faulted, or left to QEMU. */
 static void backend_show(struct hook_run *run, unsigned int i, json_object *backends)
 {
-	const struct dom_backend *be = &run->demand.backends[i];
+	const struct guest_backend *be = &run->g.demand.backends[i];
 	char why[512], path[4096] = "", nodes[64] = "";
-	bool warm = run_warm_plan(run, i, why, sizeof(why));
-	const char *start = warm ? "warm" : run_backend_prefaulted(run, i) ? "prefault" : "qemu";
+	bool warm = guest_warm_plan(&run->g, i, why, sizeof(why));
+	const char *start = warm ? "warm" : guest_prefaulted(&run->g, i) ? "prefault" : "qemu";
 
 	for (unsigned int k = 0; k < be->nr_nodes; k++)
 		snprintf(nodes + strlen(nodes), sizeof(nodes) - strlen(nodes), "%s%d", k ? "," : "",
@@ -101,17 +101,18 @@ static void backend_show(struct hook_run *run, unsigned int i, json_object *back
 	       (unsigned long long)(be->bytes >> 20), nodes[0] ? nodes : "-", start, why);
 }
 
-static void need_show(struct hook_run *run, const struct dom_need *n, json_object *needs)
+static void need_show(struct hook_run *run, const struct guest_need *n, json_object *needs)
 {
 	struct prealloc_pool_status st = { .size = sizeof(st) };
-	uint64_t pages = n->bytes / n->page_size, claimed = run_claimed(run, n->node, n->page_size);
+	uint64_t pages = n->bytes / n->page_size;
+	uint64_t claimed = guest_claimed(&run->g, n->node, n->page_size);
 	uint64_t avail = 0, grow = 0, want = pages > claimed ? pages - claimed : 0;
 	char pl[16];
 
-	if (prealloc_pool_status(run->ctx, n->node, n->page_size, &st) == 0)
+	if (prealloc_pool_status(run->g.ctx, n->node, n->page_size, &st) == 0)
 		avail = st.free > st.reserved ? st.free - st.reserved : 0;
 	grow = want > avail ? want - avail : 0;
-	page_label(n->page_size, pl, sizeof(pl));
+	guest_page_label(n->page_size, pl, sizeof(pl));
 	if (needs) {
 		json_object *o = json_object_new_object();
 
@@ -138,22 +139,22 @@ static void demand_show(struct hook_run *run, bool json)
 	char path[4096];
 
 	if (!json)
-		printf("domain %s (holder %s): reserve %s, prefault %s, warm %s\n", run->dom.name,
-		       run->holder, run->reserve ? "yes" : "no", run->prefault ? "yes" : "no",
-		       run->warm ? "yes" : "no");
-	for (unsigned int i = 0; i < run->demand.nr_needs; i++)
-		need_show(run, &run->demand.needs[i], needs);
-	for (unsigned int i = 0; i < run->demand.nr_backends; i++) {
-		if (!run_backend_prefaulted(run, i) ||
+		printf("domain %s (holder %s): reserve %s, prefault %s, warm %s\n", run->g.name,
+		       run->g.holder, run->g.reserve ? "yes" : "no", run->g.prefault ? "yes" : "no",
+		       run->g.warm ? "yes" : "no");
+	for (unsigned int i = 0; i < run->g.demand.nr_needs; i++)
+		need_show(run, &run->g.demand.needs[i], needs);
+	for (unsigned int i = 0; i < run->g.demand.nr_backends; i++) {
+		if (!guest_prefaulted(&run->g, i) ||
 		    run_backend_path(run, i, path, sizeof(path)) < 0)
 			continue;
 		if (json)
 			json_object_array_add(files, json_object_new_string(path));
 		else
 			printf("  pre-fault %s: %llu MiB\n", path,
-			       (unsigned long long)(run->demand.backends[i].bytes >> 20));
+			       (unsigned long long)(run->g.demand.backends[i].bytes >> 20));
 	}
-	for (unsigned int i = 0; i < run->demand.nr_backends; i++)
+	for (unsigned int i = 0; i < run->g.demand.nr_backends; i++)
 		backend_show(run, i, backends);
 	if (json) {
 		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
@@ -208,25 +209,25 @@ static int act(virConnectPtr conn, const char *name, int what, bool json, unsign
 	r = run_init(run, domain_vlog, xml, strlen(xml));
 	if (r == 0 && what == 'r' && virDomainIsActive(dom) == 1) {
 		/* Its pages and warm files are held already: a second claim would double them. */
-		snprintf(run->msg, sizeof(run->msg), "domain %s is running: --reserve is for a "
+		snprintf(run->g.msg, sizeof(run->g.msg), "domain %s is running: --reserve is for a "
 			 "domain about to start", name);
 		r = -EBUSY;
 	}
 	if (r == 0 && what == 'r') {
-		run->expires = (int64_t)time(NULL) + for_s;
+		run->g.expires = (int64_t)time(NULL) + for_s;
 		r = run_claim(run);
 		if (r == 0)
-			printf("reserved for %s until it starts, or %u s\n", run->holder, for_s);
+			printf("reserved for %s until it starts, or %u s\n", run->g.holder, for_s);
 	} else if (r == 0 && what == 'R') {
-		r = run_release(run, &returned);
+		r = guest_release(&run->g, &returned);
 		if (r == 0)
-			printf("released %s: %llu hugepages given back\n", run->holder,
+			printf("released %s: %llu hugepages given back\n", run->g.holder,
 			       (unsigned long long)returned);
 	} else if (r == 0) {
 		demand_show(run, json);
 	}
 	if (r < 0) {
-		fprintf(stderr, "prealloc-domain: %s\n", run->msg[0] ? run->msg : strerror(-r));
+		fprintf(stderr, "prealloc-domain: %s\n", run->g.msg[0] ? run->g.msg : strerror(-r));
 		rc = r == -ENOMEM || r == -EDQUOT ? 3 : 1;
 	}
 	run_free(run);

@@ -120,7 +120,7 @@ static int stage(struct hook_run *run, const char *op, const char *sub, char *xm
 	r = run_init(run, hook_vlog, xml, len);
 	if (r < 0) {
 		/* Releasing never fails a domain; a refusal names what was wrong. */
-		hook_log(prepare || start ? LOG_ERR : LOG_WARNING, "%s", run->msg);
+		hook_log(prepare || start ? LOG_ERR : LOG_WARNING, "%s", run->g.msg);
 		return prepare || start ? 1 : 0;
 	}
 	if (prepare) {
@@ -132,17 +132,17 @@ static int stage(struct hook_run *run, const char *op, const char *sub, char *xm
 		r = run_start(run);
 	} else {
 		alarm(run->set.deadline_s + 5);
-		r = run_release(run, &returned);
+		r = guest_release(&run->g, &returned);
 		if (returned)
-			hook_log(LOG_INFO, "%s: gave back %llu hugepages", run->dom.name,
+			hook_log(LOG_INFO, "%s: gave back %llu hugepages", run->g.name,
 				 (unsigned long long)returned);
 		if (r < 0)
 			hook_log(LOG_WARNING, "%s: release: %s (prealloc pool --gc finishes it)",
-				 run->dom.name, strerror(-r));
+				 run->g.name, strerror(-r));
 		return 0;
 	}
 	if (r < 0) {
-		hook_log(LOG_ERR, "%s", run->msg[0] ? run->msg : strerror(-r));
+		hook_log(LOG_ERR, "%s", run->g.msg[0] ? run->g.msg : strerror(-r));
 		return 1;
 	}
 	return 0;

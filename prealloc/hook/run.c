@@ -1,16 +1,16 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * One invocation: libvirt's settings, domain and host turned into the
+ * front-end layer's guest; prepare begin's check of the domain's access.
+ */
 #include <errno.h>
-#include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
 #include "run.h"
 
 #define HUGETLBFS_MAGIC 0x958458f6
@@ -42,9 +42,17 @@ static uint64_t backing_page(const char *top)
 	return (unsigned long)fs.f_type == TMPFS_MAGIC ? 4096 : 0;
 }
 
+static const struct guest_words libvirt_words = {
+	.noun = "domain",
+	.dir = "memory_backing_dir",
+	.reserve_off = "set reserve = yes in " HOOK_CONF " to grow the pool, or shrink the guest",
+	.warm_off = "warm is off (warm = yes in " HOOK_CONF ", or warm='yes' in the domain's "
+		    "<metadata>)",
+};
+
 static int host_fill(struct hook_run *run)
 {
-	int nodes[PREALLOC_MAX_NODES], n = prealloc_nodes(run->ctx, nodes, PREALLOC_MAX_NODES);
+	int nodes[PREALLOC_MAX_NODES], n = prealloc_nodes(run->g.ctx, nodes, PREALLOC_MAX_NODES);
 
 	if (n < 0)
 		return n;
@@ -52,7 +60,7 @@ static int host_fill(struct hook_run *run)
 		run->host.nodes[run->host.nr_nodes++] = nodes[i];
 	run->host.default_page = settings_libvirt_default_page(&run->set, default_hugepage());
 	run->host.auto_rule = run->set.auto_rule;
-	run->host.backing_page = backing_page(run->backing_top);
+	run->host.backing_page = backing_page(run->g.mount);
 	return 0;
 }
 
@@ -61,13 +69,37 @@ static bool tri(int v, bool host)
 	return v == TRI_UNSET ? host : v == TRI_YES;
 }
 
-int run_init(struct hook_run *run, hook_log_fn *log, const char *xml, size_t len)
+/* The domain as the front-end layer's guest: who holds it, for how long, what it may do. */
+static void guest_fill(struct hook_run *run)
+{
+	struct guest *g = &run->g;
+
+	snprintf(g->name, sizeof(g->name), "%s", run->dom.name);
+	snprintf(g->holder, sizeof(g->holder), HOLDER_PREFIX "%s", run->dom.uuid);
+	snprintf(g->check, sizeof(g->check), "%s/%s.xml", run->set.status_dir, run->dom.name);
+	snprintf(g->tenant, sizeof(g->tenant), "%s", run->dom.tenant);
+	g->has_owner = run->dom.has_dac;
+	g->uid = run->dom.uid;
+	g->gid = run->dom.gid;
+	g->mount_page = run->host.backing_page;
+	g->deadline_s = run->set.deadline_s;
+	g->expires = (int64_t)time(NULL) + run->set.start_grace_s;
+	g->deadline = now_seconds() + run->set.deadline_s;
+	g->reserve = tri(run->dom.reserve, run->set.reserve);
+	g->prefault = tri(run->dom.prefault, run->set.prefault);
+	g->warm = tri(run->dom.warm, run->set.warm);
+}
+
+int run_init(struct hook_run *run, guest_log_fn *log, const char *xml, size_t len)
 {
 	struct prealloc_ctx_opts co = { .size = sizeof(co) };
+	struct guest *g = &run->g;
 	char why[512] = "";
 	int r;
 
-	run->log = log;
+	g->log = log;
+	g->words = &libvirt_words;
+	g->cancel_fd = -1;	/* the stage's deadline (and alarm) bounds it */
 	r = settings_load(HOOK_CONF, &run->set, why, sizeof(why));
 	if (r == 0)
 		r = settings_backing_dir(&run->set, run->backing_dir, sizeof(run->backing_dir), why,
@@ -75,78 +107,53 @@ int run_init(struct hook_run *run, hook_log_fn *log, const char *xml, size_t len
 	if (r == 0) {
 		size_t n = strlen(run->backing_dir), suffix = strlen("/libvirt/qemu");
 
-		snprintf(run->backing_top, sizeof(run->backing_top), "%.*s",
+		snprintf(g->mount, sizeof(g->mount), "%.*s",
 			 (int)(n > suffix ? n - suffix : n), run->backing_dir);
 		r = domain_parse(xml, len, &run->dom, why, sizeof(why));
 	}
 	if (r < 0) {
-		snprintf(run->msg, sizeof(run->msg), "%s", why[0] ? why : strerror(-r));
+		snprintf(g->msg, sizeof(g->msg), "%s", why[0] ? why : strerror(-r));
 		return r;
 	}
 	co.state_dir = run->set.state_dir[0] ? run->set.state_dir : NULL;
-	r = prealloc_ctx_new_opts(&co, &run->ctx);
+	r = prealloc_ctx_new_opts(&co, &g->ctx);
 	if (r == 0)
 		r = host_fill(run);
 	if (r < 0) {
-		snprintf(run->msg, sizeof(run->msg), "libprealloc: %s", strerror(-r));
+		snprintf(g->msg, sizeof(g->msg), "libprealloc: %s", strerror(-r));
 		return r;
 	}
-	r = domain_demand(&run->dom, &run->host, &run->demand, why, sizeof(why));
+	r = domain_demand(&run->dom, &run->host, &g->demand, why, sizeof(why));
 	if (r < 0) {
-		snprintf(run->msg, sizeof(run->msg), "%s: %s", run->dom.name, why);
+		snprintf(g->msg, sizeof(g->msg), "%s: %s", run->dom.name, why);
 		return r;
 	}
-	snprintf(run->holder, sizeof(run->holder), HOLDER_PREFIX "%s", run->dom.uuid);
-	snprintf(run->check, sizeof(run->check), "%s/%s.xml", run->set.status_dir, run->dom.name);
-	run->expires = (int64_t)time(NULL) + run->set.start_grace_s;
-	run->deadline = now_seconds() + run->set.deadline_s;
-	run->reserve = tri(run->dom.reserve, run->set.reserve);
-	run->prefault = tri(run->dom.prefault, run->set.prefault);
-	run->warm = tri(run->dom.warm, run->set.warm);
+	guest_fill(run);
 	return 0;
-}
-
-unsigned int run_wait_ms(const struct hook_run *run, unsigned int want_ms, double share)
-{
-	double left_ms = (run->deadline - now_seconds()) * 1000 * share;
-
-	return left_ms < 1 ? 1 : left_ms < want_ms ? (unsigned int)left_ms : want_ms;
-}
-
-void run_log(const struct hook_run *run, int level, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	run->log(level, fmt, ap);
-	va_end(ap);
 }
 
 void run_free(struct hook_run *run)
 {
-	prealloc_ctx_free(run->ctx);
-	run->ctx = NULL;
+	prealloc_ctx_free(run->g.ctx);
+	run->g.ctx = NULL;
 }
 
-bool run_backend_prefaulted(const struct hook_run *run, unsigned int i)
+int run_claim(struct hook_run *run)
 {
-	return run->prefault && run->demand.backends[i].file && run->host.backing_page;
-}
+	struct guest *g = &run->g;
 
-uint64_t run_claimed(struct hook_run *run, int node, uint64_t page_size)
-{
-	struct prealloc_ledger_entry e = { .size = sizeof(e) };
-	struct prealloc_record_info info = { .size = sizeof(info) };
-	uint64_t pages = 0, warm = 0;
+	for (unsigned int i = 0; i < g->demand.nr_backends; i++) {
+		const struct guest_backend *be = &g->demand.backends[i];
 
-	/* The holder's claims, its warm files apart (their pages serve their own backend). */
-	for (unsigned int i = 0; prealloc_ledger_entry(run->ctx, i, &e) == 0; i++)
-		if (e.state == PREALLOC_LEDGER_HELD && !strcmp(e.owner, run->holder) &&
-		    e.node == node && e.page_size == page_size)
-			pages += e.pages;
-	for (unsigned int k = 0; prealloc_record(run->ctx, k, &info) == 0; k++)
-		if (info.warm && info.warm_node == node && info.page_size == page_size &&
-		    info.owner == PREALLOC_OWNER_HOLDER && !strcmp(info.holder, run->holder))
-			warm += info.pages;
-	return pages > warm ? pages - warm : 0;
+		/* Access as QEMU maps each backend: a cell's memAccess overrides the domain's. */
+		if (g->prefault && be->file && !be->shared) {
+			snprintf(g->msg, sizeof(g->msg), "domain %s: prefault needs "
+				 "<access mode='shared'/>: %s is private (its cell's memAccess or "
+				 "the domain's access), and QEMU maps a private (share=off) file "
+				 "with a second copy of every page and fails with ENOMEM",
+				 g->name, be->alias);
+			return -EINVAL;
+		}
+	}
+	return guest_claim(g);
 }

@@ -10,7 +10,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct domain d;
-	static struct dom_demand dd;
+	static struct guest_demand dd;
 	struct host_view h = { .nr_nodes = 2, .nodes = { 0, 1 }, .default_page = 2u << 20,
 			       .backing_page = 2u << 20 };
 	char why[512];

@@ -288,7 +288,7 @@ static int run_case(const struct dcase *c, char *got, size_t len)
 	struct host_view h = { .nr_nodes = 2, .nodes = { 0, 1 }, .default_page = MiB(2),
 			       .backing_page = MiB(2) };
 	struct domain d;
-	static struct dom_demand dd;
+	static struct guest_demand dd;
 	char why[512], aliases[256] = "";
 	size_t off = 0;
 	int r;
@@ -307,7 +307,7 @@ static int run_case(const struct dcase *c, char *got, size_t len)
 					(unsigned long long)dd.needs[i].bytes >> 20);
 	/* Each backend as alias[:file][:shared], shown whatever fails. */
 	for (unsigned int i = 0, a = 0; i < dd.nr_backends; i++) {
-		const struct dom_backend *be = &dd.backends[i];
+		const struct guest_backend *be = &dd.backends[i];
 
 		a += (unsigned int)snprintf(aliases + a, sizeof(aliases) - a, "%s%s%s%s",
 					    i ? "," : "", be->alias, be->file ? ":file" : "",

@@ -43,6 +43,7 @@ LAYERS=(
 	'vfio'
 	'prealloc/flows'
 	'prealloc/warm'
+	'prealloc/frontend'
 	'prealloc/cli prealloc/hook'
 )
 # Where product sources live (relative to SRCDIR), and where their objects

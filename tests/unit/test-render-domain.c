@@ -2,7 +2,7 @@
 /*
  * What `prealloc-domain NAME [--json]` prints (docs/libvirt.md) as
  * domain_cli.c renders it, from a run whose every field has its own value:
- * the hook's run_* calls and the pool status it reads are defined here,
+ * the front-end layer's guest_* calls and the pool status it reads are defined here,
  * so each key and column of a need (pages, claimed, free, grow) and of a
  * backend (bytes, page_size, start, warm) can be held to the field it
  * comes from, and the run's switches (reserve, prefault, warm) to theirs.
@@ -42,16 +42,16 @@ static const struct {
 	{ 4, GiB, 1, 6, 1 },		/* 9 pages: 8 wanted, 5 free, 3 to grow */
 };
 
-bool run_warm_plan(struct hook_run *run, unsigned int i, char *why, size_t len)
+bool guest_warm_plan(struct guest *g, unsigned int i, char *why, size_t len)
 {
-	(void)run;
+	(void)g;
 	snprintf(why, len, "%s", fake_backends[i].why);
 	return fake_backends[i].warm;
 }
 
-bool run_backend_prefaulted(const struct hook_run *run, unsigned int i)
+bool guest_prefaulted(const struct guest *g, unsigned int i)
 {
-	(void)run;
+	(void)g;
 	return fake_backends[i].prefaulted;
 }
 
@@ -62,9 +62,9 @@ int run_backend_path(const struct hook_run *run, unsigned int i, char *buf, size
 	return 0;
 }
 
-uint64_t run_claimed(struct hook_run *run, int node, uint64_t page_size)
+uint64_t guest_claimed(struct guest *g, int node, uint64_t page_size)
 {
-	(void)run;
+	(void)g;
 	for (size_t i = 0; i < sizeof(fake_pools) / sizeof(fake_pools[0]); i++)
 		if (fake_pools[i].node == node && fake_pools[i].page_size == page_size)
 			return fake_pools[i].claimed;
@@ -84,14 +84,14 @@ int prealloc_pool_status(struct prealloc_ctx *ctx, int node, uint64_t page_size,
 	return -ENOENT;
 }
 
-const char *page_label(uint64_t page_size, char *buf, size_t len)
+const char *guest_page_label(uint64_t page_size, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s", page_size == GiB ? "1G" : page_size == P2M ? "2M" : "4K");
 	return buf;
 }
 
 /* What the rest of prealloc-domain calls: never reached by these checks. */
-int run_init(struct hook_run *run, hook_log_fn *log, const char *xml, size_t len)
+int run_init(struct hook_run *run, guest_log_fn *log, const char *xml, size_t len)
 {
 	(void)run, (void)log, (void)xml, (void)len;
 	return -ENOSYS;
@@ -103,9 +103,9 @@ int run_claim(struct hook_run *run)
 	return -ENOSYS;
 }
 
-int run_release(struct hook_run *run, uint64_t *ret_returned)
+int guest_release(struct guest *g, uint64_t *ret_returned)
 {
-	(void)run, (void)ret_returned;
+	(void)g, (void)ret_returned;
 	return -ENOSYS;
 }
 
@@ -149,27 +149,27 @@ void prealloc_ctx_free(struct prealloc_ctx *ctx)
 static struct hook_run *run_new(bool reserve, bool prefault, bool warm)
 {
 	struct hook_run *run = calloc(1, sizeof(*run));
-	struct dom_demand *d;
+	struct guest_demand *d;
 
 	if (!run)
 		return NULL;
-	snprintf(run->dom.name, sizeof(run->dom.name), "g");
-	snprintf(run->holder, sizeof(run->holder), "libvirt:0f1e2d3c");
-	run->reserve = reserve;
-	run->prefault = prefault;
-	run->warm = warm;
-	d = &run->demand;
+	snprintf(run->g.name, sizeof(run->g.name), "g");
+	snprintf(run->g.holder, sizeof(run->g.holder), "libvirt:0f1e2d3c");
+	run->g.reserve = reserve;
+	run->g.prefault = prefault;
+	run->g.warm = warm;
+	d = &run->g.demand;
 	d->nr_needs = 2;
-	d->needs[0] = (struct dom_need){ .node = 3, .page_size = P2M, .bytes = 700 * P2M };
-	d->needs[1] = (struct dom_need){ .node = 4, .page_size = GiB, .bytes = 9 * GiB };
+	d->needs[0] = (struct guest_need){ .node = 3, .page_size = P2M, .bytes = 700 * P2M };
+	d->needs[1] = (struct guest_need){ .node = 4, .page_size = GiB, .bytes = 9 * GiB };
 	d->nr_backends = 3;
-	d->backends[0] = (struct dom_backend){ .alias = "ram-node0", .bytes = 1400 * MiB,
+	d->backends[0] = (struct guest_backend){ .alias = "ram-node0", .bytes = 1400 * MiB,
 					       .page_size = P2M, .file = true, .nr_nodes = 1,
 					       .nodes = { 3 }, .node_bytes = { 1400 * MiB } };
-	d->backends[1] = (struct dom_backend){ .alias = "dimm0", .bytes = 9 * GiB,
+	d->backends[1] = (struct guest_backend){ .alias = "dimm0", .bytes = 9 * GiB,
 					       .page_size = GiB, .file = true, .nr_nodes = 2,
 					       .nodes = { 4, 5 }, .node_bytes = { 5 * GiB, 4 * GiB } };
-	d->backends[2] = (struct dom_backend){ .alias = "virtiomem0", .bytes = 512 * MiB,
+	d->backends[2] = (struct guest_backend){ .alias = "virtiomem0", .bytes = 512 * MiB,
 					       .page_size = 0, .file = false };
 	return run;
 }
@@ -210,13 +210,13 @@ static void backend_matches(json_object *j, unsigned int i, const char *nodes,
 {
 	static const char *const keys[] = { "alias", "bytes", "page_size", "nodes", "path",
 		"start", "warm", "warm_why", NULL };
-	const struct dom_backend *be;
+	const struct guest_backend *be;
 	struct hook_run *shape = run_new(false, false, false);
 	char what[32];
 
 	if (!shape)
 		return;
-	be = &shape->demand.backends[i];
+	be = &shape->g.demand.backends[i];
 	snprintf(what, sizeof(what), "backend %s", be->alias);
 	has_keys(j, what, keys);
 	is_string(j, what, "alias", be->alias);
