@@ -181,7 +181,7 @@ static int gc(virConnectPtr conn)
 	r = prealloc_ctx_new_opts(&co, &ctx);
 	if (r == 0) {
 		prealloc_ctx_set_holder_check(ctx, holder_alive, conn);
-		r = prealloc_pool_gc(ctx, &returned, &settled);
+		r = prealloc_store_gc(ctx, &returned, &settled);
 		prealloc_ctx_free(ctx);
 	}
 	if (r < 0) {

@@ -25,7 +25,7 @@ QMP=$TMP/qmp.sock
 GUEST=("$QEMU_BIN" -machine q35 -accel tcg -display none -nodefaults -S
 	-qmp "unix:$QMP,server=on,wait=off")
 
-records() { ledger_entries; }
+records() { store_records; }
 warm_bytes() {	# warm_bytes FIELD: FIELD of the pool's entry for node 0, 2M, $MNT (0: none)
 	"$PREALLOC" warm status --json > "$TMP/st.json" 2> "$TMP/st.err" || { echo -1; return; }
 	json_get "$TMP/st.json" "([e['$1'] for e in d if e['page_size'] == 2097152 and e['mount'] == '$MNT'] + [0])[0]"

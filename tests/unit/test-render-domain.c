@@ -132,8 +132,8 @@ void prealloc_ctx_set_holder_check(struct prealloc_ctx *ctx,
 	(void)ctx, (void)fn, (void)userdata;
 }
 
-int prealloc_pool_gc(struct prealloc_ctx *ctx, uint64_t *ret_returned,
-		     unsigned int *ret_entries)
+int prealloc_store_gc(struct prealloc_ctx *ctx, uint64_t *ret_returned,
+		      unsigned int *ret_entries)
 {
 	(void)ctx, (void)ret_returned, (void)ret_entries;
 	return -ENOSYS;
