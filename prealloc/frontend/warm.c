@@ -5,8 +5,8 @@
  * page size and mount (the memory directory's) is reserved for the holder,
  * so that nothing else takes, cuts or gives it back; at start it is linked
  * at the path the VMM opens, through the directory the front end opened
- * (never by name); at release the holder gives it back and the pool clears
- * it for the next guest. A backend without one takes the path it would
+ * (never by name); at release the holder gives it back and the warm pool
+ * clears it for the next guest. A backend without one takes the path it would
  * take without warm: the log says so.
  */
 #include <errno.h>
