@@ -120,7 +120,7 @@ struct prealloc_ctx {
 	char hugetlbfs_1g[256];
 	struct cpu_id cpu;
 	/*
-	 * prealloc_record's copy of the store (state/pool.c), under its lock,
+	 * prealloc_record's copy of the store (state/queries.c), under its lock,
 	 * and what drops it when the ctx is freed (set with the copy).
 	 */
 	pthread_mutex_t records_lock;

@@ -310,7 +310,7 @@ typedef bool (*settle_pick_fn)(struct prealloc_ctx *ctx, const struct record *r,
  */
 int settle_matching(struct prealloc_ctx *ctx, unsigned int timeout_ms, settle_pick_fn pick,
 		    const void *arg, struct prealloc_release_info *info, unsigned int *ret_matched);
-/* pool.c: a record's file path, its holder's name, or "-". */
+/* queries.c: a record's file path, its holder's name, or "-". */
 const char *owner_label(const struct record *r);
 
 /*
