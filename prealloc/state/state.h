@@ -235,10 +235,10 @@ int statedir_check(const struct prealloc_ctx *ctx);
  */
 int statedir_lock_at(int dfd, const char *leaf, unsigned int timeout_ms, int cancel_fd,
 		     int *ret_fd);
-/* The store's lock, by the state directory's path (statedir_open + statedir_lock_at). */
-int statedir_lock(const struct prealloc_ctx *ctx, unsigned int timeout_ms, int cancel_fd,
-		  int *ret_fd);
-/* The same for another lock file in the state dir. */
+/*
+ * Lock file leaf, by the state directory's path (statedir_open, then
+ * statedir_lock_at). The store's lock ("lock") is store_open()'s alone.
+ */
 int statedir_lock_leaf(const struct prealloc_ctx *ctx, const char *leaf, unsigned int timeout_ms,
 		       int cancel_fd, int *ret_fd);
 void statedir_unlock(int fd);

@@ -144,12 +144,6 @@ int statedir_lock_at(int dfd, const char *leaf, unsigned int timeout_ms, int can
 	return 0;
 }
 
-int statedir_lock(const struct prealloc_ctx *ctx, unsigned int timeout_ms, int cancel_fd,
-		  int *ret_fd)
-{
-	return statedir_lock_leaf(ctx, "lock", timeout_ms, cancel_fd, ret_fd);
-}
-
 int statedir_lock_leaf(const struct prealloc_ctx *ctx, const char *leaf, unsigned int timeout_ms,
 		       int cancel_fd, int *ret_fd)
 {
