@@ -448,8 +448,7 @@ int admit_new(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *o, uin
 		r = ops->admitted(ctx, &s, arg);
 	if (r < 0)
 		admit_forget(ctx, &s, id);
-	store_free(&s);
-	statedir_unlock(fd);
+	store_close(&s, fd);
 	return r;
 }
 

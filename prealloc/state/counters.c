@@ -6,7 +6,7 @@
  *	<mount dev> <node> <page size> <name> <value>
  *
  * Rewritten whole under its own lock file (read, change one line, temp file
- * and rename: statedir_write), so a crash leaves the old or the new file and
+ * and rename: statedir_write_at), so a crash leaves the old or the new file and
  * two processes never lose each other's counts. Its own lock, not the
  * store's: a counter is bumped both under the store's lock and after it.
  */
@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "counters.h"
 #include "state.h"
@@ -38,9 +39,9 @@ static bool counter_line(const char *line, unsigned long long *dev, int *node,
 	return sscanf(line, "%llu %d %llu %63s %llu", dev, node, ps, name, v) == 5;
 }
 
-/* Under the lock: the file again, with (dev, node, ps, name) added to (or set to) n. */
-static int counter_change(struct prealloc_ctx *ctx, uint64_t dev, int node, uint64_t ps,
-			  const char *name, uint64_t n, bool set)
+/* Under the lock: the file in dir again, with (dev, node, ps, name) added to (or set to) n. */
+static int counter_change(int dir, uint64_t dev, int node, uint64_t ps, const char *name,
+			  uint64_t n, bool set)
 {
 	char *old = NULL, *text = NULL, *line, *save = NULL, key[64];
 	unsigned long long d, p, v, now = n;
@@ -48,7 +49,7 @@ static int counter_change(struct prealloc_ctx *ctx, uint64_t dev, int node, uint
 	FILE *f;
 	int r, nd;
 
-	r = statedir_read(ctx, COUNTERS_LEAF, &old, &len);
+	r = statedir_read_at(dir, COUNTERS_LEAF, &old, &len, NULL);
 	if (r < 0 && r != -ENOENT)
 		return r;	/* not ours to trust: left as it is */
 	f = open_memstream(&text, &cap);
@@ -67,7 +68,7 @@ static int counter_change(struct prealloc_ctx *ctx, uint64_t dev, int node, uint
 	}
 	fprintf(f, "%llu %d %llu %s %llu\n", (unsigned long long)dev, node,
 		(unsigned long long)ps, name, now);
-	r = fclose(f) ? -ENOMEM : statedir_write(ctx, COUNTERS_LEAF, text, cap);
+	r = fclose(f) ? -ENOMEM : statedir_write_at(dir, COUNTERS_LEAF, text, cap);
 	free(text);
 	free(old);
 	return r;
@@ -76,15 +77,20 @@ static int counter_change(struct prealloc_ctx *ctx, uint64_t dev, int node, uint
 static int counter_locked(struct prealloc_ctx *ctx, uint64_t dev, int node, uint64_t ps,
 			  const char *name, uint64_t n, bool set)
 {
-	int lock, r;
+	int dir, lock, r;
 
 	if (!ctx || !name || !dev)
 		return -EINVAL;
-	r = statedir_lock_leaf(ctx, COUNTERS_LOCK_LEAF, COUNTERS_LOCK_MS, -1, &lock);
+	/* The state directory resolved once: the lock, the read and the write in it. */
+	r = statedir_open(ctx, true, &dir);
 	if (r < 0)
 		return r;
-	r = counter_change(ctx, dev, node, ps, name, n, set);
-	statedir_unlock(lock);
+	r = statedir_lock_at(dir, COUNTERS_LOCK_LEAF, COUNTERS_LOCK_MS, -1, &lock);
+	if (r == 0) {
+		r = counter_change(dir, dev, node, ps, name, n, set);
+		statedir_unlock(lock);
+	}
+	close(dir);
 	return r;
 }
 

@@ -123,45 +123,23 @@ static void record_list_free(struct prealloc_ctx *ctx)
 	ctx->records = NULL;
 }
 
-static bool same_version(const struct statx *a, const struct statx *b)
-{
-	return a->stx_ino == b->stx_ino && a->stx_dev_major == b->stx_dev_major &&
-	       a->stx_dev_minor == b->stx_dev_minor && a->stx_size == b->stx_size &&
-	       a->stx_mtime.tv_sec == b->stx_mtime.tv_sec &&
-	       a->stx_mtime.tv_nsec == b->stx_mtime.tv_nsec;
-}
-
 /* The store as it is now, into ctx->records (under its lock); a store of 0.1's files is not kept. */
 static int record_list_load(struct prealloc_ctx *ctx)
 {
-	struct statx before, after;
-	char path[PATH_MAX];
-	bool known;
+	struct record_list *now;
 	int r;
 
-	r = statedir_check(ctx);
-	if (r < 0 && r != -ENOENT)
-		return r;
-	r = statedir_path(ctx, path, sizeof(path), STORE_LEAF);
-	if (r < 0)
-		return r;
-	known = file_statx(AT_FDCWD, path, 0, &before) == 0;
-	if (known && ctx->records && same_version(&before, &ctx->records->id))
-		return 0;
-	record_list_free(ctx);
-	ctx->records = calloc(1, sizeof(*ctx->records));
-	if (!ctx->records)
+	now = calloc(1, sizeof(*now));
+	if (!now)
 		return -ENOMEM;
-	ctx->records_drop = record_list_free;
-	r = store_load(ctx, &ctx->records->s);
-	if (r < 0) {
-		free(ctx->records);
-		ctx->records = NULL;
-		return r;
+	r = store_load_since(ctx, &now->s, ctx->records ? &ctx->records->id : NULL, &now->id);
+	if (r != 0) {
+		free(now);
+		return r < 0 ? r : 0;	/* 1: the copy kept is the store's file still */
 	}
-	/* Kept for the next call only if what was read is the file stat'ed before it. */
-	if (known && file_statx(AT_FDCWD, path, 0, &after) == 0 && same_version(&before, &after))
-		ctx->records->id = before;
+	record_list_free(ctx);
+	ctx->records = now;
+	ctx->records_drop = record_list_free;
 	return 0;
 }
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The record store on disk: its text format, loaded and saved under the
- * state directory (the store in memory is store.c's; owners.c says who
- * owns a record and whether it lives).
+ * The record store's text format, parsed and formatted (the store in
+ * memory is store.c's, its one way in, read and saved under the state
+ * directory, store_lock.c's; owners.c says who owns a record and whether
+ * it lives).
  *
  *   prealloc-store 2
  *   rec <id> <state> <owner> <flags> <dev> <ino> <tag s.ns> <size> <page_size> <path> <tmp>
@@ -452,48 +453,5 @@ out:
 	free(copy);
 	if (r < 0)
 		store_free(s);
-	return r;
-}
-
-int store_load(const struct prealloc_ctx *ctx, struct store *s)
-{
-	char *text;
-	size_t len;
-	bool found;
-	int r;
-
-	memset(s, 0, sizeof(*s));
-	r = statedir_read(ctx, STORE_LEAF, &text, &len);
-	if (r == -ENOENT)
-		return legacy_load(ctx, s, &found);
-	if (r < 0)
-		return r;
-	r = strlen(text) == len ? store_parse(text, s) : -EBADMSG;
-	free(text);
-	return r;
-}
-
-int store_save(const struct prealloc_ctx *ctx, const struct store *s)
-{
-	int legacy_fd = -1, r;
-	char *text;
-	size_t len;
-
-	r = store_format(s, &text, &len);
-	if (r < 0)
-		return r;
-	/*
-	 * Converting: a 0.1 binary still running locks pool.lock, not our
-	 * lock, so hold its lock too while its files turn into the store.
-	 */
-	if (s->legacy)
-		r = statedir_lock_leaf(ctx, "pool.lock", 30000, -1, &legacy_fd);
-	if (r == 0)
-		r = statedir_write(ctx, STORE_LEAF, text, len);
-	free(text);
-	/* Written as a store: the older files are converted now, and go. */
-	if (r == 0 && s->legacy)
-		legacy_remove(ctx);
-	statedir_unlock(legacy_fd);
 	return r;
 }

@@ -99,42 +99,68 @@ struct record {
 struct store {
 	struct record *r;
 	size_t nr, cap;
-	bool legacy;		/* loaded from 0.1's files: the next save converts them */
+	bool legacy;		/* read from 0.1's files, not converted: a save converts them */
+	/*
+	 * The state directory, resolved once by store_open() (an fd checked
+	 * ours alone) and closed by store_close(): the open's reads and saves
+	 * go through it. Without one (a store made in memory, or read by
+	 * store_load()), a save resolves the directory for itself.
+	 */
+	bool has_dir;
+	int dir;
 };
 
 /*
- * Loads the store; missing is empty. Where no store exists yet, the files
- * of earlier versions (the pool ledger and the files/ registry) are read
- * instead; store_save() then writes them as a store and removes them.
- * -EBADMSG: the store is corrupt (never reset).
- */
-int store_load(const struct prealloc_ctx *ctx, struct store *s);
-/* Writes the store whole and atomically; call under the lock. */
-int store_save(const struct prealloc_ctx *ctx, const struct store *s);
-void store_free(struct store *s);
-/* Parses/formats the text of a store: pure, for tests and the fuzzer. */
-int store_parse(const char *text, struct store *s);
-int store_format(const struct store *s, char **ret_text, size_t *ret_len);
-/* Parses the version-1 ledger text and registry records (store_v1.c). */
-int legacy_parse_ledger(const char *text, struct store *s);
-int legacy_parse_registry(const char *text, uint64_t dev, uint64_t ino, struct store *s);
-int legacy_load(const struct prealloc_ctx *ctx, struct store *s, bool *ret_found);
-void legacy_remove(const struct prealloc_ctx *ctx);
-
-/*
- * store_lock.c: the lock and the store together. store_open() takes the
- * lock, loads, and settles shares a dead run left marked growing (saving
- * them); store_close() frees and unlocks. store_update() runs fn on record
- * id under the lock (fn saves); -ENOENT when there is no such record.
+ * The store's one way in (store_lock.c): every caller reads and writes the
+ * store through these.
+ *
+ *   store_open()   the lock, then the store read. At the first open that
+ *                  finds 0.1's files and no store, they are converted: the
+ *                  store is written, they go (store_v1.c); a store once
+ *                  written is all any open reads from then on, and an open
+ *                  finding one never looks for 0.1's files. Shares a dead
+ *                  run left marked growing are settled (and saved).
+ *   store_load()   the store read without the lock (a snapshot, for status);
+ *                  missing is empty, 0.1's files are read, not converted.
+ *   store_save()   the store written whole and atomically, ahead of the
+ *                  change it describes; under the lock.
+ *   store_close()  the store freed, the directory closed, the lock dropped.
+ *
+ * -EBADMSG: the store is corrupt (refused, never reset).
  */
 int store_open(struct prealloc_ctx *ctx, unsigned int timeout_ms, struct store *s, int *ret_fd);
 /* store_open() whose lock wait cancel_fd ends (-ECANCELED; -1: none, as store_open). */
 int store_open_cancel(struct prealloc_ctx *ctx, unsigned int timeout_ms, int cancel_fd,
 		      struct store *s, int *ret_fd);
+int store_load(const struct prealloc_ctx *ctx, struct store *s);
+int store_save(const struct prealloc_ctx *ctx, const struct store *s);
 void store_close(struct store *s, int fd);
+/*
+ * store_load() for a caller that keeps what it read: while the store is
+ * still the file known names (NULL: none), 1 and nothing read; else 0, s
+ * loaded and *ret_id the file it came from (zeroed when there was none).
+ */
+int store_load_since(const struct prealloc_ctx *ctx, struct store *s, const struct statx *known,
+		     struct statx *ret_id);
+/* Runs fn on record id between store_open() and store_close() (fn saves); -ENOENT: none. */
 int store_update(struct prealloc_ctx *ctx, unsigned int timeout_ms, uint64_t id,
 		 int (*fn)(struct prealloc_ctx *ctx, struct store *s, size_t ri, void *arg),
 		 void *arg);
+void store_free(struct store *s);
+/* Parses/formats the text of a store (records.c): pure, for tests and the fuzzer. */
+int store_parse(const char *text, struct store *s);
+int store_format(const struct store *s, char **ret_text, size_t *ret_len);
+/*
+ * 0.1's files (store_v1.c), in the state directory dir: whether any is
+ * there (a stat each, nothing read); read into s (s->legacy set when any
+ * was); converted: text written as the store under 0.1's lock, then they go.
+ */
+bool legacy_present(int dir);
+int legacy_load(int dir, struct store *s);
+int legacy_convert(int dir, const char *text, size_t len);
+/* Parses the version-1 ledger text and registry records. */
+int legacy_parse_ledger(const char *text, struct store *s);
+int legacy_parse_registry(const char *text, uint64_t dev, uint64_t ino, struct store *s);
 
 /* A new record at the end (zeroed but for id); NULL on ENOMEM. Pointers into s move. */
 struct record *store_add(struct store *s, uint64_t id);
@@ -187,27 +213,45 @@ uint64_t record_outstanding(const struct prealloc_ctx *ctx, const struct record 
 uint64_t store_node_outstanding(const struct prealloc_ctx *ctx, const struct store *s, int node,
 				uint64_t page_size, uint64_t skip_id);
 
-/* ---- the state directory (statedir.c, store_lock.c) ---------------------- */
+/* ---- the state directory (statedir.c) ------------------------------------ */
 
 /* "<state dir>/<leaf>". */
 int statedir_path(const struct prealloc_ctx *ctx, char *buf, size_t len, const char *leaf);
+/*
+ * The state directory, resolved once: an fd on it (O_DIRECTORY, no final
+ * link followed), made first (0700, and every missing directory on the
+ * way) where create says and it is missing. -EPERM unless a directory of
+ * ours nobody else may write; -ENOENT missing (create false).
+ */
+int statedir_open(const struct prealloc_ctx *ctx, bool create, int *ret_dfd);
 /* Creates it (0700) if missing; -EPERM unless a directory of ours nobody else may write. */
 int statedir_ensure(const struct prealloc_ctx *ctx);
 /* Whether the state directory is ours alone: 0, -EPERM, -ENOENT (not made yet). */
 int statedir_check(const struct prealloc_ctx *ctx);
 /*
- * The one lock; waits up to timeout_ms, then -ETIMEDOUT, or until cancel_fd
- * (-1: none; polled, never read) turns readable, then -ECANCELED.
+ * Lock file leaf of the state directory dfd, taken; waits up to timeout_ms,
+ * then -ETIMEDOUT, or until cancel_fd (-1: none; polled, never read) turns
+ * readable, then -ECANCELED.
  */
-int statedir_lock(const struct prealloc_ctx *ctx, unsigned int timeout_ms, int cancel_fd,
-		  int *ret_fd);
-/* The same for another lock file in the state dir (0.1's pool.lock while converting). */
+int statedir_lock_at(int dfd, const char *leaf, unsigned int timeout_ms, int cancel_fd,
+		     int *ret_fd);
+/*
+ * Lock file leaf, by the state directory's path (statedir_open, then
+ * statedir_lock_at). The store's lock ("lock") is store_open()'s alone.
+ */
 int statedir_lock_leaf(const struct prealloc_ctx *ctx, const char *leaf, unsigned int timeout_ms,
 		       int cancel_fd, int *ret_fd);
 void statedir_unlock(int fd);
-/* Replaces leaf whole: temp file, fsync, rename, fsync of the directory. */
+/* Replaces leaf of dfd whole: temp file, fsync, rename, fsync of the directory. */
+int statedir_write_at(int dfd, const char *leaf, const char *buf, size_t len);
 int statedir_write(const struct prealloc_ctx *ctx, const char *leaf, const char *buf, size_t len);
-/* All of leaf, NUL-terminated (*ret_buf to free); -ENOENT when missing. */
+/*
+ * All of leaf of dfd, NUL-terminated (*ret_buf to free), when it is a file
+ * of ours nobody else may write (else -EPERM); -ENOENT when missing.
+ * ret_id (NULL: not wanted): the file read, as file_statx says.
+ */
+int statedir_read_at(int dfd, const char *leaf, char **ret_buf, size_t *ret_len,
+		     struct statx *ret_id);
 int statedir_read(const struct prealloc_ctx *ctx, const char *leaf, char **ret_buf,
 		  size_t *ret_len);
 

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The state directory (ctx.c says where it is): whether to trust it, its
- * one lock, and whole-file atomic writes into it.
+ * locks, and whole-file atomic writes into it. statedir_open() resolves
+ * it once, to an fd checked ours alone; the *_at calls work in that fd,
+ * never through the path again: the store opens it once per open
+ * (store_lock.c). The calls by path are each one open, one call, one close.
  */
 #include <fcntl.h>
 #include <poll.h>
@@ -27,27 +30,23 @@ int statedir_path(const struct prealloc_ctx *ctx, char *buf, size_t len, const c
  * by us, writable by nobody else. A /tmp fallback another user created
  * first could otherwise feed us a store or links to overwrite.
  */
-static int statedir_trusted(const char *dir)
+static int statedir_trusted(int dfd)
 {
 	struct stat st;
 
-	if (lstat(dir, &st) < 0)
+	if (fstat(dfd, &st) < 0)
 		return -errno;
 	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
 		return -EPERM;
 	return 0;
 }
 
-int statedir_check(const struct prealloc_ctx *ctx)
-{
-	return statedir_trusted(ctx->state_dir);
-}
-
-int statedir_ensure(const struct prealloc_ctx *ctx)
+/* Every missing directory on the way, 0700. */
+static int statedir_make(const char *dir)
 {
 	char buf[PATH_MAX];
 
-	if ((size_t)snprintf(buf, sizeof(buf), "%s", ctx->state_dir) >= sizeof(buf))
+	if ((size_t)snprintf(buf, sizeof(buf), "%s", dir) >= sizeof(buf))
 		return -ENAMETOOLONG;
 	for (char *p = buf + 1; *p; p++) {
 		if (*p != '/')
@@ -59,29 +58,67 @@ int statedir_ensure(const struct prealloc_ctx *ctx)
 	}
 	if (mkdir(buf, 0700) < 0 && errno != EEXIST)
 		return -errno;
-	return statedir_trusted(buf);
+	return 0;
 }
 
-int statedir_lock(const struct prealloc_ctx *ctx, unsigned int timeout_ms, int cancel_fd,
-		  int *ret_fd)
+static int open_dir(const char *dir)
 {
-	return statedir_lock_leaf(ctx, "lock", timeout_ms, cancel_fd, ret_fd);
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd >= 0)
+		return fd;
+	/* A link, or no directory, where the state directory should be: not ours. */
+	return errno == ELOOP || errno == ENOTDIR ? -EPERM : -errno;
 }
 
-int statedir_lock_leaf(const struct prealloc_ctx *ctx, const char *leaf, unsigned int timeout_ms,
-		       int cancel_fd, int *ret_fd)
+int statedir_open(const struct prealloc_ctx *ctx, bool create, int *ret_dfd)
 {
-	char path[PATH_MAX];
+	int fd, r;
+
+	*ret_dfd = -1;
+	fd = open_dir(ctx->state_dir);
+	if (fd == -ENOENT && create) {
+		r = statedir_make(ctx->state_dir);
+		if (r < 0)
+			return r;
+		fd = open_dir(ctx->state_dir);
+	}
+	if (fd < 0)
+		return fd;
+	r = statedir_trusted(fd);
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	*ret_dfd = fd;
+	return 0;
+}
+
+int statedir_check(const struct prealloc_ctx *ctx)
+{
+	int fd, r = statedir_open(ctx, false, &fd);
+
+	if (r == 0)
+		close(fd);
+	return r;
+}
+
+int statedir_ensure(const struct prealloc_ctx *ctx)
+{
+	int fd, r = statedir_open(ctx, true, &fd);
+
+	if (r == 0)
+		close(fd);
+	return r;
+}
+
+int statedir_lock_at(int dfd, const char *leaf, unsigned int timeout_ms, int cancel_fd,
+		     int *ret_fd)
+{
 	double deadline = now_seconds() + timeout_ms / 1000.0;
 	int fd, r;
 
-	r = statedir_ensure(ctx);
-	if (r < 0)
-		return r;
-	r = statedir_path(ctx, path, sizeof(path), leaf);
-	if (r < 0)
-		return r;
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	fd = openat(dfd, leaf, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return -errno;
 	/* Poll rather than block: callers such as a libvirt hook must stay bounded. */
@@ -107,6 +144,18 @@ int statedir_lock_leaf(const struct prealloc_ctx *ctx, const char *leaf, unsigne
 	return 0;
 }
 
+int statedir_lock_leaf(const struct prealloc_ctx *ctx, const char *leaf, unsigned int timeout_ms,
+		       int cancel_fd, int *ret_fd)
+{
+	int dfd, r = statedir_open(ctx, true, &dfd);
+
+	if (r < 0)
+		return r;
+	r = statedir_lock_at(dfd, leaf, timeout_ms, cancel_fd, ret_fd);
+	close(dfd);
+	return r;
+}
+
 void statedir_unlock(int fd)
 {
 	if (fd < 0)
@@ -115,21 +164,15 @@ void statedir_unlock(int fd)
 	close(fd);
 }
 
-int statedir_write(const struct prealloc_ctx *ctx, const char *leaf, const char *buf, size_t len)
+int statedir_write_at(int dfd, const char *leaf, const char *buf, size_t len)
 {
-	char path[PATH_MAX], tmp[PATH_MAX + 32];
-	int fd, dfd, r;
+	char tmp[PATH_MAX];
+	int fd, r;
 
-	r = statedir_ensure(ctx);
-	if (r < 0)
-		return r;
-	r = statedir_path(ctx, path, sizeof(path), leaf);
-	if (r < 0)
-		return r;
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= sizeof(tmp))
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d", leaf, (int)getpid()) >= sizeof(tmp))
 		return -ENAMETOOLONG;
-	unlink(tmp);	/* a crashed run of the same pid's leftover; then follow no link */
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	unlinkat(dfd, tmp, 0);	/* a crashed run of the same pid's leftover; then follow no link */
+	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
 	/* Whole or not at all: on disk before the rename, the rename on disk before we go on. */
@@ -138,45 +181,32 @@ int statedir_write(const struct prealloc_ctx *ctx, const char *leaf, const char 
 		r = -errno;
 	if (close(fd) < 0 && r == 0)
 		r = -errno;
-	if (r == 0 && rename(tmp, path) < 0)
+	if (r == 0 && renameat(dfd, tmp, dfd, leaf) < 0)
 		r = -errno;
 	if (r < 0) {
-		unlink(tmp);
+		unlinkat(dfd, tmp, 0);
 		return r;
 	}
-	dfd = open(ctx->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		if (fsync(dfd) < 0)
-			r = -errno;
-		close(dfd);
-	}
+	return fsync(dfd) < 0 ? -errno : 0;
+}
+
+int statedir_write(const struct prealloc_ctx *ctx, const char *leaf, const char *buf, size_t len)
+{
+	int dfd, r = statedir_open(ctx, true, &dfd);
+
+	if (r < 0)
+		return r;
+	r = statedir_write_at(dfd, leaf, buf, len);
+	close(dfd);
 	return r;
 }
 
-int statedir_read(const struct prealloc_ctx *ctx, const char *leaf, char **ret_buf,
-		  size_t *ret_len)
+/* All of fd, NUL-terminated (*ret_buf to free). */
+static int read_whole(int fd, char **ret_buf, size_t *ret_len)
 {
-	char path[PATH_MAX], *buf = NULL;
+	char *buf = NULL;
 	size_t len = 0, cap = 0;
-	struct stat st;
-	int fd, r;
 
-	*ret_buf = NULL;
-	*ret_len = 0;
-	/* Read only what we would write: a directory, and a file, of ours alone. */
-	r = statedir_trusted(ctx->state_dir);
-	if (r == 0)
-		r = statedir_path(ctx, path, sizeof(path), leaf);
-	if (r < 0)
-		return r;
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
-	    (st.st_mode & 022)) {
-		close(fd);
-		return -EPERM;
-	}
 	for (;;) {
 		ssize_t n;
 
@@ -184,8 +214,8 @@ int statedir_read(const struct prealloc_ctx *ctx, const char *leaf, char **ret_b
 			char *nb = realloc(buf, cap = cap ? cap * 2 : 16384);
 
 			if (!nb) {
-				r = -ENOMEM;
-				goto fail;
+				free(buf);
+				return -ENOMEM;
 			}
 			buf = nb;
 		}
@@ -193,20 +223,53 @@ int statedir_read(const struct prealloc_ctx *ctx, const char *leaf, char **ret_b
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			r = -errno;
-			goto fail;
+			free(buf);
+			return -errno;
 		}
 		if (n == 0)
 			break;
 		len += (size_t)n;
 	}
-	close(fd);
 	buf[len] = '\0';
 	*ret_buf = buf;
 	*ret_len = len;
 	return 0;
-fail:
+}
+
+int statedir_read_at(int dfd, const char *leaf, char **ret_buf, size_t *ret_len,
+		     struct statx *ret_id)
+{
+	struct statx stx;
+	int fd, r;
+
+	*ret_buf = NULL;
+	*ret_len = 0;
+	fd = openat(dfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	/* Read only what we would write: a file of ours alone. */
+	r = statx(fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS | STATX_BTIME, &stx) < 0 ? -errno : 0;
+	if (r == 0 && (!S_ISREG(stx.stx_mode) || stx.stx_uid != geteuid() || (stx.stx_mode & 022)))
+		r = -EPERM;
+	if (r == 0)
+		r = read_whole(fd, ret_buf, ret_len);
 	close(fd);
-	free(buf);
+	if (r == 0 && ret_id)
+		*ret_id = stx;
+	return r;
+}
+
+int statedir_read(const struct prealloc_ctx *ctx, const char *leaf, char **ret_buf,
+		  size_t *ret_len)
+{
+	int dfd, r;
+
+	*ret_buf = NULL;
+	*ret_len = 0;
+	r = statedir_open(ctx, false, &dfd);
+	if (r < 0)
+		return r;
+	r = statedir_read_at(dfd, leaf, ret_buf, ret_len, NULL);
+	close(dfd);
 	return r;
 }

@@ -1,14 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The store under its lock: every change to the store or to a pool happens
- * between store_open() and store_close(). Opening also finishes what a
- * holder of the lock that died left half done: a pool growth written ahead
- * (its share still marked growing) is settled against what the pool says,
- * before anyone writes a pool again. Growth only ever happens under the
- * lock and clears the mark before it is released, so any mark seen here is
- * stale, and the pool's size is still the one that run left.
+ * The store's one way in (state.h says what each call promises): open (the
+ * lock, then the store read), read without the lock, save, close. An open
+ * resolves the state directory once, to an fd its lock, read and every
+ * save of the open go through (statedir.c's *_at calls).
+ *
+ * Every change to the store or to a pool happens between store_open() and
+ * store_close(). Opening also does, once, what nobody else may: 0.1's
+ * files, where no store exists yet, are converted (store_v1.c); and what a
+ * holder of the lock that died left half done is finished: a pool growth
+ * written ahead (its share still marked growing) is settled against what
+ * the pool says, before anyone writes a pool again. Growth only ever
+ * happens under the lock and clears the mark before it is released, so
+ * any mark seen here is stale, and the pool's size is still the one that
+ * run left.
  */
+#include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "state.h"
 
@@ -35,17 +45,51 @@ static int resolve_growing(struct prealloc_ctx *ctx, struct store *s)
 	return changed;
 }
 
+/*
+ * The store in the state directory dir: its file; where there is none,
+ * 0.1's files if any is there (a stat each to find out); else empty.
+ * ret_id (may be NULL): the store file read, zeroed when none was.
+ */
+static int store_read(int dir, struct store *s, struct statx *ret_id)
+{
+	char *text;
+	size_t len;
+	int r;
+
+	memset(s, 0, sizeof(*s));
+	if (ret_id)
+		memset(ret_id, 0, sizeof(*ret_id));
+	r = statedir_read_at(dir, STORE_LEAF, &text, &len, ret_id);
+	if (r == -ENOENT)
+		return legacy_present(dir) ? legacy_load(dir, s) : 0;
+	if (r < 0)
+		return r;
+	r = strlen(text) == len ? store_parse(text, s) : -EBADMSG;
+	free(text);
+	if (r < 0 && ret_id)
+		memset(ret_id, 0, sizeof(*ret_id));
+	return r;
+}
+
 int store_open_cancel(struct prealloc_ctx *ctx, unsigned int timeout_ms, int cancel_fd,
 		      struct store *s, int *ret_fd)
 {
-	int r;
+	int dir, r;
 
 	*ret_fd = -1;
 	memset(s, 0, sizeof(*s));
-	r = statedir_lock(ctx, timeout_ms, cancel_fd, ret_fd);
-	if (r < 0)
-		return r;
-	r = store_load(ctx, s);
+	r = statedir_open(ctx, true, &dir);
+	if (r == 0)
+		r = statedir_lock_at(dir, "lock", timeout_ms, cancel_fd, ret_fd);
+	if (r == 0)
+		r = store_read(dir, s, NULL);
+	s->has_dir = dir >= 0;
+	s->dir = dir;
+	/* 0.1's files and no store: converted at this first open, the store says so from now on. */
+	if (r == 0 && s->legacy) {
+		r = store_save(ctx, s);
+		s->legacy = false;
+	}
 	if (r == 0 && resolve_growing(ctx, s))
 		r = store_save(ctx, s);
 	if (r < 0) {
@@ -60,9 +104,70 @@ int store_open(struct prealloc_ctx *ctx, unsigned int timeout_ms, struct store *
 	return store_open_cancel(ctx, timeout_ms, -1, s, ret_fd);
 }
 
+static bool same_version(const struct statx *a, const struct statx *b)
+{
+	return a->stx_ino == b->stx_ino && a->stx_dev_major == b->stx_dev_major &&
+	       a->stx_dev_minor == b->stx_dev_minor && a->stx_size == b->stx_size &&
+	       a->stx_mtime.tv_sec == b->stx_mtime.tv_sec &&
+	       a->stx_mtime.tv_nsec == b->stx_mtime.tv_nsec;
+}
+
+int store_load_since(const struct prealloc_ctx *ctx, struct store *s, const struct statx *known,
+		     struct statx *ret_id)
+{
+	struct statx now;
+	int dir, r;
+
+	memset(s, 0, sizeof(*s));
+	if (ret_id)
+		memset(ret_id, 0, sizeof(*ret_id));
+	r = statedir_open(ctx, false, &dir);
+	if (r == -ENOENT)
+		return 0;	/* no state directory yet: an empty store */
+	if (r < 0)
+		return r;
+	/* Every save renames a new file into place: the same file is the same store. */
+	if (known && file_statx(dir, STORE_LEAF, 0, &now) == 0 && same_version(&now, known))
+		r = 1;
+	else
+		r = store_read(dir, s, ret_id);
+	close(dir);
+	return r;
+}
+
+int store_load(const struct prealloc_ctx *ctx, struct store *s)
+{
+	return store_load_since(ctx, s, NULL, NULL);
+}
+
+int store_save(const struct prealloc_ctx *ctx, const struct store *s)
+{
+	int dir = s->has_dir ? s->dir : -1, r;
+	char *text;
+	size_t len;
+
+	r = store_format(s, &text, &len);
+	if (r < 0)
+		return r;
+	if (!s->has_dir)
+		r = statedir_open(ctx, true, &dir);
+	/* Read from 0.1's files: written as the store, they go. */
+	if (r == 0)
+		r = s->legacy ? legacy_convert(dir, text, len)
+			      : statedir_write_at(dir, STORE_LEAF, text, len);
+	if (!s->has_dir && dir >= 0)
+		close(dir);
+	free(text);
+	return r;
+}
+
 void store_close(struct store *s, int fd)
 {
 	store_free(s);
+	if (s->has_dir)
+		close(s->dir);
+	s->has_dir = false;
+	s->dir = -1;
 	statedir_unlock(fd);
 }
 

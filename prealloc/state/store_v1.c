@@ -2,10 +2,12 @@
 /*
  * The state of prealloc 0.1, read once and converted: the pool ledger
  * (<state dir>/ledger, one line per node share) and the registry of created
- * files (<state dir>/files/<dev>-<ino>, key=value lines). The first store
- * written replaces both (store_save), so they are read at most until then.
+ * files (<state dir>/files/<dev>-<ino>, key=value lines). The first open of
+ * the store that finds them and no store converts them (store_lock.c): the
+ * store written replaces both, and is all that is read from then on.
  */
 #include <dirent.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,27 +118,31 @@ int legacy_parse_registry(const char *text, uint64_t dev, uint64_t ino, struct s
 	return 0;
 }
 
-static int registry_load(const struct prealloc_ctx *ctx, struct store *s, bool *found)
+static int registry_load(int dir, struct store *s)
 {
-	char dir[PATH_MAX];
 	struct dirent *de;
+	int fd, r = 0;
 	DIR *d;
-	int r = 0;
 
-	if (statedir_path(ctx, dir, sizeof(dir), "files") < 0 || !(d = opendir(dir)))
+	fd = openat(dir, "files", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
 		return 0;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return 0;
+	}
 	while (r == 0 && (de = readdir(d))) {
 		unsigned long long dev, ino;
-		char leaf[PATH_MAX], *text;
+		char *text;
 		size_t len;
 		int end = 0;
 
 		if (sscanf(de->d_name, "%llx-%llx%n", &dev, &ino, &end) != 2 || de->d_name[end])
 			continue;	/* ".", "..", a crashed write's temp file */
-		snprintf(leaf, sizeof(leaf), "files/%s", de->d_name);
-		if (statedir_read(ctx, leaf, &text, &len) < 0)
+		if (statedir_read_at(dirfd(d), de->d_name, &text, &len, NULL) < 0)
 			continue;
-		*found = true;
+		s->legacy = true;
 		r = legacy_parse_registry(text, dev, ino, s);
 		free(text);
 	}
@@ -144,45 +150,78 @@ static int registry_load(const struct prealloc_ctx *ctx, struct store *s, bool *
 	return r;
 }
 
-int legacy_load(const struct prealloc_ctx *ctx, struct store *s, bool *ret_found)
+bool legacy_present(int dir)
+{
+	struct stat st;
+
+	return fstatat(dir, "ledger", &st, AT_SYMLINK_NOFOLLOW) == 0 ||
+	       fstatat(dir, "files", &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+int legacy_load(int dir, struct store *s)
 {
 	char *text;
 	size_t len;
 	int r;
 
-	*ret_found = false;
-	r = statedir_read(ctx, "ledger", &text, &len);
+	memset(s, 0, sizeof(*s));
+	r = statedir_read_at(dir, "ledger", &text, &len, NULL);
 	if (r == 0) {
-		*ret_found = true;
+		s->legacy = true;
 		r = legacy_parse_ledger(text, s);
 		free(text);
 	}
 	if (r == -ENOENT)
 		r = 0;
 	if (r == 0)
-		r = registry_load(ctx, s, ret_found);
+		r = registry_load(dir, s);
 	if (r < 0)
 		store_free(s);
-	else
-		s->legacy = *ret_found;
 	return r;
 }
 
-void legacy_remove(const struct prealloc_ctx *ctx)
+static void legacy_remove(int dir)
 {
-	char path[PATH_MAX];
 	struct dirent *de;
+	int fd;
 	DIR *d;
 
-	if (statedir_path(ctx, path, sizeof(path), "ledger") == 0)
-		unlink(path);
-	if (statedir_path(ctx, path, sizeof(path), "pool.lock") == 0)
-		unlink(path);
-	if (statedir_path(ctx, path, sizeof(path), "files") < 0 || !(d = opendir(path)))
+	unlinkat(dir, "ledger", 0);
+	test_pause("store-convert-ledger-gone");
+	unlinkat(dir, "pool.lock", 0);
+	fd = openat(dir, "files", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
 		return;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
 	while ((de = readdir(d)))
 		if (de->d_name[0] != '.')
 			unlinkat(dirfd(d), de->d_name, 0);
 	closedir(d);
-	rmdir(path);
+	unlinkat(dir, "files", AT_REMOVEDIR);
+}
+
+/*
+ * A 0.1 binary still running locks pool.lock, not our lock: its lock is
+ * held too while its files turn into the store. Killed before the rename,
+ * they are as they were (the next open converts them); after it, the
+ * store is read from then on, and whatever of them is left is never
+ * looked at again.
+ */
+int legacy_convert(int dir, const char *text, size_t len)
+{
+	int lock = -1, r;
+
+	r = statedir_lock_at(dir, "pool.lock", 30000, -1, &lock);
+	test_pause("store-convert-locked");
+	if (r == 0)
+		r = statedir_write_at(dir, STORE_LEAF, text, len);
+	test_pause("store-convert-written");
+	if (r == 0)
+		legacy_remove(dir);
+	statedir_unlock(lock);
+	return r;
 }

@@ -3,12 +3,16 @@
  * The record store on disk, through the public API over a private state
  * directory and an injected sysfs/procfs (fakeroot.h): the version-1 pool
  * ledger and files/ registry are read as records and replaced by the store
- * at the first write; a corrupt store (bad checksum, cut short, unknown
- * version, a line nobody wrote) is refused with -EBADMSG and left exactly
- * as it was.
+ * at the first open under the lock, and never looked at again once a store
+ * is there (even killed mid-way, the conversion leaves what a reader
+ * accepts); a corrupt store (bad checksum, cut short, unknown version, a
+ * line nobody wrote) is refused with -EBADMSG and left exactly as it was.
  */
 #include <dirent.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/inotify.h>
+#include <sys/wait.h>
 
 #include "engine.h"
 #include "state.h"
@@ -154,6 +158,171 @@ static void test_conversion(void)
 	       "once its file is gone, its 250 go back (nr %llu)",
 	       (unsigned long long)fr_pool_nr(&fr, 0));
 	prealloc_ctx_free(ctx);
+}
+
+/* A state directory of its own for one test: fr.state names it from now on. */
+static void fresh_state(const char *name)
+{
+	if (snprintf(fr.state, sizeof(fr.state), "%s/%s", fr.dir, name) < (int)sizeof(fr.state))
+		mkdir(fr.state, 0700);
+}
+
+/* 0.1's files: a held share of reservation dd (no file) and one registry file. */
+static void plant_v1(void)
+{
+	fr_write(fr.state, "ledger", "held 0 2097152 4 0 0 0 0 0 0 00000000000000dd -\n");
+	fr_write(fr.state, "files/801-2a", "path=/x/v1 file\nsize=4096\npage_size=2097152\n");
+	fr_write(fr.state, "pool.lock", "%s", "");
+}
+
+/* Events inotify saw on 0.1's files (opened, read, changed, removed): files_wd is files/. */
+static unsigned int legacy_touches(int in, int files_wd)
+{
+	char buf[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
+	unsigned int n = 0;
+	ssize_t len;
+
+	while ((len = read(in, buf, sizeof(buf))) > 0) {
+		for (char *p = buf; p < buf + len;) {
+			const struct inotify_event *e = (const struct inotify_event *)p;
+
+			if (e->wd == files_wd ||
+			    (e->len && (!strcmp(e->name, "ledger") || !strcmp(e->name, "files") ||
+					!strcmp(e->name, "pool.lock"))))
+				n++;
+			p += sizeof(*e) + e->len;
+		}
+	}
+	return n;
+}
+
+/* The store in fr.state: its record count, or a negative errno. */
+static long store_count(struct prealloc_ctx *ctx)
+{
+	struct store s;
+	long n;
+	int r = store_load(ctx, &s);
+
+	if (r < 0)
+		return r;
+	n = (long)s.nr;
+	store_free(&s);
+	return n;
+}
+
+/*
+ * An open of a store that is there never touches 0.1's files, even when
+ * some are planted beside it: not opened, read, changed or removed (inotify
+ * watches them), not read into the store. Whoever runs the conversion on
+ * every open (a store_read that looks for them first) fails this.
+ */
+static void test_current_store(void)
+{
+	const uint32_t mask = IN_OPEN | IN_ACCESS | IN_MODIFY | IN_ATTRIB | IN_DELETE | IN_CREATE |
+			      IN_DELETE_SELF | IN_MOVED_FROM | IN_MOVED_TO;
+	struct prealloc_record_info info = { .size = sizeof(info) };
+	struct prealloc_ctx *ctx;
+	char files[400];
+	struct store s;
+	int in, fwd, fd, a, b = -1, c, d;
+	unsigned int settled = 9, touched;
+
+	fresh_state("current");
+	ctx = fakeroot_ctx(&fr);
+	if (!tap_ok(ctx != NULL, "a ctx over a state directory of its own"))
+		return;
+	a = store_open(ctx, 1000, &s, &fd);
+	if (a == 0 && store_add(&s, 0xc1)) {
+		owner_holder(&s.r[0].owner, "vm-c1", NULL, 0);
+		s.r[0].state = PREALLOC_RECORD_READY;
+		a = store_save(ctx, &s);
+	}
+	if (a == 0)
+		store_close(&s, fd);
+	plant_v1();
+	snprintf(files, sizeof(files), "%s/files", fr.state);
+	in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	fwd = inotify_add_watch(in, files, mask);
+	inotify_add_watch(in, fr.state, mask);
+	/* Every way in: open and save, read, the record list, gc (an open of its own). */
+	b = store_open(ctx, 1000, &s, &fd);
+	if (b == 0) {
+		b = store_save(ctx, &s) ?: (int)s.nr;
+		store_close(&s, fd);
+	}
+	c = prealloc_record(ctx, 0, &info);
+	d = prealloc_store_gc(ctx, NULL, &settled);
+	touched = legacy_touches(in, fwd);
+	tap_ok(a == 0 && b == 1 && store_count(ctx) == 1 && c == 0 && info.id == 0xc1 &&
+		       prealloc_record(ctx, 1, &info) == -ENOENT && d == 0 && settled == 0,
+	       "a current store beside 0.1's files: its one record, theirs not read in (a %d b %d "
+	       "c %d d %d)", a, b, c, d);
+	tap_ok(touched == 0 && exists(fr.state, "ledger") && exists(fr.state, "files/801-2a") &&
+		       exists(fr.state, "pool.lock"),
+	       "an open of a current store never touches 0.1's files (%u events on them)",
+	       touched);
+	close(in);
+	prealloc_ctx_free(ctx);
+}
+
+/*
+ * 0.1's files and no store: the first open converts them (the store
+ * written, they gone) before its caller saves anything; SIGKILLed at each
+ * point of the conversion (PREALLOC_TEST_PAUSE stops it there), it leaves
+ * what a reader accepts, the same two records, and the next open finishes:
+ * a store, and whatever of 0.1's files is left never read again.
+ */
+static void test_convert_once(void)
+{
+	static const char *const points[] = { "", "store-convert-locked", "store-convert-written",
+					      "store-convert-ledger-gone" };
+
+	for (size_t i = 0; i < ARRAY_SIZE(points); i++) {
+		struct prealloc_ctx *ctx;
+		bool stopped = false, had_store;
+		struct store s;
+		char name[64];
+		long before, after = -1;
+		int st, fd, r = -1;
+		pid_t pid;
+
+		snprintf(name, sizeof(name), "convert%zu", i);
+		fresh_state(name);
+		plant_v1();
+		fflush(stdout);
+		pid = fork();
+		if (pid == 0) {
+			setenv("PREALLOC_TEST_PAUSE", points[i], 1);
+			ctx = fakeroot_ctx(&fr);
+			_exit(ctx && store_open(ctx, 1000, &s, &fd) == 0 && s.nr == 2 && !s.legacy ? 0 : 1);
+		}
+		waitpid(pid, &st, WUNTRACED);
+		if (WIFSTOPPED(st)) {
+			stopped = true;
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+		}
+		had_store = exists(fr.state, "store");
+		ctx = fakeroot_ctx(&fr);
+		before = ctx ? store_count(ctx) : -1;
+		if (ctx && (r = store_open(ctx, 1000, &s, &fd)) == 0) {
+			after = (long)s.nr;
+			store_close(&s, fd);
+		}
+		if (!points[i][0])
+			tap_ok(WIFEXITED(st) && WEXITSTATUS(st) == 0 && had_store &&
+				       !exists(fr.state, "ledger") && !exists(fr.state, "files") &&
+				       !exists(fr.state, "pool.lock") && after == 2,
+			       "the first open converts 0.1's files: the store has both records, "
+			       "they are gone (after %ld)", after);
+		else
+			tap_ok(stopped && before == 2 && r == 0 && after == 2 &&
+				       exists(fr.state, "store") && had_store == (i > 1) &&
+				       exists(fr.state, "files/801-2a") == (i > 0 && had_store),
+			       "killed at %s: read as the same 2 records (%ld), the next open "
+			       "has them in a store (%ld)", points[i], before, after);
+		prealloc_ctx_free(ctx);
+	}
 }
 
 /* prealloc_record and prealloc_store_gc refuse text with -EBADMSG; the file stays as it was. */
@@ -620,12 +789,18 @@ static void test_round_trip(void)
 
 int main(void)
 {
+	char state[sizeof(fr.state)];
+
 	if (fakeroot_make(&fr, 2) < 0) {
 		tap_ok(0, "cannot build the fake tree in /tmp");
 		return tap_done();
 	}
 	tap_remove_at_exit(fr.dir);
 	test_conversion();
+	memcpy(state, fr.state, sizeof(state));
+	test_current_store();
+	test_convert_once();
+	memcpy(fr.state, state, sizeof(state));
 	test_corrupt();
 	test_identity();
 	test_warm();
