@@ -91,7 +91,7 @@ struct record {
 	/*
 	 * A warm file's tenant: given at take; kept at give only when the give
 	 * names the same one; then the file may be cleared in place for that
-	 * tenant's next take, else it leaves the pool. "" none.
+	 * tenant's next take, else it leaves the warm pool. "" none.
 	 */
 	char tenant[TENANT_MAX];
 };

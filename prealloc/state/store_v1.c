@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The state of prealloc 0.1, read once and converted: the pool ledger
+ * The state of prealloc 0.1, read once and converted: its `ledger` file
  * (<state dir>/ledger, one line per node share) and the registry of created
  * files (<state dir>/files/<dev>-<ino>, key=value lines). The first open of
  * the store that finds them and no store converts them (store_lock.c): the
