@@ -67,7 +67,8 @@ mapped() {
 	numa=$(grep " file=$1 " "/proc/$QPID/numa_maps")
 	echo "# maps: $range; numa_maps: $numa"
 	[ $((end - start)) -eq $SZB ] && [ "${range#* }" = rw-s ] && [[ " $numa " == *" bind:0 "* ]] &&
-		[[ " $numa " == *" huge "* ]] && "$CHECK_FILE" "$1" 0 2097152
+		[[ " $numa " == *" huge "* ]] && "$CHECK_FILE" "$1" 0 2097152 | sed 's/^/# /' &&
+		[ "${PIPESTATUS[0]}" -eq 0 ]
 }
 # want_line ID: the command line --print and --dry-run give for backend ID.
 want_line() {
