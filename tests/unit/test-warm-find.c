@@ -186,16 +186,9 @@ int main(void)
 {
 	struct prealloc_ctx *ctx;
 
-	if (fakeroot_make(&fr, 2) < 0) {
-		tap_ok(0, "cannot build the fake tree in /tmp");
+	ctx = warm_test_ctx(&fr, 2);
+	if (!ctx)
 		return tap_done();
-	}
-	tap_remove_at_exit(fr.dir);
-	ctx = fakeroot_ctx(&fr);
-	if (!tap_ok(ctx != NULL, "a ctx over the fake sysfs and procfs (2 nodes)")) {
-		fakeroot_remove(&fr);
-		return tap_done();
-	}
 	test_ready(ctx);
 	test_reserved(ctx);
 	test_refused(ctx);

@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include "state.h"
+#include "fakeroot.h"
+#include "tap.h"
 
 /*
  * A READY warm file dir/name of bytes on node, page size ps, whose growth added
@@ -54,6 +56,29 @@ static inline uint64_t add_warm_in(const char *dir, struct prealloc_ctx *ctx, co
 		id = 0;
 	store_free(&s);
 	return id;
+}
+
+/*
+ * The warm unit tests' start: a fake tree of nodes nodes in fr (removed at
+ * exit) and a ctx over it; NULL, with a failed check said, when either
+ * cannot be made.
+ */
+static inline struct prealloc_ctx *warm_test_ctx(struct fakeroot *fr, int nodes)
+{
+	struct prealloc_ctx *ctx;
+
+	if (fakeroot_make(fr, nodes) < 0) {
+		tap_ok(0, "cannot build the fake tree in /tmp");
+		return NULL;
+	}
+	tap_remove_at_exit(fr->dir);
+	ctx = fakeroot_ctx(fr);
+	if (!tap_ok(ctx != NULL, "a ctx over the fake sysfs and procfs (%d node%s)", nodes,
+		    nodes == 1 ? "" : "s")) {
+		fakeroot_remove(fr);
+		return NULL;
+	}
+	return ctx;
 }
 
 #endif
