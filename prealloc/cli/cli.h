@@ -125,6 +125,7 @@ void cli_log(void *userdata, int level, const char *msg);
 int admission_exit_status(int reason, int err);
 int prepare_exit_status(int step, int admit_reason, int err);
 int clear_exit_status(int step, int err);
+int qemu_exit_status(int err);
 
 /* report.c */
 struct run_view {

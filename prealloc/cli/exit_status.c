@@ -102,3 +102,26 @@ int clear_exit_status(int step, int err)
 		return err == -EBADMSG ? EXIT_VERIFY : EXIT_FAILURE_RUN;
 	}
 }
+
+/* A failed `prealloc qemu` before QEMU ran: its claim, pre-fault or warm take. */
+int qemu_exit_status(int err)
+{
+	switch (err) {
+	case -ENOMEM:
+	case -EDQUOT:
+	case -ENOSPC:
+		return EXIT_NO_MEMORY;
+	case -EEXIST:
+	case -EXDEV:
+	case -ENOENT:
+	case -ENOTDIR:
+	case -ELOOP:
+	case -EACCES:
+	case -EPERM:
+	case -ETIMEDOUT:
+	case -EBADMSG:
+		return EXIT_ENVIRONMENT;
+	default:
+		return EXIT_FAILURE_RUN;
+	}
+}

@@ -309,28 +309,6 @@ static void qemu_print(char **argv)
 	fflush(stdout);
 }
 
-static int failure_status(int err)
-{
-	switch (err) {
-	case -ENOMEM:
-	case -EDQUOT:
-	case -ENOSPC:
-		return EXIT_NO_MEMORY;
-	case -EEXIST:
-	case -EXDEV:
-	case -ENOENT:
-	case -ENOTDIR:
-	case -ELOOP:
-	case -EACCES:
-	case -EPERM:
-	case -ETIMEDOUT:
-	case -EBADMSG:
-		return EXIT_ENVIRONMENT;
-	default:
-		return EXIT_FAILURE_RUN;
-	}
-}
-
 /* A signal that came (SIGINT, SIGTERM, SIGHUP), read from sfd; 0 none. */
 static int signal_came(int sfd)
 {
@@ -370,7 +348,7 @@ static int qemu_prepare(struct guest *g, int sfd)
 	if (sig)
 		return 128 + sig;
 	cli_error("qemu: %s", g->msg[0] ? g->msg : strerror(-r));
-	return failure_status(r);
+	return qemu_exit_status(r);
 }
 
 /*
