@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 /*
- * What vfio/ uses of the library, and nothing else (tests/unit/test-layers.sh
+ * What vfio/ uses of the library, and nothing else (tests/tree/test-layers.sh
  * holds it to the engine and the root): the engine's job with a flow and a
  * serial op (job_start_spec, job_flow_arg, struct job_spec, job_flow,
  * job_op; the public prealloc_job_wait, _report, _free), from util.c

@@ -2,7 +2,7 @@
 /*
  * Command-line parsers: node specs, node numbers, seconds, thread counts
  * and page sizes. Pure functions with a
- * one-line reason on failure; tests/unit/test-parse.c and the fuzz target
+ * one-line reason on failure; tests/unit/cli/test-parse.c and the fuzz target
  * feed them garbage.
  */
 #include <ctype.h>

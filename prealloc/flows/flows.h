@@ -3,7 +3,7 @@
  * The flows, private to the library: prepare (its request as it is
  * resolved), clear a file, and what their files share (the warm pool, a
  * flow over these, has its own: warm/warm.h). Each flow is one
- * public call over the state and engine layers (tests/unit/test-layers.sh).
+ * public call over the state and engine layers (tests/tree/test-layers.sh).
  * Never installed.
  */
 #ifndef PREALLOC_FLOWS_H

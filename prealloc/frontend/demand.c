@@ -2,7 +2,7 @@
 /*
  * From a guest's backends to what it asks of the host: the hugepages per
  * host node and page size. Pure code: the libvirt hook's demand table
- * (tests/libvirt/test-demand.c) runs it.
+ * (tests/unit/hook/test-demand.c) runs it.
  */
 #include <errno.h>
 #include <stdio.h>

@@ -4,7 +4,7 @@
  * of guest RAM QEMU gets from hugepages or memory_backing_dir (pc.ram,
  * ram-node<N>, dimm<N>, virtiomem<N>), each with its page size, host nodes
  * and access, and the hugepages per host node and size. The rules are
- * libvirt 9's, as its QEMU command line shows them (tests/libvirt/test-demand.c
+ * libvirt 9's, as its QEMU command line shows them (tests/unit/hook/test-demand.c
  * quotes it): a backend is on hugepages (a hugetlbfs mount, or memfd) when
  * its page size is above 4K, else a file in memory_backing_dir when
  * <source type='file'/> or any access mode applies to it, else anonymous

@@ -3,7 +3,7 @@
  * What the host allows, private to the library: the hugepage pools per
  * node (read, grown, shrunk), the cgroup limits on hugepages and memory,
  * and what a node could still give a pool. Admission and the store settle
- * against these; they call only the root (tests/unit/test-layers.sh).
+ * against these; they call only the root (tests/tree/test-layers.sh).
  * Never installed.
  */
 #ifndef PREALLOC_HOST_LIMITS_H

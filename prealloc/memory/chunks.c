@@ -2,7 +2,7 @@
 /*
  * Chunks: a region's bytes split over nodes (extents), and each extent cut into
  * page-aligned chunks that workers take from a queue. Pure code: no system
- * calls, unit-tested in tests/unit/test-chunks.c.
+ * calls, unit-tested in tests/unit/memory/test-chunks.c.
  */
 #include "memory.h"
 

@@ -2,7 +2,7 @@
 /*
  * The memory layer, private to the library: regions and their backing,
  * chunks, populate and the SIGBUS guard, placement, the staging directory,
- * and who uses a file. Calls nothing above it (tests/unit/test-layers.sh).
+ * and who uses a file. Calls nothing above it (tests/tree/test-layers.sh).
  * Never installed.
  */
 #ifndef PREALLOC_MEMORY_H

@@ -3,7 +3,7 @@
  * The state layer, private to the library: the record store (its records,
  * format and owners), the state directory and its one lock, admission,
  * reservations and how a record ends. Calls only the memory layer and the
- * root (tests/unit/test-layers.sh). Never installed.
+ * root (tests/tree/test-layers.sh). Never installed.
  */
 #ifndef PREALLOC_STATE_H
 #define PREALLOC_STATE_H

@@ -22,8 +22,8 @@ set -u -o pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
-# shellcheck source=../unit/tap.sh
-. "$src/tests/unit/tap.sh"
+# shellcheck source=../lib/tap.sh
+. "$src/tests/lib/tap.sh"
 
 work=
 # shellcheck disable=SC2317 # called by the trap

@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "prealloc.h"
-#include "../unit/tap.h"
+#include "tap.h"
 
 #define LEN (UINT64_C(8) << 20)
 

@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "prealloc.h"
-#include "../unit/tap.h"
+#include "tap.h"
 
 #define MiB (UINT64_C(1) << 20)
 

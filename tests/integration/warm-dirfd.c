@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "prealloc.h"
-#include "../unit/tap.h"
+#include "tap.h"
 
 static char top[64], mnt[128], state[128], conf[128];
 

@@ -24,7 +24,7 @@
 
 #include <prealloc.h>
 
-#include "../unit/tap.h"
+#include "tap.h"
 #include "seccomp.h"
 
 #define UD_END UINT64_C(0x5afe0000000000e1)

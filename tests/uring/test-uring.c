@@ -26,8 +26,8 @@
 
 #include <prealloc.h>
 
-#include "../unit/tap.h"
-#include "../unit/fakenodes.h"
+#include "tap.h"
+#include "fakenodes.h"
 #include "seccomp.h"
 
 #define UD_END UINT64_C(0xe0d0000000000001)

@@ -23,8 +23,8 @@
 #include <unistd.h>
 
 #include "engine.h"
-#include "../unit/tap.h"
-#include "../unit/fakenodes.h"
+#include "tap.h"
+#include "fakenodes.h"
 
 #define MiB (UINT64_C(1) << 20)
 #define CHUNK (2 * MiB)

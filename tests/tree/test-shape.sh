@@ -131,7 +131,7 @@ SELFTEST_EXPECTED='long file: prealloc/cli/big.c 501 lines
 long function: prealloc/fn.c:9 long_one() 61 lines
 unclosed function: vfio/deep/unclosed.c:3 open_end() (no } alone at column 0 closes it before the file ends)'
 
-. "$(dirname "${BASH_SOURCE[0]}")/tap.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/tap.sh"
 
 main()
 {

@@ -30,7 +30,7 @@ script_packages()
 	local -a files=()
 	for f in setup.sh .ci/run; do [ -f "$src/$f" ] && files+=("$f"); done
 	mapfile -t -O ${#files[@]} files < <(cd "$src" && find tests examples -name '*.sh' \
-		-type f ! -path tests/unit/test-package-list.sh 2>/dev/null | sort)
+		-type f ! -path tests/tree/test-package-list.sh 2>/dev/null | sort)
 	[ ${#files[@]} -gt 0 ] || return 0
 	(cd "$src" && awk '
 	function emit(p) { if (p != "") print p "\t" FILENAME }
@@ -206,8 +206,8 @@ tmp=
 main()
 {
 	local srcdir=$1 got l
-	# shellcheck source=tap.sh
-	. "$(dirname "$0")/tap.sh"
+	# shellcheck source=../lib/tap.sh
+	. "$(dirname "$0")/../lib/tap.sh"
 	found=$(package_check "$srcdir")
 	diag "$(lines error)" "$(none "$(lines error)")" \
 		"the scripts under $srcdir name packages and docs/testing.md lists them"

@@ -470,7 +470,7 @@ upward include: prealloc/engine/lone.h -> prealloc/hook/n.h ("n.h")
 upward include: prealloc/memory/a.h -> prealloc/flows/b.h ("b.h")
 upward include: prealloc/state/e.c -> prealloc/flows/b.h ("b.h")'
 
-. "$(dirname "${BASH_SOURCE[0]}")/tap.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/tap.sh"
 
 main()
 {

@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "domain.h"
-#include "../unit/tap.h"
+#include "tap.h"
 
 #define HEAD "<domain type='qemu'><name>g</name><uuid>11111111-2222-3333-4444-555555555555</uuid>"
 #define MiB(n) ((uint64_t)(n) << 20)

@@ -10,7 +10,7 @@
 # --help. Prints TAP.
 set -u
 export LC_ALL=C
-. "$(dirname "$0")/tap.sh"
+. "$(dirname "$0")/../../lib/tap.sh"
 
 [ $# -ge 1 ] || { echo "usage: $0 PREALLOC [PROGRAM...]" >&2; exit 2; }
 prealloc=$1
