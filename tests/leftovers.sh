@@ -55,6 +55,10 @@ check)
 	fi
 	echo "leftovers: the suites left these behind (- before, + now):"
 	grep '^[-+][^-+]' "$2.diff"
+	# Which processes, with their parents and states (T: stopped), to find the test.
+	echo "processes of the kinds counted, now:"
+	ps -eo pid=,ppid=,stat=,etime=,args= |
+		awk '{ n = $5; sub(".*/", "", n) } n ~ /^(libvirtd|virtlogd|qemu-system-x86(_64)?|prealloc|sleep)$/'
 	exit 1
 	;;
 *)

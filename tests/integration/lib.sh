@@ -86,6 +86,31 @@ for f in $(pool_files 2048) $(pool_files 1048576); do
 	POOL_VALUES+=("$(cat "$f")")
 done
 
+# kill_session: every process of this test's session but the test itself,
+# killed and reaped. The test is its session's leader (the forwarder above
+# runs it under setsid), so the session is what it started, at any depth. A
+# run paused by PREALLOC_TEST_PAUSE is stopped and never sees the SIGTERM
+# that interrupts the test, and an interrupted test may not have reached the
+# on_exit of what it started last: without this, such a run outlives the
+# test (seen: an interrupted `warm` left a stopped `prealloc warm fill`).
+kill_session() {
+	local i p pids
+	[ "$(ps -o sid= -p $$ | tr -d ' ')" = $$ ] || return 0
+	for ((i = 0; i < 100; i++)); do
+		pids=
+		for p in $(pgrep -s $$); do	# pgrep leaves itself out
+			[ "$p" = $$ ] || [ "$p" = "$BASHPID" ] || pids+=" $p"
+		done
+		[ -n "$pids" ] || return 0
+		for p in $pids; do
+			kill -KILL "$p" 2> /dev/null
+			wait "$p" 2> /dev/null	# ours: reaped; another's: its parent's to reap
+		done
+		sleep 0.1
+	done
+	echo "# cleanup: still running after SIGKILL: $(echo $pids)"
+}
+
 cleanup() {
 	local rc=$? i m d
 	trap - EXIT
@@ -97,6 +122,7 @@ cleanup() {
 	for ((i = ${#EXIT_CMDS[@]} - 1; i >= 0; i--)); do
 		eval "${EXIT_CMDS[$i]}" 2>/dev/null
 	done
+	kill_session
 	# Whatever the test's runs made, wherever it is (/dev/shm too): its
 	# private store names every file and hidden file, so a test that fails
 	# half-way leaves none behind; gc then settles their records.
