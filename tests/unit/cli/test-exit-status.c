@@ -186,6 +186,35 @@ int main(void)
 		tap_ok(got == warm_rows[i].want, "warm take: err %d: exit %d, %s (got %d)",
 		       -warm_rows[i].err, warm_rows[i].want, warm_rows[i].why, got);
 	}
+	/*
+	 * prealloc qemu before QEMU runs (prealloc(1), "qemu"): no memory 3, the
+	 * environment 4 (DIR on another filesystem, a file at DIR/ID), else 1.
+	 */
+	static const struct {
+		int err, want;
+		const char *why;
+	} qemu_rows[] = {
+		{ -ENOMEM, 3, "the claim found no free pages" },
+		{ -EDQUOT, 3, "a hugetlb cgroup limit" },
+		{ -ENOSPC, 3, "the filesystem is full" },
+		{ -EEXIST, 4, "a file already at DIR/ID" },
+		{ -EXDEV, 4, "a warm file on another mount than --dir" },
+		{ -ENOENT, 4, "--dir does not exist" },
+		{ -ENOTDIR, 4, "--dir is no directory" },
+		{ -ELOOP, 4, "a link at DIR/ID" },
+		{ -EACCES, 4, "--dir not writable" },
+		{ -EPERM, 4, "no permission to grow the pool" },
+		{ -ETIMEDOUT, 4, "the store's lock" },
+		{ -EBADMSG, 4, "a corrupt store" },
+		{ -EIO, 1, "the pre-fault failed while it ran" },
+		{ -EINVAL, 1, "a request the command's checks let through" },
+	};
+	for (size_t i = 0; i < NR(qemu_rows); i++) {
+		int got = qemu_exit_status(qemu_rows[i].err);
+
+		tap_ok(got == qemu_rows[i].want, "qemu: err %d: exit %d, %s (got %d)",
+		       -qemu_rows[i].err, qemu_rows[i].want, qemu_rows[i].why, got);
+	}
 	covers(prepare_rows, NR(prepare_rows), false, PREALLOC_STEP_NONE, PREALLOC_STEP_COMMIT,
 	       "prepare step");
 	covers(prepare_rows, NR(prepare_rows), true, PREALLOC_ADMIT_OK, PREALLOC_ADMIT_CANCELED,
