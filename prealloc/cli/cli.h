@@ -127,6 +127,13 @@ int prepare_exit_status(int step, int admit_reason, int err);
 int clear_exit_status(int step, int err);
 int qemu_exit_status(int err);
 
+/* qemu_session.c: `prealloc qemu`'s run (qemu.c has the command). */
+struct guest;
+/* argv on one line of standard output, each word as a shell reads it back. */
+void qemu_print(char **argv);
+/* g claimed and made ready, QEMU run with argv (printed first if print), g given back: the exit status. */
+int qemu_session(struct guest *g, char **argv, bool print);
+
 /* report.c */
 struct run_view {
 	const char *command;	/* "create", "clear", ... */

@@ -1,24 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * `prealloc qemu [OPTIONS] SIZE -- QEMU [ARGS...]`: plain QEMU's front end.
- * The guest's memory, one file-backed backend on one host node, goes
- * through the front-end layer (frontend/guest.h) that the libvirt hook
- * uses too: claimed, then linked from a warm file (--warm) or pre-faulted
- * at DIR/ID; QEMU runs with it (-object memory-backend-file,... -machine
- * memory-backend=ID), and when QEMU exits (or fails, or this command is
+ * The guest's memory, one file-backed backend per host node, goes through
+ * the front-end layer (frontend/guest.h) that the libvirt hook uses too:
+ * claimed, then linked from a warm file (--warm) or pre-faulted at DIR/ID
+ * (DIR/ID-nodeN for each of several nodes); QEMU runs with it (-object
+ * memory-backend-file,... and -machine memory-backend=ID, or one -numa
+ * node per backend), and when QEMU exits (or fails, or this command is
  * signalled: the signal goes on to QEMU) it is given back.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
-#include <poll.h>
-#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/signalfd.h>
 #include <sys/vfs.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -28,20 +25,21 @@
 #define HUGETLBFS_MAGIC 0x958458f6
 #define TMPFS_MAGIC 0x01021994
 #define QEMU_ARGS_MAX 4096
+#define QEMU_MAX_NODES 64	/* guest nodes: one backend, one host node each */
 /* What QEMU takes in an object id (its first a letter). */
 #define ID_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._"
 
 struct qemu_cmd {
-	int node;		/* -1: the first node with memory */
+	struct node_request nodes; /* none given: the first node with memory */
 	uint64_t page_size;
-	uint64_t bytes;
+	uint64_t bytes;		/* the guest's, over all its nodes */
 	const char *dir;	/* NULL: the page size's mount */
 	char id[64];
 	const char *tenant;
 	bool warm, reserve, print, dry_run, verbose;
 	char **qemu;		/* QEMU and its arguments, NULL-terminated */
-	char object[8192];	/* the -object argument */
-	char machine[128];	/* the -machine argument */
+	char *opts[3 * QEMU_MAX_NODES];	/* what QEMU gets after them (allocated) */
+	unsigned int nr_opts;
 };
 
 static const struct guest_words qemu_words = {
@@ -66,7 +64,7 @@ static void qemu_vlog(int level, const char *fmt, va_list ap)
 static int usage(FILE *f, int rc)
 {
 	fprintf(f,
-		"Usage: prealloc qemu [--node N] [--page-size 4k|2M|1G] [--dir DIR] [--id ID]\n"
+		"Usage: prealloc qemu [--node LIST] [--page-size 4k|2M|1G] [--dir DIR] [--id ID]\n"
 		"                     [--warm] [--tenant NAME] [--reserve] [--print] [--dry-run]\n"
 		"                     [--verbose] SIZE -- QEMU [ARGS...]\n"
 		"Prepare SIZE of guest memory on host node N (pre-faulted, or a warm file of the\n"
@@ -75,7 +73,11 @@ static int usage(FILE *f, int rc)
 		"          prealloc=off,host-nodes=N,policy=bind -machine memory-backend=ID\n"
 		"after ARGS (without -m, or with -m SIZE). SIGINT, SIGTERM and SIGHUP go on to\n"
 		"QEMU; the exit status is QEMU's (128 + the signal that ended it).\n"
-		"  --node N         host node (default: the first with memory)\n"
+		"With several nodes, guest node I gets the I-th node listed: one such object\n"
+		"each, id ID-nodeN, and -numa node,nodeid=I,memdev=ID-nodeN (give no -numa).\n"
+		"  --node LIST      host nodes: N, N,M, N-M; N:SIZE,... to size each (adding\n"
+		"                   up to SIZE), else SIZE split evenly (default: the first\n"
+		"                   node with memory)\n"
 		"  --page-size P    4k, 2M or 1G (default 2M)\n"
 		"  --dir DIR        where the file goes, on hugetlbfs or tmpfs (default: the\n"
 		"                   page size's hugetlbfs mount, /dev/shm for 4k)\n"
@@ -95,7 +97,7 @@ static int parse_opt(struct qemu_cmd *q, int c, const char *arg)
 
 	switch (c) {
 	case 'n':
-		if (parse_node(arg, &q->node, err, sizeof(err)) < 0) {
+		if (parse_node_spec(arg, &q->nodes, err, sizeof(err)) < 0) {
 			cli_error("qemu: --node %s: %s", arg, err);
 			return EXIT_USAGE;
 		}
@@ -129,6 +131,42 @@ static int parse_opt(struct qemu_cmd *q, int c, const char *arg)
 	q->print |= c == 'P';
 	q->dry_run |= c == 'D';
 	q->verbose |= c == 'v';
+	return 0;
+}
+
+/*
+ * Each node's share of SIZE: what --node N:SIZE gave (adding up to SIZE), or
+ * SIZE split evenly; each a whole number of pages. 0 or EXIT_USAGE.
+ */
+static int split_size(struct qemu_cmd *q)
+{
+	struct node_request *nr = &q->nodes;
+	uint64_t sum = 0;
+
+	if (nr->nr > QEMU_MAX_NODES) {
+		cli_error("qemu: --node: %u nodes, at most %d", nr->nr, QEMU_MAX_NODES);
+		return EXIT_USAGE;
+	}
+	for (unsigned int i = 0; i < nr->nr && nr->sized; i++) {
+		if (nr->bytes[i] % q->page_size) {
+			cli_error("qemu: --node %d's size is not a whole number of %s pages",
+				  nr->nodes[i], prealloc_page_name(q->page_size));
+			return EXIT_USAGE;
+		}
+		sum += nr->bytes[i];
+	}
+	if (nr->sized && sum != q->bytes) {
+		cli_error("qemu: the nodes' sizes add up to %llu bytes, SIZE is %llu",
+			  (unsigned long long)sum, (unsigned long long)q->bytes);
+		return EXIT_USAGE;
+	}
+	if (!nr->sized && nr->nr > 1 && q->bytes % (nr->nr * q->page_size)) {
+		cli_error("qemu: SIZE does not split into %u equal parts of whole %s pages",
+			  nr->nr, prealloc_page_name(q->page_size));
+		return EXIT_USAGE;
+	}
+	for (unsigned int i = 0; i < nr->nr && !nr->sized; i++)
+		nr->bytes[i] = q->bytes / nr->nr;
 	return 0;
 }
 
@@ -176,7 +214,7 @@ static int parse_args(struct qemu_cmd *q, int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	q->qemu = argv + optind + 1;
-	return 0;
+	return split_size(q);
 }
 
 /* --dir, else the page size's mount; its filesystem's page size must be the one asked for. */
@@ -214,19 +252,56 @@ static int memory_dir(struct prealloc_ctx *ctx, struct qemu_cmd *q, struct guest
 	return 0;
 }
 
-/* The guest: one file backend, shared, bound to its node; held while this process lives. */
+/*
+ * Backend i: a shared file bound to the i-th node, named ID, or ID-nodeN
+ * when the guest has several nodes. 0 or EXIT_USAGE (a name too long).
+ */
+static int qemu_backend(const struct qemu_cmd *q, unsigned int i, struct guest_backend *be)
+{
+	int node = q->nodes.nodes[i];
+	int n = q->nodes.nr > 1 ? snprintf(be->alias, sizeof(be->alias), "%s-node%d", q->id, node)
+				: snprintf(be->alias, sizeof(be->alias), "%s", q->id);
+
+	if (n < 0 || (size_t)n >= sizeof(be->alias)) {
+		cli_error("qemu: --id %s-node%d: longer than %zu characters", q->id, node,
+			  sizeof(be->alias) - 1);
+		return EXIT_USAGE;
+	}
+	be->bytes = q->nodes.bytes[i];
+	be->page_size = q->page_size;
+	be->file = be->shared = true;
+	be->policy = GUEST_POLICY_BIND;
+	be->nr_nodes = 1;
+	be->nodes[0] = node;
+	be->node_bytes[0] = be->bytes;
+	return 0;
+}
+
+/* The guest: a file backend per node, shared, bound there; held while this process lives. */
 static int qemu_guest(struct prealloc_ctx *ctx, struct qemu_cmd *q, struct guest *g)
 {
-	struct guest_backend *be = &g->demand.backends[0];
-	int nodes[PREALLOC_MAX_NODES], n = prealloc_nodes(ctx, nodes, PREALLOC_MAX_NODES);
+	int nodes[PREALLOC_MAX_NODES], n = prealloc_nodes(ctx, nodes, PREALLOC_MAX_NODES), rc;
 	struct timespec ts;
 
 	if (n <= 0) {
 		cli_error("qemu: no node with memory: %s", strerror(n < 0 ? -n : ENODEV));
 		return EXIT_ENVIRONMENT;
 	}
-	if (q->node < 0)
-		q->node = nodes[0];
+	if (!q->nodes.nr) {
+		q->nodes.nr = 1;
+		q->nodes.nodes[0] = nodes[0];
+		q->nodes.bytes[0] = q->bytes;
+	}
+	for (unsigned int i = 0; i < q->nodes.nr; i++) {
+		int k = 0;
+
+		while (k < n && nodes[k] != q->nodes.nodes[i])
+			k++;
+		if (k == n) {
+			cli_error("qemu: --node: node %d has no memory", q->nodes.nodes[i]);
+			return EXIT_ENVIRONMENT;
+		}
+	}
 	clock_gettime(CLOCK_REALTIME, &ts);
 	*g = (struct guest){ .ctx = ctx, .words = &qemu_words, .log = qemu_vlog,
 			     .reserve = q->reserve, .prefault = true, .warm = q->warm,
@@ -238,43 +313,59 @@ static int qemu_guest(struct prealloc_ctx *ctx, struct qemu_cmd *q, struct guest
 	snprintf(g->tenant, sizeof(g->tenant), "%s", q->tenant ? q->tenant : "");
 	/* A run a person started is not cut off: the bounds are the prepare's own. */
 	g->deadline = now_seconds() + 86400;
-	snprintf(be->alias, sizeof(be->alias), "%s", q->id);
-	be->bytes = q->bytes;
-	be->page_size = q->page_size;
-	be->file = be->shared = true;
-	be->policy = GUEST_POLICY_BIND;
-	be->nr_nodes = 1;
-	be->nodes[0] = q->node;
-	be->node_bytes[0] = q->bytes;
-	g->demand.nr_backends = 1;
+	for (unsigned int i = 0; i < q->nodes.nr; i++) {
+		rc = qemu_backend(q, i, &g->demand.backends[i]);
+		if (rc)
+			return rc;
+	}
+	g->demand.nr_backends = q->nodes.nr;
 	guest_needs(&g->demand);
 	return memory_dir(ctx, q, g);
 }
 
-/* QEMU's options for the backend: the -object and -machine arguments. */
-static void qemu_options(struct qemu_cmd *q, const struct guest *g)
+/* opt, then the value fmt makes, onto QEMU's options; false when out of memory. */
+static bool qemu_opt(struct qemu_cmd *q, const char *opt, const char *fmt, ...)
 {
-	const struct guest_backend *be = &g->demand.backends[0];
+	va_list ap;
+	int n;
 
-	snprintf(q->object, sizeof(q->object),
-		 "memory-backend-file,id=%s,mem-path=%s/%s,size=%llu,share=on,prealloc=off,"
-		 "host-nodes=%d,policy=bind", be->alias, g->mount, be->alias,
-		 (unsigned long long)be->bytes, be->nodes[0]);
-	snprintf(q->machine, sizeof(q->machine), "memory-backend=%s", be->alias);
+	q->opts[q->nr_opts] = strdup(opt);
+	if (!q->opts[q->nr_opts])
+		return false;
+	q->nr_opts++;
+	va_start(ap, fmt);
+	n = vasprintf(&q->opts[q->nr_opts], fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return false;
+	q->nr_opts++;
+	return true;
 }
 
-/* One word of a command line as a shell reads it back: quoted unless plain. */
-static void print_word(FILE *f, const char *w)
+/*
+ * QEMU's options for the backends: an -object each, then -machine
+ * memory-backend=ID for one, or a -numa node each for several (guest node
+ * i on backend i). 0, or EXIT_FAILURE_RUN out of memory.
+ */
+static int qemu_options(struct qemu_cmd *q, const struct guest *g)
 {
-	if (w[0] && strspn(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-			      "-_./=,:+@%") == strlen(w)) {
-		fputs(w, f);
-		return;
+	unsigned int nr = g->demand.nr_backends;
+	bool ok = true;
+
+	for (unsigned int i = 0; i < nr && ok; i++) {
+		const struct guest_backend *be = &g->demand.backends[i];
+
+		ok = qemu_opt(q, "-object", "memory-backend-file,id=%s,mem-path=%s/%s,size=%llu,"
+			      "share=on,prealloc=off,host-nodes=%d,policy=bind", be->alias,
+			      g->mount, be->alias, (unsigned long long)be->bytes, be->nodes[0]);
 	}
-	fputc('\'', f);
-	for (; *w; w++)
-		fputs(*w == '\'' ? "'\\''" : (char[2]){ *w, 0 }, f);
-	fputc('\'', f);
+	for (unsigned int i = 0; i < nr && ok; i++)
+		ok = nr == 1 ? qemu_opt(q, "-machine", "memory-backend=%s", g->demand.backends[0].alias)
+			     : qemu_opt(q, "-numa", "node,nodeid=%u,memdev=%s", i,
+					g->demand.backends[i].alias);
+	if (!ok)
+		cli_error("qemu: %s", strerror(ENOMEM));
+	return ok ? 0 : EXIT_FAILURE_RUN;
 }
 
 /* argv for QEMU: its own, then the backend's options; NULL-terminated in ret (QEMU_ARGS_MAX). */
@@ -283,167 +374,21 @@ static int qemu_argv(struct qemu_cmd *q, char **ret)
 	unsigned int n = 0;
 
 	for (char **a = q->qemu; *a; a++) {
-		if (n + 5 >= QEMU_ARGS_MAX) {
-			cli_error("qemu: more than %d arguments", QEMU_ARGS_MAX - 5);
+		if (n + q->nr_opts + 1 >= QEMU_ARGS_MAX) {
+			cli_error("qemu: more than %u arguments", QEMU_ARGS_MAX - q->nr_opts - 1);
 			return EXIT_USAGE;
 		}
 		ret[n++] = *a;
 	}
-	ret[n++] = "-object";
-	ret[n++] = q->object;
-	ret[n++] = "-machine";
-	ret[n++] = q->machine;
+	for (unsigned int i = 0; i < q->nr_opts; i++)
+		ret[n++] = q->opts[i];
 	ret[n] = NULL;
 	return 0;
 }
 
-/* The command line on one line of standard output, as a shell would take it back. */
-static void qemu_print(char **argv)
-{
-	for (unsigned int i = 0; argv[i]; i++) {
-		if (i)
-			putchar(' ');
-		print_word(stdout, argv[i]);
-	}
-	putchar('\n');
-	fflush(stdout);
-}
-
-/* A signal that came (SIGINT, SIGTERM, SIGHUP), read from sfd; 0 none. */
-static int signal_came(int sfd)
-{
-	struct pollfd pfd = { .fd = sfd, .events = POLLIN };
-	struct signalfd_siginfo si;
-
-	while (poll(&pfd, 1, 0) > 0 && read(sfd, &si, sizeof(si)) == sizeof(si))
-		if (si.ssi_signo != SIGCHLD)
-			return (int)si.ssi_signo;
-	return 0;
-}
-
-/*
- * The memory claimed, then linked warm or pre-faulted at DIR/ID (the
- * front-end layer's calls, as the hook's prepare and start begin); on a
- * failure or a signal, all of it given back. 0, or the exit status.
- */
-static int qemu_prepare(struct guest *g, int sfd)
-{
-	int dir_fd = -1, sig, r = guest_claim(g);
-
-	if (r == 0) {
-		dir_fd = open(g->mount, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (dir_fd < 0) {
-			r = -errno;
-			snprintf(g->msg, sizeof(g->msg), "--dir %s: %s", g->mount, strerror(-r));
-		}
-	}
-	if (r == 0)
-		r = guest_start(g, dir_fd, g->mount);
-	if (dir_fd >= 0)
-		close(dir_fd);
-	sig = signal_came(sfd);
-	if (r == 0 && !sig)
-		return 0;
-	guest_release(g, &(uint64_t){ 0 });
-	if (sig)
-		return 128 + sig;
-	cli_error("qemu: %s", g->msg[0] ? g->msg : strerror(-r));
-	return qemu_exit_status(r);
-}
-
-/*
- * Runs QEMU, forwarding SIGINT, SIGTERM and SIGHUP to it: its exit status,
- * 128 + the signal that ended it, or 128 + the signal forwarded when QEMU
- * shut down cleanly on it.
- */
-static int qemu_run(char **argv, int sfd, const sigset_t *old)
-{
-	struct signalfd_siginfo si;
-	pid_t parent = getpid(), pid;
-	int status = 0, forwarded = 0;
-
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0) {
-		cli_error("qemu: fork: %s", strerror(errno));
-		return EXIT_FAILURE_RUN;
-	}
-	if (pid == 0) {
-		/* QEMU goes when this command goes, even by SIGKILL: no mapping outlives it. */
-		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		if (getppid() != parent)
-			_exit(127);
-		signal(SIGPIPE, SIG_DFL);
-		signal(SIGIO, SIG_DFL);
-		sigprocmask(SIG_SETMASK, old, NULL);
-		execvp(argv[0], argv);
-		fprintf(stderr, "%s qemu: cannot run %s: %s\n", program_name, argv[0],
-			strerror(errno));
-		_exit(127);
-	}
-	for (;;) {
-		ssize_t n = read(sfd, &si, sizeof(si));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n != sizeof(si)) {
-			waitpid(pid, &status, 0);
-			break;
-		}
-		if (si.ssi_signo != SIGCHLD) {
-			forwarded = (int)si.ssi_signo;
-			kill(pid, forwarded);
-		} else if (waitpid(pid, &status, WNOHANG) == pid) {
-			break;
-		}
-	}
-	if (WIFSIGNALED(status))
-		return 128 + WTERMSIG(status);
-	return WEXITSTATUS(status) == 0 && forwarded ? 128 + forwarded : WEXITSTATUS(status);
-}
-
-/* Prepared, run, given back; rc is QEMU's unless the release fails after a clean exit. */
-static int qemu_session(struct qemu_cmd *q, struct guest *g, char **args)
-{
-	uint64_t returned = 0;
-	sigset_t mask, old;
-	int sfd, rc, r;
-
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	sigaddset(&mask, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &mask, &old);
-	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
-	if (sfd < 0) {
-		cli_error("qemu: signalfd: %s", strerror(errno));
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		return EXIT_FAILURE_RUN;
-	}
-	g->cancel_fd = sfd;
-	rc = qemu_prepare(g, sfd);
-	if (rc == 0) {
-		if (q->print)
-			qemu_print(args);
-		rc = qemu_run(args, sfd, &old);
-		r = guest_release(g, &returned);
-		if (r < 0)
-			cli_error("qemu: giving back %s: %s ('prealloc pool --gc' finishes it)",
-				  g->name, strerror(-r));
-		else
-			guest_log(g, 6, "%s: gave back %llu hugepages", g->name,
-				  (unsigned long long)returned);
-		rc = rc == 0 && r < 0 ? EXIT_FAILURE_RUN : rc;
-	}
-	close(sfd);
-	sigprocmask(SIG_SETMASK, &old, NULL);
-	return rc;
-}
-
 int cmd_qemu(int argc, char **argv)
 {
-	struct qemu_cmd q = { .node = -1, .page_size = PREALLOC_PAGE_2M };
+	static struct qemu_cmd q = { .page_size = PREALLOC_PAGE_2M };
 	static char *args[QEMU_ARGS_MAX];
 	struct prealloc_ctx *ctx = NULL;
 	struct guest *g = NULL;
@@ -457,14 +402,16 @@ int cmd_qemu(int argc, char **argv)
 	ctx = cli_context();
 	g = calloc(1, sizeof(*g));
 	rc = ctx && g ? qemu_guest(ctx, &q, g) : EXIT_FAILURE_RUN;
-	if (rc == 0) {
-		qemu_options(&q, g);
+	if (rc == 0)
+		rc = qemu_options(&q, g);
+	if (rc == 0)
 		rc = qemu_argv(&q, args);
-	}
 	if (rc == 0 && q.dry_run)
 		qemu_print(args);
 	else if (rc == 0)
-		rc = qemu_session(&q, g, args);
+		rc = qemu_session(g, args, q.print);
+	while (q.nr_opts)
+		free(q.opts[--q.nr_opts]);
 	free(g);
 	prealloc_ctx_free(ctx);
 	return rc;

@@ -84,6 +84,23 @@ check "--dry-run prints the exact options and prepares nothing (rc $rc: $(cat "$
 	all_of '[ $rc -eq 0 ] && [ "$(cat "$TMP/out")" = "$(want_line ram0)" ] &&
 		[ ! -e "$MNT/ram0" ] && [ "$(hp_free)" -eq $free0 ] && [ "$(records)" -eq $recs0 ]'
 
+# Several nodes (the two-node rig runs them, docs/testing.md): each must have
+# memory (4), the sizes given add up to SIZE and SIZE splits into equal whole
+# pages (2); nothing prepared either way.
+none=$(($(ls -d "$NODE_SYSFS"/node[0-9]* 2> /dev/null | sed 's/.*node//' | sort -n | tail -1) + 1))
+for t in "4|--node 0,$none $SZ|node $none has no memory" \
+	"2|--node 0:16M,$none:8M $SZ|add up to 25165824 bytes, SIZE is $SZB" \
+	"2|--node 0,$none 34M|SIZE does not split into 2 equal parts of whole 2M pages"; do
+	IFS='|' read -r want args msg <<< "$t"
+	# shellcheck disable=SC2086 # args: words
+	"$PREALLOC" qemu --dir "$MNT" --id ram0 --page-size 2M $args -- "${GUEST[@]}" \
+		> "$TMP/out" 2> "$TMP/err"
+	rc=$?
+	check "qemu $args: exit $want, '$msg' (rc $rc: $(cat "$TMP/err"))" \
+		all_of '[ $rc -eq $want ] && grep -qF "$msg" "$TMP/err" && [ ! -s "$TMP/out" ] &&
+			[ -z "$(ls "$MNT")" ] && [ "$(hp_free)" -eq $free0 ] && [ "$(records)" -eq $recs0 ]'
+done
+
 # Prepared memory: QEMU maps the pre-faulted file, all of it on node 0.
 if start --print --dir "$MNT" --id ram0; then
 	ok "QEMU runs on prepared memory (pid $QPID)"

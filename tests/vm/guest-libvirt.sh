@@ -342,6 +342,80 @@ destroy we
 "$PREALLOC" warm fill > "$T/fill.out" 2>&1
 check "e: after destroy and fill the file is READY on node 1 again ($(wstat 1 ready_bytes 4096 "$MB4") MiB)" \
 	"$(cat "$T/fill.out")" [ "$(wstat 1 ready_bytes 4096 "$MB4")" = 64 ]
+# ---- (f) plain QEMU on two nodes: prealloc qemu --node 0,1 ------------------
+# The front end of plain QEMU gives the guest one file per host node and a
+# -numa node each; no libvirt. Prepared (--reserve), then warm.
+step "(f) prealloc qemu --node 0,1"
+qmp() {	# qmp CMD: one QMP command to the L2 QEMU's socket
+	python3 - "$T/qmp.sock" "$1" <<'PY'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); f = s.makefile('rw')
+f.readline()
+for cmd in ('qmp_capabilities', sys.argv[2]):
+    f.write(json.dumps({'execute': cmd}) + '\n'); f.flush()
+    while 'return' not in json.loads(f.readline()): pass
+PY
+}
+# pq ARGS...: prealloc qemu ARGS... 128M over two nodes, QEMU paused, in the
+# background (PQ); its QEMU in QP once QMP answers.
+pq() {
+	rm -f "$T/qmp.sock"
+	"$PREALLOC" qemu --node 0,1 --dir "$MB2" --id pq "$@" 128M -- /usr/bin/qemu-system-x86_64 \
+		-machine pc -accel tcg,tb-size=16 -display none -nodefaults -S -m 128M -smp 2 \
+		-qmp "unix:$T/qmp.sock,server=on,wait=off" > "$T/pq.out" 2> "$T/pq.err" &
+	PQ=$!
+	for _ in $(seq 300); do [ -S "$T/qmp.sock" ] && break; sleep 0.2; done
+	QP=$(pgrep -P "$PQ" | head -1)
+	[ -n "$QP" ] && qmp query-status
+}
+# qpages FILE NODE: the L2 QEMU's 2M pages of FILE on NODE.
+qpages() {
+	awk -v f="file=$1" -v n="N$2=" '
+		index($0, f " ") && /kernelpagesize_kB=2048/ { for (i = 1; i <= NF; i++)
+			if (index($i, n) == 1) s += substr($i, length(n) + 1) }
+		END { print s + 0 }' "/proc/$QP/numa_maps" 2> /dev/null
+}
+f0="$(pools)"
+if pq --reserve --print; then
+	check "f: one -object per node and a -numa node each ($(tr ' ' '\n' < "$T/pq.out" | grep -c '^-numa') -numa)" \
+		"$(cat "$T/pq.out")" all_of 'grep -q "id=pq-node0,mem-path=$MB2/pq-node0,size=67108864,share=on,prealloc=off,host-nodes=0,policy=bind" "$T/pq.out" &&
+			grep -q "id=pq-node1,mem-path=$MB2/pq-node1,size=67108864,share=on,prealloc=off,host-nodes=1,policy=bind" "$T/pq.out" &&
+			grep -q -- "-numa node,nodeid=0,memdev=pq-node0 -numa node,nodeid=1,memdev=pq-node1$" "$T/pq.out"'
+	n00=$(qpages "$MB2/pq-node0" 0) n01=$(qpages "$MB2/pq-node0" 1)
+	n10=$(qpages "$MB2/pq-node1" 0) n11=$(qpages "$MB2/pq-node1" 1)
+	check "f: numa_maps: pq-node0's 32 pages on node 0 ($n00, $n01 on 1), pq-node1's on node 1 ($n11, $n10 on 0)" \
+		"pages on the wrong node" all_of '[ "$n00 $n01 $n10 $n11" = "32 0 0 32" ]' ||
+		grep pq-node "/proc/$QP/numa_maps"
+	qmp quit
+	wait "$PQ"
+	rc=$?
+	check "f: QEMU quit: exit 0 ($rc), both files gone, each node's pool as before ($f0 -> $(pools))" \
+		"$(cat "$T/pq.err")" all_of '[ $rc -eq 0 ] && [ ! -e "$MB2/pq-node0" ] && [ ! -e "$MB2/pq-node1" ] &&
+			[ "$(pools)" = "$f0" ]'
+else
+	fail "f: prealloc qemu --node 0,1" "$(cat "$T/pq.err")"
+	kill -9 "$PQ" 2> /dev/null
+fi
+ready=$(find "$MB2/.prealloc" -maxdepth 1 -type f -exec stat -c %i {} + | sort | tr '\n' ' ')
+if pq --warm; then
+	i0=$(stat -c %i "$MB2/pq-node0") i1=$(stat -c %i "$MB2/pq-node1")
+	check "f: --warm: each node's file is a READY warm file ($i0 $i1 of $ready), no new page ($f0 -> $(pools))" \
+		"$(cat "$T/pq.err")" all_of 'grep -qw "$i0" <<< "$ready" && grep -qw "$i1" <<< "$ready" &&
+			[ "$(wstat 0 handed_bytes) $(wstat 1 handed_bytes)" = "64 64" ] && [ "$(pools)" = "$f0" ]'
+	n00=$(qpages "$MB2/pq-node0" 0) n11=$(qpages "$MB2/pq-node1" 1)
+	check "f: --warm: numa_maps: 32 pages of pq-node0 on node 0 ($n00), 32 of pq-node1 on node 1 ($n11)" \
+		"pages on the wrong node" [ "$n00 $n11" = "32 32" ]
+	qmp quit
+	wait "$PQ"
+	rc=$?
+	"$PREALLOC" warm fill > "$T/fill.out" 2>&1
+	check "f: --warm: QEMU quit ($rc): the links gone, each file READY again after fill ($(wstat 0 ready_bytes) $(wstat 1 ready_bytes))" \
+		"$(cat "$T/pq.err" "$T/fill.out")" all_of '[ $rc -eq 0 ] && [ ! -e "$MB2/pq-node0" ] &&
+			[ "$(wstat 0 ready_bytes) $(wstat 1 ready_bytes)" = "64 64" ] && [ "$(pools)" = "$f0" ]'
+else
+	fail "f: prealloc qemu --warm --node 0,1" "$(cat "$T/pq.err")"
+	kill -9 "$PQ" 2> /dev/null
+fi
 step "done"
 kill "$(cat /run/libvirtd.pid)"
 exit 0
