@@ -368,54 +368,61 @@ pq() {
 	QP=$(pgrep -P "$PQ" | head -1)
 	[ -n "$QP" ] && qmp query-status
 }
-# qpages FILE NODE: the L2 QEMU's 2M pages of FILE on NODE.
-qpages() {
-	awk -v f="file=$1" -v n="N$2=" '
-		index($0, f " ") && /kernelpagesize_kB=2048/ { for (i = 1; i <= NF; i++)
-			if (index($i, n) == 1) s += substr($i, length(n) + 1) }
-		END { print s + 0 }' "/proc/$QP/numa_maps" 2> /dev/null
-}
+# placed FILE NODE: every page of FILE allocated, on NODE (vm_placement_check).
+placed() { /tmp/rig/vm_placement_check "$1" "$2" > "$T/placed" 2>&1 || { sed 's/^/    /' "$T/placed"; return 1; }; }
+# Warm first: the READY files (d) left, one per node, become the guest's.
 f0="$(pools)"
-if pq --reserve --print; then
+ready=$(find "$MB2/.prealloc" -maxdepth 1 -type f -exec stat -c %i {} + | sort | tr '\n' ' ')
+if pq --warm --print; then
 	check "f: one -object per node and a -numa node each ($(tr ' ' '\n' < "$T/pq.out" | grep -c '^-numa') -numa)" \
 		"$(cat "$T/pq.out")" all_of 'grep -q "id=pq-node0,mem-path=$MB2/pq-node0,size=67108864,share=on,prealloc=off,host-nodes=0,policy=bind" "$T/pq.out" &&
 			grep -q "id=pq-node1,mem-path=$MB2/pq-node1,size=67108864,share=on,prealloc=off,host-nodes=1,policy=bind" "$T/pq.out" &&
 			grep -q -- "-numa node,nodeid=0,memdev=pq-node0 -numa node,nodeid=1,memdev=pq-node1$" "$T/pq.out"'
-	n00=$(qpages "$MB2/pq-node0" 0) n01=$(qpages "$MB2/pq-node0" 1)
-	n10=$(qpages "$MB2/pq-node1" 0) n11=$(qpages "$MB2/pq-node1" 1)
-	check "f: numa_maps: pq-node0's 32 pages on node 0 ($n00, $n01 on 1), pq-node1's on node 1 ($n11, $n10 on 0)" \
-		"pages on the wrong node" all_of '[ "$n00 $n01 $n10 $n11" = "32 0 0 32" ]' ||
-		grep pq-node "/proc/$QP/numa_maps"
-	qmp quit
-	wait "$PQ"
-	rc=$?
-	check "f: QEMU quit: exit 0 ($rc), both files gone, each node's pool as before ($f0 -> $(pools))" \
-		"$(cat "$T/pq.err")" all_of '[ $rc -eq 0 ] && [ ! -e "$MB2/pq-node0" ] && [ ! -e "$MB2/pq-node1" ] &&
-			[ "$(pools)" = "$f0" ]'
-else
-	fail "f: prealloc qemu --node 0,1" "$(cat "$T/pq.err")"
-	kill -9 "$PQ" 2> /dev/null
-fi
-ready=$(find "$MB2/.prealloc" -maxdepth 1 -type f -exec stat -c %i {} + | sort | tr '\n' ' ')
-if pq --warm; then
 	i0=$(stat -c %i "$MB2/pq-node0") i1=$(stat -c %i "$MB2/pq-node1")
-	check "f: --warm: each node's file is a READY warm file ($i0 $i1 of $ready), no new page ($f0 -> $(pools))" \
-		"$(cat "$T/pq.err")" all_of 'grep -qw "$i0" <<< "$ready" && grep -qw "$i1" <<< "$ready" &&
+	check "f: --warm: each node's file is a READY warm file ($i0 $i1 of $ready), handed, no new page ($f0 -> $(pools))" \
+		"$(cat "$T/pq.err")" all_of 'grep -qw "$i0" <<< "$ready" && grep -qw "$i1" <<< "$ready" && [ "$i0" != "$i1" ] &&
 			[ "$(wstat 0 handed_bytes) $(wstat 1 handed_bytes)" = "64 64" ] && [ "$(pools)" = "$f0" ]'
-	n00=$(qpages "$MB2/pq-node0" 0) n11=$(qpages "$MB2/pq-node1" 1)
-	check "f: --warm: numa_maps: 32 pages of pq-node0 on node 0 ($n00), 32 of pq-node1 on node 1 ($n11)" \
-		"pages on the wrong node" [ "$n00 $n11" = "32 32" ]
+	check "f: --warm: QEMU maps both (bind:0, bind:1), pq-node0's pages on node 0, pq-node1's on node 1" \
+		"$(grep pq-node "/proc/$QP/numa_maps")" all_of 'grep -q "bind:0 file=$MB2/pq-node0 " "/proc/$QP/numa_maps" &&
+			grep -q "bind:1 file=$MB2/pq-node1 " "/proc/$QP/numa_maps" &&
+			placed "$MB2/pq-node0" 0 && placed "$MB2/pq-node1" 1'
 	qmp quit
 	wait "$PQ"
 	rc=$?
 	"$PREALLOC" warm fill > "$T/fill.out" 2>&1
-	check "f: --warm: QEMU quit ($rc): the links gone, each file READY again after fill ($(wstat 0 ready_bytes) $(wstat 1 ready_bytes))" \
-		"$(cat "$T/pq.err" "$T/fill.out")" all_of '[ $rc -eq 0 ] && [ ! -e "$MB2/pq-node0" ] &&
+	check "f: --warm: QEMU quit ($rc): the links gone, each file READY again after fill ($(wstat 0 ready_bytes) $(wstat 1 ready_bytes)), pools as before" \
+		"$(cat "$T/pq.err" "$T/fill.out")" all_of '[ $rc -eq 0 ] && [ ! -e "$MB2/pq-node0" ] && [ ! -e "$MB2/pq-node1" ] &&
 			[ "$(wstat 0 ready_bytes) $(wstat 1 ready_bytes)" = "64 64" ] && [ "$(pools)" = "$f0" ]'
 else
 	fail "f: prealloc qemu --warm --node 0,1" "$(cat "$T/pq.err")"
 	kill -9 "$PQ" 2> /dev/null
 fi
+# Prepared: 32 free pages made on each node first, or admission would cut
+# the READY files to cover the claim (docs/admission.md), by design.
+fp0=$(nr 0) fp1=$(nr 1)
+echo $((fp0 + 32)) > "$sysnode/node0/hugepages/hugepages-2048kB/nr_hugepages"
+echo $((fp1 + 32)) > "$sysnode/node1/hugepages/hugepages-2048kB/nr_hugepages"
+f1="$(pools)"
+if pq; then
+	check "f: prepared: each node's 32 free pages in use, the READY files untouched ($f1 -> $(pools), READY $(wstat 0 ready_bytes) $(wstat 1 ready_bytes))" \
+		"$(cat "$T/pq.err")" all_of '[ "$(nr 0 free_hugepages) $(nr 1 free_hugepages)" = "0 0" ] &&
+			[ "$(wstat 0 ready_bytes) $(wstat 1 ready_bytes)" = "64 64" ]'
+	check "f: prepared: pq-node0's 32 pages allocated on node 0, pq-node1's on node 1; QEMU binds each there" \
+		"$(grep pq-node "/proc/$QP/numa_maps")" all_of 'placed "$MB2/pq-node0" 0 && placed "$MB2/pq-node1" 1 &&
+			grep -q "bind:0 file=$MB2/pq-node0 " "/proc/$QP/numa_maps" &&
+			grep -q "bind:1 file=$MB2/pq-node1 " "/proc/$QP/numa_maps"'
+	kill -TERM "$PQ"
+	wait "$PQ"
+	rc=$?
+	check "f: prepared: SIGTERM (passed on, $rc): both files gone, each node's pages free again ($f1 -> $(pools))" \
+		"$(cat "$T/pq.err")" all_of '[ $rc -eq 143 ] && [ ! -e "$MB2/pq-node0" ] && [ ! -e "$MB2/pq-node1" ] &&
+			[ "$(pools)" = "$f1" ]'
+else
+	fail "f: prealloc qemu --node 0,1" "$(cat "$T/pq.err")"
+	kill -9 "$PQ" 2> /dev/null
+fi
+echo "$fp0" > "$sysnode/node0/hugepages/hugepages-2048kB/nr_hugepages"
+echo "$fp1" > "$sysnode/node1/hugepages/hugepages-2048kB/nr_hugepages"
 step "done"
 kill "$(cat /run/libvirtd.pid)"
 exit 0
