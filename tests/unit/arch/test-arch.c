@@ -110,7 +110,7 @@ static void test_cache_flush(void)
 	for (size_t i = 0; i < ARRAY_SIZE(lens); i++) {
 		if (lens[i] > page)
 			continue;
-		/* Ending exactly at the guard, from an odd start and from a line start. */
+		/* Each length once ending exactly at the guard, once one byte into the page. */
 		arch_cache_flush(guard - lens[i], lens[i]);
 		arch_cache_flush(map + 1, lens[i] - 1);
 	}
@@ -193,12 +193,14 @@ static void test_identity(const struct cpu_id *id, const struct cpuinfo *ci)
 	       ci->vendor);
 	tap_ok((long)id->family == ci->family, "display family 0x%x is cpuinfo's %ld", id->family,
 	       ci->family);
-	tap_ok((long)id->model == ci->model, "display model 0x%x (extended bits included) is "
-	       "cpuinfo's %ld", id->model, ci->model);
+	tap_ok((long)id->model == ci->model,
+	       "display model 0x%x (extended bits included) is cpuinfo's %ld", id->model,
+	       ci->model);
 	tap_ok((long)id->stepping == ci->stepping, "stepping %u is cpuinfo's %ld", id->stepping,
 	       ci->stepping);
-	tap_ok(!strcmp(id->model_name, ci->model_name), "model name \"%s\" is cpuinfo's \"%s\" "
-	       "(no space or newline around it)", id->model_name, ci->model_name);
+	tap_ok(!strcmp(id->model_name, ci->model_name),
+	       "model name \"%s\" is cpuinfo's \"%s\" (no space or newline around it)",
+	       id->model_name, ci->model_name);
 }
 
 static void test_features(const struct cpu_id *id, const struct cpuinfo *ci)
