@@ -17,7 +17,9 @@
  * - a 2M backend on its own warm file claims no hugepage of its node (its
  *   pages are the file's), the claim refused when the file is not there;
  * - with warm off, or no READY file left on the node, nothing is reserved
- *   and the reason is the front end's words.
+ *   and the reason is the front end's words;
+ * - a prepare run again with a backend that had no file: it gets the file
+ *   READY since, never its sibling's (the ids counted already are skipped).
  */
 #include <fcntl.h>
 #include <string.h>
@@ -232,6 +234,40 @@ static void test_warm_claims_nothing(struct prealloc_ctx *ctx)
 	tap_ok(r == 0 && !held_by(ctx, id, a.holder), "release: the 2M file given back (%d)", r);
 }
 
+/*
+ * Two backends on node 1 and one READY file there: the first gets it, the
+ * second none. A file comes READY; prepare runs again: the first keeps its
+ * own (counted once), the second gets the new one, never the first's.
+ */
+static void test_reserve_again(struct prealloc_ctx *ctx)
+{
+	static struct guest g;
+	uint64_t x1 = add_warm_in(fr.dir, ctx, "x1", 1, K4, 4 * MIB, 0), x2;
+	int r;
+
+	warm_guest(&g, ctx, "test:again");
+	test_backend(&g, "ram-node1", 4 * MIB, K4, true, 1, node1);
+	test_backend(&g, "dimm1", 4 * MIB, K4, true, 1, node1);
+	guest_needs(&g.demand);
+	test_log_clear();
+	r = guest_claim(&g);
+	tap_ok(r == 0 && g.warmed[0] && !g.warmed[1] && held_by(ctx, x1, g.holder),
+	       "one file on node 1 for two backends: the first has it, the second none (%d, %d %d, "
+	       "held %d)", r, g.warmed[0], g.warmed[1], held_by(ctx, x1, g.holder));
+	tap_ok(strstr(test_log, "dimm1 starts without a warm file: no READY warm file") != NULL,
+	       "the log says dimm1 found none: %s", test_log);
+	x2 = add_warm_in(fr.dir, ctx, "x2", 1, K4, 4 * MIB, 0);
+	memset(g.warmed, 0, sizeof(g.warmed));
+	guest_warm_reserve(&g);
+	tap_ok(x2 && g.warmed[0] && g.warmed[1] && held_by(ctx, x1, g.holder) &&
+		       held_by(ctx, x2, g.holder),
+	       "reserve again: the first keeps its file, the second gets the new one (%d %d)",
+	       g.warmed[0], g.warmed[1]);
+	r = guest_release(&g, &(uint64_t){ 0 });
+	tap_ok(r == 0 && !held_by(ctx, x1, g.holder) && !held_by(ctx, x2, g.holder),
+	       "release: both given back (%d)", r);
+}
+
 int main(void)
 {
 	struct prealloc_ctx *ctx = warm_test_ctx(&fr, 2);
@@ -241,6 +277,7 @@ int main(void)
 	snprintf(status, sizeof(status), "%s/guest.xml", fr.dir);
 	test_two_nodes(ctx);
 	test_warm_claims_nothing(ctx);
+	test_reserve_again(ctx);
 	prealloc_ctx_free(ctx);
 	fakeroot_remove(&fr);
 	return tap_done();
