@@ -175,6 +175,7 @@ static void test_release_exact(struct prealloc_ctx *ctx, struct guest *g)
 static void test_claim_edges(struct prealloc_ctx *ctx)
 {
 	static struct guest g;
+	unsigned int records;
 	int r;
 
 	pools(8, 1);
@@ -201,6 +202,7 @@ static void test_claim_edges(struct prealloc_ctx *ctx)
 	       (unsigned long long)fr_pool_nr(&fr, 0), (unsigned long long)fr_pool_nr(&fr, 1));
 
 	/* prepare run again: what the holder claimed serves, nothing is claimed twice. */
+	records = nr_records(ctx);
 	claim_guest(&g, ctx, "test:exact");
 	r = guest_claim(&g);
 	tap_ok(r == 0 && held_pages(ctx, g.holder, 0, MB2) == 8 &&
@@ -208,6 +210,8 @@ static void test_claim_edges(struct prealloc_ctx *ctx)
 	       "a second claim of the holder takes nothing more (%d): %llu, %llu", r,
 	       (unsigned long long)held_pages(ctx, g.holder, 0, MB2),
 	       (unsigned long long)held_pages(ctx, g.holder, 1, MB2));
+	tap_ok(nr_records(ctx) == records, "a second claim adds no record, not even an empty one "
+	       "(%u, were %u)", nr_records(ctx), records);
 	test_other_guest(ctx);
 	test_release_exact(ctx, &g);
 }
