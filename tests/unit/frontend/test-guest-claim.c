@@ -17,7 +17,6 @@
  *   guest_release giving back exactly that (nr_hugepages back to its
  *   value, the holder's records gone); a release of nothing is no error.
  */
-#include <fcntl.h>
 #include <string.h>
 
 #include <prealloc.h>
@@ -50,6 +49,7 @@ static uint64_t need_bytes(const struct guest_demand *dd, int node, uint64_t ps)
  * The claim tests' guest: on node 0, ram-node0 (8 MiB) and dimm0 (4 MiB);
  * ram-node1 (8 MiB) bound to nodes 0 and 1, 2M pages: 8 pages on node 0,
  * 2 on node 1; pc.ram4k (64 MiB of 4K pages on node 1) needs no hugepage.
+ * holder is "test:<name>": the guest's name is what follows.
  */
 static void claim_guest(struct guest *g, struct prealloc_ctx *ctx, const char *holder)
 {

@@ -65,7 +65,7 @@ static int warm_state(struct prealloc_ctx *ctx, uint64_t id)
 	return record_of(ctx, id, &info) ? info.warm : -1;
 }
 
-/* A warm guest on the fake tree's mount (tmpfs-like: 4K pages). */
+/* A warm guest on the fake tree's mount (tmpfs-like: 4K pages); holder "test:<name>". */
 static void warm_guest(struct guest *g, struct prealloc_ctx *ctx, const char *holder)
 {
 	test_guest(g, ctx, holder + 5, holder, status);
