@@ -79,7 +79,8 @@ static bool have_reserved(struct guest *g, const struct guest_backend *be, uint6
 	return true;
 }
 
-static void reserve_one(struct guest *g, unsigned int i)
+/* Reserves a READY file for backend i: its record's id, 0 none. */
+static uint64_t reserve_one(struct guest *g, unsigned int i)
 {
 	const struct guest_backend *be = &g->demand.backends[i];
 	struct prealloc_warm_take_info info = { .size = sizeof(info), .fd = -1 };
@@ -102,13 +103,14 @@ static void reserve_one(struct guest *g, unsigned int i)
 		guest_log(g, r == -ENOENT ? 6 : 4, "%s: %s starts without a warm file (%s)%s",
 			g->name, be->alias, info.message[0] ? info.message : strerror(-r),
 			guest_prefaulted(g, i) ? ": pre-faulted at start" : "");
-		return;
+		return 0;
 	}
 	g->warmed[i] = true;
 	guest_log(g, 6, "%s: %s: warm file %llu reserved (%llu MiB of %s pages on node %d, %s)",
 		g->name, be->alias, (unsigned long long)info.id,
 		(unsigned long long)(be->bytes >> 20), pl, be->nodes[0],
 		info.hit == PREALLOC_WARM_HIT_CUT ? "a larger one cut to size" : "exactly its size");
+	return info.id;
 }
 
 /*
@@ -160,12 +162,16 @@ void guest_warm_reserve(struct guest *g)
 			continue;
 		}
 		skip = reserve_skip(g, &g->demand.backends[i]);
-		if (skip)
+		if (skip) {
 			guest_log(g, 6, "%s: %s starts without a warm file: %s%s", g->name,
 				g->demand.backends[i].alias, skip, guest_prefaulted(g, i)
 				? " (pre-faulted at start)" : "");
-		else
-			reserve_one(g, i);
+			continue;
+		}
+		/* Counted: a later backend of its node and size must not take it for its own. */
+		used[nr_used] = reserve_one(g, i);
+		if (used[nr_used])
+			nr_used++;
 	}
 }
 
