@@ -38,8 +38,7 @@
 /* A new directory under parent (removed at exit); 0, or -1 when none could be made. */
 static inline int make_dir_in(const char *parent, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s/prealloc-unit.XXXXXX", parent);
-	if (!mkdtemp(buf))
+	if ((size_t)snprintf(buf, len, "%s/prealloc-unit.XXXXXX", parent) >= len || !mkdtemp(buf))
 		return -1;
 	tap_remove_at_exit(buf);
 	return 0;
