@@ -105,6 +105,7 @@ static inline unsigned int dir_entries(const char *dir, char *names, size_t len)
 static inline int make_file_at(const char *path, unsigned int mode, uint64_t len, int fill)
 {
 	char chunk[4096];
+	uint64_t n;
 	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode);
 	int r = 0;
 
@@ -113,9 +114,11 @@ static inline int make_file_at(const char *path, unsigned int mode, uint64_t len
 	memset(chunk, fill, sizeof(chunk));
 	if (fchmod(fd, mode) < 0 || ftruncate(fd, (off_t)len) < 0)
 		r = -errno;
-	for (uint64_t off = 0; r == 0 && fill && off < len; off += sizeof(chunk))
-		if (pwrite(fd, chunk, len - off < sizeof(chunk) ? len - off : sizeof(chunk), (off_t)off) < 0)
-			r = -errno;
+	for (uint64_t off = 0; r == 0 && fill && off < len; off += n) {
+		n = len - off < sizeof(chunk) ? len - off : sizeof(chunk);
+		if (pwrite(fd, chunk, n, (off_t)off) != (ssize_t)n)
+			r = -EIO;
+	}
 	close(fd);
 	return r;
 }

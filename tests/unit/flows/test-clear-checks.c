@@ -66,7 +66,8 @@ static void test_disk(void)
 	int r;
 
 	if (!disk[0]) {
-		tap_skip("no directory off tmpfs and hugetlbfs: /var/tmp, /tmp and . are in memory");
+		tap_skip("no directory off tmpfs and hugetlbfs: /var/tmp, /tmp and . are all in "
+			 "memory");
 		return;
 	}
 	snprintf(path, sizeof(path), "%s/data", disk);

@@ -9,9 +9,10 @@
  * user put at its final path; a live run's stays until its pid belongs to
  * another process (another start time); a READY file held by a holder
  * goes when its check path does, or its expiry passes, and stays while
- * either holds (even with its file removed by hand); a RELEASING record (a release a crash cut short) is
- * finished; a READY file held by nobody but itself stays. test-admit-roots
- * and test-records hold gc's pool growth and the store's text, not files.
+ * either holds (its record even with the file removed by hand); a
+ * RELEASING record (a release a crash cut short) is finished; a READY file
+ * held by nobody but itself stays. test-admit-roots and test-records hold
+ * gc's pool growth and the store's text, not files.
  */
 #include <errno.h>
 #include <string.h>
@@ -154,7 +155,8 @@ static void test_ready(void)
 	unlink(later);
 	r = gc(&n);
 	tap_ok(r == 0 && n == 0 && nr_records(ctx) == 1,
-	       "the hour's record, its file removed by hand: kept for its holder (r %d n %u)", r, n);
+	       "the hour's record, its file removed by hand: kept for its holder (r %d n %u)", r,
+	       n);
 	tap_ok(prealloc_release_holder(ctx, "vm:gc", NULL) == 0 && nr_records(ctx) == 0,
 	       "(released by its holder)");
 

@@ -213,7 +213,8 @@ static void thp_mounts(const char *near, const char *far)
 		 "40 1 0:40 / %.*s rw - tmpfs tmpfs rw,size=64k,huge=%s,mode=755\n"
 		 "41 40 0:41 / %s rw,nosuid - tmpfs tmpfs rw,huge=%s\n"
 		 "42 40 0:42 / %.*s rw - tmpfs tmpfs rw,huge=never\n",
-		 slash > up ? (int)(slash - up) : 1, up, far, up, near, (int)strlen(real) - 2, real);
+		 slash > up ? (int)(slash - up) : 1, up, far, up, near, (int)strlen(real) - 2,
+		 real);
 }
 
 static void c_thp_never(struct prealloc_prepare_opts *o, char *want, size_t len)
@@ -248,7 +249,8 @@ static void test_trust(void)
 	char path[600];
 
 	snprintf(path, sizeof(path), "%s/mapped", shm);
-	tap_ok(make_file_at(path, 0600, MIB, 0) == 0 && fake_mapper(&fr, 4242, path, "qemu-fake") == 0,
+	tap_ok(make_file_at(path, 0600, MIB, 0) == 0 &&
+		       fake_mapper(&fr, 4242, path, "qemu-fake") == 0,
 	       "a file of ours that fake pid 4242 maps");
 	snprintf(path, sizeof(path), "%s/held", shm);
 	tap_ok(make_file_at(path, 0600, MIB, 0) == 0 && fake_opener(&fr, 4343, path) == 0,
@@ -291,11 +293,13 @@ int main(void)
 		RUN_ALL(disk_cases);
 		tap_ok(dir_entries(disk, NULL, 0) == 0, "nothing was made on disk");
 	} else {
-		tap_skip("no directory off tmpfs and hugetlbfs: /var/tmp, /tmp and . are in memory");
+		tap_skip("no directory off tmpfs and hugetlbfs: /var/tmp, /tmp and . are all in "
+			 "memory");
 	}
 	RUN_ALL(thp_cases);
 	snprintf(path, sizeof(path), "%s/precious", shm);
-	tap_ok(nonzero_bytes(path) == MIB, "the existing file kept every byte through the refusals");
+	tap_ok(nonzero_bytes(path) == MIB,
+	       "the existing file kept every byte through the refusals");
 	prealloc_ctx_free(ctx);
 	return tap_done();
 }

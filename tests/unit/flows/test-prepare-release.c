@@ -186,7 +186,8 @@ static void test_adopted(void)
 	tap_ok(r == -ENOENT && !info.removed && nonzero_bytes(path) == 64 * 1024,
 	       "its release: -ENOENT, its data kept (%d)", r);
 	r = prealloc_store_gc(ctx, NULL, &settled);
-	tap_ok(r == 0 && settled == 0 && nr_records(ctx) == 1, "gc keeps it while the file is there");
+	tap_ok(r == 0 && settled == 0 && nr_records(ctx) == 1,
+	       "gc keeps it while the file is there");
 	unlink(path);
 	r = prealloc_store_gc(ctx, NULL, &settled);
 	tap_ok(r == 0 && settled == 1 && nr_records(ctx) == 0, "and settles it once it is gone");
@@ -214,7 +215,8 @@ static void test_named_and_held(void)
 	tap_ok(r == 0 && base && !strncmp(pi.path, shm, strlen(shm)) &&
 		       base - pi.path == (long)strlen(shm) &&
 		       !strncmp(base + 1, "prealloc-node0-64K-", 19) && n == 7 && !base[1 + 19 + n],
-	       "no path: the flow names it prealloc-node0-64K-<7 of a-z0-9> in dir ('%s')", pi.path);
+	       "no path: the flow names it prealloc-node0-64K-<7 of a-z0-9> in dir ('%s')",
+	       pi.path);
 	stat(pi.path, &st);
 	tap_ok((st.st_mode & 07777) == 0640,
 	       "with the mode asked: 0640 (%o)", (unsigned int)(st.st_mode & 07777));
@@ -284,7 +286,8 @@ static void test_busy(void)
 	make_file_at(path, 0600, 8192, 0);
 	add_record(path, PREALLOC_RECORD_READY, 0, 0, PREALLOC_WARM_HANDED);
 	r = release(path, &info);
-	tap_ok(r == -EBUSY && info.warm == 1 && !info.removed && !gone(path) && nr_records(ctx) == 1,
+	tap_ok(r == -EBUSY && info.warm == 1 && !info.removed && !gone(path) &&
+		       nr_records(ctx) == 1,
 	       "a file of the warm pool: -EBUSY, warm, kept (r %d warm %d)", r, info.warm);
 }
 
