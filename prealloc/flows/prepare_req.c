@@ -46,8 +46,16 @@ static int request_nodes(struct prepare_req *req)
 	char a[32], b[32];
 	uint64_t sum = 0;
 
-	if (o->nr_nodes > PREALLOC_MAX_NODES || (o->nr_nodes && !o->nodes))
+	if (o->nr_nodes > PREALLOC_MAX_NODES) {
+		prepare_fail(req, PREALLOC_STEP_REQUEST, "nr_nodes %u is more than %d",
+			     o->nr_nodes, PREALLOC_MAX_NODES);
 		return -EINVAL;
+	}
+	if (o->nr_nodes && !o->nodes) {
+		prepare_fail(req, PREALLOC_STEP_REQUEST, "nr_nodes %u with no nodes array",
+			     o->nr_nodes);
+		return -EINVAL;
+	}
 	if (!o->nr_nodes) {
 		int nr = prealloc_default_nodes(req->ctx, req->nodes, PREALLOC_MAX_NODES);
 
@@ -213,28 +221,46 @@ static int request_names(struct prepare_req *req)
 	return req->exists ? 0 : request_stage(req, real);
 }
 
-int prepare_request(struct prepare_req *req)
+/* The options' own fields, each refusal naming the field: 0 or -EINVAL. */
+static int request_options(struct prepare_req *req)
 {
 	const struct prealloc_prepare_opts *o = &req->o;
 	uint64_t ps = o->page_size;
-	int r;
+	const char *what = NULL;
 
-	if ((ps != PREALLOC_PAGE_AUTO && ps != PREALLOC_PAGE_THP && ps != PREALLOC_PAGE_4K &&
-	     ps != PREALLOC_PAGE_2M && ps != PREALLOC_PAGE_1G) ||
-	    (o->path && (!*o->path || strlen(o->path) >= PATH_MAX)) ||
-	    (o->holder && (!*o->holder || strlen(o->holder) >= 256)) ||
-	    (o->holder_check && strlen(o->holder_check) >= PATH_MAX)) {
-		prepare_fail(req, PREALLOC_STEP_REQUEST, "invalid prepare options");
-		return -EINVAL;
-	}
+	if (ps != PREALLOC_PAGE_AUTO && ps != PREALLOC_PAGE_THP && ps != PREALLOC_PAGE_4K &&
+	    ps != PREALLOC_PAGE_2M && ps != PREALLOC_PAGE_1G)
+		what = "page_size is none of auto, thp, 4k, 2M and 1G";
+	else if (o->path && !*o->path)
+		what = "path is empty";
+	else if (o->path && strlen(o->path) >= PATH_MAX)
+		what = "path is longer than PATH_MAX";
+	else if (o->holder && !*o->holder)
+		what = "holder is empty";
+	else if (o->holder && strlen(o->holder) >= 256)
+		what = "holder is longer than 255 bytes";
+	else if (o->holder_check && strlen(o->holder_check) >= PATH_MAX)
+		what = "holder_check is longer than PATH_MAX";
+	if (!what)
+		return 0;
+	prepare_fail(req, PREALLOC_STEP_REQUEST, "invalid prepare options: %s", what);
+	return -EINVAL;
+}
+
+int prepare_request(struct prepare_req *req)
+{
+	int r = request_options(req);
+
+	if (r < 0)
+		return r;
 	if (!req->o.reserve_timeout_ms)
 		req->o.reserve_timeout_ms = ADMIT_RESERVE_TIMEOUT_MS;
 	if (!req->o.lock_timeout_ms)
 		req->o.lock_timeout_ms = ADMIT_LOCK_TIMEOUT_MS;
-	if (o->holder) {
-		owner_holder(&req->owner, o->holder, o->holder_check, o->holder_expires);
-	}
-	req->path = o->path;
+	if (req->o.holder)
+		owner_holder(&req->owner, req->o.holder, req->o.holder_check,
+			     req->o.holder_expires);
+	req->path = req->o.path;
 	req->id = record_new_id();
 	req->info.record_id = req->id;
 	r = request_nodes(req);

@@ -21,19 +21,19 @@
 static void c_page_8k(struct prealloc_prepare_opts *o, char *want, size_t len)
 {
 	o->page_size = 8192;
-	snprintf(want, len, "invalid prepare options");
+	snprintf(want, len, "invalid prepare options: page_size is none of auto, thp, 4k, 2M and 1G");
 }
 
 static void c_path_empty(struct prealloc_prepare_opts *o, char *want, size_t len)
 {
 	o->path = "";
-	snprintf(want, len, "invalid prepare options");
+	snprintf(want, len, "invalid prepare options: path is empty");
 }
 
 static void c_holder_empty(struct prealloc_prepare_opts *o, char *want, size_t len)
 {
 	o->holder = "";
-	snprintf(want, len, "invalid prepare options");
+	snprintf(want, len, "invalid prepare options: holder is empty");
 }
 
 static char long_name[PATH_MAX + 1];
@@ -44,7 +44,7 @@ static void c_holder_256(struct prealloc_prepare_opts *o, char *want, size_t len
 	memset(long_name, 'h', 256);
 	long_name[256] = '\0';
 	o->holder = long_name;
-	snprintf(want, len, "invalid prepare options");
+	snprintf(want, len, "invalid prepare options: holder is longer than 255 bytes");
 }
 
 /* 255 bytes fit: the request goes on to its size, which is what is refused. */
@@ -63,7 +63,7 @@ static void c_check_long(struct prealloc_prepare_opts *o, char *want, size_t len
 	long_name[PATH_MAX] = '\0';
 	o->holder = "vm1";
 	o->holder_check = long_name;
-	snprintf(want, len, "invalid prepare options");
+	snprintf(want, len, "invalid prepare options: holder_check is longer than PATH_MAX");
 }
 
 /* ---- nodes and sizes (request_nodes, request_sizes) ------------------------ */
@@ -71,13 +71,13 @@ static void c_check_long(struct prealloc_prepare_opts *o, char *want, size_t len
 static void c_too_many_nodes(struct prealloc_prepare_opts *o, char *want, size_t len)
 {
 	o->nr_nodes = PREALLOC_MAX_NODES + 1;
-	snprintf(want, len, "invalid request: %s", strerror(EINVAL));
+	snprintf(want, len, "nr_nodes %d is more than %d", PREALLOC_MAX_NODES + 1, PREALLOC_MAX_NODES);
 }
 
 static void c_nodes_null(struct prealloc_prepare_opts *o, char *want, size_t len)
 {
 	o->nodes = NULL;
-	snprintf(want, len, "invalid request: %s", strerror(EINVAL));
+	snprintf(want, len, "nr_nodes %u with no nodes array", o->nr_nodes);
 }
 
 static const int node01[] = { 0, 1 };
