@@ -28,7 +28,10 @@ static const struct guest_words test_words = {
 	.warm_off = "warm is off here",
 };
 
-/* Every message the layer logged since test_log_clear(), one a line. */
+/*
+ * Every message the layer logged since test_log_clear(), each followed by
+ * " | ": one line, so that a check's description that quotes it stays TAP.
+ */
 static char test_log[16384];
 
 static void test_vlog(int level, const char *fmt, va_list ap)
@@ -36,10 +39,10 @@ static void test_vlog(int level, const char *fmt, va_list ap)
 	size_t used = strlen(test_log);
 
 	(void)level;
-	if (used + 2 >= sizeof(test_log))
+	if (used + 4 >= sizeof(test_log))
 		return;
-	vsnprintf(test_log + used, sizeof(test_log) - used - 1, fmt, ap);
-	strcat(test_log, "\n");
+	vsnprintf(test_log + used, sizeof(test_log) - used - 3, fmt, ap);
+	strcat(test_log, " | ");
 }
 
 static inline void test_log_clear(void)
