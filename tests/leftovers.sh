@@ -49,7 +49,18 @@ snapshot)
 	state > "${2:?snapshot FILE}"
 	;;
 check)
-	if diff -u "${2:?check FILE}" <(state) > "$2.diff"; then
+	# A process of a counted kind that was running before and is gone now
+	# (someone's sleep that ended meanwhile) was not left behind: only the
+	# processes that are more than before count.
+	state > "${2:?check FILE}.now"
+	{
+		diff -u <(sed '/^# processes/,$d' "$2") <(sed '/^# processes/,$d' "$2.now")
+		# kind: before -> now, where now is more
+		awk 'FNR == 1 { f++; p = 0 } /^# processes/ { p = 1; next } !p { next }
+			f == 1 { was[$2] = $1 } f == 2 && $1 > was[$2] + 0 {
+				printf "+ %s: %d before, %d now\n", $2, was[$2], $1 }' "$2" "$2.now"
+	} > "$2.diff"
+	if ! grep -q '^[-+][^-+]' "$2.diff"; then
 		echo "leftovers: none (temporary files, mounts, pools, records, sysctls, libvirt files, processes as before)"
 		exit 0
 	fi
