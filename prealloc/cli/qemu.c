@@ -38,7 +38,9 @@ struct qemu_cmd {
 	const char *tenant;
 	bool warm, reserve, print, dry_run, verbose;
 	char **qemu;		/* QEMU and its arguments, NULL-terminated */
-	char *opts[3 * QEMU_MAX_NODES];	/* what QEMU gets after them (allocated) */
+	/* What QEMU gets after them (allocated): per backend -object and its value,
+	 * then -machine or -numa and its value. */
+	char *opts[4 * QEMU_MAX_NODES];
 	unsigned int nr_opts;
 };
 
@@ -323,12 +325,14 @@ static int qemu_guest(struct prealloc_ctx *ctx, struct qemu_cmd *q, struct guest
 	return memory_dir(ctx, q, g);
 }
 
-/* opt, then the value fmt makes, onto QEMU's options; false when out of memory. */
+/* opt, then the value fmt makes, onto QEMU's options; false when out of memory or room. */
 static bool qemu_opt(struct qemu_cmd *q, const char *opt, const char *fmt, ...)
 {
 	va_list ap;
 	int n;
 
+	if (q->nr_opts + 2 > sizeof(q->opts) / sizeof(q->opts[0]))
+		return false;
 	q->opts[q->nr_opts] = strdup(opt);
 	if (!q->opts[q->nr_opts])
 		return false;
