@@ -138,6 +138,57 @@ static void covers(const struct row *rows, size_t nr, bool by_reason, int first,
 	}
 }
 
+/* A command whose status follows the errno alone: the errno, the status, the manual's words. */
+struct err_row {
+	int err, want;
+	const char *why;
+};
+
+/* warm take (prealloc(1), "warm take"): no pages 3, bad request 2, place 4, else 1. */
+static const struct err_row warm_rows[] = {
+	{ -ENOENT, 3, "no READY file on the node and mount: nothing touched" },
+	{ -EINVAL, 2, "a size that is no whole number of pages, a relative path" },
+	{ -EXDEV, 4, "the path on another mount than the warm files" },
+	{ -EEXIST, 4, "something already at the path" },
+	{ -ENODEV, 4, "a node without memory" },
+	{ -ETIMEDOUT, 4, "the store's lock" },
+	{ -EBADMSG, 4, "a corrupt store" },
+	{ -EIO, 1, "the take failed while it ran" },
+	{ -ENOMEM, 3, "a partial hit whose growth found no free pages" },
+};
+
+/*
+ * prealloc qemu before QEMU runs (prealloc(1), "qemu"): no memory 3, the
+ * environment 4 (DIR on another filesystem, a file at DIR/ID), else 1.
+ */
+static const struct err_row qemu_rows[] = {
+	{ -ENOMEM, 3, "the claim found no free pages" },
+	{ -EDQUOT, 3, "a hugetlb cgroup limit" },
+	{ -ENOSPC, 3, "the filesystem is full" },
+	{ -EEXIST, 4, "a file already at DIR/ID" },
+	{ -EXDEV, 4, "a warm file on another mount than --dir" },
+	{ -ENOENT, 4, "--dir does not exist" },
+	{ -ENOTDIR, 4, "--dir is no directory" },
+	{ -ELOOP, 4, "a link at DIR/ID" },
+	{ -EACCES, 4, "--dir not writable" },
+	{ -EPERM, 4, "no permission to grow the pool" },
+	{ -ETIMEDOUT, 4, "the store's lock" },
+	{ -EBADMSG, 4, "a corrupt store" },
+	{ -EIO, 1, "the pre-fault failed while it ran" },
+	{ -EINVAL, 1, "a request the command's checks let through" },
+};
+
+/* Each row of cmd's table against status(err). */
+static void err_rows(const char *cmd, int (*status)(int), const struct err_row *rows, size_t nr)
+{
+	for (size_t i = 0; i < nr; i++) {
+		int got = status(rows[i].err);
+
+		tap_ok(got == rows[i].want, "%s: err %d: exit %d, %s (got %d)", cmd, -rows[i].err,
+		       rows[i].want, rows[i].why, got);
+	}
+}
+
 int main(void)
 {
 	for (size_t i = 0; i < NR(prepare_rows); i++) {
@@ -165,56 +216,8 @@ int main(void)
 		tap_ok(got == r->want, "clear: step %d err %d: exit %d, %s (got %d)", r->step,
 		       -r->err, r->want, r->why, got);
 	}
-	/* warm take (prealloc(1), "warm take"): no pages 3, bad request 2, place 4, else 1. */
-	static const struct {
-		int err, want;
-		const char *why;
-	} warm_rows[] = {
-		{ -ENOENT, 3, "no READY file on the node and mount: nothing touched" },
-		{ -EINVAL, 2, "a size that is no whole number of pages, a relative path" },
-		{ -EXDEV, 4, "the path on another mount than the warm files" },
-		{ -EEXIST, 4, "something already at the path" },
-		{ -ENODEV, 4, "a node without memory" },
-		{ -ETIMEDOUT, 4, "the store's lock" },
-		{ -EBADMSG, 4, "a corrupt store" },
-		{ -EIO, 1, "the take failed while it ran" },
-		{ -ENOMEM, 3, "a partial hit whose growth found no free pages" },
-	};
-	for (size_t i = 0; i < NR(warm_rows); i++) {
-		int got = warm_take_exit_status(warm_rows[i].err);
-
-		tap_ok(got == warm_rows[i].want, "warm take: err %d: exit %d, %s (got %d)",
-		       -warm_rows[i].err, warm_rows[i].want, warm_rows[i].why, got);
-	}
-	/*
-	 * prealloc qemu before QEMU runs (prealloc(1), "qemu"): no memory 3, the
-	 * environment 4 (DIR on another filesystem, a file at DIR/ID), else 1.
-	 */
-	static const struct {
-		int err, want;
-		const char *why;
-	} qemu_rows[] = {
-		{ -ENOMEM, 3, "the claim found no free pages" },
-		{ -EDQUOT, 3, "a hugetlb cgroup limit" },
-		{ -ENOSPC, 3, "the filesystem is full" },
-		{ -EEXIST, 4, "a file already at DIR/ID" },
-		{ -EXDEV, 4, "a warm file on another mount than --dir" },
-		{ -ENOENT, 4, "--dir does not exist" },
-		{ -ENOTDIR, 4, "--dir is no directory" },
-		{ -ELOOP, 4, "a link at DIR/ID" },
-		{ -EACCES, 4, "--dir not writable" },
-		{ -EPERM, 4, "no permission to grow the pool" },
-		{ -ETIMEDOUT, 4, "the store's lock" },
-		{ -EBADMSG, 4, "a corrupt store" },
-		{ -EIO, 1, "the pre-fault failed while it ran" },
-		{ -EINVAL, 1, "a request the command's checks let through" },
-	};
-	for (size_t i = 0; i < NR(qemu_rows); i++) {
-		int got = qemu_exit_status(qemu_rows[i].err);
-
-		tap_ok(got == qemu_rows[i].want, "qemu: err %d: exit %d, %s (got %d)",
-		       -qemu_rows[i].err, qemu_rows[i].want, qemu_rows[i].why, got);
-	}
+	err_rows("warm take", warm_take_exit_status, warm_rows, NR(warm_rows));
+	err_rows("qemu", qemu_exit_status, qemu_rows, NR(qemu_rows));
 	covers(prepare_rows, NR(prepare_rows), false, PREALLOC_STEP_NONE, PREALLOC_STEP_COMMIT,
 	       "prepare step");
 	covers(prepare_rows, NR(prepare_rows), true, PREALLOC_ADMIT_OK, PREALLOC_ADMIT_CANCELED,
