@@ -54,6 +54,25 @@ void owner_holder(struct rec_owner *o, const char *holder, const char *check, in
 	o->expires = expires;
 }
 
+void record_set_busy(const struct prealloc_ctx *ctx, struct record *r, bool busy)
+{
+	r->busy_pid = busy ? (int)getpid() : 0;
+	r->busy_start = busy ? process_start_time(ctx, r->busy_pid) : 0;
+}
+
+bool record_busy(const struct prealloc_ctx *ctx, const struct record *r)
+{
+	struct rec_owner run = { .kind = PREALLOC_OWNER_RUN, .pid = r->busy_pid,
+				 .start = r->busy_start };
+
+	return r->busy_pid > 0 && owner_alive(ctx, &run);
+}
+
+bool record_busy_elsewhere(const struct prealloc_ctx *ctx, const struct record *r)
+{
+	return r->busy_pid != (int)getpid() && record_busy(ctx, r);
+}
+
 bool owner_alive(const struct prealloc_ctx *ctx, const struct rec_owner *o)
 {
 	struct stat st;

@@ -7,6 +7,8 @@
  *
  *   prealloc-store 2
  *   rec <id> <state> <owner> <flags> <dev> <ino> <tag s.ns> <size> <page_size> <path> <tmp>
+ *   warm <state> <node> [<tenant>]                                (version 3; 4, 5)
+ *   busy <pid> <start> | uid <uid> <gid> | declared <sum> <conf>  (version 5, warm)
  *   pool <node> <page_size> <pages> <added> <base> <grow_from>   (of the rec above)
  *   end <lines before this one> <FNV-1a 64 of the text before this line>
  *
@@ -44,123 +46,6 @@ static const char *const state_names[] = {
 	[PREALLOC_RECORD_ORPHAN] = "orphan",
 };
 
-static uint64_t fnv1a(const char *p, size_t len)
-{
-	uint64_t h = UINT64_C(0xcbf29ce484222325);
-
-	for (size_t i = 0; i < len; i++) {
-		h ^= (unsigned char)p[i];
-		h *= UINT64_C(0x100000001b3);
-	}
-	return h;
-}
-
-/* ---- growable text and strings ------------------------------------------ */
-
-struct text {
-	char *buf;
-	size_t len, cap;
-	int err;
-};
-
-static void text_add(struct text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void text_add(struct text *t, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (t->err)
-		return;
-	for (;;) {
-		va_start(ap, fmt);
-		n = vsnprintf(t->buf ? t->buf + t->len : NULL, t->cap - t->len, fmt, ap);
-		va_end(ap);
-		if (n < 0) {
-			t->err = -EINVAL;
-			return;
-		}
-		if ((size_t)n < t->cap - t->len)
-			break;
-		char *nb = realloc(t->buf, t->cap = (t->cap + (size_t)n) * 2 + 256);
-
-		if (!nb) {
-			t->err = -ENOMEM;
-			return;
-		}
-		t->buf = nb;
-	}
-	t->len += (size_t)n;
-}
-
-static bool needs_escape(unsigned char c)
-{
-	return c <= ' ' || c >= 0x7f || c == '%' || c == ':' || c == '-';
-}
-
-static void text_str(struct text *t, const char *s)
-{
-	if (!*s) {
-		text_add(t, "-");
-		return;
-	}
-	for (; *s; s++)
-		if (needs_escape((unsigned char)*s))
-			text_add(t, "%%%02X", (unsigned char)*s);
-		else
-			text_add(t, "%c", *s);
-}
-
-static int hex_digit(char c)
-{
-	return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10;
-}
-
-/* A decimal number of the whole token, no sign, no junk; -EBADMSG otherwise. */
-static int parse_u64(const char *tok, uint64_t *ret)
-{
-	char *end;
-
-	if (!isdigit((unsigned char)tok[0]))
-		return -EBADMSG;
-	errno = 0;
-	*ret = strtoull(tok, &end, 10);
-	return errno || *end ? -EBADMSG : 0;
-}
-
-/* Decodes token tok (ending at '\0') into out; -EBADMSG on a bad escape or overflow. */
-static int str_decode(const char *tok, char *out, size_t len)
-{
-	size_t o = 0;
-
-	if (!strcmp(tok, "-")) {
-		out[0] = '\0';
-		return 0;
-	}
-	for (const char *p = tok; *p; p++) {
-		unsigned int v;
-		char c = *p;
-
-		if (c == '%') {
-			/* Exactly two hex digits: no sign, no space, no 0x, no NUL byte. */
-			if (!isxdigit((unsigned char)p[1]) || !isxdigit((unsigned char)p[2]))
-				return -EBADMSG;
-			v = (unsigned int)(hex_digit(p[1]) << 4 | hex_digit(p[2]));
-			if (v == 0)
-				return -EBADMSG;
-			c = (char)v;
-			p += 2;
-		} else if (needs_escape((unsigned char)c)) {
-			return -EBADMSG;
-		}
-		if (o + 1 >= len)
-			return -EBADMSG;
-		out[o++] = c;
-	}
-	out[o] = '\0';
-	return 0;
-}
-
 /* ---- text format -------------------------------------------------------- */
 
 static void format_owner(struct text *t, const struct rec_owner *o)
@@ -179,6 +64,28 @@ static void format_owner(struct text *t, const struct rec_owner *o)
 	default:
 		text_add(t, "none");
 	}
+}
+
+/* A warm record's version-5 lines (store_version says when): how many. */
+static size_t format_held(struct text *t, const struct record *r)
+{
+	size_t lines = 0;
+
+	if (r->busy_pid) {
+		text_add(t, "busy %d %" PRIu64 "\n", r->busy_pid, r->busy_start);
+		lines++;
+	}
+	if (r->has_uid) {
+		text_add(t, "uid %" PRIu32 " %" PRIu32 "\n", r->uid, r->gid);
+		lines++;
+	}
+	if (r->declared[0]) {
+		text_add(t, "declared %016" PRIx64 " ", r->declared_sum);
+		text_str(t, r->declared);
+		text_add(t, "\n");
+		lines++;
+	}
+	return lines;
 }
 
 /* Text a load would refuse (expires < 0, pid 0, an id twice) is -EINVAL: never saved. */
@@ -220,12 +127,13 @@ int store_format(const struct store *s, char **ret_text, size_t *ret_len)
 		lines++;
 		if (r->warm != WARM_NONE) {
 			text_add(&t, "warm %s %d", warm_names[r->warm], r->warm_node);
-			if (store_version(s) == STORE_VERSION_TENANT) {
+			if (store_version(s) >= STORE_VERSION_TENANT) {
 				text_add(&t, " ");
 				text_str(&t, r->tenant);
 			}
 			text_add(&t, "\n");
 			lines++;
+			lines += format_held(&t, r);
 		}
 		for (unsigned int k = 0; k < r->nr_pools; k++, lines++) {
 			const struct rec_pool *p = &r->pools[k];
@@ -346,7 +254,7 @@ static int parse_rec(char *line, struct store *s)
 
 /*
  * "warm <state> <node>" (version 3), "warm <state> <node> <tenant>"
- * (version 4): the rec above is a warm file (once).
+ * (versions 4 and 5): the rec above is a warm file (once).
  */
 static int parse_warm(const char *line, int version, struct store *s)
 {
@@ -358,7 +266,7 @@ static int parse_warm(const char *line, int version, struct store *s)
 	if (!s->nr || sscanf(line, "warm %15s %d%n", state, &node, &end) != 2 || node < 0 ||
 	    node >= PREALLOC_MAX_NODES)
 		return -EBADMSG;
-	if (version == STORE_VERSION_TENANT) {
+	if (version >= STORE_VERSION_TENANT) {
 		int n = 0;
 
 		if (sscanf(line + end, " %191s%n", tenant, &n) != 1)
@@ -376,6 +284,48 @@ static int parse_warm(const char *line, int version, struct store *s)
 	r->warm = (int)st;
 	r->warm_node = node;
 	return 0;
+}
+
+/*
+ * Version 5: "busy <pid> <start>", "uid <uid> <gid>", "declared <sum>
+ * <conf>", each at most once, after the warm line of the rec above.
+ */
+static int parse_held(const char *line, struct store *s)
+{
+	char tok[2][24], path[3 * PATH_MAX];
+	struct record *r;
+	uint64_t a, b;
+	int end = 0;
+
+	if (!s->nr || (r = &s->r[s->nr - 1])->warm == WARM_NONE)
+		return -EBADMSG;
+	if (!strncmp(line, "declared ", 9)) {
+		if (r->declared[0] || sscanf(line, "declared %16s %12287s%n", tok[0], path, &end) != 2 ||
+		    line[end] || strlen(tok[0]) != 16 || strspn(tok[0], "0123456789abcdef") != 16 ||
+		    str_decode(path, r->declared, sizeof(r->declared)) < 0 || r->declared[0] != '/')
+			return -EBADMSG;
+		r->declared_sum = strtoull(tok[0], NULL, 16);
+		return 0;
+	}
+	if (sscanf(line, "%*s %23s %23s%n", tok[0], tok[1], &end) != 2 || line[end] ||
+	    parse_u64(tok[0], &a) < 0 || parse_u64(tok[1], &b) < 0)
+		return -EBADMSG;
+	if (!strncmp(line, "busy ", 5)) {
+		if (r->busy_pid || !a || a > INT32_MAX)
+			return -EBADMSG;
+		r->busy_pid = (int)a;
+		r->busy_start = b;
+		return 0;
+	}
+	if (!strncmp(line, "uid ", 4)) {
+		if (r->has_uid || a > UINT32_MAX || b > UINT32_MAX)
+			return -EBADMSG;
+		r->has_uid = true;
+		r->uid = (uint32_t)a;
+		r->gid = (uint32_t)b;
+		return 0;
+	}
+	return -EBADMSG;
 }
 
 static int parse_pool(const char *line, struct store *s)
@@ -408,7 +358,7 @@ static int check_frame(char *text, char **ret_body_end, int *ret_version)
 
 	if (sscanf(text, "prealloc-store %d\n", &version) != 1 ||
 	    (version != STORE_VERSION && version != STORE_VERSION_WARM &&
-	     version != STORE_VERSION_TENANT))
+	     version != STORE_VERSION_TENANT && version != STORE_VERSION_HELD))
 		return -EBADMSG;
 	*ret_version = version;
 	nl = text + strlen(text);
@@ -448,6 +398,10 @@ int store_parse(const char *text, struct store *s)
 		    : !strncmp(line, "pool ", 5) ? parse_pool(line, s)
 		    : !strncmp(line, "warm ", 5) && version >= STORE_VERSION_WARM
 			? parse_warm(line, version, s)
+		    : version >= STORE_VERSION_HELD && (!strncmp(line, "busy ", 5) ||
+							!strncmp(line, "uid ", 4) ||
+							!strncmp(line, "declared ", 9))
+			? parse_held(line, s)
 			: -EBADMSG;
 out:
 	free(copy);

@@ -31,6 +31,14 @@
  * record has one, so that stores without tenants stay readable by 0.2.
  */
 #define STORE_VERSION_TENANT 4
+/*
+ * A warm file with a move under way outside the lock, the uid a take gave
+ * it to, or the warm.conf its in-place clear was declared by (docs/records.md)
+ * has "busy", "uid" and "declared" lines after its warm line: version 5,
+ * written only when a record has one, so that other stores stay readable
+ * by the releases before it.
+ */
+#define STORE_VERSION_HELD 5
 #define TENANT_MAX 64	/* a tenant label's bytes, its NUL included */
 
 /* record.warm of a record that is no warm file (else enum prealloc_warm_state). */
@@ -94,6 +102,25 @@ struct record {
 	 * tenant's next take, else it leaves the warm pool. "" none.
 	 */
 	char tenant[TENANT_MAX];
+	/*
+	 * A take or a give of this warm file under way outside the store's
+	 * lock (its holder's directory, its checks): the process doing it, by
+	 * pid and start time. While it lives nobody else moves the record;
+	 * once it is gone the next pass finishes or undoes what it left.
+	 * pid 0: none.
+	 */
+	int busy_pid;
+	uint64_t busy_start;
+	/* The uid:gid a take gave the file to (has_uid), for the shared-uid warning. */
+	bool has_uid;
+	uint32_t uid, gid;
+	/*
+	 * A file cleared in place because its target was declared single-tenant:
+	 * the warm.conf that declared it and the FNV-1a 64 of the text read.
+	 * A take hands it out only while that declaration still stands. "" none.
+	 */
+	char declared[PATH_MAX];
+	uint64_t declared_sum;
 };
 
 struct store {
@@ -162,6 +189,25 @@ int legacy_convert(int dir, const char *text, size_t len);
 int legacy_parse_ledger(const char *text, struct store *s);
 int legacy_parse_registry(const char *text, uint64_t dev, uint64_t ino, struct store *s);
 
+/*
+ * The store's text encoding (store_text.c): a growable text (t->err the
+ * first failure: -ENOMEM, or -EINVAL), strings percent-encoded ("-" when
+ * empty; space, ':', '%', '-', control and non-ASCII bytes escaped),
+ * decoded back (-EBADMSG on a bad escape or overflow), a decimal number
+ * of the whole token (-EBADMSG), FNV-1a 64 of the text before the end line.
+ */
+struct text {
+	char *buf;
+	size_t len, cap;
+	int err;
+};
+__attribute__((format(printf, 2, 3))) void text_add(struct text *t, const char *fmt, ...);
+void text_str(struct text *t, const char *s);
+bool needs_escape(unsigned char c);
+int str_decode(const char *tok, char *out, size_t len);
+int parse_u64(const char *tok, uint64_t *ret);
+uint64_t fnv1a(const char *p, size_t len);
+
 /* A new record at the end (zeroed but for id); NULL on ENOMEM. Pointers into s move. */
 struct record *store_add(struct store *s, uint64_t id);
 void store_del(struct store *s, size_t i);
@@ -176,6 +222,12 @@ int store_version(const struct store *s);
 uint64_t process_start_time(const struct prealloc_ctx *ctx, int pid);
 /* This process as an owner. */
 void owner_self(const struct prealloc_ctx *ctx, struct rec_owner *o);
+/* r's move marked as this process's (busy_pid, busy_start), or cleared (busy false). */
+void record_set_busy(const struct prealloc_ctx *ctx, struct record *r, bool busy);
+/* Whether r has a move under way by a process that still runs (the same one: start time). */
+bool record_busy(const struct prealloc_ctx *ctx, const struct record *r);
+/* Whether r has a move under way by another process that still runs. */
+bool record_busy_elsewhere(const struct prealloc_ctx *ctx, const struct record *r);
 /* A named holder as an owner (check NULL: none; expires 0: never). */
 void owner_holder(struct rec_owner *o, const char *holder, const char *check, int64_t expires);
 /* Runs: the same process still runs; holders: the ctx's check, else the record's. */

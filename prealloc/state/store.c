@@ -78,9 +78,15 @@ int store_version(const struct store *s)
 	int v = STORE_VERSION;
 
 	for (size_t i = 0; i < s->nr; i++) {
-		if (s->r[i].warm != WARM_NONE && s->r[i].tenant[0])
-			return STORE_VERSION_TENANT;
-		if (s->r[i].warm != WARM_NONE)
+		const struct record *r = &s->r[i];
+
+		if (r->warm == WARM_NONE)
+			continue;
+		if (r->busy_pid || r->has_uid || r->declared[0])
+			return STORE_VERSION_HELD;
+		if (r->tenant[0])
+			v = STORE_VERSION_TENANT;
+		else if (v < STORE_VERSION_WARM)
 			v = STORE_VERSION_WARM;
 	}
 	return v;

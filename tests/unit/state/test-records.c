@@ -388,8 +388,8 @@ static void test_corrupt(void)
 	expect_corrupt(ctx, good, strlen("prealloc-store 2\n") + strlen(body),
 		       "cut short before the end line");
 	expect_corrupt(ctx, good, 0, "empty");
-	framed("prealloc-store 5", body, bad, sizeof(bad));
-	expect_corrupt(ctx, bad, strlen(bad), "unknown version 5 (checksum right)");
+	framed("prealloc-store 6", body, bad, sizeof(bad));
+	expect_corrupt(ctx, bad, strlen(bad), "unknown version 6 (checksum right)");
 	framed("prealloc-store 2", "rec 00000000000000cc ready none f 1 2 0.000000000 4194304 "
 				   "2097152 /mnt/a -\nwarm ready 0\n",
 	       bad, sizeof(bad));
@@ -523,6 +523,78 @@ static void test_warm(void)
 	}
 }
 
+/*
+ * Version 5: a warm file's move under way (busy), the uid a take gave it
+ * to and the warm.conf that declared its in-place clear come back as
+ * written; a store with none of them stays version 4 or 3; the lines are
+ * refused in an older version, twice, before the warm line, or malformed.
+ */
+static bool same_record(const struct record *x, const struct record *y);
+
+static void test_held(void)
+{
+#define REC "rec 0000000000000001 ready none f 1 2 0.000000000 4096 4096 /m/a -\n"
+	static const char *const bad[][3] = {
+		{ "4", REC "warm ready 0 -\nbusy 12 34\n", "a busy line in version 4" },
+		{ "5", REC "busy 12 34\nwarm ready 0 -\n", "a busy line before the warm line" },
+		{ "5", "rec 0000000000000001 ready none f 1 2 0.000000000 4096 4096 /m/a -\n"
+		       "uid 1 2\n", "a uid line of a record that is no warm file" },
+		{ "5", REC "warm ready 0 -\nbusy 12 34\nbusy 12 34\n", "two busy lines" },
+		{ "5", REC "warm ready 0 -\nbusy 0 34\n", "a busy pid 0" },
+		{ "5", REC "warm ready 0 -\nbusy 2147483648 34\n", "a busy pid past INT32_MAX" },
+		{ "5", REC "warm ready 0 -\nuid 4294967296 0\n", "a uid past 32 bits" },
+		{ "5", REC "warm ready 0 -\nuid 1 -2\n", "a negative gid" },
+		{ "5", REC "warm ready 0 -\nuid 1 2 3\n", "a uid line with a field too many" },
+		{ "5", REC "warm ready 0 -\ndeclared 00000000000000zz /etc/w\n", "a sum not hex" },
+		{ "5", REC "warm ready 0 -\ndeclared 0123 /etc/w\n", "a short sum" },
+		{ "5", REC "warm ready 0 -\ndeclared 0123456789abcdef etc\n", "a relative conf" },
+		{ "5", REC "warm ready 0 -\ndeclared 0123456789abcdef -\n", "an empty conf path" },
+		{ "5", REC "warm ready 0 -\ndeclared 0123456789abcdef /a\n"
+		       "declared 0123456789abcdef /a\n", "two declared lines" },
+		{ "5", REC "warm ready 0 -\nowner 1 2\n", "an unknown line" },
+	};
+	struct store s = { 0 }, back = { 0 };
+	char *text = NULL, framed_text[1024], header[32];
+	struct record *rec;
+	size_t len;
+	int r;
+
+	rec = store_add(&s, 7);
+	rec->warm = PREALLOC_WARM_HANDED;
+	snprintf(rec->tenant, sizeof(rec->tenant), "acme");
+	r = store_format(&s, &text, &len);
+	tap_ok(r == 0 && !strncmp(text, "prealloc-store 4\n", 17),
+	       "a tenant and no version-5 field: version 4 (r %d)", r);
+	free(text);
+	rec->busy_pid = 4242;
+	rec->busy_start = 99;
+	rec->has_uid = true;
+	rec->uid = 64055;
+	rec->gid = 0;
+	snprintf(rec->declared, sizeof(rec->declared), "/etc/prealloc/warm conf");
+	rec->declared_sum = 0xfedcba9876543210ULL;
+	r = store_format(&s, &text, &len);
+	tap_ok(r == 0 && !strncmp(text, "prealloc-store 5\n", 17) &&
+	       strstr(text, "\nbusy 4242 99\nuid 64055 0\ndeclared fedcba9876543210 "
+			    "/etc/prealloc/warm%20conf\n"),
+	       "busy, uid and declared: version 5, after the warm line (r %d)", r);
+	r = r == 0 ? store_parse(text, &back) : r;
+	tap_ok(r == 0 && back.nr == 1 && same_record(&s.r[0], &back.r[0]),
+	       "... and read back as written (r %d)", r);
+	free(text);
+	store_free(&back);
+	store_free(&s);
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		snprintf(header, sizeof(header), "prealloc-store %s", bad[i][0]);
+		framed(header, bad[i][1], framed_text, sizeof(framed_text));
+		r = store_parse(framed_text, &back);
+		tap_ok(r == -EBADMSG, "%s: refused (r %d)", bad[i][2], r);
+		if (r == 0)
+			store_free(&back);
+	}
+#undef REC
+}
+
 /* Every field the text carries, compared one by one (warm_node only where warm). */
 static bool same_record(const struct record *x, const struct record *y)
 {
@@ -535,6 +607,10 @@ static bool same_record(const struct record *x, const struct record *y)
 	    x->page_size != y->page_size || strcmp(x->path, y->path) || strcmp(x->tmp, y->tmp) ||
 	    x->warm != y->warm || (x->warm && x->warm_node != y->warm_node) ||
 	    (x->warm && strcmp(x->tenant, y->tenant)) || x->nr_pools != y->nr_pools)
+		return false;
+	if (x->warm && (x->busy_pid != y->busy_pid || x->busy_start != y->busy_start ||
+			x->has_uid != y->has_uid || x->uid != y->uid || x->gid != y->gid ||
+			strcmp(x->declared, y->declared) || x->declared_sum != y->declared_sum))
 		return false;
 	for (unsigned int k = 0; k < x->nr_pools; k++) {
 		const struct rec_pool *p = &x->pools[k], *q = &y->pools[k];
@@ -630,6 +706,20 @@ static void rnd_record(struct store *s, uint64_t id)
 	r->warm_node = r->warm ? (int)(rnd() % PREALLOC_MAX_NODES) : 0;
 	if (r->warm && rnd() & 1)
 		rnd_str(r->tenant, sizeof(r->tenant), 1);
+	if (r->warm && rnd() % 4 == 0) {
+		r->busy_pid = rnd() & 1 ? INT32_MAX : 1 + (int)(rnd() % INT32_MAX);
+		r->busy_start = rnd() & 1 ? UINT64_MAX : rnd();
+	}
+	if (r->warm && rnd() % 4 == 0) {
+		r->has_uid = true;
+		r->uid = rnd() & 1 ? UINT32_MAX : (uint32_t)rnd();
+		r->gid = rnd() & 1 ? 0 : (uint32_t)rnd();
+	}
+	if (r->warm && rnd() % 4 == 0) {
+		rnd_str(r->declared, sizeof(r->declared), 1);
+		r->declared[0] = '/';
+		r->declared_sum = rnd() & 1 ? UINT64_MAX : rnd();
+	}
 	for (unsigned int k = rnd() % 4; k; k--) {
 		struct rec_pool p = {
 			.node = rnd() & 1 ? PREALLOC_MAX_NODES - 1 : (int)(rnd() % PREALLOC_MAX_NODES),
@@ -804,6 +894,7 @@ int main(void)
 	test_corrupt();
 	test_identity();
 	test_warm();
+	test_held();
 	test_round_trip();
 	fakeroot_remove(&fr);
 	return tap_done();
