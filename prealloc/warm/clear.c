@@ -37,37 +37,10 @@ void warm_note(struct prealloc_warm_fill_info *info, const char *fmt, ...)
 }
 
 /*
- * A handed file whose holder is gone: its holder's dead, or (none) its path
- * gone and nothing opens or maps it (fail closed: what cannot be proven
- * free is in use).
- */
-static bool handed_free(struct prealloc_ctx *ctx, const struct record *r)
-{
-	struct statx stx;
-	struct stat st;
-	bool used;
-	int fd;
-
-	if (r->owner.kind == PREALLOC_OWNER_HOLDER)
-		return !owner_alive(ctx, &r->owner);
-	if (file_statx(AT_FDCWD, r->path, AT_SYMLINK_NOFOLLOW, &stx) == 0 && record_is_file(r, &stx))
-		return false;
-	/* Root's first: the holder can take no lease of its own, nor reopen it. */
-	warm_seize(r);
-	fd = warm_open(r, &st);
-	if (fd == -EWOULDBLOCK)
-		return false;	/* a lease of the holder's: in use */
-	if (fd < 0)
-		return true;	/* gone from the warm pool too: settled as returned */
-	used = warm_in_use(ctx, r, fd);
-	close(fd);
-	return !used;
-}
-
-/*
- * Under the lock: files back from their holders (RETURNING, or HANDED to a
- * holder that is gone) checked again; CLEARING left by a fill that died is
- * DIRTY again; QUARANTINED files removed with their growth.
+ * Under the lock: CLEARING left by a fill that died is DIRTY again; a new
+ * file whose run died goes; QUARANTINED files removed with their growth.
+ * (Files back from their holders: warm_returns_pass, before it, with the
+ * holders' side done outside the lock.)
  */
 int warm_returns(struct prealloc_ctx *ctx, struct store *s,
 			struct prealloc_warm_fill_info *info)
@@ -78,18 +51,6 @@ int warm_returns(struct prealloc_ctx *ctx, struct store *s,
 	for (size_t i = 0; i < s->nr; i++) {
 		struct record *r = &s->r[i];
 
-		if (r->warm == PREALLOC_WARM_HANDED && handed_free(ctx, r)) {
-			r->tenant[0] = '\0';	/* not given back by its tenant */
-			err = warm_move(ctx, s, r, PREALLOC_WARM_RETURNING);
-		}
-		if (err == 0 && r->warm == PREALLOC_WARM_RETURNING) {
-			/* A give that died before the holder's link went, or a holder gone. */
-			if (r->path[0])
-				warm_unlink_path(r, false);
-			warm_returned(r, warm_check(ctx, r));
-			info->returned += r->warm == PREALLOC_WARM_DIRTY;
-			err = store_save(ctx, s);
-		}
 		/*
 		 * Only a dead fill's, or this process's own left by a step that
 		 * failed (a pass here starts none before this): a live one (another

@@ -155,13 +155,36 @@ void warm_limits(struct prealloc_ctx *ctx, const struct warm_conf *conf, const u
 		ret_limit[i] = ret_limit[i] > cut[i] ? ret_limit[i] - cut[i] : 0;
 }
 
+/*
+ * Files back from their holders (the holders' side with no lock held),
+ * growth no name holds any more once nobody does, then under the lock
+ * what dead fills and runs left.
+ */
+static int pass_returns(struct prealloc_ctx *ctx, const struct warm_pass *p,
+			struct prealloc_warm_fill_info *info)
+{
+	struct prealloc_release_info rel = { .size = sizeof(rel) };
+	struct store s;
+	int lock, err;
+
+	err = warm_returns_pass(ctx, p->lock_timeout_ms, info);
+	if (err == 0)
+		err = settle_orphans(ctx, p->lock_timeout_ms, &rel);
+	if (err == 0)
+		err = store_open(ctx, p->lock_timeout_ms, &s, &lock);
+	if (err == 0) {
+		err = warm_returns(ctx, &s, info);
+		store_close(&s, lock);
+	}
+	return err;
+}
+
 int warm_pass_run(struct prealloc_ctx *ctx, const struct warm_pass *p,
 		  struct prealloc_warm_fill_info *info)
 {
 	uint64_t *devs = calloc(p->conf->nr + 1, sizeof(*devs));
 	const char *mount;
-	struct store s;
-	int lock, err, first = 0;
+	int err, first = 0;
 
 	if (!devs)
 		return -ENOMEM;
@@ -188,11 +211,7 @@ int warm_pass_run(struct prealloc_ctx *ctx, const struct warm_pass *p,
 				devs[i] = 0;
 			}
 	}
-	err = store_open(ctx, p->lock_timeout_ms, &s, &lock);
-	if (err == 0) {
-		err = warm_returns(ctx, &s, info);
-		store_close(&s, lock);
-	}
+	err = pass_returns(ctx, p, info);
 	/* Before the clears: a file over its target is not cleared to be dropped. */
 	if (err == 0)
 		err = fill_trims(ctx, p, devs, info);

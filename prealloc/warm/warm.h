@@ -110,8 +110,8 @@ int warm_open(const struct record *r, struct stat *ret_st);
 int warm_unlink_path(const struct record *r, bool must);
 /*
  * Whether r's file (fd: the warm pool's link, this process's only descriptor
- * of it) may be open elsewhere: a write lease refused, or (no lease on
- * this filesystem) procfs shows a user or cannot be read. Fail closed.
+ * of it) may be open elsewhere: a write lease refused, or not to be had
+ * (fail closed; never a /proc walk).
  */
 bool warm_in_use(struct prealloc_ctx *ctx, const struct record *r, int fd);
 /* r's file made root's, mode 0600, by its name in the staging directory. */
@@ -166,6 +166,34 @@ int warm_create(struct prealloc_ctx *ctx, int node, uint64_t page_size, const ch
 		uint64_t *ret_id);
 
 
+/* ---- a file coming back from its holder (returns.c) ---------------------- */
+
+struct warm_returned_count {
+	unsigned int files;		/* DIRTY or QUARANTINED now */
+	unsigned int in_use;		/* of them, still open or mapped elsewhere */
+	unsigned int dirty, quarantined;
+};
+/*
+ * Records c[0..n) (copies, no pools), each RETURNING and busy by this
+ * process in the store, finished with the store's lock dropped: each
+ * holder's link at its path removed while it is still the file's (must:
+ * a failure to is returned, and the record stays RETURNING for the next
+ * pass), test point pause (NULL: none), the file seized and checked; then
+ * under the lock (timeout_ms) DIRTY or QUARANTINED, busy cleared. Adds to
+ * count.
+ */
+int warm_returns_finish(struct prealloc_ctx *ctx, unsigned int timeout_ms, const struct record *c,
+			size_t n, bool must, const char *pause, struct warm_returned_count *count);
+/*
+ * The pass's returns: files whose holder is gone (a named holder's check
+ * failed; no holder: its path gone and nothing opens or maps it), and
+ * those a take or a give left when its run died (busy, the process gone),
+ * given back as give does. Who is gone is decided on a snapshot with no
+ * lock held. Adds the files made DIRTY to info->returned.
+ */
+int warm_returns_pass(struct prealloc_ctx *ctx, unsigned int timeout_ms,
+		      struct prealloc_warm_fill_info *info);
+
 /* ---- a pass over the warm pool (fill.c, clear.c), for fill and serve ------ */
 
 #define WARM_MAX_SHARE 50	/* percent of a node's memory, when warm.conf sets none */
@@ -195,7 +223,10 @@ __attribute__((format(printf, 2, 3))) void warm_note(struct prealloc_warm_fill_i
 						     const char *fmt, ...);
 /* Whether fd (-1: none) is readable now: serve was asked to stop. */
 bool warm_stop_asked(int fd);
-/* Under the lock: files back from holders checked, dead fills' and runs' leftovers settled. */
+/*
+ * Under the lock: dead fills' and runs' leftovers settled, quarantined
+ * files removed (files back from holders: warm_returns_pass, before it).
+ */
 int warm_returns(struct prealloc_ctx *ctx, struct store *s, struct prealloc_warm_fill_info *info);
 /* Every DIRTY file: CLEARING, cleared and verified, then READY (or removed, or DIRTY if stopped). */
 int warm_clears(struct prealloc_ctx *ctx, const struct warm_pass *p, const uint64_t *devs,
