@@ -8,6 +8,7 @@
  * flow picks (gc, a holder's release) under one lock.
  */
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,7 +127,7 @@ static int unlink_record_file(const struct record *r, const char *path, bool by_
 static int lease_names(const struct record *r, unsigned int names, int *ret_fd)
 {
 	const char *name = names & RECORD_AT_TMP ? r->tmp : r->path;
-	int fd = open(name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC), err;
+	int fd = open(name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC), err;
 	struct statx stx;
 
 	if (fd < 0)
@@ -142,6 +143,15 @@ static int lease_names(const struct record *r, unsigned int names, int *ret_fd)
 	}
 	*ret_fd = fd;
 	return 0;
+}
+
+/* Every page of fd's file let go, to its end as it is now (a holder may have grown it). */
+static void punch_all(int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) == 0 && st.st_size > 0)
+		(void)!fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, st.st_size);
 }
 
 /*
@@ -173,6 +183,13 @@ static int settle_file(struct prealloc_ctx *ctx, struct store *s, size_t ri, boo
 			ret = unlink_record_file(r, r->tmp, !r->ino);
 		if (fd >= 0) {
 			*ret_in_use |= !file_lease_held(fd);	/* opened meanwhile */
+			/*
+			 * Nobody else opens or maps it: its pages go now, even
+			 * while an O_PATH descriptor (which no lease sees) keeps
+			 * the inode, so that the growth given back is free.
+			 */
+			if (!*ret_in_use)
+				punch_all(fd);
 			file_lease_drop(fd);
 			close(fd);
 		}

@@ -21,7 +21,7 @@
 
 #include "warm.h"
 
-/* r, busy by this process, still as copy c left it (the same move under way). */
+/* r in state, with the same move under way as copy c (busy by the same process, or none). */
 static bool still_ours(const struct record *r, const struct record *c, int state)
 {
 	return r->warm == state && r->busy_pid == c->busy_pid && r->busy_start == c->busy_start;
@@ -115,6 +115,16 @@ static enum handed_fate handed_fate(struct prealloc_ctx *ctx, const struct recor
 	return RETURN_IF_FREE;
 }
 
+/*
+ * r as the snapshot saw it (seen): the same state, move under way, holder
+ * and path, not a file given back, cleared and handed out again since.
+ */
+static bool as_seen(const struct record *r, const struct record *seen)
+{
+	return still_ours(r, seen, seen->warm) && r->owner.kind == seen->owner.kind &&
+	       !strcmp(r->owner.holder, seen->owner.holder) && !strcmp(r->path, seen->path);
+}
+
 /* Under the lock: nothing opens or maps r's file (its lease granted; fail closed). */
 static bool handed_unused(struct prealloc_ctx *ctx, const struct record *r)
 {
@@ -154,7 +164,7 @@ static int returns_mark(struct prealloc_ctx *ctx, unsigned int timeout_ms,
 		long i = store_find(&s, snap[k].id);
 		struct record *r = i >= 0 ? &s.r[i] : NULL;
 
-		if (!r || !still_ours(r, &snap[k], snap[k].warm) ||
+		if (!r || !as_seen(r, &snap[k]) ||
 		    (fate[k] == RETURN_IF_FREE && !handed_unused(ctx, r)))
 			continue;
 		if (r->warm == PREALLOC_WARM_HANDED) {
