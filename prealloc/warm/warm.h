@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The warm pool, private to the library (docs/warm.md): its targets
- * (conf.c), what its files share (file.c), which file a take gets
- * (pick.c), take and give (handover.c), the pass that fill and serve run
- * (fill.c, clear.c, serve.c), status (status.c). A flow over the state,
- * engine and memory layers and prepare's flow (a new warm file is
- * prepared: flows/prepare.c); admission's use of READY files stays in
+ * (conf.c, conf_parse.c), what its files share (file.c), which file a
+ * take gets (pick.c), take and give (handover.c), the pass that fill and
+ * serve run (fill.c, clear.c, serve.c), status (status.c). A flow over
+ * the state, engine and memory layers and prepare's flow (a new warm file
+ * is prepared: flows/prepare.c); admission's use of READY files stays in
  * the state layer (state/admit_warm.c), below it.
  * Never installed.
  */
@@ -14,7 +14,7 @@
 
 #include "flows.h"
 
-/* ---- the targets (conf.c) ------------------------------------------------- */
+/* ---- the targets (conf.c, conf_parse.c) ------------------------------------- */
 
 /* One target of /etc/prealloc/warm.conf: bytes of warm files to keep. */
 struct warm_target {

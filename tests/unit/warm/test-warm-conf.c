@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * /etc/prealloc/warm.conf (warm/conf.c): the targets a good file
+ * /etc/prealloc/warm.conf (warm/conf_parse.c, warm/conf.c): the targets a good file
  * names, in order, with and without a mount; its settings, and unset ones
  * left unset; every kind of bad line refused with its line number and the
  * reason, and nothing returned for the file; sizes that would wrap (a
