@@ -72,24 +72,46 @@ static int conf_read(int fd, char **ret_text, size_t *ret_len, char *err, size_t
 	return 0;
 }
 
+/*
+ * path made absolute into buf (the working directory before a relative
+ * one), nothing resolved: whoever reads it later follows its links anew.
+ */
+static int conf_absolute(const char *path, char *buf, size_t len)
+{
+	char cwd[PATH_MAX];
+	int n;
+
+	if (path[0] == '/')
+		n = snprintf(buf, len, "%s", path);
+	else if (getcwd(cwd, sizeof(cwd)))
+		n = snprintf(buf, len, "%s/%s", strcmp(cwd, "/") ? cwd : "", path);
+	else
+		return -errno;
+	return n >= 0 && (size_t)n < len ? 0 : -ENAMETOOLONG;
+}
+
 int warm_conf_load(const char *path, struct warm_conf *ret, char *err, size_t err_len)
 {
 	const char *env = getenv("PREALLOC_WARM_CONF");
-	char *text = NULL, *nul, why[512] = "";
+	char *text = NULL, *nul, why[512] = "", abs[PATH_MAX];
 	size_t len = 0;
 	int fd, r;
 
 	if (!path)
 		path = env && *env ? env : "/etc/prealloc/warm.conf";
+	r = conf_absolute(path, abs, sizeof(abs));
 	/* O_NONBLOCK: a FIFO under the name is refused below, not waited on. */
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0 && errno == ENOENT) {
+	fd = r < 0 ? -1 : open(abs, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (r == 0 && fd < 0 && errno == ENOENT) {
 		/* No file: no targets, every setting unset, as an empty text says. */
 		r = warm_conf_parse("", ret, err, err_len);
 		ret->found = false;
+		ret->sum = 0;
+		snprintf(ret->path, sizeof(ret->path), "%s", abs);
 		return r;
 	}
-	r = fd < 0 ? -errno : conf_read(fd, &text, &len, why, sizeof(why));
+	if (r == 0)
+		r = fd < 0 ? -errno : conf_read(fd, &text, &len, why, sizeof(why));
 	if (fd >= 0)
 		close(fd);
 	nul = r == 0 ? memchr(text, '\0', len) : NULL;
@@ -103,6 +125,8 @@ int warm_conf_load(const char *path, struct warm_conf *ret, char *err, size_t er
 	}
 	if (r == 0)
 		r = warm_conf_parse(text, ret, why, sizeof(why));
+	if (r == 0)
+		snprintf(ret->path, sizeof(ret->path), "%s", abs);
 	/* Every error names the file: the parser's line and reason, else the errno's. */
 	if (r < 0)
 		snprintf(err, err_len, "%s: %s", path, why[0] ? why : strerror(-r));

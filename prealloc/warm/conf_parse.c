@@ -384,6 +384,8 @@ int warm_conf_parse(const char *text, struct warm_conf *ret, char *err, size_t e
 	ret->nr = nr;
 	ret->set = set;
 	ret->found = true;
+	ret->path[0] = '\0';
+	ret->sum = fnv1a(text, strlen(text));
 	return 0;
 }
 

@@ -51,13 +51,25 @@ struct warm_conf {
 	unsigned int nr;
 	struct warm_settings set;
 	bool found;			/* a file was read (else: no targets, no settings) */
+	/*
+	 * What was read, as an in-place clear under a single-tenant
+	 * declaration records it (declared.c): the file's absolute path, as
+	 * named (a link in it is followed again by whoever reads it next; ""
+	 * for text parsed alone), and the FNV-1a 64 of the text parsed.
+	 */
+	char path[PATH_MAX];
+	uint64_t sum;
 };
 /*
- * The targets and settings in text (a warm.conf). -EINVAL with err saying
- * which line and why: nothing is returned of a file with a bad line.
+ * The targets and settings in text (a warm.conf), its sum, no path.
+ * -EINVAL with err saying which line and why: nothing is returned of a
+ * file with a bad line.
  */
 int warm_conf_parse(const char *text, struct warm_conf *ret, char *err, size_t err_len);
-/* The conf at path (NULL: $PREALLOC_WARM_CONF, else /etc/prealloc/warm.conf); empty if absent. */
+/*
+ * The conf at path (NULL: $PREALLOC_WARM_CONF, else /etc/prealloc/warm.conf),
+ * its absolute path and sum; empty if absent (found false, sum 0).
+ */
 int warm_conf_load(const char *path, struct warm_conf *ret, char *err, size_t err_len);
 void warm_conf_free(struct warm_conf *conf);
 /* A setting, or def when unset. */
