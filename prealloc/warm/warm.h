@@ -2,7 +2,8 @@
 /*
  * The warm pool, private to the library (docs/warm.md): its targets
  * (conf.c, conf_parse.c), what its files share (file.c), which file a
- * take gets (pick.c), take and give (handover.c), the pass that fill and
+ * take gets (pick.c), take and give (handover.c), whether a single-tenant
+ * declaration stands (declared.c), the pass that fill and
  * serve run (fill.c, clear.c, serve.c), status (status.c). A flow over
  * the state, engine and memory layers and prepare's flow (a new warm file
  * is prepared: flows/prepare.c); admission's use of READY files stays in
@@ -177,6 +178,25 @@ int warm_create(struct prealloc_ctx *ctx, int node, uint64_t page_size, const ch
 		uint64_t length, const struct warm_pace *pace, char *why, size_t why_len,
 		uint64_t *ret_id);
 
+
+/* ---- whether a single-tenant declaration stands (declared.c) -------------- */
+
+/* r's declaration: the conf an in-place clear under single-tenant read (NULL: none). */
+void warm_declared_set(struct record *r, const struct warm_conf *conf);
+/*
+ * r (READY) goes to DIRTY, its WARM_TENANT_SINGLE label and declaration
+ * gone, for the next pass to renew: the table's "a single-tenant
+ * declaration withdrawn". s NULL: in memory only; else saved.
+ */
+int warm_declared_withdraw(const struct prealloc_ctx *ctx, struct store *s, struct record *r);
+/*
+ * Before a take's pick (save: under the lock) or a find's (not saved):
+ * every READY WARM_TENANT_SINGLE file of o's node and page size on device
+ * dev whose declaration does not stand, as its recorded warm.conf says
+ * now, withdrawn. 0, or the save's failure.
+ */
+int warm_declared_check(struct prealloc_ctx *ctx, struct store *s,
+			const struct prealloc_warm_take_opts *o, uint64_t dev, bool save);
 
 /* ---- a pass over the warm pool (fill.c, clear.c), for fill and serve ------ */
 
