@@ -458,7 +458,9 @@ int warm_clears(struct prealloc_ctx *ctx, const struct warm_pass *p, const uint6
 
 	while (!warm_stop_asked(p->pace.stop_fd) &&
 	       (found = next_dirty(ctx, p->lock_timeout_ms, &c)) > 0) {
-		bool single = warm_single_tenant(p->conf, devs, &c);
+		/* Declared by the pass's conf, and still by the file it came from. */
+		bool single = warm_single_tenant(p->conf, devs, &c) &&
+			      warm_declared_stands(ctx, p->conf, &c);
 
 		rep.seconds = 0;
 		/* A caller's tenant, or the target's declaration (its label goes with it). */

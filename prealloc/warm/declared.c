@@ -11,8 +11,10 @@
  * stands, another text stands only if it still declares the file's target
  * so. Anything else fails closed: the file is not handed out, and a take
  * moves it READY -> DIRTY, its label gone, for the next pass to renew; a
- * find treats it as not there. Pass, take and find go by what the file
- * recorded, never by their own --conf or $PREALLOC_WARM_CONF.
+ * find treats it as not there. Take and find go by what the file
+ * recorded, never by their own --conf or $PREALLOC_WARM_CONF. The pass
+ * asks the same of its own conf before it clears in place: serve keeps the
+ * conf it loaded until SIGHUP, and one withdrawn on disk meanwhile renews.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,6 +92,19 @@ static bool declared_stands(struct prealloc_ctx *ctx, struct declared_conf *dc,
 	if (dc->conf.sum == r->declared_sum)
 		return true;	/* the very text that declared it */
 	return warm_single_tenant(&dc->conf, dc->devs, r);
+}
+
+bool warm_declared_stands(struct prealloc_ctx *ctx, const struct warm_conf *conf,
+			  const struct record *r)
+{
+	struct declared_conf dc = { .path = "" };
+	struct record as_declared = *r;		/* its pools are not ours: never freed here */
+	bool stands;
+
+	warm_declared_set(&as_declared, conf);
+	stands = declared_stands(ctx, &dc, &as_declared);
+	declared_conf_free(&dc);
+	return stands;
 }
 
 int warm_declared_withdraw(const struct prealloc_ctx *ctx, struct store *s, struct record *r)

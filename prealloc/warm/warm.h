@@ -184,6 +184,13 @@ int warm_create(struct prealloc_ctx *ctx, int node, uint64_t page_size, const ch
 /* r's declaration: the conf an in-place clear under single-tenant read (NULL: none). */
 void warm_declared_set(struct record *r, const struct warm_conf *conf);
 /*
+ * Whether conf (a pass's, held since it was loaded) may clear r in place
+ * under single-tenant now: the file it came from still declares r's target
+ * so on disk (its text unchanged, or parsed again).
+ */
+bool warm_declared_stands(struct prealloc_ctx *ctx, const struct warm_conf *conf,
+			  const struct record *r);
+/*
  * r (READY) goes to DIRTY, its WARM_TENANT_SINGLE label and declaration
  * gone, for the next pass to renew: the table's "a single-tenant
  * declaration withdrawn". s NULL: in memory only; else saved.
