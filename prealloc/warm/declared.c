@@ -47,8 +47,7 @@ static void declared_conf_free(struct declared_conf *dc)
 }
 
 /* dc made the conf at path, as it is on disk now, with its targets' devices. */
-static void declared_conf_load(struct prealloc_ctx *ctx, struct declared_conf *dc,
-			       const char *path)
+static void declared_conf_load(struct prealloc_ctx *ctx, struct declared_conf *dc, const char *path)
 {
 	char why[512];
 
