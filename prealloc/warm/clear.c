@@ -370,18 +370,19 @@ static int warm_renew(struct prealloc_ctx *ctx, const struct warm_pass *p, const
 
 /*
  * Under the lock: c's label (its tenant) as it goes on: WARM_TENANT_SINGLE
- * for an in-place clear its target's declaration allows, "" for a renewal
- * (so that its target counts the new file, not both). 0, or c no longer
- * this pass's (-ESTALE).
+ * for an in-place clear its target's declaration allows, with the conf that
+ * declared it (decl; NULL: none), "" for a renewal (so that its target
+ * counts the new file, not both). 0, or c no longer this pass's (-ESTALE).
  */
 static int set_label(struct prealloc_ctx *ctx, unsigned int timeout_ms, struct record *c,
-		     const char *label)
+		     const char *label, const struct warm_conf *decl)
 {
 	struct store s;
 	int lock, err;
 	long i;
 
-	if (!strcmp(c->tenant, label))
+	if (!strcmp(c->tenant, label) && !strcmp(c->declared, decl ? decl->path : "") &&
+	    c->declared_sum == (decl ? decl->sum : 0))
 		return 0;
 	err = store_open(ctx, timeout_ms, &s, &lock);
 	if (err < 0)
@@ -392,11 +393,14 @@ static int set_label(struct prealloc_ctx *ctx, unsigned int timeout_ms, struct r
 		err = -ESTALE;
 	} else {
 		snprintf(s.r[i].tenant, sizeof(s.r[i].tenant), "%s", label);
+		warm_declared_set(&s.r[i], decl);	/* the same save: a take checks it */
 		err = store_save(ctx, &s);
 	}
 	store_close(&s, lock);
-	if (err == 0)
+	if (err == 0) {
 		snprintf(c->tenant, sizeof(c->tenant), "%s", label);
+		warm_declared_set(c, decl);
+	}
 	return err;
 }
 
@@ -415,17 +419,19 @@ int warm_clears(struct prealloc_ctx *ctx, const struct warm_pass *p, const uint6
 
 	while (!warm_stop_asked(p->pace.stop_fd) &&
 	       (found = next_dirty(ctx, p->lock_timeout_ms, &c)) > 0) {
-		bool single = warm_single_tenant(p->conf, devs, &c);
+		/* Declared by the pass's conf, and still by the file it came from. */
+		bool single = warm_single_tenant(p->conf, devs, &c) &&
+			      warm_declared_stands(ctx, p->conf, &c);
 
 		rep.seconds = 0;
 		/* A caller's tenant, or the target's declaration (its label goes with it). */
 		if (single)
-			result = set_label(ctx, p->lock_timeout_ms, &c, WARM_TENANT_SINGLE);
+			result = set_label(ctx, p->lock_timeout_ms, &c, WARM_TENANT_SINGLE, p->conf);
 		else
 			result = c.tenant[0] && strcmp(c.tenant, WARM_TENANT_SINGLE) ? 0 : -EBUSY;
 		if (result == 0)
 			result = warm_clear(ctx, &c, &p->pace, &rep);
-		if (result == -EBUSY && set_label(ctx, p->lock_timeout_ms, &c, "") == 0) {
+		if (result == -EBUSY && set_label(ctx, p->lock_timeout_ms, &c, "", NULL) == 0) {
 			result = warm_renew(ctx, p, &c, info);
 			if (result != -ECANCELED)
 				continue;	/* retired: nothing of c is left to finish */

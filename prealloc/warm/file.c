@@ -147,6 +147,9 @@ void warm_returned(struct record *r, int check)
 	 */
 	r->path[0] = '\0';
 	memset(&r->owner, 0, sizeof(r->owner));
+	/* Back from a holder: no label of a declaration's, so no declaration (declared.c). */
+	r->declared[0] = '\0';
+	r->declared_sum = 0;
 	/* The caller's save writes it. */
 	warm_move(NULL, NULL, r,
 		  check == 0 || check == -EBUSY ? PREALLOC_WARM_DIRTY : PREALLOC_WARM_QUARANTINED);

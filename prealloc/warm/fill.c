@@ -62,10 +62,8 @@ static int fill_trims(struct prealloc_ctx *ctx, const struct warm_pass *p, const
 	for (size_t i = 0; err == 0 && i < s.nr; i++)
 		if (s.r[i].warm == PREALLOC_WARM_READY &&
 		    !strcmp(s.r[i].tenant, WARM_TENANT_SINGLE) &&
-		    !warm_single_tenant(p->conf, devs, &s.r[i])) {
-			s.r[i].tenant[0] = '\0';
-			err = warm_move(ctx, &s, &s.r[i], PREALLOC_WARM_DIRTY);
-		}
+		    !warm_single_tenant(p->conf, devs, &s.r[i]))
+			err = warm_declared_withdraw(ctx, &s, &s.r[i]);
 	for (long want = p->drop_untargeted ? -1 : 0; err == 0 && want < (long)p->conf->nr;
 	     want++) {
 		uint64_t limit = want < 0 ? 0 : p->limit[want];

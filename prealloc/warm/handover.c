@@ -241,6 +241,8 @@ static int take_locked(struct prealloc_ctx *ctx, const struct prealloc_warm_take
 
 	r = store_open(ctx, o->lock_timeout_ms ? o->lock_timeout_ms : ADMIT_LOCK_TIMEOUT_MS, &s,
 		       &lock);
+	if (r == 0)	/* a withdrawn declaration's in-place files: not handed out */
+		r = warm_declared_check(ctx, &s, o, dev, true);
 	while (r == 0) {
 		ri = warm_policy_of(ctx)->pick(&s, o, dev, NULL);
 		if (ri < 0) {
@@ -421,6 +423,7 @@ EXPORT int prealloc_warm_find(struct prealloc_ctx *ctx, const struct prealloc_wa
 	if (r == 0)
 		r = store_load(ctx, &s);
 	if (r == 0) {
+		warm_declared_check(ctx, &s, &o, dev, false);	/* as a take would see it */
 		ri = warm_policy_of(ctx)->pick(&s, &o, dev, &info.files);
 		if (ri >= 0) {
 			info.id = s.r[ri].id;
