@@ -228,7 +228,8 @@ int warm_declared_withdraw(const struct prealloc_ctx *ctx, struct store *s, stru
  * Before a take's pick (save: under the lock) or a find's (not saved):
  * every READY WARM_TENANT_SINGLE file of o's node and page size on device
  * dev whose declaration does not stand, as its recorded warm.conf says
- * now, withdrawn. 0, or the save's failure.
+ * now, withdrawn; for a RESERVED take, such a file reserved (HANDED, no
+ * path) given back. 0, or the save's failure.
  */
 int warm_declared_check(struct prealloc_ctx *ctx, struct store *s,
 			const struct prealloc_warm_take_opts *o, uint64_t dev, bool save);

@@ -9,7 +9,9 @@
 # another tenant's take must not get A's inode, and A must never read that
 # tenant's secret; the next fill renews the file. Also, for 4k (tmpfs) and
 # 2M (hugetlbfs): warm.conf edited in an unrelated line still hands the file
-# out in place; warm.conf removed, or unreadable to the take, does not;
+# out in place; warm.conf removed, or unreadable to the take, does not; a
+# file reserved for a holder under the declaration is not linked for it
+# once the declaration is withdrawn;
 # `fill --conf FILE` and `serve --conf FILE` record their own file (not
 # $PREALLOC_WARM_CONF) and the checksum of the text they read, and serve,
 # whose conf stays loaded until SIGHUP, renews instead of clearing in place
@@ -175,6 +177,26 @@ for page in 4k 2M; do
 			all_of '[ "$ino" != "$INO_A" ] && [ "$(rec "$INO_A")" = "dirty - - -" ]'
 		[ -n "$ino" ] && give "$dir/b"
 		chmod 644 "$PREALLOC_WARM_CONF"
+	else
+		fail "$page: a file cleared in place ($(cat "$TMP/fill.out"))"
+	fi
+	fill
+done
+
+# ---- reserved for a holder under the declaration, withdrawn before its link ----
+for page in 4k 2M; do
+	dir=$(dir_of $page)
+	conf "$PREALLOC_WARM_CONF" " single-tenant"
+	fill
+	if in_place $page; then
+		"$PREALLOC" warm take --reserve --holder guest-r --node 0 --page-size $page \
+			--mount "$dir" 16M > "$TMP/reserve.out" 2>&1
+		r1=$(rec "$INO_A")
+		conf "$PREALLOC_WARM_CONF" ""
+		ino=$(take $page r --reserved --holder guest-r)
+		check "$page: reserved under the declaration ($r1), withdrawn before its link: not linked, given back (A $INO_A, '$ino'; $(rec "$INO_A"))" \
+			all_of '[ "${r1%% *}" = handed ] && [ "$ino" != "$INO_A" ] && [ "$(rec "$INO_A")" = "dirty - - -" ]'
+		[ -n "$ino" ] && give "$dir/r"
 	else
 		fail "$page: a file cleared in place ($(cat "$TMP/fill.out"))"
 	fi
