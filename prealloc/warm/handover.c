@@ -42,8 +42,9 @@ static int take_open(struct prealloc_ctx *ctx, struct store *s, struct record *r
 		why = "its size is not its record's";
 	if (fd >= 0)
 		close(fd);
-	warm_move(ctx, s, r, PREALLOC_WARM_QUARANTINED);
-	if (r->warm != PREALLOC_WARM_QUARANTINED)	/* never picked again and again */
+	warm_quarantine(ctx, s, r, why);
+	/* Never picked again and again. */
+	if (r->warm != PREALLOC_WARM_QUARANTINED || store_save(ctx, s) < 0)
 		return take_fail(info, -EINVAL, "warm file %s cannot be quarantined", r->tmp);
 	return take_fail(info, -EMLINK, "warm file %s is not the pool's alone (%s): quarantined",
 			 r->tmp, why);
@@ -68,7 +69,7 @@ static void take_undo(struct prealloc_ctx *ctx, struct store *s, struct record *
 		warm_move(ctx, s, r, PREALLOC_WARM_RETURNING);
 		if (linked)
 			unlinkat(dir, base, 0);
-		warm_returned(r, warm_check(ctx, r));
+		warm_returned(ctx, s, r, warm_check(ctx, r));
 	} else if (!reserved) {
 		/* Its tenant as it was (the caller restored it): a tenant's file stays its. */
 		memset(&r->owner, 0, sizeof(r->owner));
@@ -345,7 +346,7 @@ static int give_one(struct prealloc_ctx *ctx, struct store *s, size_t ri, bool b
 	if (err < 0)
 		return err;
 	check = warm_check(ctx, r);
-	warm_returned(r, check);
+	warm_returned(ctx, s, r, check);
 	info->files++;
 	info->returning += check == -EBUSY;
 	info->quarantined += r->warm == PREALLOC_WARM_QUARANTINED;
