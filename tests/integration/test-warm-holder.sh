@@ -127,6 +127,26 @@ grown 2M keep 8388608
 grown 2M mappast 8388608
 grown 2M mapro 8388608
 
+# The same after the give: A keeps its fd (the give finds the file in use),
+# then grows the file, closes its fd and keeps an O_PATH one before the
+# fill: the renewal empties the whole file under its lease, past its end.
+for page in 4k 2M; do
+	base=$(extra $page)
+	if ! hold $page late; then
+		fail "$page/late: A takes its file and keeps its fd"
+		continue
+	fi
+	"$PREALLOC" warm give --holder guest-a > "$TMP/give.out" 2>&1
+	echo grow >&7
+	wait_for 10 grep -q grown "$TMP/att.out"
+	"$PREALLOC" warm fill > "$TMP/fill.out" 2>&1
+	e=$(extra $page)
+	check "$page/late: grown after its give, nothing of the file stays in use recorded nowhere (unaccounted bytes $base -> $e; $(cat "$TMP/give.out"); $(cat "$TMP/fill.out"))" \
+		all_of '[ "$e" -eq "$base" ] && grep -q " 1 renewed" "$TMP/fill.out"'
+	release
+	"$PREALLOC" warm fill > /dev/null 2>&1
+done
+
 # ---- 5: a quarantined file stays recorded, and shown, while A links it ----
 # linked PAGE ROUNDS: A hard-links its file into its own directory before
 # each give, ROUNDS times.

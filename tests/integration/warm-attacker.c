@@ -20,6 +20,8 @@
  *   mappast   a writable shared mapping 8 MiB past its end, never faulted
  *             there (hugetlbfs: reserved, and its size follows the mapping)
  *   mapro     the same read-only: reserved past the end, its size unchanged
+ *   late      its fd kept (the give finds it in use) until a first line on
+ *             stdin; then grown as grow, its fd closed, "grown" printed
  *   link=PATH a hard link at PATH, its own; then it exits (no verdict)
  *   lease     a read lease (F_SETLEASE F_RDLCK) on an fd it keeps, SIGIO
  *             ignored: every open for writing waits fs.lease-break-time
@@ -200,6 +202,14 @@ static int hold(const char *path, const char *marker, const char *mode)
 		munmap(map, len);
 		close(fd);
 		take_lease(path);
+		return wait_go() ? 2 : (printf("own\n"), 0);
+	} else if (!strcmp(mode, "late")) {
+		munmap(map, len);
+		if (wait_go() < 0 || own_file(fd, len, "grow") < 0 || open(path, O_PATH) < 0)
+			die("late growth");
+		close(fd);
+		printf("grown\n");
+		fflush(stdout);
 		return wait_go() ? 2 : (printf("own\n"), 0);
 	} else if (own_file(fd, len, mode) == 0) {
 		/* Only the file kept, by a way no lease sees: never its pages. */
