@@ -204,8 +204,9 @@ static int hold(const char *path, const char *marker, const char *mode)
 		take_lease(path);
 		return wait_go() ? 2 : (printf("own\n"), 0);
 	} else if (!strcmp(mode, "late")) {
+		/* The O_PATH fd first: the give removes the path. */
 		munmap(map, len);
-		if (wait_go() < 0 || own_file(fd, len, "grow") < 0 || open(path, O_PATH) < 0)
+		if (open(path, O_PATH) < 0 || wait_go() < 0 || own_file(fd, len, "grow") < 0)
 			die("late growth");
 		close(fd);
 		printf("grown\n");
