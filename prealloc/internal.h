@@ -139,6 +139,12 @@ int read_file_u64(const char *path, uint64_t *ret);
 int read_file_str(const char *path, char *buf, size_t len);
 /* All of buf to fd (EINTR retried): 0 or -errno. */
 int fd_write_all(int fd, const char *buf, size_t len);
+/*
+ * openat() of a file that exists, never waiting on a lease someone holds
+ * on it (an open that would break one is -EWOULDBLOCK at once, not a wait
+ * of fs.lease-break-time); the descriptor returned blocks as any other.
+ */
+int open_no_lease_wait(int dir_fd, const char *path, int flags);
 int parse_cpulist(const char *s, cpu_set_t *ret);
 
 /*

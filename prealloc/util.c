@@ -76,6 +76,22 @@ int fd_write_all(int fd, const char *buf, size_t len)
 	return 0;
 }
 
+int open_no_lease_wait(int dir_fd, const char *path, int flags)
+{
+	int fd = openat(dir_fd, path, flags | O_NONBLOCK), fl;
+
+	if (fd < 0)
+		return -errno;
+	/* O_NONBLOCK was for the open alone. */
+	fl = fcntl(fd, F_GETFL);
+	if (!(flags & O_NONBLOCK) && (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)) {
+		fl = -errno;
+		close(fd);
+		return fl;
+	}
+	return fd;
+}
+
 int read_file_str(const char *path, char *buf, size_t len)
 {
 	ssize_t n;

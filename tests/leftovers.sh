@@ -8,8 +8,8 @@
 #
 # The state: directories and files a test makes under /tmp (prealloc-*) and
 # /dev/shm, mounts of hugetlbfs, tmpfs and overlays made for tests, every
-# node's hugepage pools, the default record store's records, the sysctl a
-# test flips, the libvirt hook and settings files, and processes a test
+# node's hugepage pools, the default record store's records, the sysctls tests
+# flip (io_uring_disabled, lease-break-time), the libvirt hook and settings files, and processes a test
 # starts (libvirtd, virtlogd, qemu, prealloc). A test that fails half-way,
 # or is stopped by SIGTERM, must still undo all of it.
 set -u
@@ -34,6 +34,7 @@ state() {
 	echo "# sysctl"
 	[ -e /proc/sys/kernel/io_uring_disabled ] &&
 		echo "kernel.io_uring_disabled $(cat /proc/sys/kernel/io_uring_disabled)"
+	echo "fs.lease-break-time $(cat /proc/sys/fs/lease-break-time)"
 	echo "# libvirt hook and settings"
 	for f in /etc/libvirt/hooks/qemu.d/prealloc /etc/prealloc/libvirt.conf /etc/libvirt/qemu.conf; do
 		[ -e "$f" ] && echo "$f $(md5sum < "$f" | cut -c1-12)"

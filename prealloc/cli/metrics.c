@@ -145,6 +145,15 @@ static double get_refused(const struct prealloc_warm_status *e) { return (double
 static double get_renewals(const struct prealloc_warm_status *e) { return (double)e->renewals; }
 static double get_pfiles(const struct prealloc_warm_status *e) { return (double)e->pressure_files; }
 static double get_pbytes(const struct prealloc_warm_status *e) { return (double)e->pressure_bytes; }
+static double get_held(const struct prealloc_warm_status *e)
+{
+	return (double)e->quarantined_held_bytes;
+}
+static double get_quarantines(const struct prealloc_warm_status *e)
+{
+	return (double)e->quarantines;
+}
+static double get_trimmed(const struct prealloc_warm_status *e) { return (double)e->trimmed_bytes; }
 
 /* The whole exposition of entries e[0..nr) to f. */
 static void metrics_put(FILE *f, const struct prealloc_warm_status *e, unsigned int nr)
@@ -169,6 +178,14 @@ static void metrics_put(FILE *f, const struct prealloc_warm_status *e, unsigned 
 		 "Warm files given back under memory pressure.", e, nr, get_pfiles);
 	put_each(f, "prealloc_warm_pressure_shrunk_bytes_total", "counter",
 		 "Bytes of warm files given back under memory pressure.", e, nr, get_pbytes);
+	put_each(f, "prealloc_warm_quarantined_held_bytes", "gauge",
+		 "Memory quarantined files hold now (a holder's link keeps them).", e, nr,
+		 get_held);
+	put_each(f, "prealloc_warm_quarantines_total", "counter",
+		 "Warm files quarantined: never handed out again.", e, nr, get_quarantines);
+	put_each(f, "prealloc_warm_trimmed_bytes_total", "counter",
+		 "Bytes holders added past their files' records, cut when given back.", e, nr,
+		 get_trimmed);
 }
 
 int metrics_render(struct prealloc_ctx *ctx, const char *conf, FILE *f, char *why, size_t len)
@@ -270,11 +287,14 @@ int cmd_warm_status_format(int argc, char **argv)
 	return EXIT_OK;
 }
 
-/* The table's counters: serve's pressure cuts, renewals, takes that missed. */
+/* The table's counters: serve's pressure cuts, renewals, takes that missed, quarantines. */
 void status_human_counters(const struct prealloc_warm_status *st)
 {
 	char b[32];
 
+	if (st->quarantined_held_bytes)
+		printf(", quarantined files hold %s",
+		       prealloc_format_size(st->quarantined_held_bytes, b, sizeof(b)));
 	if (st->pressure_files)
 		printf(", %llu given back under pressure (%s)",
 		       (unsigned long long)st->pressure_files,
@@ -284,4 +304,9 @@ void status_human_counters(const struct prealloc_warm_status *st)
 	if (st->takes[0] || st->take_refusals)
 		printf(", %llu takes missed, %llu refused", (unsigned long long)st->takes[0],
 		       (unsigned long long)st->take_refusals);
+	if (st->quarantines)
+		printf(", %llu quarantined", (unsigned long long)st->quarantines);
+	if (st->trimmed_bytes)
+		printf(", %s cut past records",
+		       prealloc_format_size(st->trimmed_bytes, b, sizeof(b)));
 }

@@ -385,6 +385,10 @@ static struct json_object *status_json(const struct prealloc_warm_status *st)
 	json_object_object_add(o, "target_bytes", json_object_new_uint64(st->target_bytes));
 	json_object_object_add(o, "last_clear_gbps", json_object_new_double(st->last_clear_gbps));
 	json_object_object_add(o, "unrecorded_pages", json_object_new_uint64(st->unrecorded_pages));
+	json_object_object_add(o, "quarantined_held_bytes",
+			       json_object_new_uint64(st->quarantined_held_bytes));
+	json_object_object_add(o, "quarantines", json_object_new_uint64(st->quarantines));
+	json_object_object_add(o, "trimmed_bytes", json_object_new_uint64(st->trimmed_bytes));
 	return o;
 }
 

@@ -68,10 +68,12 @@ int clear_check_file(struct clear_flow *flow, const char *path)
 int clear_open_checked(struct clear_flow *flow, const char *path)
 {
 	struct stat fst;
+	/* A lease its holder keeps: refused (-EWOULDBLOCK), never waited out. */
+	int fd = open_no_lease_wait(AT_FDCWD, path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 
-	flow->fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-	if (flow->fd < 0)
-		return flow_fail(flow, PREALLOC_CLEAR_STEP_OPEN, -errno);
+	if (fd < 0)
+		return flow_fail(flow, PREALLOC_CLEAR_STEP_OPEN, fd);
+	flow->fd = fd;
 	if (fstat(flow->fd, &fst) < 0 || fst.st_dev != flow->st.st_dev ||
 	    fst.st_ino != flow->st.st_ino)
 		return flow_fail(flow, PREALLOC_CLEAR_STEP_OPEN, -ESTALE);

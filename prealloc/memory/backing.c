@@ -65,9 +65,10 @@ static int open_file(struct prealloc_region *r, const struct prealloc_region_opt
 		r->created_file = true;
 	} else if ((o->flags & PREALLOC_REGION_EXISTING) ||
 		   (errno == EEXIST && (o->flags & PREALLOC_REGION_REUSE))) {
-		fd = openat(r->dir_fd, o->path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+		/* A file someone may hold a lease on (a warm file back from its holder). */
+		fd = open_no_lease_wait(r->dir_fd, o->path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0)
-			return -errno;
+			return fd;
 	} else {
 		return -errno;
 	}

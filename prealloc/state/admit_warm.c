@@ -18,10 +18,11 @@
 static int warm_link_open(const struct record *w)
 {
 	struct statx stx;
-	int fd = open(w->tmp, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	/* Never a wait on a lease (-EWOULDBLOCK: not cut now), least of all under the lock. */
+	int fd = open_no_lease_wait(AT_FDCWD, w->tmp, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 
 	if (fd < 0)
-		return -errno;
+		return fd;
 	if (file_statx(fd, "", AT_EMPTY_PATH, &stx) < 0 || !record_is_file(w, &stx) ||
 	    stx.stx_nlink != 1) {
 		close(fd);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The warm pool's counters (counters.c): takes by what they found, pressure
- * give-backs, renewals, the last fill's rate, kept in the state directory
+ * give-backs, renewals, quarantines, what holders added past their records,
+ * the last fill's rate, kept in the state directory
  * by mount device, node and page size, so that every process that takes or
  * gives adds to them and a one-shot status reads them. They reset when the
  * state directory does (/run: at boot).
@@ -28,6 +29,8 @@ struct record_key {
 #define COUNTER_PRESSURE_FILES "pressure_files"
 #define COUNTER_PRESSURE_BYTES "pressure_bytes"
 #define COUNTER_FILL_RATE "fill_bytes_per_second"	/* a gauge: the last fill's */
+#define COUNTER_QUARANTINES "quarantines"	/* files quarantined, once each */
+#define COUNTER_TRIMMED "trimmed_bytes"		/* cut past a record as its file came back */
 
 /* "take_full", "take_cut", "take_partial", "take_cold" by enum prealloc_warm_hit; NULL past. */
 const char *counter_take_name(int hit);

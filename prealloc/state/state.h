@@ -135,6 +135,10 @@ struct store {
 	 */
 	bool has_dir;
 	int dir;
+	/* What store_note queued: logged by store_close once the lock is dropped. */
+	struct store_note *notes;
+	unsigned int nr_notes;
+	struct prealloc_ctx *note_ctx;
 };
 
 /*
@@ -162,6 +166,14 @@ int store_open_cancel(struct prealloc_ctx *ctx, unsigned int timeout_ms, int can
 int store_load(const struct prealloc_ctx *ctx, struct store *s);
 int store_save(const struct prealloc_ctx *ctx, const struct store *s);
 void store_close(struct store *s, int fd);
+/*
+ * A line for ctx's log about s: never written under the store's lock (the
+ * log callback may call back into the library), so queued while s holds
+ * it and logged by store_close after the unlock; at once for a store read
+ * without the lock.
+ */
+void store_note(struct prealloc_ctx *ctx, struct store *s, int level, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 /*
  * store_load() for a caller that keeps what it read: while the store is
  * still the file known names (NULL: none), 1 and nothing read; else 0, s

@@ -18,6 +18,9 @@ void store_free(struct store *s)
 	free(s->r);
 	s->r = NULL;
 	s->nr = s->cap = 0;
+	free(s->notes);		/* never logged: store_close logs them first */
+	s->notes = NULL;
+	s->nr_notes = 0;
 }
 
 struct record *store_add(struct store *s, uint64_t id)

@@ -16,6 +16,8 @@
  * run left.
  */
 #include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -161,14 +163,52 @@ int store_save(const struct prealloc_ctx *ctx, const struct store *s)
 	return r;
 }
 
+/* One line store_note queued. */
+struct store_note {
+	int level;
+	char text[512];
+};
+
+void store_note(struct prealloc_ctx *ctx, struct store *s, int level, const char *fmt, ...)
+{
+	struct store_note *n = NULL;
+	char text[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	if (s && s->has_dir)
+		n = realloc(s->notes, (s->nr_notes + 1) * sizeof(*n));
+	if (!n) {
+		/* No lock held (or no room to queue it): said now. */
+		if (!s || !s->has_dir)
+			ctx_log(ctx, level, "%s", text);
+		return;
+	}
+	s->notes = n;
+	n[s->nr_notes].level = level;
+	memcpy(n[s->nr_notes++].text, text, sizeof(text));
+	s->note_ctx = ctx;
+}
+
 void store_close(struct store *s, int fd)
 {
+	struct store_note *notes = s->notes;
+	unsigned int nr = s->nr_notes;
+
+	s->notes = NULL;
+	s->nr_notes = 0;
 	store_free(s);
 	if (s->has_dir)
 		close(s->dir);
 	s->has_dir = false;
 	s->dir = -1;
 	statedir_unlock(fd);
+	/* The lock dropped: the log callback may call back into the library. */
+	for (unsigned int i = 0; i < nr; i++)
+		ctx_log(s->note_ctx, notes[i].level, "%s", notes[i].text);
+	free(notes);
 }
 
 int store_update(struct prealloc_ctx *ctx, unsigned int timeout_ms, uint64_t id,

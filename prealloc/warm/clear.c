@@ -13,7 +13,6 @@
  * resized, is removed; one whose clear was stopped is DIRTY again.
  */
 #include <fcntl.h>
-#include <linux/falloc.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,10 +70,12 @@ int warm_returns(struct prealloc_ctx *ctx, struct store *s,
 				continue;
 			}
 		}
-		if (err == 0 && r->warm == PREALLOC_WARM_QUARANTINED) {
+		/* Kept, and shown, while a link of its holder's holds its memory. */
+		if (err == 0 && r->warm == PREALLOC_WARM_QUARANTINED && !warm_linked_elsewhere(r)) {
 			size_t before = s->nr;
 			uint64_t bytes = r->size;
 
+			warm_release_if_sole(r);	/* nothing left to an O_PATH fd */
 			err = record_settle(ctx, s, i, true, &rel);
 			/* Else its pages are still someone's: settled again by a later pass. */
 			if (s->nr < before) {
@@ -139,6 +140,8 @@ static int warm_clear(struct prealloc_ctx *ctx, const struct record *r,
 	int err, fd;
 
 	err = warm_region(ctx, r, r->size, &region);
+	if (err == -EWOULDBLOCK)
+		return -EBUSY;	/* its holder's lease, broken now: renewed, never waited on */
 	if (err < 0)
 		return err;
 	fd = prealloc_region_fd(region);
@@ -224,6 +227,7 @@ static int clear_done(struct prealloc_ctx *ctx, unsigned int timeout_ms, const s
 		} else {
 			info->dropped++;
 			info->dropped_bytes += s.r[i].size;
+			warm_release_if_sole(c);	/* resized by a holder: nothing left to an O_PATH fd */
 			err = record_settle(ctx, &s, (size_t)i, true, &rel);
 		}
 	}
@@ -303,26 +307,6 @@ out:
 }
 
 /*
- * With a write lease proving no open file of it is left, c's pages go back
- * to the kernel now (holes punched): what an O_PATH descriptor kept alive
- * then holds no memory. Without one, nothing is touched: whatever still
- * maps it (a VMM that gave back early) keeps its bytes.
- */
-static void release_pages_if_sole(const struct record *c)
-{
-	struct stat st;
-	int fd = warm_open(c, &st);
-
-	if (fd < 0)
-		return;
-	if (st.st_nlink == 1 && file_lease_take(fd) == 0) {
-		(void)!fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)c->size);
-		file_lease_drop(fd);
-	}
-	close(fd);
-}
-
-/*
  * c's file leaves the warm pool and a new one of its node, page size, mount and
  * size takes its place: made through prepare's own flow (populated on the
  * node, verified, READY; the pool grows for it where c's pages are not
@@ -354,7 +338,7 @@ static int warm_renew(struct prealloc_ctx *ctx, const struct warm_pass *p, const
 	if (err < 0)
 		warm_note(info, "warm file %s: no new file took its place (%s): removed", c->tmp,
 			  why);
-	release_pages_if_sole(c);
+	warm_release_if_sole(c);	/* with a lease: its pages go back now (holder.c) */
 	test_pause("warm-renew-before-retire");
 	if (retire(ctx, p->lock_timeout_ms, c, err == 0 ? new_id : 0, info) == 0 && err == 0) {
 		double seconds = now_seconds() - t0;

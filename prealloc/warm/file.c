@@ -128,6 +128,7 @@ int warm_check(struct prealloc_ctx *ctx, struct record *r)
 		return -EBUSY;	/* a lease of the holder's, taken before: in use */
 	if (fd < 0)
 		return fd;
+	warm_trim(ctx, r, fd);	/* nothing past its record is left to anyone */
 	r_ = fstat(fd, &st) < 0 ? -errno : 0;
 	if (r_ == 0 && (st.st_uid != 0 || (st.st_mode & 07777) != 0600))
 		r_ = -EPERM;	/* not seized: never counted free (QUARANTINED) */
@@ -139,7 +140,7 @@ int warm_check(struct prealloc_ctx *ctx, struct record *r)
 	return r_;
 }
 
-void warm_returned(struct record *r, int check)
+void warm_returned(struct prealloc_ctx *ctx, struct store *s, struct record *r, int check)
 {
 	/*
 	 * Still open or mapped (-EBUSY) is DIRTY too: its pages are never
@@ -151,8 +152,10 @@ void warm_returned(struct record *r, int check)
 	r->declared[0] = '\0';
 	r->declared_sum = 0;
 	/* The caller's save writes it. */
-	warm_move(NULL, NULL, r,
-		  check == 0 || check == -EBUSY ? PREALLOC_WARM_DIRTY : PREALLOC_WARM_QUARANTINED);
+	if (check == 0 || check == -EBUSY)
+		warm_move(NULL, NULL, r, PREALLOC_WARM_DIRTY);
+	else
+		warm_quarantine(ctx, s, r, warm_check_why(check));
 }
 
 int warm_region(struct prealloc_ctx *ctx, const struct record *r, uint64_t length,

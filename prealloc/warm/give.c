@@ -54,7 +54,7 @@ static int returns_record(struct prealloc_ctx *ctx, unsigned int timeout_ms,
 		record_set_busy(ctx, r, false);
 		if (check[k] == LINK_KEPT)
 			continue;
-		warm_returned(r, check[k]);
+		warm_returned(ctx, &s, r, check[k]);
 		count->files++;
 		count->in_use += check[k] == -EBUSY;
 		count->dirty += r->warm == PREALLOC_WARM_DIRTY;

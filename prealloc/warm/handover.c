@@ -44,8 +44,9 @@ static int take_open(struct prealloc_ctx *ctx, struct store *s, struct record *r
 		why = "its size is not its record's";
 	if (fd >= 0)
 		close(fd);
-	warm_move(ctx, s, r, PREALLOC_WARM_QUARANTINED);
-	if (r->warm != PREALLOC_WARM_QUARANTINED)	/* never picked again and again */
+	warm_quarantine(ctx, s, r, why);
+	/* Never picked again and again. */
+	if (r->warm != PREALLOC_WARM_QUARANTINED || store_save(ctx, s) < 0)
 		return take_fail(info, -EINVAL, "warm file %s cannot be quarantined", r->tmp);
 	return take_fail(info, -EMLINK, "warm file %s is not the pool's alone (%s): quarantined",
 			 r->tmp, why);

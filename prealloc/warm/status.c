@@ -81,18 +81,36 @@ static void status_counters(struct prealloc_ctx *ctx, struct prealloc_warm_statu
 	e->pressure_files = counter_get(text, dev, e->node, ps, COUNTER_PRESSURE_FILES);
 	e->pressure_bytes = counter_get(text, dev, e->node, ps, COUNTER_PRESSURE_BYTES);
 	e->last_fill_gbps = (double)counter_get(text, dev, e->node, ps, COUNTER_FILL_RATE) / 1e9;
+	e->quarantines = counter_get(text, dev, e->node, ps, COUNTER_QUARANTINES);
+	e->trimmed_bytes = counter_get(text, dev, e->node, ps, COUNTER_TRIMMED);
 	free(text);
 }
 
-/* Hugetlb pages of e's node and size in use that no record of s accounts for. */
-static void status_unrecorded(struct prealloc_ctx *ctx, const struct store *s,
-			      struct prealloc_warm_status *e)
+/* Whether e[i]'s node is the lowest of the entries of its page size. */
+static bool lowest_node(const struct prealloc_warm_status *e, unsigned int nr, unsigned int i)
 {
-	uint64_t total = 0, free_pages = 0, recorded = 0;
+	for (unsigned int j = 0; j < nr; j++)
+		if (e[j].page_size == e[i].page_size && e[j].node < e[i].node)
+			return false;
+	return true;
+}
+
+/*
+ * Hugetlb pages of e's node and size in use that no record of s accounts
+ * for; with_resv: and the pages reserved (by a mapping, not yet faulted),
+ * which the kernel counts per page size, not per node (the caller adds
+ * them to one node's entries).
+ */
+static void status_unrecorded(struct prealloc_ctx *ctx, const struct store *s,
+			      struct prealloc_warm_status *e, bool with_resv)
+{
+	uint64_t total = 0, free_pages = 0, recorded = 0, resv = 0, gfree;
 
 	if (e->page_size == PREALLOC_PAGE_4K ||
 	    hugetlb_read(ctx, e->node, e->page_size, &total, &free_pages, NULL) < 0)
 		return;
+	if (with_resv && hugetlb_global(ctx, e->page_size, &gfree, &resv) == 0)
+		total += resv;
 	for (size_t i = 0; i < s->nr; i++) {
 		const struct record *r = &s->r[i];
 
@@ -150,9 +168,11 @@ EXPORT int prealloc_warm_status(struct prealloc_ctx *ctx, const char *conf_path,
 		x = status_entry(e, &nr, mount, rec->warm_node, rec->page_size);
 		x->bytes[rec->warm] += rec->size;
 		x->files[rec->warm]++;
+		if (rec->warm == PREALLOC_WARM_QUARANTINED)
+			x->quarantined_held_bytes += warm_held_bytes(rec);
 	}
 	for (unsigned int i = 0; e && i < nr; i++)
-		status_unrecorded(ctx, &s, &e[i]);
+		status_unrecorded(ctx, &s, &e[i], lowest_node(e, nr, i));
 	store_free(&s);
 	warm_conf_free(&conf);
 	if (!e)

@@ -145,8 +145,38 @@ int warm_region(struct prealloc_ctx *ctx, const struct record *r, uint64_t lengt
 int warm_grow(struct prealloc_ctx *ctx, struct record *r, int fd, uint64_t length);
 /* job to its end; a readable stop_fd (-1: none) cancels it first (-ECANCELED). */
 int warm_job_finish(struct prealloc_job *job, int stop_fd);
-/* r's state after warm_check said check: DIRTY or QUARANTINED; no holder, no path. */
-void warm_returned(struct record *r, int check);
+/*
+ * r's state after warm_check said check: DIRTY, or QUARANTINED
+ * (warm_quarantine, s the store r is of); no holder, no path.
+ */
+void warm_returned(struct prealloc_ctx *ctx, struct store *s, struct record *r, int check);
+
+/* ---- what a holder did to its own file (holder.c) ---------------------------- */
+
+/*
+ * Whatever of r's file (fd, open for writing) lies past its record's size
+ * (or its own, when shorter) cut: pages, and on hugetlbfs the reservations
+ * a mapping past the end made. The bytes that went (best effort for
+ * reservations), counted (COUNTER_TRIMMED).
+ */
+uint64_t warm_trim(struct prealloc_ctx *ctx, const struct record *r, int fd);
+/*
+ * c's file emptied (truncated to 0: its pages and reservations, past its
+ * end too) when a write lease proves no open file of it is left; else
+ * nothing is touched: whatever still maps it keeps its bytes.
+ */
+void warm_release_if_sole(const struct record *c);
+/* Whether r's file still has a link besides the warm pool's (a quarantine kept). */
+bool warm_linked_elsewhere(const struct record *r);
+/* The memory r's file holds now (its blocks); 0 when it has none or is gone. */
+uint64_t warm_held_bytes(const struct record *r);
+/*
+ * r (of s) QUARANTINED for why, unless it is: counted once per file
+ * (COUNTER_QUARANTINES) and logged once s's lock is dropped. The caller saves.
+ */
+void warm_quarantine(struct prealloc_ctx *ctx, struct store *s, struct record *r, const char *why);
+/* What warm_check's verdict check says, in words. */
+const char *warm_check_why(int check);
 /*
  * pick.c: the one pick of a take and a find. The request o checked,
  * its mount's device in *ret_dev, and (ret_dir not NULL: a take) the

@@ -11,6 +11,21 @@
  *   fd        a plain open fd (seen by /proc only with CAP_SYS_PTRACE)
  *   map       the mapping kept (a VMM that gives its file back early)
  *
+ * or does to its own file what test-warm-holder.sh checks the warm pool
+ * against, keeping only an O_PATH descriptor (no lease sees it) where it
+ * keeps anything:
+ *
+ *   grow      the file grown to 8 times its size, every page faulted
+ *   keep      8 MiB past its end allocated, its size kept (FALLOC_FL_KEEP_SIZE)
+ *   mappast   a writable shared mapping 8 MiB past its end, never faulted
+ *             there (hugetlbfs: reserved, and its size follows the mapping)
+ *   mapro     the same read-only: reserved past the end, its size unchanged
+ *   late      its fd kept (the give finds it in use) until a first line on
+ *             stdin; then grown as grow, its fd closed, "grown" printed
+ *   link=PATH a hard link at PATH, its own; then it exits (no verdict)
+ *   lease     a read lease (F_SETLEASE F_RDLCK) on an fd it keeps, SIGIO
+ *             ignored: every open for writing waits fs.lease-break-time
+ *
  * It prints "ready" once it holds the reference, waits for a line on stdin,
  * then reads through the reference and prints one verdict line:
  *   "leak"   the marker (argv[3]) is there: another holder's bytes reached it
@@ -24,6 +39,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,6 +114,55 @@ static int recv_fd(int sock)
 	return fd;
 }
 
+#define PAST (8u << 20)
+
+/* What a holder does to its own file: grow, keep, mappast, mapro, lease. */
+static int own_file(int fd, size_t len, const char *mode)
+{
+	bool ro = !strcmp(mode, "mapro");
+	unsigned char *p;
+
+	if (!strcmp(mode, "grow")) {
+		if (ftruncate(fd, (off_t)len * 8) < 0)
+			die("ftruncate");
+		p = map_file(fd, len * 8);
+		memset(p + len, OWN, len * 7);
+		munmap(p, len * 8);
+	} else if (!strcmp(mode, "keep")) {
+		if (fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)len, PAST) < 0)
+			die("fallocate");
+	} else if (ro || !strcmp(mode, "mappast")) {
+		p = mmap(NULL, len + PAST, ro ? PROT_READ : PROT_READ | PROT_WRITE, MAP_SHARED,
+			 fd, 0);
+		if (p == MAP_FAILED)
+			die("mmap past the end");
+		munmap(p, len + PAST);
+	} else {
+		return -1;
+	}
+	return 0;
+}
+
+/* "ready", then a line on stdin: 0, or -1 at its end. */
+static int wait_go(void)
+{
+	char line[64];
+
+	printf("ready\n");
+	fflush(stdout);
+	return fgets(line, sizeof(line), stdin) ? 0 : -1;
+}
+
+/* A read lease on a fresh read-only fd of path, kept; its breaks ignored. */
+static void take_lease(const char *path)
+{
+	int fd = open(path, O_RDONLY);
+
+	signal(SIGIO, SIG_IGN);
+	if (fd < 0 || fcntl(fd, F_SETLEASE, F_RDLCK) < 0)
+		die("F_SETLEASE F_RDLCK");
+}
+
 static int hold(const char *path, const char *marker, const char *mode)
 {
 	static unsigned char buf[WINDOW];
@@ -128,6 +193,32 @@ static int hold(const char *path, const char *marker, const char *mode)
 					    : vmsplice(pipefd[1], &iov, 1, 0);
 		if (n != (ssize_t)WINDOW)
 			die(mode);
+	} else if (!strncmp(mode, "link=", 5)) {
+		if (link(path, mode + 5) < 0)
+			die("link");
+		printf("ready\n");
+		return 0;
+	} else if (!strcmp(mode, "lease")) {
+		munmap(map, len);
+		close(fd);
+		take_lease(path);
+		return wait_go() ? 2 : (printf("own\n"), 0);
+	} else if (!strcmp(mode, "late")) {
+		/* The O_PATH fd first: the give removes the path. */
+		munmap(map, len);
+		if (open(path, O_PATH) < 0 || wait_go() < 0 || own_file(fd, len, "grow") < 0)
+			die("late growth");
+		close(fd);
+		printf("grown\n");
+		fflush(stdout);
+		return wait_go() ? 2 : (printf("own\n"), 0);
+	} else if (own_file(fd, len, mode) == 0) {
+		/* Only the file kept, by a way no lease sees: never its pages. */
+		munmap(map, len);
+		if (open(path, O_PATH) < 0)
+			die("O_PATH");
+		close(fd);
+		return wait_go() ? 2 : (printf("own\n"), 0);
 	} else if (strcmp(mode, "fd") && strcmp(mode, "map")) {
 		fprintf(stderr, "warm-attacker: unknown mode %s\n", mode);
 		return 2;

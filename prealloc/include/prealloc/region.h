@@ -37,7 +37,9 @@ enum prealloc_region_flags {
 	/*
 	 * FILE: open only a file that exists, never create one (-ENOENT);
 	 * implies REUSE. For a caller that checked the file first: one
-	 * removed since is not made anew and left behind.
+	 * removed since is not made anew and left behind. An existing file
+	 * (REUSE too) is opened without waiting on a lease another process
+	 * holds on it: -EWOULDBLOCK, not fs.lease-break-time.
 	 */
 	PREALLOC_REGION_EXISTING = 1u << 4,
 };

@@ -332,6 +332,23 @@ struct prealloc_warm_status {
 	uint64_t renewals;	/* files renewed: a new file in a given-back one's place */
 	uint64_t pressure_files, pressure_bytes;	/* given back under memory pressure */
 	double last_fill_gbps;	/* the last new file's populate and verify; 0 none yet */
+	/*
+	 * Files quarantined (a link besides the warm pool's, a size not their
+	 * record's, ...), each once; counted as takes are.
+	 */
+	uint64_t quarantines;
+	/*
+	 * The memory the QUARANTINED files hold now (their blocks, 4k
+	 * included): a holder's link keeps a quarantined file, and its record,
+	 * until it goes.
+	 */
+	uint64_t quarantined_held_bytes;
+	/*
+	 * Bytes holders added past their files' records (grown, allocated
+	 * past the end, hugetlb pages reserved by a mapping past it), cut when
+	 * the file came back; counted as takes are (reservations: best effort).
+	 */
+	uint64_t trimmed_bytes;
 };
 
 /*

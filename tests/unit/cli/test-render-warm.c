@@ -47,7 +47,8 @@ static const struct prealloc_warm_status fake_status[] = {
 	  .last_clear_gbps = 9.25, .unrecorded_pages = 37,
 	  /* The counters: takes by result (miss, full, cut, partial, cold), each its own. */
 	  .takes = { 19, 23, 29, 31, 41 }, .take_refusals = 43, .renewals = 47,
-	  .pressure_files = 53, .pressure_bytes = 640 * MiB, .last_fill_gbps = 4.5 },
+	  .pressure_files = 53, .pressure_bytes = 640 * MiB, .last_fill_gbps = 4.5,
+	  .quarantines = 59, .quarantined_held_bytes = 96 * MiB, .trimmed_bytes = 112 * MiB },
 	{ .node = 1, .page_size = PREALLOC_PAGE_1G, .mount = "/dev/hugepages-1G",
 	  .target_bytes = 16 * GiB,
 	  .bytes = { [PREALLOC_WARM_READY] = 8 * GiB, [PREALLOC_WARM_DIRTY] = 4 * GiB },
@@ -190,7 +191,8 @@ static void status_matches(json_object *j, const struct prealloc_warm_status *st
 	static const char *const keys[] = { "node", "page_size", "mount", "ready_bytes",
 		"clearing_bytes", "dirty_bytes", "handed_bytes", "returning_bytes",
 		"populating_bytes", "quarantined_bytes", "target_bytes", "last_clear_gbps",
-		"unrecorded_pages", NULL };
+		"unrecorded_pages", "quarantined_held_bytes", "quarantines", "trimmed_bytes",
+		NULL };
 	char what[64];
 
 	snprintf(what, sizeof(what), "status %.32s node %d", st->mount, st->node);
@@ -207,6 +209,9 @@ static void status_matches(json_object *j, const struct prealloc_warm_status *st
 	is_u64(j, what, "quarantined_bytes", st->bytes[PREALLOC_WARM_QUARANTINED]);
 	is_u64(j, what, "target_bytes", st->target_bytes);
 	is_u64(j, what, "unrecorded_pages", st->unrecorded_pages);
+	is_u64(j, what, "quarantined_held_bytes", st->quarantined_held_bytes);
+	is_u64(j, what, "quarantines", st->quarantines);
+	is_u64(j, what, "trimmed_bytes", st->trimmed_bytes);
 	/* json-c writes a double of no fraction as "0.0": it reads back a double. */
 	is_double(j, what, "last_clear_gbps", st->last_clear_gbps, 1e-9);
 }
@@ -234,8 +239,9 @@ static void test_status(void)
 	is_line(text, 0, "/dev/hugepages node 3 2M: target 40 GiB, populating 1 GiB (1), "
 			 "ready 24 GiB (12), handed 6 GiB (4), returning 2 GiB (2), dirty 5 GiB (5), "
 			 "clearing 3 GiB (3), quarantined 512 MiB (7), last clear 9.25 GB/s, "
-			 "37 pages in use by no record, 53 given back under pressure (640 MiB), "
-			 "47 renewed, 19 takes missed, 43 refused");
+			 "37 pages in use by no record, quarantined files hold 96 MiB, "
+			 "53 given back under pressure (640 MiB), 47 renewed, 19 takes missed, "
+			 "43 refused, 59 quarantined, 112 MiB cut past records");
 	is_line(text, 1, "/dev/hugepages-1G node 1 1G: target 16 GiB, ready 8 GiB (8), "
 			 "dirty 4 GiB (2)");
 	is_line(text, 2, "");
@@ -321,6 +327,11 @@ static void test_metrics(void)
 			   e->pressure_files);
 		sample_u64(text, e, "prealloc_warm_pressure_shrunk_bytes_total", NULL, NULL,
 			   e->pressure_bytes);
+		sample_u64(text, e, "prealloc_warm_quarantined_held_bytes", NULL, NULL,
+			   e->quarantined_held_bytes);
+		sample_u64(text, e, "prealloc_warm_quarantines_total", NULL, NULL, e->quarantines);
+		sample_u64(text, e, "prealloc_warm_trimmed_bytes_total", NULL, NULL,
+			   e->trimmed_bytes);
 	}
 	free(text);
 }
