@@ -112,6 +112,10 @@ static void take_print(const struct prealloc_warm_take_info *info, uint64_t leng
 		json_object_object_add(o, "bytes", json_object_new_uint64(length));
 		json_object_object_add(o, "file_bytes", json_object_new_uint64(info->file_bytes));
 		json_object_object_add(o, "seconds", json_object_new_double(info->seconds));
+		json_object_object_add(o, "shared_uid_files",
+				       json_object_new_uint64(info->shared_uid_files));
+		json_object_object_add(o, "shared_uid_with",
+				       json_object_new_string(info->shared_uid_with));
 		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY));
 		json_object_put(o);
 		return;
@@ -256,6 +260,13 @@ static int cmd_warm_take(int argc, char **argv)
 		return warm_take_exit_status(r);
 	}
 	close(info.fd);
+	/* Mode 0600 keeps other uids out, not this one: prealloc cannot part them. */
+	if (info.shared_uid_files)
+		cli_warn("warm take: uid %u also owns %u warm file(s) of other holders (%s%s), which "
+			 "its processes may open by path, as theirs may open this one: holders are "
+			 "kept apart only by distinct uids or MAC confinement (sVirt; docs/warm.md, "
+			 "threat model)", o.uid, info.shared_uid_files, info.shared_uid_with,
+			 info.shared_uid_files > 1 ? ", ..." : "");
 	take_print(&info, o.length, json);
 	return EXIT_OK;
 }

@@ -146,6 +146,7 @@ void warm_returned(struct record *r, int check)
 	 */
 	r->path[0] = '\0';
 	memset(&r->owner, 0, sizeof(r->owner));
+	r->has_uid = false;	/* root's again */
 	/* The caller's save writes it. */
 	warm_move(NULL, NULL, r,
 		  check == 0 || check == -EBUSY ? PREALLOC_WARM_DIRTY : PREALLOC_WARM_QUARANTINED);

@@ -151,6 +151,8 @@ static int take_file(struct prealloc_ctx *ctx, struct store *s, size_t ri, int d
 		snprintf(r->tenant, sizeof(r->tenant), "%s", o->tenant);
 	if (o->holder)
 		owner_holder(&r->owner, o->holder, o->holder_check, o->holder_expires);
+	r->has_uid = !reserve && (o->flags & PREALLOC_WARM_TAKE_CHOWN);	/* written with HANDED */
+	r->uid = o->uid, r->gid = o->gid;
 	err = warm_move(ctx, s, r, PREALLOC_WARM_HANDED);	/* with its path, tenant, owner */
 	test_pause("warm-take-recorded");
 	if (err == 0 && !reserve && (o->flags & PREALLOC_WARM_TAKE_CHOWN) &&
@@ -201,6 +203,8 @@ static int take_reserved(struct prealloc_ctx *ctx, struct store *s, size_t ri, i
 		return fd;
 	info->file_bytes = r->size;
 	snprintf(r->path, sizeof(r->path), "%s", o->path);
+	r->has_uid = o->flags & PREALLOC_WARM_TAKE_CHOWN;	/* written with its path */
+	r->uid = o->uid, r->gid = o->gid;
 	err = store_save(ctx, s);
 	test_pause("warm-take-recorded");
 	if (err == 0 && (o->flags & PREALLOC_WARM_TAKE_CHOWN) && fchown(fd, o->uid, o->gid) < 0)
@@ -278,6 +282,7 @@ EXPORT int prealloc_warm_take(struct prealloc_ctx *ctx, const struct prealloc_wa
 		info.hit = hit == PREALLOC_WARM_COLD ? hit : warm_hit_of(info.file_bytes, o.length);
 		info.seconds = now_seconds() - t0;
 		snprintf(info.path, sizeof(info.path), "%s", o.path ? o.path : "");
+		warm_take_shared(ctx, &o, &info);	/* holders of one uid: said, not parted */
 	}
 	counter_take(ctx, dev, o.node, o.page_size, r, info.hit);
 	if (ret_info)
