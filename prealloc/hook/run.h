@@ -35,6 +35,8 @@ int run_claim(struct hook_run *run);
  * warm file (warm) or pre-faulted (prefault).
  */
 int run_start(struct hook_run *run);
+/* sharing.c: whether the domain has a DAC uid and no dynamic MAC label (sVirt). */
+bool sharing_unconfined(const struct domain *d);
 /*
  * sharing.c, start begin: whether the domain, with no dynamic MAC label,
  * runs as a uid that other guests' warm files were given (si: the warm

@@ -14,10 +14,15 @@
 
 #include "run.h"
 
+bool sharing_unconfined(const struct domain *d)
+{
+	return d->has_dac && !d->mac_dynamic;
+}
+
 bool sharing_warning(const struct domain *d, const struct prealloc_warm_shared_info *si,
 		     char *buf, size_t len)
 {
-	if (!d->has_dac || d->mac_dynamic || !si->files)
+	if (!sharing_unconfined(d) || !si->files)
 		return false;
 	snprintf(buf, len, "domain %.255s: no dynamic MAC label, and its QEMU's uid %u owns %u warm "
 		 "file(s) of other guests (%.511s%s): each may open the other's memory by path. "
@@ -33,7 +38,7 @@ void run_sharing_check(struct hook_run *run)
 	char msg[1536];
 	int r;
 
-	if (!run->dom.has_dac || run->dom.mac_dynamic)
+	if (!sharing_unconfined(&run->dom))
 		return;	/* no uid to compare, or confined apart */
 	r = prealloc_warm_shared_uid(run->g.ctx, run->dom.uid, run->g.holder,
 				     run->g.tenant[0] ? run->g.tenant : NULL, &si);
