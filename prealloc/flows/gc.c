@@ -2,7 +2,9 @@
 /*
  * prealloc_store_gc: every record whose owner is gone is settled (a run that
  * died, a holder whose check failed or expired, a ready file removed by
- * hand, a release a crash interrupted).
+ * hand, a release a crash interrupted), a warm take or give that died is
+ * left for the warm pool's next pass to finish, and growth whose file has
+ * no name left goes back once no process holds it.
  */
 #include "flows.h"
 
@@ -54,9 +56,22 @@ EXPORT int prealloc_store_gc(struct prealloc_ctx *ctx, uint64_t *ret_returned,
 	unsigned int matched = 0;
 	int r;
 
+	struct store s;
+	int lock;
+
 	if (!ctx)
 		return -EINVAL;
-	r = settle_matching(ctx, ADMIT_LOCK_TIMEOUT_MS, pick_stale, NULL, &info, &matched);
+	/* A warm take or give whose run died: the warm pool's next pass gives its file back. */
+	r = store_open(ctx, ADMIT_LOCK_TIMEOUT_MS, &s, &lock);
+	if (r == 0) {
+		r = warm_busy_settle(ctx, &s);
+		store_close(&s, lock);
+	}
+	if (r == 0)
+		r = settle_matching(ctx, ADMIT_LOCK_TIMEOUT_MS, pick_stale, NULL, &info, &matched);
+	/* Then growth whose file has no name left, once no process holds it (no lock held). */
+	if (r == 0)
+		r = settle_orphans(ctx, ADMIT_LOCK_TIMEOUT_MS, &info);
 	if (ret_returned)
 		*ret_returned = info.returned;
 	if (ret_entries)

@@ -182,6 +182,8 @@ unsigned int record_file_names(const struct record *r)
 
 	if (!r->has_file)
 		return 0;
+	if (r->ino && r->warm != WARM_NONE)
+		return same_file(r->tmp, r) ? RECORD_AT_TMP : 0;
 	if (r->ino) {
 		names |= same_file(r->path, r) ? RECORD_AT_PATH : 0;
 		names |= same_file(r->tmp, r) ? RECORD_AT_TMP : 0;

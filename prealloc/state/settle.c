@@ -8,6 +8,7 @@
  * flow picks (gc, a holder's release) under one lock.
  */
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,17 +115,58 @@ static int unlink_record_file(const struct record *r, const char *path, bool by_
 }
 
 /*
+ * A descriptor of the record's file by the first of its names, under a
+ * write lease: the kernel grants one only while no other open file
+ * description of the inode exists (another process's descriptor, a
+ * mapping, a descriptor in flight), and breaks it if one is opened while
+ * it is held. -EAGAIN: in use (refused, or someone's own lease stops the
+ * open); any other error: not provable (fail closed: in use as well).
+ * Never a /proc walk: its cost is every other user's processes and
+ * descriptors, and this runs under the store's lock.
+ */
+static int lease_names(const struct record *r, unsigned int names, int *ret_fd)
+{
+	const char *name = names & RECORD_AT_TMP ? r->tmp : r->path;
+	int fd = open(name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC), err;
+	struct statx stx;
+
+	if (fd < 0)
+		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+	err = file_statx(fd, "", AT_EMPTY_PATH, &stx);
+	if (err == 0 && !(r->ino ? record_is_file(r, &stx) : S_ISREG(stx.stx_mode)))
+		err = -ESTALE;
+	if (err == 0)
+		err = file_lease_take(fd);
+	if (err < 0) {
+		close(fd);
+		return err;
+	}
+	*ret_fd = fd;
+	return 0;
+}
+
+/* Every page of fd's file let go, to its end as it is now (a holder may have grown it). */
+static void punch_all(int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) == 0 && st.st_size > 0)
+		(void)!fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, st.st_size);
+}
+
+/*
  * Removes the record's file if prealloc made it, by every name it has
- * (its path, its hidden name); the state says so first. *ret_in_use: a
- * process still maps or holds it, so its pages do not go back to the pool
- * with the unlink.
+ * (its path, its hidden name); the state says so first. *ret_in_use: its
+ * pages do not go back to the pool with the unlink: a write lease held
+ * across the unlinks was refused or broken (another process maps or holds
+ * it, or opened it meanwhile), or could not be taken at all.
  */
 static int settle_file(struct prealloc_ctx *ctx, struct store *s, size_t ri, bool remove_ready,
 		       bool *ret_removed, bool *ret_in_use)
 {
 	struct record *r = &s->r[ri];
-	unsigned int unreadable, names;
-	int ret;
+	unsigned int names;
+	int ret, fd = -1;
 
 	if (!r->has_file || !r->created)
 		return 0;	/* adopted (--reuse): its data stays */
@@ -132,45 +174,41 @@ static int settle_file(struct prealloc_ctx *ctx, struct store *s, size_t ri, boo
 		return 0;
 	names = record_file_names(r);
 	if (names) {
-		/*
-		 * procfs alone: it misses what it cannot read, which here costs
-		 * no isolation, only growth given back while pages are still
-		 * held, and record_return_growth gives back free pages only.
-		 */
-		*ret_in_use = r->ino && file_user(ctx, r->dev, r->ino, 0, &unreadable) != 0;
+		*ret_in_use = lease_names(r, names, &fd) < 0;
 		r->state = PREALLOC_RECORD_RELEASING;
 		ret = store_save(ctx, s);
+		if (ret == 0 && (names & RECORD_AT_PATH))
+			ret = unlink_record_file(r, r->path, false);
+		if (ret == 0 && (names & RECORD_AT_TMP))
+			ret = unlink_record_file(r, r->tmp, !r->ino);
+		if (fd >= 0) {
+			*ret_in_use |= !file_lease_held(fd);	/* opened meanwhile */
+			/*
+			 * Nobody else opens or maps it: its pages go now, even
+			 * while an O_PATH descriptor (which no lease sees) keeps
+			 * the inode, so that the growth given back is free.
+			 */
+			if (!*ret_in_use)
+				punch_all(fd);
+			file_lease_drop(fd);
+			close(fd);
+		}
 		if (ret < 0)
 			return ret;
-		if (names & RECORD_AT_PATH) {
-			ret = unlink_record_file(r, r->path, false);
-			if (ret < 0)
-				return ret;
-		}
-		if (names & RECORD_AT_TMP) {
-			ret = unlink_record_file(r, r->tmp, !r->ino);
-			if (ret < 0)
-				return ret;
-		}
 		*ret_removed = true;
+	} else if (r->ino) {
+		/* No name left to lease: in use until settle_orphans finds it free. */
+		*ret_in_use = true;
 	}
 	/* Gone from its path: a new file there is not ours. dev/ino stay for the file-user check. */
 	r->has_file = false;
 	return 0;
 }
 
-/* An unlinked file of ours that a process still maps or holds: its pages are not free. */
-static bool inode_in_use(const struct prealloc_ctx *ctx, const struct record *r)
+static int settle_record(struct prealloc_ctx *ctx, struct store *s, size_t ri, bool remove_ready,
+			 bool unnamed_free, struct prealloc_release_info *info)
 {
-	unsigned int unreadable;
-
-	return !r->has_file && r->ino && file_user(ctx, r->dev, r->ino, 0, &unreadable) != 0;
-}
-
-int record_settle(struct prealloc_ctx *ctx, struct store *s, size_t ri, bool remove_ready,
-		  struct prealloc_release_info *info)
-{
-	bool in_use = false, removed = false;
+	bool in_use = false, removed = false, had_file = s->r[ri].has_file;
 	uint64_t left = 0;
 	int r;
 
@@ -181,10 +219,12 @@ int record_settle(struct prealloc_ctx *ctx, struct store *s, size_t ri, bool rem
 	/*
 	 * Give back only what the unlink really freed: while a process still
 	 * maps or holds the file, its pages stay in use and the growth stays
-	 * ORPHAN for a later gc (which asks /proc again), instead of taking
-	 * free pages somebody else added.
+	 * ORPHAN instead of taking free pages somebody else added. A file
+	 * with no name left cannot be leased: only settle_orphans' walk of
+	 * /proc, without the lock, finds it free (unnamed_free).
 	 */
-	in_use = in_use || inode_in_use(ctx, &s->r[ri]);
+	if (!had_file && s->r[ri].ino)
+		in_use = !unnamed_free;
 	for (unsigned int k = 0; k < s->r[ri].nr_pools; k++) {
 		uint64_t returned = 0;
 
@@ -212,6 +252,65 @@ int record_settle(struct prealloc_ctx *ctx, struct store *s, size_t ri, bool rem
 		store_del(s, ri);
 	}
 	return store_save(ctx, s);
+}
+
+int record_settle(struct prealloc_ctx *ctx, struct store *s, size_t ri, bool remove_ready,
+		  struct prealloc_release_info *info)
+{
+	return settle_record(ctx, s, ri, remove_ready, false, info);
+}
+
+/* A record whose file has no name left and whose growth waits on its last user. */
+static bool orphaned(const struct record *r)
+{
+	for (unsigned int k = 0; !r->has_file && r->ino && k < r->nr_pools; k++)
+		if (r->pools[k].added)
+			return true;
+	return false;
+}
+
+int settle_orphans(struct prealloc_ctx *ctx, unsigned int timeout_ms,
+		   struct prealloc_release_info *info)
+{
+	struct store s;
+	uint64_t *ids = NULL, *inos = NULL;
+	size_t n = 0;
+	int fd = -1, r;
+
+	/* The walk first, on a snapshot and without the lock. */
+	r = store_load(ctx, &s);
+	if (r < 0)
+		return r;
+	ids = calloc(s.nr + 1, sizeof(*ids));
+	inos = calloc(s.nr + 1, sizeof(*inos));
+	for (size_t i = 0; ids && inos && i < s.nr; i++) {
+		unsigned int unreadable;
+
+		/*
+		 * procfs misses what it cannot read, which here costs no
+		 * isolation, only growth given back while pages are still held,
+		 * and record_return_growth gives back free pages only.
+		 */
+		if (orphaned(&s.r[i]) && file_user(ctx, s.r[i].dev, s.r[i].ino, 0, &unreadable) == 0) {
+			ids[n] = s.r[i].id;
+			inos[n++] = s.r[i].ino;
+		}
+	}
+	store_free(&s);
+	r = !ids || !inos ? -ENOMEM : 0;
+	if (r == 0 && n && (r = store_open(ctx, timeout_ms, &s, &fd)) == 0) {
+		for (size_t k = 0; r == 0 && k < n; k++) {
+			long i = store_find(&s, ids[k]);
+
+			/* Still as the walk saw it: no name came back, the same inode. */
+			if (i >= 0 && orphaned(&s.r[i]) && s.r[i].ino == inos[k])
+				r = settle_record(ctx, &s, (size_t)i, true, true, info);
+		}
+		store_close(&s, fd);
+	}
+	free(ids);
+	free(inos);
+	return r;
 }
 
 void record_commit(struct record *r, const struct rec_owner *owner)

@@ -243,7 +243,9 @@ int record_file_where(const struct record *r);
  * Every name the record's file has now: RECORD_AT_PATH, RECORD_AT_TMP
  * (both for a run killed between linking its file into place and removing
  * the hidden name). A file never known by identity is known by its hidden
- * name, which is unique to the record.
+ * name, which is unique to the record. A warm file's only name of the warm
+ * pool's own is its staging link (RECORD_AT_TMP): its path is in its
+ * holder's directory, never looked up here (this runs under the lock).
  */
 #define RECORD_AT_PATH 1u
 #define RECORD_AT_TMP 2u
@@ -388,11 +390,24 @@ int admit_warm_take(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *
  * Settles record ri whose owner is gone or which is being released: the
  * file goes if prealloc created it and (unless ready) it never became
  * ready, then the growth is given back. The record leaves the store, or
- * stays ORPHAN with the growth still in use. Saves s. Adds to info's
- * returned, in_use (growth still owed) and vanished; sets removed.
+ * stays ORPHAN with the growth still in use: a write lease held across the
+ * unlink was refused or broken, or no name is left to lease (then
+ * settle_orphans decides). Never walks /proc: it runs under the lock.
+ * Saves s. Adds to info's returned, in_use (growth still owed) and
+ * vanished; sets removed.
  */
 int record_settle(struct prealloc_ctx *ctx, struct store *s, size_t ri, bool remove_ready,
 		  struct prealloc_release_info *info);
+/*
+ * The growth of records whose file has no name left (settled while a
+ * process still held it) given back once none does: /proc walked over a
+ * snapshot WITHOUT the store's lock (its cost is every other user's
+ * processes and descriptors), then each record still as it was settled
+ * under the lock (timeout_ms). Adds to info. Walks nothing when there is
+ * no such record.
+ */
+int settle_orphans(struct prealloc_ctx *ctx, unsigned int timeout_ms,
+		   struct prealloc_release_info *info);
 /* settle.c. Commit: READY, held by its holder or file; lines that added nothing go. */
 void record_commit(struct record *r, const struct rec_owner *owner);
 /* Whether settle_matching settles r, and whether a READY file goes with it. */
@@ -426,5 +441,12 @@ enum warm_move_kind {
 int warm_move_kind(int from, int to);
 int warm_move(const struct prealloc_ctx *ctx, struct store *s, struct record *r, int to);
 int warm_move_back(const struct prealloc_ctx *ctx, struct store *s, struct record *r, int to);
+/*
+ * Under the lock: what a take or a give left busy when its process died,
+ * made the next pass's to finish: a take's HANDED file RETURNING (its
+ * holder may have opened it: given back, never READY as it is), its busy
+ * mark cleared; a give's RETURNING the same. Saves s when it changed one.
+ */
+int warm_busy_settle(const struct prealloc_ctx *ctx, struct store *s);
 
 #endif

@@ -81,3 +81,23 @@ int warm_move_back(const struct prealloc_ctx *ctx, struct store *s, struct recor
 {
 	return move(ctx, s, r, to, WARM_MOVE_BACK);
 }
+
+int warm_busy_settle(const struct prealloc_ctx *ctx, struct store *s)
+{
+	unsigned int n = 0;
+
+	for (size_t i = 0; i < s->nr; i++) {
+		struct record *r = &s->r[i];
+
+		if (r->warm == WARM_NONE || !r->busy_pid || record_busy(ctx, r))
+			continue;
+		/* A take that died: given back (its holder may have opened it), never READY. */
+		if (r->warm == PREALLOC_WARM_HANDED) {
+			r->tenant[0] = '\0';
+			move(ctx, NULL, r, PREALLOC_WARM_RETURNING, WARM_MOVE_ON);
+		}
+		record_set_busy(ctx, r, false);
+		n++;
+	}
+	return n ? store_save(ctx, s) : 0;
+}

@@ -37,37 +37,10 @@ void warm_note(struct prealloc_warm_fill_info *info, const char *fmt, ...)
 }
 
 /*
- * A handed file whose holder is gone: its holder's dead, or (none) its path
- * gone and nothing opens or maps it (fail closed: what cannot be proven
- * free is in use).
- */
-static bool handed_free(struct prealloc_ctx *ctx, const struct record *r)
-{
-	struct statx stx;
-	struct stat st;
-	bool used;
-	int fd;
-
-	if (r->owner.kind == PREALLOC_OWNER_HOLDER)
-		return !owner_alive(ctx, &r->owner);
-	if (file_statx(AT_FDCWD, r->path, AT_SYMLINK_NOFOLLOW, &stx) == 0 && record_is_file(r, &stx))
-		return false;
-	/* Root's first: the holder can take no lease of its own, nor reopen it. */
-	warm_seize(r);
-	fd = warm_open(r, &st);
-	if (fd == -EWOULDBLOCK)
-		return false;	/* a lease of the holder's: in use */
-	if (fd < 0)
-		return true;	/* gone from the warm pool too: settled as returned */
-	used = warm_in_use(ctx, r, fd);
-	close(fd);
-	return !used;
-}
-
-/*
- * Under the lock: files back from their holders (RETURNING, or HANDED to a
- * holder that is gone) checked again; CLEARING left by a fill that died is
- * DIRTY again; QUARANTINED files removed with their growth.
+ * Under the lock: CLEARING left by a fill that died is DIRTY again; a new
+ * file whose run died goes; QUARANTINED files removed with their growth.
+ * (Files back from their holders: warm_returns_pass, before it, with the
+ * holders' side done outside the lock.)
  */
 int warm_returns(struct prealloc_ctx *ctx, struct store *s,
 			struct prealloc_warm_fill_info *info)
@@ -78,18 +51,6 @@ int warm_returns(struct prealloc_ctx *ctx, struct store *s,
 	for (size_t i = 0; i < s->nr; i++) {
 		struct record *r = &s->r[i];
 
-		if (r->warm == PREALLOC_WARM_HANDED && handed_free(ctx, r)) {
-			r->tenant[0] = '\0';	/* not given back by its tenant */
-			err = warm_move(ctx, s, r, PREALLOC_WARM_RETURNING);
-		}
-		if (err == 0 && r->warm == PREALLOC_WARM_RETURNING) {
-			/* A give that died before the holder's link went, or a holder gone. */
-			if (r->path[0])
-				warm_unlink_path(r, false);
-			warm_returned(r, warm_check(ctx, r));
-			info->returned += r->warm == PREALLOC_WARM_DIRTY;
-			err = store_save(ctx, s);
-		}
 		/*
 		 * Only a dead fill's, or this process's own left by a step that
 		 * failed (a pass here starts none before this): a live one (another
@@ -409,18 +370,19 @@ static int warm_renew(struct prealloc_ctx *ctx, const struct warm_pass *p, const
 
 /*
  * Under the lock: c's label (its tenant) as it goes on: WARM_TENANT_SINGLE
- * for an in-place clear its target's declaration allows, "" for a renewal
- * (so that its target counts the new file, not both). 0, or c no longer
- * this pass's (-ESTALE).
+ * for an in-place clear its target's declaration allows, with the conf that
+ * declared it (decl; NULL: none), "" for a renewal (so that its target
+ * counts the new file, not both). 0, or c no longer this pass's (-ESTALE).
  */
 static int set_label(struct prealloc_ctx *ctx, unsigned int timeout_ms, struct record *c,
-		     const char *label)
+		     const char *label, const struct warm_conf *decl)
 {
 	struct store s;
 	int lock, err;
 	long i;
 
-	if (!strcmp(c->tenant, label))
+	if (!strcmp(c->tenant, label) && !strcmp(c->declared, decl ? decl->path : "") &&
+	    c->declared_sum == (decl ? decl->sum : 0))
 		return 0;
 	err = store_open(ctx, timeout_ms, &s, &lock);
 	if (err < 0)
@@ -431,11 +393,14 @@ static int set_label(struct prealloc_ctx *ctx, unsigned int timeout_ms, struct r
 		err = -ESTALE;
 	} else {
 		snprintf(s.r[i].tenant, sizeof(s.r[i].tenant), "%s", label);
+		warm_declared_set(&s.r[i], decl);	/* the same save: a take checks it */
 		err = store_save(ctx, &s);
 	}
 	store_close(&s, lock);
-	if (err == 0)
+	if (err == 0) {
 		snprintf(c->tenant, sizeof(c->tenant), "%s", label);
+		warm_declared_set(c, decl);
+	}
 	return err;
 }
 
@@ -454,17 +419,19 @@ int warm_clears(struct prealloc_ctx *ctx, const struct warm_pass *p, const uint6
 
 	while (!warm_stop_asked(p->pace.stop_fd) &&
 	       (found = next_dirty(ctx, p->lock_timeout_ms, &c)) > 0) {
-		bool single = warm_single_tenant(p->conf, devs, &c);
+		/* Declared by the pass's conf, and still by the file it came from. */
+		bool single = warm_single_tenant(p->conf, devs, &c) &&
+			      warm_declared_stands(ctx, p->conf, &c);
 
 		rep.seconds = 0;
 		/* A caller's tenant, or the target's declaration (its label goes with it). */
 		if (single)
-			result = set_label(ctx, p->lock_timeout_ms, &c, WARM_TENANT_SINGLE);
+			result = set_label(ctx, p->lock_timeout_ms, &c, WARM_TENANT_SINGLE, p->conf);
 		else
 			result = c.tenant[0] && strcmp(c.tenant, WARM_TENANT_SINGLE) ? 0 : -EBUSY;
 		if (result == 0)
 			result = warm_clear(ctx, &c, &p->pace, &rep);
-		if (result == -EBUSY && set_label(ctx, p->lock_timeout_ms, &c, "") == 0) {
+		if (result == -EBUSY && set_label(ctx, p->lock_timeout_ms, &c, "", NULL) == 0) {
 			result = warm_renew(ctx, p, &c, info);
 			if (result != -ECANCELED)
 				continue;	/* retired: nothing of c is left to finish */

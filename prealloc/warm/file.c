@@ -94,13 +94,14 @@ int warm_unlink_path(const struct record *r, bool must)
 
 bool warm_in_use(struct prealloc_ctx *ctx, const struct record *r, int fd)
 {
-	unsigned int unreadable = 0;
-	int err = file_sole_open(fd);
-
-	if (err == 0 || err == -EAGAIN)
-		return err == -EAGAIN;
-	/* No lease here: procfs, where what it cannot read counts as in use. */
-	return file_user(ctx, r->dev, r->ino, getpid(), &unreadable) != 0 || unreadable;
+	(void)ctx;
+	(void)r;
+	/*
+	 * A lease refused, or not to be had at all: in use. Never a walk of
+	 * /proc, whose cost is every other user's processes and descriptors:
+	 * this runs under the store's lock, or between two of its steps.
+	 */
+	return file_sole_open(fd) != 0;
 }
 
 void warm_seize(const struct record *r)
@@ -147,6 +148,9 @@ void warm_returned(struct record *r, int check)
 	r->path[0] = '\0';
 	memset(&r->owner, 0, sizeof(r->owner));
 	r->has_uid = false;	/* root's again */
+	/* Back from a holder: no label of a declaration's, so no declaration (declared.c). */
+	r->declared[0] = '\0';
+	r->declared_sum = 0;
 	/* The caller's save writes it. */
 	warm_move(NULL, NULL, r,
 		  check == 0 || check == -EBUSY ? PREALLOC_WARM_DIRTY : PREALLOC_WARM_QUARANTINED);

@@ -62,10 +62,8 @@ static int fill_trims(struct prealloc_ctx *ctx, const struct warm_pass *p, const
 	for (size_t i = 0; err == 0 && i < s.nr; i++)
 		if (s.r[i].warm == PREALLOC_WARM_READY &&
 		    !strcmp(s.r[i].tenant, WARM_TENANT_SINGLE) &&
-		    !warm_single_tenant(p->conf, devs, &s.r[i])) {
-			s.r[i].tenant[0] = '\0';
-			err = warm_move(ctx, &s, &s.r[i], PREALLOC_WARM_DIRTY);
-		}
+		    !warm_single_tenant(p->conf, devs, &s.r[i]))
+			err = warm_declared_withdraw(ctx, &s, &s.r[i]);
 	for (long want = p->drop_untargeted ? -1 : 0; err == 0 && want < (long)p->conf->nr;
 	     want++) {
 		uint64_t limit = want < 0 ? 0 : p->limit[want];
@@ -155,13 +153,36 @@ void warm_limits(struct prealloc_ctx *ctx, const struct warm_conf *conf, const u
 		ret_limit[i] = ret_limit[i] > cut[i] ? ret_limit[i] - cut[i] : 0;
 }
 
+/*
+ * Files back from their holders (the holders' side with no lock held),
+ * growth no name holds any more once nobody does, then under the lock
+ * what dead fills and runs left.
+ */
+static int pass_returns(struct prealloc_ctx *ctx, const struct warm_pass *p,
+			struct prealloc_warm_fill_info *info)
+{
+	struct prealloc_release_info rel = { .size = sizeof(rel) };
+	struct store s;
+	int lock, err;
+
+	err = warm_returns_pass(ctx, p->lock_timeout_ms, info);
+	if (err == 0)
+		err = settle_orphans(ctx, p->lock_timeout_ms, &rel);
+	if (err == 0)
+		err = store_open(ctx, p->lock_timeout_ms, &s, &lock);
+	if (err == 0) {
+		err = warm_returns(ctx, &s, info);
+		store_close(&s, lock);
+	}
+	return err;
+}
+
 int warm_pass_run(struct prealloc_ctx *ctx, const struct warm_pass *p,
 		  struct prealloc_warm_fill_info *info)
 {
 	uint64_t *devs = calloc(p->conf->nr + 1, sizeof(*devs));
 	const char *mount;
-	struct store s;
-	int lock, err, first = 0;
+	int err, first = 0;
 
 	if (!devs)
 		return -ENOMEM;
@@ -188,11 +209,7 @@ int warm_pass_run(struct prealloc_ctx *ctx, const struct warm_pass *p,
 				devs[i] = 0;
 			}
 	}
-	err = store_open(ctx, p->lock_timeout_ms, &s, &lock);
-	if (err == 0) {
-		err = warm_returns(ctx, &s, info);
-		store_close(&s, lock);
-	}
+	err = pass_returns(ctx, p, info);
 	/* Before the clears: a file over its target is not cleared to be dropped. */
 	if (err == 0)
 		err = fill_trims(ctx, p, devs, info);

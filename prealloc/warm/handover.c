@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The warm pool's hand-over (docs/warm.md): take links a READY file at a
- * holder's path, give takes it back; find says which file a take would
- * get, by the take's own pick, changing nothing. Take and give write the
- * state they move to before the step it names, so that a run killed at
- * any instruction leaves the file in a state that is never READY unless
- * the file is: a file at a holder's path is HANDED before the link
- * exists, and RETURNING before the holder's link goes.
+ * holder's path (give.c takes it back); find says which file a take would
+ * get, by the take's own pick, changing nothing. A take writes HANDED
+ * before the step it names, so that a run killed at any instruction leaves
+ * the file in a state that is never READY unless the file is: a file at a
+ * holder's path is HANDED, and busy by the take's process, before the link
+ * exists. The link itself is made with the store's lock dropped (the
+ * holder's directory is the holder's to make slow): a take that dies
+ * there is given back by the next pass (give.c).
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -49,28 +51,31 @@ static int take_open(struct prealloc_ctx *ctx, struct store *s, struct record *r
 			 r->tmp, why);
 }
 
+/* A take under way between its steps under the lock and its link outside it. */
+struct take_run {
+	struct record c;	/* the record as written HANDED (no pools), its size once cut */
+	int fd;			/* the file, for the caller */
+	struct stat st;		/* as take_open found it */
+	char tenant_was[TENANT_MAX];
+	bool link;		/* a link to make at the holder's path, the lock dropped */
+};
+
 /*
- * A take that failed: a file whose link at the holder's path existed
- * (exposed) may have been opened by the holder meanwhile: given back as
- * give does (RETURNING written, the link gone if still ours, then DIRTY,
- * or QUARANTINED), never READY again as it is. One never seen outside the
- * root-only staging directory is READY again (or the holder's reservation).
+ * Under the lock, a take that failed before its link existed: the file as
+ * it was, root's again, READY (or its holder's reservation: reserved),
+ * with the size it has now. fd is closed.
  */
-static void take_undo(struct prealloc_ctx *ctx, struct store *s, struct record *r, int fd, int dir,
-		      const char *base, bool linked, bool exposed, bool reserved)
+static void take_undo(struct prealloc_ctx *ctx, struct store *s, struct record *r, int fd,
+		      const char *tenant_was, bool reserved)
 {
-	if (!exposed)
-		(void)!fchown(fd, 0, 0);
+	(void)!fchown(fd, 0, 0);
 	close(fd);
 	r->path[0] = '\0';
-	if (exposed) {
-		r->tenant[0] = '\0';
-		warm_move(ctx, s, r, PREALLOC_WARM_RETURNING);
-		if (linked)
-			unlinkat(dir, base, 0);
-		warm_returned(r, warm_check(ctx, r));
-	} else if (!reserved) {
-		/* Its tenant as it was (the caller restored it): a tenant's file stays its. */
+	r->has_uid = false;
+	record_set_busy(ctx, r, false);
+	/* Its tenant as it was: a tenant's file stays its. */
+	memcpy(r->tenant, tenant_was, sizeof(r->tenant));
+	if (!reserved) {
 		memset(&r->owner, 0, sizeof(r->owner));
 		warm_move_back(ctx, NULL, r, PREALLOC_WARM_READY);
 	}
@@ -83,13 +88,13 @@ static void take_undo(struct prealloc_ctx *ctx, struct store *s, struct record *
  * ours to remove). *ret_linked says whether base is ours to unlink,
  * *ret_exposed whether a link at the holder's path existed at all.
  */
-static int take_link(const struct record *r, const struct stat *st, int dir, const char *base,
+static int take_link(const struct stat *st, const char *tmp, int dir, const char *base,
 		     bool *ret_linked, bool *ret_exposed)
 {
 	struct stat there;
 
 	*ret_linked = false;
-	if (linkat(AT_FDCWD, r->tmp, dir, base, 0) < 0)
+	if (linkat(AT_FDCWD, tmp, dir, base, 0) < 0)
 		return -errno;
 	*ret_exposed = true;
 	test_pause("warm-take-linked");
@@ -125,38 +130,50 @@ static int grow_admitted(struct prealloc_ctx *ctx, const struct store *s, const 
 			 (unsigned long long)free_pages, (unsigned long long)promised);
 }
 
+/* run's copy of r, taken once the lock's steps are done. */
+static void take_keep(struct take_run *run, const struct record *r, int fd, bool link)
+{
+	run->c = *r;
+	run->c.pools = NULL;	/* the copy does not own them */
+	run->c.nr_pools = 0;
+	run->fd = fd;
+	run->link = link;
+}
+
 /*
- * Hands record ri's file to the caller: HANDED written first, then its
- * owner, its size, the link at path. On failure: take_undo.
+ * Under the lock, record ri's file handed to the caller: HANDED written
+ * first (with its path, tenant, owner, uid, and busy: this process links
+ * it once the lock is dropped), then its owner, its size; RESERVE ends
+ * here. On failure: take_undo.
  */
-static int take_file(struct prealloc_ctx *ctx, struct store *s, size_t ri, int dir,
-		     const struct prealloc_warm_take_opts *o, struct prealloc_warm_take_info *info)
+static int take_file(struct prealloc_ctx *ctx, struct store *s, size_t ri,
+		     const struct prealloc_warm_take_opts *o, struct prealloc_warm_take_info *info,
+		     struct take_run *run)
 {
 	struct record *r = &s->r[ri];
-	bool reserve = o->flags & PREALLOC_WARM_TAKE_RESERVE, linked = false, exposed = false;
-	const char *base = reserve ? NULL : strrchr(o->path, '/') + 1;
-	char tenant_was[TENANT_MAX];
-	struct stat st;
+	bool reserve = o->flags & PREALLOC_WARM_TAKE_RESERVE;
+	bool chown_to = !reserve && (o->flags & PREALLOC_WARM_TAKE_CHOWN);
 	int fd, err;
 
 	info->message[0] = '\0';	/* an earlier file's quarantine is not this one's failure */
-	fd = take_open(ctx, s, r, &st, info);
+	fd = take_open(ctx, s, r, &run->st, info);
 	if (fd < 0)
 		return fd;
 	info->file_bytes = r->size;
 	snprintf(r->path, sizeof(r->path), "%s", reserve ? "" : o->path);
 	/* A fresh file becomes the taker's tenant's; one cleared for a tenant stays its. */
-	snprintf(tenant_was, sizeof(tenant_was), "%s", r->tenant);
+	snprintf(run->tenant_was, sizeof(run->tenant_was), "%s", r->tenant);
 	if (!r->tenant[0] && o->tenant)
 		snprintf(r->tenant, sizeof(r->tenant), "%s", o->tenant);
 	if (o->holder)
 		owner_holder(&r->owner, o->holder, o->holder_check, o->holder_expires);
-	r->has_uid = !reserve && (o->flags & PREALLOC_WARM_TAKE_CHOWN);	/* written with HANDED */
-	r->uid = o->uid, r->gid = o->gid;
-	err = warm_move(ctx, s, r, PREALLOC_WARM_HANDED);	/* with its path, tenant, owner */
+	r->has_uid = chown_to;
+	r->uid = chown_to ? o->uid : 0;
+	r->gid = chown_to ? o->gid : 0;
+	record_set_busy(ctx, r, !reserve);
+	err = warm_move(ctx, s, r, PREALLOC_WARM_HANDED);	/* with all of the above */
 	test_pause("warm-take-recorded");
-	if (err == 0 && !reserve && (o->flags & PREALLOC_WARM_TAKE_CHOWN) &&
-	    fchown(fd, o->uid, o->gid) < 0)
+	if (err == 0 && chown_to && fchown(fd, o->uid, o->gid) < 0)
 		err = -errno;
 	if (err == 0 && r->size > o->length && ftruncate(fd, (off_t)o->length) < 0)
 		err = -errno;
@@ -166,64 +183,57 @@ static int take_file(struct prealloc_ctx *ctx, struct store *s, size_t ri, int d
 		err = grow_admitted(ctx, s, r, o->length, info);
 	if (err == 0 && r->size < o->length)
 		err = warm_grow(ctx, r, fd, o->length);
-	if (err == 0 && !reserve)
-		err = take_link(r, &st, dir, base, &linked, &exposed);
-	if (err == 0)
+	if (err == 0 && reserve)
 		err = store_save(ctx, s);	/* the size, after a cut */
 	if (err < 0) {
-		memcpy(r->tenant, tenant_was, sizeof(r->tenant));
-		take_undo(ctx, s, r, fd, dir, base, linked, exposed, false);
+		take_undo(ctx, s, r, fd, run->tenant_was, false);
 		/* The growth's refusal says it best. */
 		return info->message[0] ? err
 					: take_fail(info, err, "cannot hand over the warm file at %s: %s",
-						    o->path, strerror(-err));
+						    o->path ? o->path : "(reserved)", strerror(-err));
 	}
-	info->fd = fd;
-	info->id = r->id;
+	take_keep(run, r, fd, !reserve);
 	return 0;
 }
 
 /*
- * RESERVED: the holder's reserved file linked at path. Its path written
- * first (HANDED there, as a take writes it), then its owner, the link;
- * on failure (take_undo) the holder's reserved file again, unless its
- * link was seen at path: then given back.
+ * Under the lock, RESERVED: the holder's reserved file, its path written
+ * (HANDED there, as a take writes it, and busy), then its owner; the
+ * link follows with the lock dropped.
  */
-static int take_reserved(struct prealloc_ctx *ctx, struct store *s, size_t ri, int dir,
+static int take_reserved(struct prealloc_ctx *ctx, struct store *s, size_t ri,
 			 const struct prealloc_warm_take_opts *o,
-			 struct prealloc_warm_take_info *info)
+			 struct prealloc_warm_take_info *info, struct take_run *run)
 {
 	struct record *r = &s->r[ri];
-	const char *base = strrchr(o->path, '/') + 1;
-	struct stat st;
-	int fd = take_open(ctx, s, r, &st, info), err;
-	bool linked = false, exposed = false;
+	bool chown_to = o->flags & PREALLOC_WARM_TAKE_CHOWN;
+	int fd = take_open(ctx, s, r, &run->st, info), err;
 
 	if (fd < 0)
 		return fd;
 	info->file_bytes = r->size;
 	snprintf(r->path, sizeof(r->path), "%s", o->path);
-	r->has_uid = o->flags & PREALLOC_WARM_TAKE_CHOWN;	/* written with its path */
-	r->uid = o->uid, r->gid = o->gid;
+	snprintf(run->tenant_was, sizeof(run->tenant_was), "%s", r->tenant);
+	r->has_uid = chown_to;
+	r->uid = chown_to ? o->uid : 0;
+	r->gid = chown_to ? o->gid : 0;
+	record_set_busy(ctx, r, true);
 	err = store_save(ctx, s);
 	test_pause("warm-take-recorded");
-	if (err == 0 && (o->flags & PREALLOC_WARM_TAKE_CHOWN) && fchown(fd, o->uid, o->gid) < 0)
+	if (err == 0 && chown_to && fchown(fd, o->uid, o->gid) < 0)
 		err = -errno;
-	if (err == 0)
-		err = take_link(r, &st, dir, base, &linked, &exposed);
 	if (err < 0) {
-		take_undo(ctx, s, r, fd, dir, base, linked, exposed, true);
+		take_undo(ctx, s, r, fd, run->tenant_was, true);
 		return take_fail(info, err, "cannot link the reserved warm file at %s: %s", o->path,
 				 strerror(-err));
 	}
-	info->fd = fd;
-	info->id = r->id;
+	take_keep(run, r, fd, true);
 	return 0;
 }
 
 /* Under the lock: the best READY file handed over (quarantined ones skipped). */
 static int take_locked(struct prealloc_ctx *ctx, const struct prealloc_warm_take_opts *o,
-		       uint64_t dev, int dir, struct prealloc_warm_take_info *info)
+		       uint64_t dev, struct prealloc_warm_take_info *info, struct take_run *run)
 {
 	struct store s;
 	int lock = -1, r;
@@ -231,6 +241,8 @@ static int take_locked(struct prealloc_ctx *ctx, const struct prealloc_warm_take
 
 	r = store_open(ctx, o->lock_timeout_ms ? o->lock_timeout_ms : ADMIT_LOCK_TIMEOUT_MS, &s,
 		       &lock);
+	if (r == 0)	/* a withdrawn declaration's in-place files: not handed out */
+		r = warm_declared_check(ctx, &s, o, dev, true);
 	while (r == 0) {
 		ri = warm_policy_of(ctx)->pick(&s, o, dev, NULL);
 		if (ri < 0) {
@@ -238,8 +250,8 @@ static int take_locked(struct prealloc_ctx *ctx, const struct prealloc_warm_take
 			break;
 		}
 		r = (o->flags & PREALLOC_WARM_TAKE_RESERVED)
-			    ? take_reserved(ctx, &s, (size_t)ri, dir, o, info)
-			    : take_file(ctx, &s, (size_t)ri, dir, o, info);
+			    ? take_reserved(ctx, &s, (size_t)ri, o, info, run)
+			    : take_file(ctx, &s, (size_t)ri, o, info, run);
 		if (r == -EMLINK)
 			r = 0;	/* quarantined: the next one */
 		else
@@ -247,6 +259,105 @@ static int take_locked(struct prealloc_ctx *ctx, const struct prealloc_warm_take
 	}
 	if (lock >= 0)
 		store_close(&s, lock);
+	return r;
+}
+
+/*
+ * Under the lock again, after the link (err: how it went): the take done
+ * (busy cleared, the size after a cut); or undone before the link existed,
+ * as take_undo; or (exposed: the holder may have opened it meanwhile)
+ * RETURNING written, for take_link_end to give it back. 0, or the failure.
+ */
+static int take_end(struct prealloc_ctx *ctx, unsigned int timeout, struct take_run *run, int err,
+		    bool exposed, bool reserved)
+{
+	struct record *r;
+	struct store s;
+	int lock, r_;
+	long i;
+
+	r_ = store_open(ctx, timeout, &s, &lock);
+	if (r_ < 0)
+		return err ? err : r_;	/* busy by this process still: its end is the next pass's */
+	i = store_find(&s, run->c.id);
+	r = i >= 0 ? &s.r[i] : NULL;
+	if (!r || r->warm != PREALLOC_WARM_HANDED || r->busy_pid != run->c.busy_pid ||
+	    r->busy_start != run->c.busy_start) {
+		err = err ? err : -ESTALE;	/* not this take's any more: nothing to write */
+	} else if (err == 0) {
+		r->size = run->c.size;
+		record_set_busy(ctx, r, false);
+		err = store_save(ctx, &s);
+	} else if (!exposed) {
+		r->size = run->c.size;
+		take_undo(ctx, &s, r, run->fd, run->tenant_was, reserved);
+		run->fd = -1;
+	} else {
+		r->tenant[0] = '\0';
+		r->has_uid = false;
+		r_ = warm_move(ctx, &s, r, PREALLOC_WARM_RETURNING);
+		run->c = *r;
+		run->c.pools = NULL;
+		run->c.nr_pools = 0;
+		run->link = r_ == 0;	/* RETURNING written: the link may go */
+	}
+	store_close(&s, lock);
+	return err;
+}
+
+/*
+ * The link at the holder's path, the lock dropped (a directory the holder
+ * may control: dir, opened by warm_take_check), then take_end. A failure
+ * after the link existed gives the file back as give does: RETURNING
+ * written, the link taken back if still this file's, then DIRTY or
+ * QUARANTINED, never READY as it is.
+ */
+static int take_link_end(struct prealloc_ctx *ctx, const struct prealloc_warm_take_opts *o,
+			 int dir, struct take_run *run, struct prealloc_warm_take_info *info)
+{
+	unsigned int timeout = o->lock_timeout_ms ? o->lock_timeout_ms : ADMIT_LOCK_TIMEOUT_MS;
+	struct warm_returned_count count = { 0 };
+	const char *base = strrchr(o->path, '/') + 1;
+	bool linked = false, exposed = false;
+	struct stat there;
+	int err;
+
+	err = take_link(&run->st, run->c.tmp, dir, base, &linked, &exposed);
+	if (err == 0)
+		err = take_end(ctx, timeout, run, 0, false, false);
+	if (err == 0)
+		return 0;
+	run->link = false;
+	take_end(ctx, timeout, run, err, exposed, (o->flags & PREALLOC_WARM_TAKE_RESERVED) != 0);
+	if (run->link) {
+		if (linked && fstatat(dir, base, &there, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    there.st_ino == run->st.st_ino && there.st_dev == run->st.st_dev)
+			unlinkat(dir, base, 0);
+		run->c.path[0] = '\0';	/* taken back above, by the directory opened */
+		warm_returns_finish(ctx, timeout, &run->c, 1, false, NULL, &count);
+	}
+	if (run->fd >= 0)
+		close(run->fd);
+	run->fd = -1;
+	if (!info->message[0])
+		take_fail(info, err, "cannot hand over the warm file at %s: %s", o->path,
+			  strerror(-err));
+	return err;
+}
+
+/* The take: its steps under the lock, then (a path to link) its link. */
+static int take_hand(struct prealloc_ctx *ctx, const struct prealloc_warm_take_opts *o,
+		     uint64_t dev, int dir, struct prealloc_warm_take_info *info)
+{
+	struct take_run run = { .fd = -1 };
+	int r = take_locked(ctx, o, dev, info, &run);
+
+	if (r == 0 && run.link)
+		r = take_link_end(ctx, o, dir, &run, info);
+	if (r == 0) {
+		info->fd = run.fd;
+		info->id = run.c.id;
+	}
 	return r;
 }
 
@@ -265,7 +376,7 @@ EXPORT int prealloc_warm_take(struct prealloc_ctx *ctx, const struct prealloc_wa
 	if (r == 0)
 		r = warm_take_check(ctx, &o, info.message, sizeof(info.message), &dev, &dir);
 	if (r == 0)
-		r = take_locked(ctx, &o, dev, dir, &info);
+		r = take_hand(ctx, &o, dev, dir, &info);
 	/* FALLBACK: a file made now, populated and proven zero as fill would, then taken. */
 	if (r == -ENOENT && (o.flags & PREALLOC_WARM_TAKE_FALLBACK)) {
 		hit = PREALLOC_WARM_COLD;
@@ -273,7 +384,7 @@ EXPORT int prealloc_warm_take(struct prealloc_ctx *ctx, const struct prealloc_wa
 				o.length, &(struct warm_pace){ .stop_fd = -1 }, info.message,
 				sizeof(info.message), NULL);
 		if (r == 0)
-			r = take_locked(ctx, &o, dev, dir, &info);
+			r = take_hand(ctx, &o, dev, dir, &info);
 	}
 	if (dir >= 0)
 		close(dir);
@@ -313,6 +424,7 @@ EXPORT int prealloc_warm_find(struct prealloc_ctx *ctx, const struct prealloc_wa
 	if (r == 0)
 		r = store_load(ctx, &s);
 	if (r == 0) {
+		warm_declared_check(ctx, &s, &o, dev, false);	/* as a take would see it */
 		ri = warm_policy_of(ctx)->pick(&s, &o, dev, &info.files);
 		if (ri >= 0) {
 			info.id = s.r[ri].id;
@@ -326,104 +438,4 @@ EXPORT int prealloc_warm_find(struct prealloc_ctx *ctx, const struct prealloc_wa
 		r = warm_pick_miss(&o, info.message, sizeof(info.message));
 	copy_sized_out(ret_info, &info, sizeof(info));
 	return r;
-}
-
-/* ---- give ----------------------------------------------------------------- */
-
-/*
- * One HANDED record back: RETURNING first (with the tenant kept only when
- * the give names the take's), then the link, then what the file says.
- */
-static int give_one(struct prealloc_ctx *ctx, struct store *s, size_t ri, bool by_path,
-		    const char *tenant, struct prealloc_warm_give_info *info)
-{
-	struct record *r = &s->r[ri];
-	int err, check;
-
-	if (!tenant || strcmp(tenant, r->tenant))
-		r->tenant[0] = '\0';
-	err = warm_move(ctx, s, r, PREALLOC_WARM_RETURNING);
-	test_pause("warm-give-recorded");
-	if (err == 0)
-		err = warm_unlink_path(r, by_path);
-	test_pause("warm-give-unlinked");
-	if (err < 0)
-		return err;
-	check = warm_check(ctx, r);
-	warm_returned(r, check);
-	info->files++;
-	info->returning += check == -EBUSY;
-	info->quarantined += r->warm == PREALLOC_WARM_QUARANTINED;
-	return store_save(ctx, s);
-}
-
-/* by path: the link must be this file's before anything is written. */
-static int give_match(const struct record *r, const char *path, const char *holder)
-{
-	struct statx stx;
-
-	if (r->warm != PREALLOC_WARM_HANDED)
-		return 0;
-	if (holder)
-		return r->owner.kind == PREALLOC_OWNER_HOLDER && !strcmp(r->owner.holder, holder);
-	if (strcmp(r->path, path))
-		return 0;
-	if (file_statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, &stx) < 0 || !record_is_file(r, &stx))
-		return -ESTALE;
-	return 1;
-}
-
-EXPORT int prealloc_warm_give_with(struct prealloc_ctx *ctx,
-				   const struct prealloc_warm_give_opts *opts,
-				   struct prealloc_warm_give_info *ret_info)
-{
-	struct prealloc_warm_give_info info = { .size = sizeof(info) };
-	struct prealloc_warm_give_opts o = { .size = sizeof(o) };
-	int lock, r, m, first = 0;
-	struct store s;
-
-	if (!ctx || !opts || (ret_info && ret_info->size < sizeof(size_t)))
-		return -EINVAL;
-	r = copy_sized_in(&o, sizeof(o), opts);
-	if (r < 0)
-		return r;
-	if ((!o.path) == (!o.holder) || (o.path && o.path[0] != '/') || o.flags ||
-	    (o.tenant && !tenant_valid(o.tenant)))
-		return -EINVAL;
-	r = store_open(ctx, ADMIT_LOCK_TIMEOUT_MS, &s, &lock);
-	if (r < 0)
-		return r;
-	for (size_t i = 0; i < s.nr; i++) {
-		m = give_match(&s.r[i], o.path, o.holder);
-		if (m < 0 && !first)
-			snprintf(info.message, sizeof(info.message),
-				 "%s is not the link its take made (another file is there)", o.path);
-		if (m < 0 && !first)
-			first = m;
-		if (m <= 0)
-			continue;
-		r = give_one(ctx, &s, i, o.path != NULL, o.tenant, &info);
-		if (r < 0 && !first) {
-			first = r;
-			snprintf(info.message, sizeof(info.message), "cannot give back %.400s: %s",
-				 s.r[i].path[0] ? s.r[i].path : s.r[i].tmp, strerror(-r));
-		}
-	}
-	store_close(&s, lock);
-	if (!first && !info.files) {
-		first = -ENOENT;
-		snprintf(info.message, sizeof(info.message), "%s%s holds no warm file",
-			 o.path ? o.path : "holder ", o.path ? "" : o.holder);
-	}
-	if (ret_info)
-		copy_sized_out(ret_info, &info, sizeof(info));
-	return first;
-}
-
-EXPORT int prealloc_warm_give(struct prealloc_ctx *ctx, const char *path, const char *holder,
-			      struct prealloc_warm_give_info *ret_info)
-{
-	struct prealloc_warm_give_opts o = { .size = sizeof(o), .path = path, .holder = holder };
-
-	return prealloc_warm_give_with(ctx, &o, ret_info);
 }

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The warm pool, private to the library (docs/warm.md): its targets
- * (conf.c), what its files share (file.c), which file a take gets
- * (pick.c), take and give (handover.c), the pass that fill and serve run
- * (fill.c, clear.c, serve.c), status (status.c). A flow over the state,
- * engine and memory layers and prepare's flow (a new warm file is
- * prepared: flows/prepare.c); admission's use of READY files stays in
+ * (conf.c, conf_parse.c), what its files share (file.c), which file a
+ * take gets (pick.c), take and give (handover.c), whether a single-tenant
+ * declaration stands (declared.c), the pass that fill and
+ * serve run (fill.c, clear.c, serve.c), status (status.c). A flow over
+ * the state, engine and memory layers and prepare's flow (a new warm file
+ * is prepared: flows/prepare.c); admission's use of READY files stays in
  * the state layer (state/admit_warm.c), below it.
  * Never installed.
  */
@@ -14,7 +15,7 @@
 
 #include "flows.h"
 
-/* ---- the targets (conf.c) ------------------------------------------------- */
+/* ---- the targets (conf.c, conf_parse.c) ------------------------------------- */
 
 /* One target of /etc/prealloc/warm.conf: bytes of warm files to keep. */
 struct warm_target {
@@ -51,13 +52,25 @@ struct warm_conf {
 	unsigned int nr;
 	struct warm_settings set;
 	bool found;			/* a file was read (else: no targets, no settings) */
+	/*
+	 * What was read, as an in-place clear under a single-tenant
+	 * declaration records it (declared.c): the file's absolute path, as
+	 * named (a link in it is followed again by whoever reads it next; ""
+	 * for text parsed alone), and the FNV-1a 64 of the text parsed.
+	 */
+	char path[PATH_MAX];
+	uint64_t sum;
 };
 /*
- * The targets and settings in text (a warm.conf). -EINVAL with err saying
- * which line and why: nothing is returned of a file with a bad line.
+ * The targets and settings in text (a warm.conf), its sum, no path.
+ * -EINVAL with err saying which line and why: nothing is returned of a
+ * file with a bad line.
  */
 int warm_conf_parse(const char *text, struct warm_conf *ret, char *err, size_t err_len);
-/* The conf at path (NULL: $PREALLOC_WARM_CONF, else /etc/prealloc/warm.conf); empty if absent. */
+/*
+ * The conf at path (NULL: $PREALLOC_WARM_CONF, else /etc/prealloc/warm.conf),
+ * its absolute path and sum; empty if absent (found false, sum 0).
+ */
 int warm_conf_load(const char *path, struct warm_conf *ret, char *err, size_t err_len);
 void warm_conf_free(struct warm_conf *conf);
 /* A setting, or def when unset. */
@@ -110,8 +123,8 @@ int warm_open(const struct record *r, struct stat *ret_st);
 int warm_unlink_path(const struct record *r, bool must);
 /*
  * Whether r's file (fd: the warm pool's link, this process's only descriptor
- * of it) may be open elsewhere: a write lease refused, or (no lease on
- * this filesystem) procfs shows a user or cannot be read. Fail closed.
+ * of it) may be open elsewhere: a write lease refused, or not to be had
+ * (fail closed; never a /proc walk).
  */
 bool warm_in_use(struct prealloc_ctx *ctx, const struct record *r, int fd);
 /* r's file made root's, mode 0600, by its name in the staging directory. */
@@ -177,6 +190,60 @@ int warm_create(struct prealloc_ctx *ctx, int node, uint64_t page_size, const ch
 		uint64_t *ret_id);
 
 
+/* ---- a file coming back from its holder (give.c) --------------------------- */
+
+struct warm_returned_count {
+	unsigned int files;		/* DIRTY or QUARANTINED now */
+	unsigned int in_use;		/* of them, still open or mapped elsewhere */
+	unsigned int dirty, quarantined;
+};
+/*
+ * Records c[0..n) (copies, no pools), each RETURNING and busy by this
+ * process in the store, finished with the store's lock dropped: each
+ * holder's link at its path removed while it is still the file's (must:
+ * a failure to is returned, and the record stays RETURNING for the next
+ * pass), test point pause (NULL: none), the file seized and checked; then
+ * under the lock (timeout_ms) DIRTY or QUARANTINED, busy cleared. Adds to
+ * count.
+ */
+int warm_returns_finish(struct prealloc_ctx *ctx, unsigned int timeout_ms, const struct record *c,
+			size_t n, bool must, const char *pause, struct warm_returned_count *count);
+/*
+ * The pass's returns: files whose holder is gone (a named holder's check
+ * failed; no holder: its path gone and nothing opens or maps it), and
+ * those a take or a give left when its run died (busy, the process gone),
+ * given back as give does. Who is gone is decided on a snapshot with no
+ * lock held. Adds the files made DIRTY to info->returned.
+ */
+int warm_returns_pass(struct prealloc_ctx *ctx, unsigned int timeout_ms,
+		      struct prealloc_warm_fill_info *info);
+
+/* ---- whether a single-tenant declaration stands (declared.c) -------------- */
+
+/* r's declaration: the conf an in-place clear under single-tenant read (NULL: none). */
+void warm_declared_set(struct record *r, const struct warm_conf *conf);
+/*
+ * Whether conf (a pass's, held since it was loaded) may clear r in place
+ * under single-tenant now: the file it came from still declares r's target
+ * so on disk (its text unchanged, or parsed again).
+ */
+bool warm_declared_stands(struct prealloc_ctx *ctx, const struct warm_conf *conf,
+			  const struct record *r);
+/*
+ * r (READY) goes to DIRTY, its WARM_TENANT_SINGLE label and declaration
+ * gone, for the next pass to renew: the table's "a single-tenant
+ * declaration withdrawn". s NULL: in memory only; else saved.
+ */
+int warm_declared_withdraw(const struct prealloc_ctx *ctx, struct store *s, struct record *r);
+/*
+ * Before a take's pick (save: under the lock) or a find's (not saved):
+ * every READY WARM_TENANT_SINGLE file of o's node and page size on device
+ * dev whose declaration does not stand, as its recorded warm.conf says
+ * now, withdrawn. 0, or the save's failure.
+ */
+int warm_declared_check(struct prealloc_ctx *ctx, struct store *s,
+			const struct prealloc_warm_take_opts *o, uint64_t dev, bool save);
+
 /* ---- a pass over the warm pool (fill.c, clear.c), for fill and serve ------ */
 
 #define WARM_MAX_SHARE 50	/* percent of a node's memory, when warm.conf sets none */
@@ -206,7 +273,10 @@ __attribute__((format(printf, 2, 3))) void warm_note(struct prealloc_warm_fill_i
 						     const char *fmt, ...);
 /* Whether fd (-1: none) is readable now: serve was asked to stop. */
 bool warm_stop_asked(int fd);
-/* Under the lock: files back from holders checked, dead fills' and runs' leftovers settled. */
+/*
+ * Under the lock: dead fills' and runs' leftovers settled, quarantined
+ * files removed (files back from holders: warm_returns_pass, before it).
+ */
 int warm_returns(struct prealloc_ctx *ctx, struct store *s, struct prealloc_warm_fill_info *info);
 /* Every DIRTY file: CLEARING, cleared and verified, then READY (or removed, or DIRTY if stopped). */
 int warm_clears(struct prealloc_ctx *ctx, const struct warm_pass *p, const uint64_t *devs,

@@ -8,6 +8,7 @@
 
 #include <fcntl.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "state.h"
@@ -56,6 +57,35 @@ static inline uint64_t add_warm_in(const char *dir, struct prealloc_ctx *ctx, co
 		id = 0;
 	store_free(&s);
 	return id;
+}
+
+/*
+ * Record id made a file cleared in place under a single-tenant declaration
+ * (WARM_TENANT_SINGLE) by the warm.conf at conf, whose text (written there
+ * first; NULL: written by the caller) the pass read: what warm/clear.c
+ * records. 0, or -1.
+ */
+static inline int declare_warm(struct prealloc_ctx *ctx, uint64_t id, const char *conf,
+			       const char *text)
+{
+	struct store s;
+	FILE *f;
+	long i;
+	int r = -1;
+
+	if (text && (!(f = fopen(conf, "we")) || fputs(text, f) < 0 || fclose(f) != 0))
+		return -1;
+	if (store_load(ctx, &s) < 0)
+		return -1;
+	i = store_find(&s, id);
+	if (i >= 0) {
+		snprintf(s.r[i].tenant, sizeof(s.r[i].tenant), "%s", "@single-tenant");
+		snprintf(s.r[i].declared, sizeof(s.r[i].declared), "%s", conf);
+		s.r[i].declared_sum = text ? fnv1a(text, strlen(text)) : 0;
+		r = store_save(ctx, &s);
+	}
+	store_free(&s);
+	return r < 0 ? -1 : 0;
 }
 
 /*

@@ -7,6 +7,7 @@
  * record unchanged; and a move with a store is written ahead (the store on
  * disk says the new state), a refused one writes nothing.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "state.h"
@@ -123,6 +124,60 @@ static void test_written(struct prealloc_ctx *ctx, const char *dir)
 	store_free(&s);
 }
 
+/*
+ * What a dead take or give left busy (warm_busy_settle): a take's HANDED
+ * file RETURNING, its tenant gone; a give's RETURNING no longer busy; one
+ * whose process lives (the same start time) untouched; a pid reused by
+ * another process (another start time) is dead; a record that is no warm
+ * file untouched.
+ */
+static void test_busy(struct prealloc_ctx *ctx, struct fakeroot *fr)
+{
+	static const struct {
+		int warm, pid;
+		uint64_t start;
+		int want;
+		bool busy_after;
+		const char *what;
+	} c[] = {
+		{ P(HANDED), 4242, 100, P(HANDED), true, "a take whose process lives: untouched" },
+		{ P(HANDED), 4243, 200, P(RETURNING), false,
+		  "a take whose pid another process reuses: given back" },
+		{ P(HANDED), 4244, 300, P(RETURNING), false, "a take whose process is gone: given back" },
+		{ P(RETURNING), 4244, 300, P(RETURNING), false,
+		  "a give whose process is gone: RETURNING, no longer busy" },
+		{ P(READY), 0, 0, P(READY), false, "a READY file, never busy: untouched" },
+	};
+	struct store s = { 0 }, back;
+	int r;
+
+	fr_set_process(fr, 4242, 100);
+	fr_set_process(fr, 4243, 100);
+	for (size_t k = 0; k < sizeof(c) / sizeof(c[0]); k++) {
+		struct record *rec = store_add(&s, k + 1);
+
+		rec->warm = c[k].warm;
+		rec->busy_pid = c[k].pid;
+		rec->busy_start = c[k].start;
+		snprintf(rec->tenant, sizeof(rec->tenant), "acme");
+	}
+	store_add(&s, 99)->busy_pid = 0;	/* no warm file */
+	r = warm_busy_settle(ctx, &s);
+	tap_ok(r == 0 && store_load(ctx, &back) == 0, "warm_busy_settle saves (%d)", r);
+	for (size_t k = 0; r == 0 && k < sizeof(c) / sizeof(c[0]); k++) {
+		const struct record *b = &back.r[store_find(&back, k + 1)];
+		bool given = c[k].warm == P(HANDED) && c[k].want == P(RETURNING);
+
+		tap_ok(b->warm == c[k].want && (b->busy_pid != 0) == c[k].busy_after &&
+		       !strcmp(b->tenant, given ? "" : "acme"),
+		       "%s (%s, busy %d, tenant '%s')", c[k].what, names[b->warm], b->busy_pid,
+		       b->tenant);
+	}
+	if (r == 0)
+		store_free(&back);
+	store_free(&s);
+}
+
 int main(void)
 {
 	struct prealloc_ctx *ctx;
@@ -133,6 +188,7 @@ int main(void)
 	if (!ctx)
 		return tap_done();
 	test_written(ctx, fr.dir);
+	test_busy(ctx, &fr);
 	prealloc_ctx_free(ctx);
 	fakeroot_remove(&fr);
 	return tap_done();

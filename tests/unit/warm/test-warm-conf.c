@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * /etc/prealloc/warm.conf (warm/conf.c): the targets a good file
+ * /etc/prealloc/warm.conf (warm/conf_parse.c, warm/conf.c): the targets a good file
  * names, in order, with and without a mount; its settings, and unset ones
  * left unset; every kind of bad line refused with its line number and the
  * reason, and nothing returned for the file; sizes that would wrap (a
  * target, N x SIZE, the targets together) refused; and a file loaded whole
- * (a NUL byte refused, not the end of it), its every error naming it.
+ * (a NUL byte refused, not the end of it), its every error naming it, its
+ * absolute path and the checksum of its text kept with what it says.
  */
 #include <fcntl.h>
 #include <stdlib.h>
@@ -254,6 +255,44 @@ static void load_refused(const char *path, int want, const char *what, const cha
 }
 
 /*
+ * What an in-place clear under single-tenant records of the conf it read
+ * (warm/declared.c): the path made absolute, as named (not resolved: a
+ * link re-pointed later is seen by whoever reads it next), and the FNV-1a
+ * 64 of the exact text parsed, by a load and by a parse alike.
+ */
+static void test_identity(const char *path)
+{
+	static const char text[] = "node0.2M = 2G\nclear_threads = 2\n";
+	char cwd[PATH_MAX], err[512] = "", link[PATH_MAX];
+	struct warm_conf conf;
+	int r;
+
+	r = warm_conf_load(path, &conf, err, sizeof(err));
+	tap_ok(r == 0 && !strcmp(conf.path, path) && conf.sum == fnv1a(text, sizeof(text) - 1),
+	       "a load names the file it read, absolute, and the text's FNV-1a 64 (r %d, '%s')", r,
+	       conf.path);
+	if (r == 0)
+		warm_conf_free(&conf);
+	r = warm_conf_parse(text, &conf, err, sizeof(err));
+	tap_ok(r == 0 && !conf.path[0] && conf.sum == fnv1a(text, sizeof(text) - 1),
+	       "a parse alone: the same sum, no path (r %d)", r);
+	if (r == 0)
+		warm_conf_free(&conf);
+	snprintf(link, sizeof(link), "%s/link.conf", dir);
+	if (!getcwd(cwd, sizeof(cwd)) || symlink("good.conf", link) < 0 || chdir(dir) < 0) {
+		tap_ok(false, "a link and the directory as the working one: %s", strerror(errno));
+		return;
+	}
+	r = warm_conf_load("link.conf", &conf, err, sizeof(err));
+	tap_ok(r == 0 && !strcmp(conf.path, link) && conf.sum == fnv1a(text, sizeof(text) - 1),
+	       "a relative path is made absolute by the working directory, its link kept "
+	       "(r %d, '%s')", r, conf.path);
+	if (r == 0)
+		warm_conf_free(&conf);
+	(void)!chdir(cwd);
+}
+
+/*
  * warm_conf_load: the whole file or nothing. A NUL byte ended the text a C
  * string saw, and the lines after it were dropped unread; a directory read
  * as EIO with no name; a FIFO blocked the open for ever.
@@ -276,9 +315,12 @@ static void test_load(void)
 	       "a good file loads (r %d, '%s')", r, err);
 	if (r == 0)
 		warm_conf_free(&conf);
+	test_identity(path);
 	snprintf(other, sizeof(other), "%s/absent.conf", dir);
 	r = warm_conf_load(other, &conf, err, sizeof(err));
-	tap_ok(r == 0 && !conf.found && conf.nr == 0, "no file: no targets, as before (r %d)", r);
+	tap_ok(r == 0 && !conf.found && conf.nr == 0 && conf.sum == 0 &&
+		       !strcmp(conf.path, other),
+	       "no file: no targets, as before, its path and no sum (r %d, '%s')", r, conf.path);
 
 	load_refused(conf_file("nul.conf", nul, sizeof(nul) - 1), -EINVAL, "line 3: a NUL byte",
 		     "a NUL byte on line 3");

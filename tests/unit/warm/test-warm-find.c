@@ -90,13 +90,18 @@ static void test_ready(struct prealloc_ctx *ctx)
 	uint64_t a = add_warm(ctx, "a", 0, 8 * MIB, NULL);
 	uint64_t b = add_warm(ctx, "b", 0, 16 * MIB, NULL);
 	uint64_t c = add_warm(ctx, "c", 0, 4 * MIB, NULL);
-	uint64_t e = add_warm(ctx, "e", 0, 8 * MIB, WARM_TENANT_SINGLE);
+	uint64_t e = add_warm(ctx, "e", 0, 8 * MIB, NULL);
 	uint64_t d = add_warm(ctx, "d", 1, 8 * MIB, "t1");
 	struct prealloc_warm_take_opts o = request(0, 8 * MIB, 0);
 	struct prealloc_warm_find_info fi;
+	char conf[PATH_MAX], text[PATH_MAX + 64];
 	int r;
 
-	if (!tap_ok(a && b && c && d && e, "five READY warm files in the fake tree"))
+	/* e: cleared in place under a declaration that still stands (test-warm-declared.c). */
+	snprintf(conf, sizeof(conf), "%s/warm.conf", fr.dir);
+	snprintf(text, sizeof(text), "node0.4k = 8M @ %s single-tenant\n", fr.dir);
+	if (!tap_ok(a && b && c && d && e && declare_warm(ctx, e, conf, text) == 0,
+		    "five READY warm files in the fake tree"))
 		return;
 	fi = find(ctx, &o, &r);
 	tap_ok(r == 0 && fi.files == 4 && fi.reserved == 0,
