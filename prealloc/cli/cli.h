@@ -192,8 +192,13 @@ struct cli_command {
 extern const struct cli_command warm_commands[];
 /* warm_serve.c: its synopsis line, for its --help and warm's. */
 extern const char warm_serve_synopsis[];
-/* warm_drain.c: the same for warm drain. */
+/* warm_drain.c: the same for warm drain; warm_status.c, for warm status. */
 extern const char warm_drain_synopsis[];
+extern const char warm_status_synopsis[];
+/* What the warm pool is, after its usage. */
+#define WARM_ABOUT                                                                   \
+	"Files populated on their node and proven zero ahead of time, handed to a\n" \
+	"guest in O(1) and cleared again after it (see prealloc(1), docs/warm.md).\n"
 
 /* Subcommands. */
 int cmd_create(int argc, char **argv);
@@ -211,6 +216,8 @@ int cmd_qemu(int argc, char **argv);
 int notify_service(const char *state);
 /* prealloc warm serve (warm_serve.c). */
 int cmd_warm_serve(int argc, char **argv);
+/* prealloc warm status (warm_status.c). */
+int cmd_warm_status(int argc, char **argv);
 /* prealloc warm drain (warm_drain.c): every warm file no guest holds given back. */
 int cmd_warm_drain(int argc, char **argv);
 int warm_take_exit_status(int err);

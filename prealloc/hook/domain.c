@@ -384,6 +384,9 @@ static int parse_misc(struct px *p, struct domain *d)
 			return bad(p, "DAC label '%s' is not +UID:+GID", buf);
 		d->has_dac = true;
 	}
+	/* libvirt fills in the label at start begin; none at prepare begin. */
+	d->mac_dynamic = xstr(p, NULL, "/domain/seclabel[@type='dynamic'][@model='selinux' or "
+			      "@model='apparmor'][not(@relabel='no')]/@model", buf, sizeof(buf));
 	r = yes_no(p, "reserve", &d->reserve);
 	if (r == 0)
 		r = yes_no(p, "warm", &d->warm);

@@ -79,6 +79,8 @@ struct domain {
 	struct dom_dimm dimms[DOM_MAX_DIMMS];
 	bool has_dac;
 	unsigned int uid, gid;	/* DAC label */
+	/* A dynamic SELinux or AppArmor label (sVirt): its QEMU confined apart from others. */
+	bool mac_dynamic;
 	int reserve, prefault, warm;	/* enum dom_tristate, from <metadata> */
 	char tenant[65];		/* <metadata> tenant='': the warm pool's tenant, "" none */
 };

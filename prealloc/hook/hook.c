@@ -7,6 +7,8 @@
  *   prepare begin  claim the domain's hugepages per host node (growing the
  *                  pools under the record store's lock), or refuse;
  *   start begin    pre-fault shared file backing where the domain opts in;
+ *                  warn when guests of its uid hold warm files and it has no
+ *                  dynamic MAC label (sharing.c);
  *   stopped end,   give back everything the domain's holder holds;
  *   release end
  *   anything else  nothing.
@@ -127,6 +129,8 @@ static int stage(struct hook_run *run, const char *op, const char *sub, char *xm
 		alarm(run->set.deadline_s + 5);
 		r = run_claim(run);
 	} else if (start) {
+		/* Guests of one uid: said, never refused (a cold guest is as open). */
+		run_sharing_check(run);
 		/* run_start sets a deadline that grows with the guest, and its own alarm. */
 		alarm(0);
 		r = run_start(run);

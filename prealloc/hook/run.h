@@ -35,6 +35,17 @@ int run_claim(struct hook_run *run);
  * warm file (warm) or pre-faulted (prefault).
  */
 int run_start(struct hook_run *run);
+/* sharing.c: whether the domain has a DAC uid and no dynamic MAC label (sVirt). */
+bool sharing_unconfined(const struct domain *d);
+/*
+ * sharing.c, start begin: whether the domain, with no dynamic MAC label,
+ * runs as a uid that other guests' warm files were given (si: the warm
+ * pool's answer); the warning for the log in buf.
+ */
+bool sharing_warning(const struct domain *d, const struct prealloc_warm_shared_info *si,
+		     char *buf, size_t len);
+/* Asks the warm pool (prealloc_warm_shared_uid) and logs sharing_warning's warning. */
+void run_sharing_check(struct hook_run *run);
 /* The exact file QEMU opens for backend i. */
 int run_backend_path(const struct hook_run *run, unsigned int i, char *buf, size_t len);
 

@@ -148,6 +148,7 @@ void warm_returned(struct prealloc_ctx *ctx, struct store *s, struct record *r, 
 	 */
 	r->path[0] = '\0';
 	memset(&r->owner, 0, sizeof(r->owner));
+	r->has_uid = false;	/* root's again */
 	/* Back from a holder: no label of a declaration's, so no declaration (declared.c). */
 	r->declared[0] = '\0';
 	r->declared_sum = 0;

@@ -394,6 +394,7 @@ EXPORT int prealloc_warm_take(struct prealloc_ctx *ctx, const struct prealloc_wa
 		info.hit = hit == PREALLOC_WARM_COLD ? hit : warm_hit_of(info.file_bytes, o.length);
 		info.seconds = now_seconds() - t0;
 		snprintf(info.path, sizeof(info.path), "%s", o.path ? o.path : "");
+		warm_take_shared(ctx, &o, &info);	/* holders of one uid: said, not parted */
 	}
 	counter_take(ctx, dev, o.node, o.page_size, r, info.hit);
 	if (ret_info)

@@ -195,6 +195,17 @@ long warm_pick(const struct store *s, const struct prealloc_warm_take_opts *o, u
 	       unsigned int *ret_files);
 /* A pick that found none: -ENOENT, why in msg. */
 int warm_pick_miss(const struct prealloc_warm_take_opts *o, char *msg, size_t len);
+/*
+ * sharing.c: HANDED files linked at a path and given uid, of a holder but
+ * holder and of no tenant the caller shares (tenant, self's, holder's
+ * files'); self: the caller's own file's index (-1 none); the first one's
+ * holder, else its path, in with.
+ */
+unsigned int warm_shared_uid(const struct store *s, uint32_t uid, const char *holder,
+			     const char *tenant, long self, char *with, size_t len);
+/* sharing.c: a CHOWN take's shared_uid_files and _with, its file taken (info->id). */
+void warm_take_shared(struct prealloc_ctx *ctx, const struct prealloc_warm_take_opts *o,
+		      struct prealloc_warm_take_info *info);
 /* The enum prealloc_warm_hit of a file of file_bytes handed over as length. */
 int warm_hit_of(uint64_t file_bytes, uint64_t length);
 /* err, with fmt's text in msg. */

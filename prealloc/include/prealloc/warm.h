@@ -115,6 +115,13 @@ struct prealloc_warm_take_info {
 	double seconds;		/* the take, lock to link */
 	char path[4096];
 	char message[512];	/* why it failed */
+	/*
+	 * CHOWN: HANDED warm files other holders' takes gave the same uid,
+	 * of no tenant of this take's (prealloc_warm_shared_uid): a process
+	 * of that uid opens them by path, and they this one.
+	 */
+	unsigned int shared_uid_files;
+	char shared_uid_with[512];	/* the first one's holder, else its path */
 };
 
 /*
@@ -128,6 +135,26 @@ struct prealloc_warm_take_info {
  */
 int prealloc_warm_take(struct prealloc_ctx *ctx, const struct prealloc_warm_take_opts *opts,
 		       struct prealloc_warm_take_info *ret_info);
+
+/* Who else holds warm files of one uid: prealloc_warm_shared_uid. */
+struct prealloc_warm_shared_info {
+	size_t size;		/* sizeof(struct prealloc_warm_shared_info) */
+	unsigned int files;	/* such files */
+	char with[512];		/* the first one's holder, else its path; "" none */
+};
+
+/*
+ * Counts the HANDED warm files that a take gave to uid (CHOWN) and that
+ * are linked at a path, but for holder's own (NULL: a holder of none) and
+ * for files of a tenant the caller shares: tenant (NULL: none) or the
+ * tenant of a file holder holds. Mode 0600 keeps other uids out, never
+ * the same uid: a process of uid opens each of them by path. The warm
+ * pool cannot make isolation the host lacks; holders are apart only under
+ * distinct uids or MAC confinement (docs/warm.md, threat model). Over the
+ * store as it is (no lock), changing nothing.
+ */
+int prealloc_warm_shared_uid(struct prealloc_ctx *ctx, unsigned int uid, const char *holder,
+			     const char *tenant, struct prealloc_warm_shared_info *ret_info);
 
 struct prealloc_warm_find_info {
 	size_t size;		/* sizeof(struct prealloc_warm_find_info) */

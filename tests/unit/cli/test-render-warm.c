@@ -11,6 +11,7 @@
  * whole, metrics.c (warm status --format=prometheus) with them.
  */
 #include "cli/warm.c"
+#include "cli/warm_status.c"
 #include "cli/warm_serve.c"
 #include "cli/warm_drain.c"
 #include "cli/metrics.c"
@@ -142,6 +143,18 @@ struct prealloc_ctx *cli_context(void)
 void cli_error(const char *fmt, ...)
 {
 	(void)fmt;
+}
+
+/* Warnings as the CLI's: on standard error, where a check captures them. */
+void cli_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fprintf(stderr, "prealloc: warning: ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n");
+	va_end(ap);
 }
 
 const char *store_hint(int err)
@@ -350,7 +363,7 @@ static void take_answer_set(int hit, uint64_t file_bytes, const char *path)
 static void test_take_json(void)
 {
 	static const char *const keys[] = { "path", "id", "hit", "bytes", "file_bytes", "seconds",
-		NULL };
+		"shared_uid_files", "shared_uid_with", NULL };
 	static const struct {
 		int hit;
 		uint64_t file_bytes;
@@ -381,8 +394,66 @@ static void test_take_json(void)
 		is_u64(o, what, "bytes", 3 * GiB);
 		is_u64(o, what, "file_bytes", rows[i].file_bytes);
 		is_double(o, what, "seconds", 0.125, 1e-9);
+		is_u64(o, what, "shared_uid_files", 0);
+		is_string(o, what, "shared_uid_with", "");
 		json_object_put(o);
 	}
+}
+
+/* What a take with argv writes on standard error (its standard output dropped: TAP's). */
+static char *take_stderr(char **argv, int *ret_status)
+{
+	struct capture out;
+	char *text;
+
+	capture_begin(&out);
+	text = run_cmd(cmd_warm_take, argv, STDERR_FILENO, ret_status);
+	free(capture_end(&out));
+	return text;
+}
+
+/* take --owner 64055:64055, then last (NULL: nothing): a fresh argv, as getopt permutes it. */
+#define TAKE_OWNER_ARGV(last) \
+	((char *[]){ "take", "--node", "3", "--page-size", "2M", "3G", "--owner", "64055:64055", \
+		     "--to", "/dev/hugepages/vm-a", last, NULL })
+
+/*
+ * A take whose --owner owns other holders' files: the count and the first
+ * holder in --json, and one warning on standard error (with or without
+ * --json); none when the count is 0.
+ */
+static void test_take_shared(void)
+{
+	const char *want = "prealloc: warning: warm take: uid 64055 also owns 2 warm file(s) of "
+			   "other holders (vm-b, ...), which its processes may open by path";
+	char buf[512], *text;
+	json_object *o;
+	int status;
+
+	take_answer_set(PREALLOC_WARM_HIT, 3 * GiB, "/dev/hugepages/vm-a");
+	take_answer.shared_uid_files = 2;
+	snprintf(take_answer.shared_uid_with, sizeof(take_answer.shared_uid_with), "vm-b");
+	o = run_json(cmd_warm_take, TAKE_OWNER_ARGV("--json"), "take --owner, shared uid, --json");
+	if (o) {
+		is_u64(o, "take, shared uid", "shared_uid_files", 2);
+		is_string(o, "take, shared uid", "shared_uid_with", "vm-b");
+		json_object_put(o);
+	}
+	for (int json = 1; json >= 0; json--) {
+		text = take_stderr(json ? TAKE_OWNER_ARGV("--json") : TAKE_OWNER_ARGV(NULL),
+				   &status);
+		tap_ok(status == EXIT_OK && text &&
+			       !strncmp(line_of(text, 0, buf, sizeof(buf)), want, strlen(want)),
+		       "take --owner%s, 2 files of its uid elsewhere: stderr '%s...' (got '%s')",
+		       json ? " --json" : "", want, text ? buf : "nothing");
+		free(text);
+	}
+	take_answer.shared_uid_files = 0;
+	text = take_stderr(TAKE_OWNER_ARGV(NULL), &status);
+	tap_ok(status == EXIT_OK && text && !text[0],
+	       "take --owner, no file of its uid elsewhere: exit 0 (got %d), nothing on stderr "
+	       "(got '%s')", status, text ? text : "nothing");
+	free(text);
 }
 
 static void take_line(int hit, uint64_t file_bytes, const char *path, char **argv,
@@ -521,6 +592,7 @@ int main(void)
 	test_metrics();
 	test_take_json();
 	test_take_human();
+	test_take_shared();
 	test_give();
 	test_fill();
 	test_drain();
