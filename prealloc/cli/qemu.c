@@ -113,6 +113,10 @@ static int parse_opt(struct qemu_cmd *q, int c, const char *arg)
 		}
 		return 0;
 	case 'd':
+		if (arg[0] != '/') {
+			cli_error("qemu: --dir %s: an absolute path", arg);
+			return EXIT_USAGE;
+		}
 		q->dir = arg;
 		return 0;
 	case 'i':
