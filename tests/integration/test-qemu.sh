@@ -12,7 +12,8 @@
 # pool instead (handed no more, READY again after a fill). A --dir with a
 # symbolic link on the way (into another guest's directory) or of another
 # user, and a warm take --to through that link, are refused (exit 4, the
-# step named) before anything is claimed.
+# step named) before anything is claimed; the warm run's holder is the
+# run by pid and start time (qemu:PID:START), alive.
 TAP=1
 . "$(dirname "$0")/lib-admit.sh"
 
@@ -180,11 +181,21 @@ check "warm take --to through a symbolic link: exit 4, the link named, nothing l
 	all_of '[ $rc -eq 4 ] && grep -qF "guest-a/to-b is a symbolic link" "$TMP/err" &&
 		[ -z "$(ls -A "$MNT/guest-b")" ] && [ "$(warm_bytes ready_bytes)" -eq $SZB ]'
 rm -rf "$TMP/guest-a" "$MNT/guest-b" "$MNT/other"
+# holder PID: the warm file's holder as `prealloc pool --json` says it, and alive.
+holder() {
+	"$PREALLOC" pool --json > "$TMP/pool.json" 2> /dev/null &&
+		json_get "$TMP/pool.json" "[r['holder'] + (' alive' if r['alive'] else ' gone') for r in d['records'] if r.get('holder', '').startswith('qemu:$1:')]"
+}
 if start --warm --verbose --dir "$MNT" --id ram1; then
 	ok "QEMU runs on a warm file (pid $QPID)"
 	check "$MNT/ram1 is the pool's file (inode $pool_ino), handed, no page taken anew" \
 		all_of '[ "$(stat -c %i "$MNT/ram1")" = "$pool_ino" ] &&
 			[ "$(warm_bytes handed_bytes)" -eq $SZB ] && [ "$(hp_free)" -eq $free1 ]'
+	# The run's start time: field 22 of its stat, counted after the command name's ')'.
+	pstart=$(sed 's/.*) //' "/proc/$PID/stat" | cut -d' ' -f20)
+	h=$(holder "$PID")
+	check "its holder is the run by pid and start time, alive: qemu:$PID:$pstart ($h)" \
+		[ "$h" = "['qemu:$PID:$pstart alive']" ]
 	check "QEMU maps $MNT/ram1 whole, its $PAGES pages on node 0, bound there" \
 		mapped "$MNT/ram1"
 	qmp quit
