@@ -202,6 +202,7 @@ static void test_process_holder(void)
 	tap_ok(r == 0 && n == 1 && !exists(path) && nr_records(ctx) == 0,
 	       "its pid now another process's (start 889, %s still there): settled, the file "
 	       "removed (r %d n %u)", check, r, n);
+	prealloc_release_holder(ctx, holder, NULL);	/* none left, unless that failed */
 
 	make_file_at(path, 0600, 8192, 0);
 	owner_holder(&o, "vm:888", check, 0);
