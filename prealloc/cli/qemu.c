@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/vfs.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "guest.h"
@@ -113,6 +112,10 @@ static int parse_opt(struct qemu_cmd *q, int c, const char *arg)
 		}
 		return 0;
 	case 'd':
+		if (arg[0] != '/') {
+			cli_error("qemu: --dir %s: an absolute path", arg);
+			return EXIT_USAGE;
+		}
 		q->dir = arg;
 		return 0;
 	case 'i':
@@ -283,7 +286,6 @@ static int qemu_backend(const struct qemu_cmd *q, unsigned int i, struct guest_b
 static int qemu_guest(struct prealloc_ctx *ctx, struct qemu_cmd *q, struct guest *g)
 {
 	int nodes[PREALLOC_MAX_NODES], n = prealloc_nodes(ctx, nodes, PREALLOC_MAX_NODES), rc;
-	struct timespec ts;
 
 	if (n <= 0) {
 		cli_error("qemu: no node with memory: %s", strerror(n < 0 ? -n : ENODEV));
@@ -304,14 +306,20 @@ static int qemu_guest(struct prealloc_ctx *ctx, struct qemu_cmd *q, struct guest
 			return EXIT_ENVIRONMENT;
 		}
 	}
-	clock_gettime(CLOCK_REALTIME, &ts);
 	*g = (struct guest){ .ctx = ctx, .words = &qemu_words, .log = qemu_vlog,
 			     .reserve = q->reserve, .prefault = true, .warm = q->warm,
 			     .cancel_fd = -1, .deadline_s = 60 };
 	snprintf(g->name, sizeof(g->name), "qemu-%d", (int)getpid());
-	/* Alive while /proc/PID is: a gc after a SIGKILL gives the memory back. */
-	snprintf(g->holder, sizeof(g->holder), "qemu:%d.%lld", (int)getpid(), (long long)ts.tv_sec);
-	snprintf(g->check, sizeof(g->check), "/proc/%d", (int)getpid());
+	/*
+	 * This process, by pid and start time: a gc after a SIGKILL gives the
+	 * memory back, though another process has the pid by then.
+	 */
+	rc = prealloc_holder_process(ctx, "qemu", 0, g->holder, sizeof(g->holder), g->check,
+				     sizeof(g->check));
+	if (rc < 0) {
+		cli_error("qemu: this process as the memory's holder: %s", strerror(-rc));
+		return EXIT_ENVIRONMENT;
+	}
 	snprintf(g->tenant, sizeof(g->tenant), "%s", q->tenant ? q->tenant : "");
 	/* A run a person started is not cut off: the bounds are the prepare's own. */
 	g->deadline = now_seconds() + 86400;

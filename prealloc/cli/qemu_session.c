@@ -58,21 +58,23 @@ static int signal_came(int sfd)
 }
 
 /*
- * The memory claimed, then linked warm or pre-faulted at DIR/ID (the
- * front-end layer's calls, as the hook's prepare and start begin); on a
- * failure or a signal, all of it given back. 0, or the exit status.
+ * DIR opened step by step (prealloc_dir_open), the memory claimed, then
+ * linked warm or pre-faulted at DIR/ID (the front-end layer's calls, as
+ * the hook's prepare and start begin); on a failure or a signal, all of it
+ * given back. 0, or the exit status.
  */
 static int qemu_prepare(struct guest *g, int sfd)
 {
-	int dir_fd = -1, sig, r = guest_claim(g);
+	char why[512];
+	int dir_fd, sig, r;
 
-	if (r == 0) {
-		dir_fd = open(g->mount, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (dir_fd < 0) {
-			r = -errno;
-			snprintf(g->msg, sizeof(g->msg), "--dir %s: %s", g->mount, strerror(-r));
-		}
-	}
+	/* Opened as a take opens its directory: no link, root's or this user's. */
+	dir_fd = r = prealloc_dir_open(AT_FDCWD, g->mount, (unsigned int)geteuid(), why,
+				       sizeof(why));
+	if (r < 0)
+		snprintf(g->msg, sizeof(g->msg), "--dir %.400s: %.500s", g->mount, why);
+	else
+		r = guest_claim(g);
 	if (r == 0)
 		r = guest_start(g, dir_fd, g->mount);
 	if (dir_fd >= 0)

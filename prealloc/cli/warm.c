@@ -61,6 +61,8 @@ int warm_take_exit_status(int err)
 	case -EXDEV:
 	case -EEXIST:
 	case -ENODEV:
+	case -ELOOP:
+	case -ENOTDIR:
 	case -EACCES:
 	case -EPERM:
 	case -ETIMEDOUT:

@@ -71,29 +71,20 @@ int run_backend_path(const struct hook_run *run, unsigned int i, char *buf, size
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
-/* One step below memory_backing_dir: a directory, no link, root's or the guest's, same fs. */
-static int open_step(struct hook_run *run, int at, const char *name, const struct stat *top,
-		     const char *shown)
+/*
+ * below, opened from at (prealloc_dir_open: one step at a time, no link,
+ * each step root's or the guest's DAC user's, on memory_backing_dir's
+ * filesystem); the refusal in the guest's message.
+ */
+static int open_below(struct hook_run *run, int at, const char *below)
 {
-	struct stat st;
-	int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	char why[512];
+	int fd = prealloc_dir_open(at, below, run->dom.has_dac ? run->dom.uid : 0, why,
+				   sizeof(why));
 
-	if (fd < 0) {
-		int r = -errno;
-
-		snprintf(run->g.msg, sizeof(run->g.msg), "domain %s: libvirt's memory directory %.400s: "
-			 "%s", run->dom.name, shown, r == -ELOOP || r == -ENOTDIR
-			 ? "a symbolic link or not a directory: not followed" : strerror(-r));
-		return r == -ENOTDIR ? -ELOOP : r;
-	}
-	if (fstat(fd, &st) < 0 || st.st_dev != top->st_dev ||
-	    (st.st_uid != 0 && !(run->dom.has_dac && st.st_uid == run->dom.uid))) {
-		snprintf(run->g.msg, sizeof(run->g.msg), "domain %s: libvirt's memory directory %.400s "
-			 "belongs to uid %u or is on another filesystem than memory_backing_dir: "
-			 "not used", run->dom.name, shown, (unsigned int)st.st_uid);
-		close(fd);
-		return -EPERM;
-	}
+	if (fd < 0)
+		snprintf(run->g.msg, sizeof(run->g.msg), "domain %.200s: libvirt's memory directory "
+			 "below %.300s: %.400s: not used", run->dom.name, run->g.mount, why);
 	return fd;
 }
 
@@ -109,24 +100,19 @@ static int open_step(struct hook_run *run, int at, const char *name, const struc
 static int open_domain_dir(struct hook_run *run, char *ret_dir, size_t len)
 {
 	const char *top_path = run->g.mount;
-	char names[2][320];
+	char names[2][320], below[400];
 	unsigned int nr = short_names(run, names), found = 0, k = 0;
-	int top, lib = -1, qemu = -1, dom = -EINVAL;
-	struct stat top_st, st;
+	int top, qemu = -1, dom = -EINVAL;
+	struct stat st;
 
 	top = open(top_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (top < 0 || fstat(top, &top_st) < 0) {
+	if (top < 0) {
 		dom = -errno;
 		snprintf(run->g.msg, sizeof(run->g.msg), "domain %s: memory_backing_dir %.400s: %s",
 			 run->dom.name, top_path, strerror(-dom));
 		goto out;
 	}
-	snprintf(ret_dir, len, "%s/libvirt", top_path);
-	lib = dom = open_step(run, top, "libvirt", &top_st, ret_dir);
-	if (lib < 0)
-		goto out;
-	snprintf(ret_dir, len, "%s", run->backing_dir);
-	qemu = dom = open_step(run, lib, "qemu", &top_st, ret_dir);
+	qemu = dom = open_below(run, top, "libvirt/qemu");
 	if (qemu < 0)
 		goto out;
 	for (unsigned int c = 0; c < nr; c++)
@@ -145,12 +131,12 @@ static int open_domain_dir(struct hook_run *run, char *ret_dir, size_t len)
 		goto out;
 	}
 	snprintf(ret_dir, len, "%s/%s", run->backing_dir, names[k]);
-	dom = open_step(run, qemu, names[k], &top_st, ret_dir);
+	/* From the top again, so that a refusal names the path below it. */
+	snprintf(below, sizeof(below), "libvirt/qemu/%s", names[k]);
+	dom = open_below(run, top, below);
 out:
 	if (qemu >= 0)
 		close(qemu);
-	if (lib >= 0)
-		close(lib);
 	if (top >= 0)
 		close(top);
 	return dom;

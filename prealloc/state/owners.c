@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Who owns a record and whether it still lives (a run: its pid with the
- * start time it had; a named holder: its check), where a record's file is
+ * start time it had; a named holder: its check, or for one that is a
+ * process, its pid with its start time), where a record's file is
  * now, and how many promised pages a live run has still to fault.
  */
 #include <fcntl.h>
@@ -73,9 +74,57 @@ bool record_busy_elsewhere(const struct prealloc_ctx *ctx, const struct record *
 	return r->busy_pid != (int)getpid() && record_busy(ctx, r);
 }
 
+EXPORT int prealloc_holder_process(struct prealloc_ctx *ctx, const char *prefix, int pid,
+				   char *ret_holder, size_t holder_len, char *ret_check,
+				   size_t check_len)
+{
+	uint64_t start;
+	int n;
+
+	if (!ctx || !prefix || pid < 0 || !ret_holder || !ret_check)
+		return -EINVAL;
+	pid = pid ? pid : (int)getpid();
+	start = process_start_time(ctx, pid);
+	if (!start)
+		return -ESRCH;
+	n = snprintf(ret_holder, holder_len, "%s:%d:%llu", prefix, pid, (unsigned long long)start);
+	if (n < 0 || (size_t)n >= holder_len || (size_t)n >= sizeof(((struct rec_owner *)0)->holder))
+		return -ENAMETOOLONG;
+	return proc_path(ctx, ret_check, check_len, "/%d", pid);
+}
+
+/*
+ * A holder that is one process (prealloc_holder_process): its name ends
+ * in ":PID:START" and its check path is <proc>/PID. Its pid and start
+ * time; false for any other holder.
+ */
+static bool holder_process(const struct prealloc_ctx *ctx, const struct rec_owner *o,
+			   int *ret_pid, uint64_t *ret_start)
+{
+	const char *p = strrchr(o->holder, ':');
+	unsigned long long start;
+	char check[PATH_MAX];
+	int pid, n = 0;
+
+	if (!p || !o->check[0])
+		return false;
+	while (p > o->holder && p[-1] != ':')	/* to the PID's first digit */
+		p--;
+	if (p == o->holder || strspn(p, "0123456789:") != strlen(p) ||
+	    sscanf(p, "%d:%llu%n", &pid, &start, &n) != 2 || p[n] || pid <= 0 || !start)
+		return false;
+	if (proc_path(ctx, check, sizeof(check), "/%d", pid) < 0 || strcmp(check, o->check))
+		return false;
+	*ret_pid = pid;
+	*ret_start = start;
+	return true;
+}
+
 bool owner_alive(const struct prealloc_ctx *ctx, const struct rec_owner *o)
 {
+	uint64_t start;
 	struct stat st;
+	int pid;
 
 	switch (o->kind) {
 	case PREALLOC_OWNER_RUN:
@@ -94,6 +143,9 @@ bool owner_alive(const struct prealloc_ctx *ctx, const struct rec_owner *o)
 			if (r >= 0)
 				return r > 0;	/* unknown: fall through to the record's own check */
 		}
+		/* One process: that one, not another that has its pid since. */
+		if (holder_process(ctx, o, &pid, &start))
+			return process_start_time(ctx, pid) == start;
 		/*
 		 * With both a check path and an expiry, the holder lives while
 		 * the path exists or until the expiry: a guest that has not

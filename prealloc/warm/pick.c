@@ -133,24 +133,36 @@ static int check_request(struct prealloc_ctx *ctx, const struct prealloc_warm_ta
 	return 0;
 }
 
-/* The directory of o->path opened (DIR_FD: the caller's), on the mount's device ms. */
+/*
+ * The directory of o->path opened (DIR_FD: the caller's; else step by step,
+ * no symbolic link, prealloc_dir_open), root's or the file's owner's, on the
+ * mount's device ms.
+ */
 static int open_dir(const struct prealloc_warm_take_opts *o, const char *mount,
 		    const struct stat *ms, char *msg, size_t len, int *ret_dir)
 {
-	char dir[4096];
+	unsigned int owner = (o->flags & PREALLOC_WARM_TAKE_CHOWN) ? o->uid : geteuid();
+	char dir[4096], why[512];
 	struct stat ds;
 	int fd;
 
 	snprintf(dir, sizeof(dir), "%s", o->path);
-	fd = (o->flags & PREALLOC_WARM_TAKE_DIR_FD)
-		     ? fcntl(o->dir_fd, F_DUPFD_CLOEXEC, 0)
-		     : open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (!(o->flags & PREALLOC_WARM_TAKE_DIR_FD))
+		fd = prealloc_dir_open(AT_FDCWD, dirname(dir), owner, why, sizeof(why));
+	else if ((fd = fcntl(o->dir_fd, F_DUPFD_CLOEXEC, 0)) < 0)
+		fd = -errno;
 	if (fd < 0)
-		return warm_fail(msg, len, -errno, "cannot open the directory of %s: %s", o->path,
-				 strerror(errno));
+		return warm_fail(msg, len, fd, "cannot link at %s: %s", o->path,
+				 (o->flags & PREALLOC_WARM_TAKE_DIR_FD) ? strerror(-fd) : why);
 	if (fstat(fd, &ds) < 0 || !S_ISDIR(ds.st_mode)) {
 		close(fd);
 		return warm_fail(msg, len, -ENOTDIR, "the directory of %s is not one", o->path);
+	}
+	if (ds.st_uid != 0 && ds.st_uid != owner) {
+		close(fd);
+		return warm_fail(msg, len, -EPERM, "cannot link at %s: its directory belongs to "
+				 "uid %u, neither root nor uid %u (the file's owner)", o->path,
+				 (unsigned int)ds.st_uid, owner);
 	}
 	if (ds.st_dev != ms->st_dev) {
 		close(fd);

@@ -9,7 +9,11 @@
 # is ready (check-file: every page allocated, on node 0, zero); after it quits (through QMP), fails, or this command gets
 # SIGTERM (passed on to QEMU), the file is gone, the records are as
 # before and the hugepages are free again; a warm file goes back to the
-# pool instead (handed no more, READY again after a fill).
+# pool instead (handed no more, READY again after a fill). A --dir with a
+# symbolic link on the way (into another guest's directory) or of another
+# user, and a warm take --to through that link, are refused (exit 4, the
+# step named) before anything is claimed; the warm run's holder is the
+# run by pid and start time (qemu:PID:START), alive.
 TAP=1
 . "$(dirname "$0")/lib-admit.sh"
 
@@ -101,6 +105,31 @@ for t in "4|--node 0,$none $SZ|node $none has no memory" \
 			[ -z "$(ls "$MNT")" ] && [ "$(hp_free)" -eq $free0 ] && [ "$(records)" -eq $recs0 ]'
 done
 
+# --dir through a symbolic link (hugetlbfs holds none: one on the way to it,
+# into another guest's directory), of another user than root and this one,
+# or relative: refused before anything is claimed (4, the step named; 2),
+# QEMU never run. Its stand-in, should it run, says what it found in the
+# directories (the file made where the link points) and exits.
+mkdir -p "$MNT/guest-b" "$MNT/other" "$TMP/guest-a"
+ln -s "$MNT/guest-b" "$TMP/guest-a/to-b"
+chown 4242:4242 "$MNT/other"
+STANDIN=(sh -c 'ls -A "$1" "$2" > "$3"' standin "$MNT/guest-b" "$MNT/other" "$TMP/seen")
+for t in "4|$TMP/guest-a/to-b|guest-a/to-b is a symbolic link: not followed" \
+	"4|$MNT/other|other belongs to uid 4242" "2|guest-b|--dir guest-b: an absolute path"; do
+	IFS='|' read -r want dir msg <<< "$t"
+	rm -f "$TMP/seen"
+	"$PREALLOC" qemu --dir "$dir" --id ram0 $SZ -- "${STANDIN[@]}" > "$TMP/out" 2> "$TMP/err"
+	rc=$?
+	check "qemu --dir $dir: exit $want, '$msg', QEMU not run (rc $rc: $(cat "$TMP/err")$(tr '\n' ' ' < "$TMP/seen" 2> /dev/null))" \
+		all_of '[ $rc -eq $want ] && grep -qF -e "$msg" "$TMP/err" && [ ! -s "$TMP/out" ] &&
+			[ ! -e "$TMP/seen" ] && [ -z "$(ls -A "$MNT/guest-b")" ] &&
+			[ -z "$(ls -A "$MNT/other")" ] && [ "$(hp_free)" -eq $free0 ] &&
+			[ "$(records)" -eq $recs0 ]'
+done
+# What a run that went through would leave: gone, so that it fails no later check.
+"$PREALLOC" pool --gc > /dev/null 2>&1
+rm -rf "${MNT:?}/guest-b/"* "$MNT/other/"*
+
 # Prepared memory: QEMU maps the pre-faulted file, all of it on node 0.
 if start --print --dir "$MNT" --id ram0; then
 	ok "QEMU runs on prepared memory (pid $QPID)"
@@ -143,15 +172,36 @@ check "QEMU failing: its exit status (1), the memory given back (rc $rc)" \
 # Warm: one READY file of the guest's size, linked at the path QEMU opens.
 printf 'node0.2M = 1 x %s @ %s\n' $SZ "$MNT" > "$PREALLOC_WARM_CONF"
 "$PREALLOC" warm fill > "$TMP/fill.out" 2>&1
+# warm take --to through the link: refused (4), the step named, the file READY.
+"$PREALLOC" warm take --node 0 --page-size 2M --mount "$MNT" --to "$TMP/guest-a/to-b/ram" \
+	$SZ > "$TMP/out" 2> "$TMP/err"
+rc=$?
+check "warm take --to through a symbolic link: exit 4, the link named, nothing linked, READY (rc $rc: $(cat "$TMP/err"))" \
+	all_of '[ $rc -eq 4 ] && grep -qF "guest-a/to-b is a symbolic link" "$TMP/err" &&
+		[ -z "$(ls -A "$MNT/guest-b")" ] && [ "$(warm_bytes ready_bytes)" -eq $SZB ]'
+# Linked anyway: given back and renewed, so that the warm run below has its file.
+[ $rc -eq 0 ] && "$PREALLOC" warm give "$TMP/guest-a/to-b/ram" > /dev/null 2>&1 &&
+	"$PREALLOC" warm fill > /dev/null 2>&1
+rm -rf "$TMP/guest-a" "$MNT/guest-b" "$MNT/other"
 free1=$(hp_free) recs1=$(records)
 pool_ino=$(stat -c %i "$MNT"/.prealloc/* 2> /dev/null | head -1)
 check "warm fill: one READY file of $SZ (pool inode $pool_ino)" \
 	all_of '[ "$(warm_bytes ready_bytes)" -eq $SZB ] && [ -n "$pool_ino" ]'
+# holder PID: the warm file's holder as `prealloc pool --json` says it, and alive.
+holder() {
+	"$PREALLOC" pool --json > "$TMP/pool.json" 2> /dev/null &&
+		json_get "$TMP/pool.json" "[r['holder'] + (' alive' if r['alive'] else ' gone') for r in d['records'] if r.get('holder', '').startswith('qemu:$1:')]"
+}
 if start --warm --verbose --dir "$MNT" --id ram1; then
 	ok "QEMU runs on a warm file (pid $QPID)"
 	check "$MNT/ram1 is the pool's file (inode $pool_ino), handed, no page taken anew" \
 		all_of '[ "$(stat -c %i "$MNT/ram1")" = "$pool_ino" ] &&
 			[ "$(warm_bytes handed_bytes)" -eq $SZB ] && [ "$(hp_free)" -eq $free1 ]'
+	# The run's start time: field 22 of its stat, counted after the command name's ')'.
+	pstart=$(sed 's/.*) //' "/proc/$PID/stat" | cut -d' ' -f20)
+	h=$(holder "$PID")
+	check "its holder is the run by pid and start time, alive: qemu:$PID:$pstart ($h)" \
+		[ "$h" = "['qemu:$PID:$pstart alive']" ]
 	check "QEMU maps $MNT/ram1 whole, its $PAGES pages on node 0, bound there" \
 		mapped "$MNT/ram1"
 	qmp quit

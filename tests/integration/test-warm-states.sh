@@ -12,6 +12,9 @@
 # file's size, one page over and one page under; RETURNING written before
 # the holder's link goes at give; and a file given back while a process
 # still maps it: counted still in use, never cleared or punched under it.
+# A holder that is a process (qemu:PID:START, /proc/PID): a file handed to
+# a live pid at another start time (a reused pid) is given back by fill,
+# the one at its start time kept until the process ends.
 TAP=1
 . "$(dirname "$0")/lib-admit.sh"
 
@@ -265,4 +268,32 @@ wait $POP 2> /dev/null
 "$PREALLOC" warm fill > "$TMP/fill.out" 2>&1
 check "once its run is dead and every file given back, an empty warm.conf leaves nothing ($(states))" \
 	[ "$(states)" = "ready=0 handed=0 returning=0 dirty=0 clearing=0 quarantined=0 populating=0" ]
+
+# ---- A holder that is a process -------------------------------------------
+# `prealloc qemu`'s holder, qemu:PID:START with the check path /proc/PID
+# (prealloc_holder_process): kept while that process runs, given back once
+# PID is another process's. A live pid named with a start time it does not
+# have is such a reused pid: /proc/PID exists, the process is not the one.
+printf 'node0.4k = 2 x 4M @ %s\n' "$SHM" > "$PREALLOC_WARM_CONF"
+"$PREALLOC" warm fill > /dev/null 2>&1
+sleep 600 &
+SPID=$!
+on_exit "kill $SPID 2> /dev/null"
+sstart=$(sed 's/.*) //' "/proc/$SPID/stat" | cut -d' ' -f20)
+take 4M live --holder "qemu:$SPID:$sstart" --holder-check "/proc/$SPID" > /dev/null
+take 4M reused --holder "qemu:$SPID:$((sstart + 1))" --holder-check "/proc/$SPID" > /dev/null
+check "two files handed to pid $SPID: as qemu:$SPID:$sstart (its start time) and as qemu:$SPID:$((sstart + 1)) ($(states))" \
+	[ "$(states)" = "ready=0 handed=8192 returning=0 dirty=0 clearing=0 quarantined=0 populating=0" ]
+"$PREALLOC" warm fill > "$TMP/fill.out" 2>&1
+check "fill gives back the reused pid's file (its link gone) and keeps the live process's ($(states); $(cat "$TMP/fill.out"))" \
+	all_of '[ ! -e "$SHM/reused" ] && [ -e "$SHM/live" ] &&
+		[ "$(states)" = "ready=4096 handed=4096 returning=0 dirty=0 clearing=0 quarantined=0 populating=0" ]'
+kill $SPID
+wait $SPID 2> /dev/null
+"$PREALLOC" warm fill > "$TMP/fill.out" 2>&1
+check "once the process is gone, its file comes back too ($(states))" \
+	all_of '[ ! -e "$SHM/live" ] &&
+		[ "$(states)" = "ready=8192 handed=0 returning=0 dirty=0 clearing=0 quarantined=0 populating=0" ]'
+: > "$PREALLOC_WARM_CONF"
+"$PREALLOC" warm fill > /dev/null 2>&1
 finish

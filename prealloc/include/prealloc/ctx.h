@@ -109,6 +109,19 @@ const char *prealloc_ctx_state_dir(struct prealloc_ctx *ctx);
  */
 void prealloc_ctx_set_holder_check(struct prealloc_ctx *ctx, prealloc_holder_fn fn,
 				   void *userdata);
+/*
+ * A named holder that is process pid (0: the caller), and not the next
+ * process to get its pid: its name "PREFIX:PID:START" (START the process's
+ * start time, field 22 of /proc/PID/stat) to ret_holder and its check path
+ * /proc/PID (under the ctx's procfs root) to ret_check, for a record's
+ * holder and holder_check. Such a holder lives while that process runs,
+ * whatever else then has its pid (an older prealloc, which knows only the
+ * check path, keeps it while /proc/PID exists). 0; -ESRCH without such a
+ * process; -ENAMETOOLONG when a buffer or the record's 255 bytes are short.
+ */
+int prealloc_holder_process(struct prealloc_ctx *ctx, const char *prefix, int pid,
+			    char *ret_holder, size_t holder_len, char *ret_check,
+			    size_t check_len);
 
 /* ---- topology ----------------------------------------------------------- */
 

@@ -75,7 +75,7 @@ struct prealloc_prepare_opts {
 	/*
 	 * With PREALLOC_PREPARE_DIR_FD: the directory of path (absolute), as
 	 * the caller opened it, e.g. without following a link at any step
-	 * another user controls. The file is linked there, relative to this
+	 * another user controls (prealloc_dir_open). The file is linked there, relative to this
 	 * descriptor, whatever path's directories name meanwhile; path stays
 	 * the name that is reported and recorded. Not with REUSE. The
 	 * descriptor is duplicated: the caller may close it on return.

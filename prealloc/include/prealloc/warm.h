@@ -51,8 +51,10 @@ enum prealloc_warm_take_flags {
 	PREALLOC_WARM_TAKE_RESERVED = 1u << 3,
 	/*
 	 * Link at path's last component in dir_fd, a directory the caller
-	 * opened (path's directory, checked step by step: a start hook in a
-	 * directory the guest's user may write), never by resolving path.
+	 * opened (path's directory, checked step by step, as
+	 * prealloc_dir_open does: a start hook in a directory the guest's
+	 * user may write), never by resolving path. Without it the take opens
+	 * path's directory with prealloc_dir_open itself.
 	 */
 	PREALLOC_WARM_TAKE_DIR_FD = 1u << 4,
 	/* No partial hit: a smaller file is not grown (-ENOENT, nothing touched). */
@@ -132,6 +134,9 @@ struct prealloc_warm_take_info {
  * smaller one grown, the rest populated on its node and verified. -ENOENT
  * (nothing touched) when no READY file is on that node and mount, unless
  * FALLBACK; -EXDEV when path is on another mount; -EEXIST when path exists.
+ * path's directory (dir_fd's with DIR_FD) must be root's or the file's
+ * owner's (uid with CHOWN, else the caller's): -EPERM otherwise; without
+ * DIR_FD, -ELOOP when a step of it is a symbolic link (prealloc_dir_open).
  */
 int prealloc_warm_take(struct prealloc_ctx *ctx, const struct prealloc_warm_take_opts *opts,
 		       struct prealloc_warm_take_info *ret_info);
@@ -155,6 +160,19 @@ struct prealloc_warm_shared_info {
  */
 int prealloc_warm_shared_uid(struct prealloc_ctx *ctx, unsigned int uid, const char *holder,
 			     const char *tenant, struct prealloc_warm_shared_info *ret_info);
+
+/*
+ * Opens a directory a file for uid is to be linked in, one step at a time:
+ * path absolute, from "/"; or relative, below at, a directory the caller
+ * opened and trusts (every step then on at's filesystem: -EXDEV). No step
+ * may be a symbolic link (-ELOOP: a link sends the file where its maker
+ * chose) or belong to another user than root and uid (-EPERM: that user
+ * could swap what lies below it); '..' is refused (-EINVAL). Returns the
+ * directory's descriptor (O_RDONLY | O_CLOEXEC), the caller's to close, for
+ * PREALLOC_WARM_TAKE_DIR_FD or PREALLOC_PREPARE_DIR_FD; or a negative errno,
+ * with why (len bytes, NULL: none) naming the step and the reason.
+ */
+int prealloc_dir_open(int at, const char *path, unsigned int uid, char *why, size_t len);
 
 struct prealloc_warm_find_info {
 	size_t size;		/* sizeof(struct prealloc_warm_find_info) */

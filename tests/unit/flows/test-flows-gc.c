@@ -9,8 +9,9 @@
  * user put at its final path; a live run's stays until its pid belongs to
  * another process (another start time); a READY file held by a holder
  * goes when its check path does, or its expiry passes, and stays while
- * either holds (its record even with the file removed by hand); a
- * RELEASING record (a release a crash cut short) is finished; a READY file
+ * either holds (its record even with the file removed by hand); one
+ * held by a process (qemu:PID:START, <proc>/PID) goes once its pid is
+ * another process's, the check path still there; a RELEASING record (a release a crash cut short) is finished; a READY file
  * held by nobody but itself stays. test-admit-roots and test-records hold
  * gc's pool growth and the store's text, not files.
  */
@@ -172,6 +173,51 @@ static void test_ready(void)
 	       "settled once removed by hand (r %d n %u)", r, n);
 }
 
+/*
+ * A holder that is one process (`prealloc qemu`'s, qemu:PID:START with the
+ * check path <proc>/PID): kept while that process runs; settled once its
+ * pid is another process's, though <proc>/PID still exists. A holder of
+ * another name, or with another check path, keeps the path's rule.
+ */
+static void test_process_holder(void)
+{
+	int pid = (int)getpid() + 100013;
+	char path[400], check[400], holder[64];
+	struct rec_owner o;
+	unsigned int n;
+	int r;
+
+	snprintf(path, sizeof(path), "%s/qemu-held", shm);
+	snprintf(check, sizeof(check), "%s/%d", fr.proc, pid);
+	snprintf(holder, sizeof(holder), "qemu:%d:888", pid);
+	make_file_at(path, 0600, 8192, 0);
+	fr_set_process(&fr, pid, 888);
+	owner_holder(&o, holder, check, 0);
+	add_record(PREALLOC_RECORD_READY, &o, path, NULL);
+	r = gc(&n);
+	tap_ok(r == 0 && n == 0 && exists(path), "holder %s, its process running (start 888): "
+	       "kept (r %d n %u)", holder, r, n);
+	fr_set_process(&fr, pid, 889);
+	r = gc(&n);
+	tap_ok(r == 0 && n == 1 && !exists(path) && nr_records(ctx) == 0,
+	       "its pid now another process's (start 889, %s still there): settled, the file "
+	       "removed (r %d n %u)", check, r, n);
+	prealloc_release_holder(ctx, holder, NULL);	/* none left, unless that failed */
+
+	make_file_at(path, 0600, 8192, 0);
+	owner_holder(&o, "vm:888", check, 0);
+	add_record(PREALLOC_RECORD_READY, &o, path, NULL);
+	snprintf(holder, sizeof(holder), "qemu:%d:888", pid + 1);
+	owner_holder(&o, holder, check, 0);	/* a check of another pid than its name's */
+	add_record(PREALLOC_RECORD_READY, &o, path, NULL);
+	r = gc(&n);
+	tap_ok(r == 0 && n == 0 && nr_records(ctx) == 2, "holders vm:888 and %s with the check "
+	       "path %s: the path's rule, kept while it exists (r %d n %u)", holder, check, r, n);
+	tap_ok(prealloc_release_holder(ctx, "vm:888", NULL) == 0 &&
+		       prealloc_release_holder(ctx, holder, NULL) == 0 && nr_records(ctx) == 0,
+	       "(released by their holders)");
+}
+
 /* A release a crash cut short: RELEASING is finished, whoever owned it. */
 static void test_releasing(void)
 {
@@ -204,6 +250,7 @@ int main(void)
 		return tap_done();
 	test_runs();
 	test_ready();
+	test_process_holder();
 	test_releasing();
 	prealloc_ctx_free(ctx);
 	return tap_done();
