@@ -11,7 +11,9 @@
  * stands, another text stands only if it still declares the file's target
  * so. Anything else fails closed: the file is not handed out, and a take
  * moves it READY -> DIRTY, its label gone, for the next pass to renew; a
- * find treats it as not there. Take and find go by what the file
+ * find treats it as not there. A file reserved for a holder while the
+ * declaration stood is not linked for it once withdrawn: given back. Take
+ * and find go by what the file
  * recorded, never by their own --conf or $PREALLOC_WARM_CONF. The pass
  * asks the same of its own conf before it clears in place: serve keeps the
  * conf it loaded until SIGHUP, and one withdrawn on disk meanwhile renews.
@@ -118,19 +120,42 @@ int warm_declared_withdraw(const struct prealloc_ctx *ctx, struct store *s, stru
 	return s ? store_save(ctx, s) : 0;
 }
 
+/*
+ * A file reserved for its holder (RESERVE: HANDED, no path yet) while its
+ * declaration stood, that declaration withdrawn since: never linked for
+ * the holder that reserved it, given back instead (RETURNING, then DIRTY
+ * or QUARANTINED as its check says), its label and declaration gone. s
+ * NULL: in memory only (a find), where RETURNING alone keeps it unpicked.
+ */
+static int declared_unreserve(struct prealloc_ctx *ctx, struct store *s, struct record *r)
+{
+	int err = warm_move(ctx, NULL, r, PREALLOC_WARM_RETURNING);
+
+	if (err < 0 || !s)
+		return err;
+	r->tenant[0] = '\0';
+	warm_declared_set(r, NULL);
+	warm_returned(ctx, s, r, warm_check(ctx, r));
+	return store_save(ctx, s);
+}
+
 int warm_declared_check(struct prealloc_ctx *ctx, struct store *s,
 			const struct prealloc_warm_take_opts *o, uint64_t dev, bool save)
 {
+	bool reserved_take = o->flags & PREALLOC_WARM_TAKE_RESERVED;
 	struct declared_conf dc = { .path = "" };
 	int err = 0;
 
 	for (size_t i = 0; err == 0 && i < s->nr; i++) {
 		struct record *r = &s->r[i];
+		bool reserved = reserved_take && r->warm == PREALLOC_WARM_HANDED && !r->path[0];
 
-		if (!warm_is(r, o->node, o->page_size, dev) || r->warm != PREALLOC_WARM_READY ||
+		if (!warm_is(r, o->node, o->page_size, dev) ||
+		    (r->warm != PREALLOC_WARM_READY && !reserved) ||
 		    strcmp(r->tenant, WARM_TENANT_SINGLE) || declared_stands(ctx, &dc, r))
 			continue;
-		err = warm_declared_withdraw(ctx, save ? s : NULL, r);
+		err = reserved ? declared_unreserve(ctx, save ? s : NULL, r)
+			       : warm_declared_withdraw(ctx, save ? s : NULL, r);
 	}
 	declared_conf_free(&dc);
 	return err;
