@@ -67,11 +67,9 @@ EXPORT int prealloc_store_gc(struct prealloc_ctx *ctx, uint64_t *ret_returned,
 		r = warm_busy_settle(ctx, &s);
 		store_close(&s, lock);
 	}
+	/* Growth whose file has no name left goes once no process holds it (a walk, unlocked). */
 	if (r == 0)
 		r = settle_matching(ctx, ADMIT_LOCK_TIMEOUT_MS, pick_stale, NULL, &info, &matched);
-	/* Then growth whose file has no name left, once no process holds it (no lock held). */
-	if (r == 0)
-		r = settle_orphans(ctx, ADMIT_LOCK_TIMEOUT_MS, &info);
 	if (ret_returned)
 		*ret_returned = info.returned;
 	if (ret_entries)

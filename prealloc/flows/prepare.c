@@ -161,9 +161,14 @@ static int rollback_fn(struct prealloc_ctx *ctx, struct store *s, size_t ri, voi
 /* Everything this run made goes: the file (never a reused one), then its growth, its record. */
 static void prepare_rollback(struct prepare_req *req)
 {
-
 	if (req->region) {
-		if (req->info.created)
+		/*
+		 * A file its record names is removed by the settle, under a
+		 * lease held across the unlink (its pages then provably free, its
+		 * growth given back): only unmapped here. One no record names
+		 * goes now.
+		 */
+		if (req->info.created && !req->recorded)
 			prealloc_region_discard(req->region);
 		else
 			prealloc_region_free(req->region);

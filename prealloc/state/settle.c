@@ -197,7 +197,7 @@ static int settle_file(struct prealloc_ctx *ctx, struct store *s, size_t ri, boo
 			return ret;
 		*ret_removed = true;
 	} else if (r->ino) {
-		/* No name left to lease: in use until settle_orphans finds it free. */
+		/* No name left to lease: in use until a walk of /proc finds it free. */
 		*ret_in_use = true;
 	}
 	/* Gone from its path: a new file there is not ours. dev/ino stay for the file-user check. */
@@ -205,10 +205,19 @@ static int settle_file(struct prealloc_ctx *ctx, struct store *s, size_t ri, boo
 	return 0;
 }
 
+/*
+ * A file of ours with no name left (settled before while in use, or
+ * removed by hand): only a walk of /proc can say whether its pages are free.
+ */
+static bool unnamed_file(const struct record *r)
+{
+	return r->ino && (!r->has_file || (r->created && !record_file_names(r)));
+}
+
 static int settle_record(struct prealloc_ctx *ctx, struct store *s, size_t ri, bool remove_ready,
 			 bool unnamed_free, struct prealloc_release_info *info)
 {
-	bool in_use = false, removed = false, had_file = s->r[ri].has_file;
+	bool in_use = false, removed = false, unnamed = unnamed_file(&s->r[ri]);
 	uint64_t left = 0;
 	int r;
 
@@ -220,10 +229,10 @@ static int settle_record(struct prealloc_ctx *ctx, struct store *s, size_t ri, b
 	 * Give back only what the unlink really freed: while a process still
 	 * maps or holds the file, its pages stay in use and the growth stays
 	 * ORPHAN instead of taking free pages somebody else added. A file
-	 * with no name left cannot be leased: only settle_orphans' walk of
-	 * /proc, without the lock, finds it free (unnamed_free).
+	 * with no name left cannot be leased: only a walk of /proc, done
+	 * without the lock, finds it free (unnamed_free).
 	 */
-	if (!had_file && s->r[ri].ino)
+	if (unnamed)
 		in_use = !unnamed_free;
 	for (unsigned int k = 0; k < s->r[ri].nr_pools; k++) {
 		uint64_t returned = 0;
@@ -263,54 +272,70 @@ int record_settle(struct prealloc_ctx *ctx, struct store *s, size_t ri, bool rem
 /* A record whose file has no name left and whose growth waits on its last user. */
 static bool orphaned(const struct record *r)
 {
-	for (unsigned int k = 0; !r->has_file && r->ino && k < r->nr_pools; k++)
+	for (unsigned int k = 0; k < r->nr_pools; k++)
 		if (r->pools[k].added)
-			return true;
+			return unnamed_file(r);
 	return false;
+}
+
+/* The orphans no process maps or holds, as a walk of /proc found them. */
+struct orphan_walk {
+	uint64_t *ids, *inos;
+	size_t n;
+};
+
+/*
+ * The walk, over a snapshot of the store and WITHOUT its lock: its cost is
+ * every other user's processes and descriptors. procfs misses what it
+ * cannot read, which here costs no isolation, only growth given back while
+ * pages are still held, and record_return_growth gives back free pages
+ * only. Nothing walked when no record waits.
+ */
+static int orphans_walk(struct prealloc_ctx *ctx, struct orphan_walk *w)
+{
+	struct store s;
+	int r = store_load(ctx, &s);
+
+	if (r < 0)
+		return r;
+	w->ids = calloc(s.nr + 1, sizeof(*w->ids));
+	w->inos = calloc(s.nr + 1, sizeof(*w->inos));
+	for (size_t i = 0; w->ids && w->inos && i < s.nr; i++) {
+		unsigned int unreadable;
+
+		if (orphaned(&s.r[i]) && file_user(ctx, s.r[i].dev, s.r[i].ino, 0, &unreadable) == 0) {
+			w->ids[w->n] = s.r[i].id;
+			w->inos[w->n++] = s.r[i].ino;
+		}
+	}
+	store_free(&s);
+	return w->ids && w->inos ? 0 : -ENOMEM;
+}
+
+/* Whether r (under the lock) is still as the walk found it free: no name came back, its inode. */
+static bool walk_free(const struct orphan_walk *w, const struct record *r)
+{
+	for (size_t k = 0; k < w->n; k++)
+		if (w->ids[k] == r->id)
+			return orphaned(r) && w->inos[k] == r->ino;
+	return false;
+}
+
+static bool pick_orphan(struct prealloc_ctx *ctx, const struct record *r, const void *arg,
+			bool *ret_remove_ready)
+{
+	(void)ctx;
+	(void)arg;
+	*ret_remove_ready = true;
+	return orphaned(r);
 }
 
 int settle_orphans(struct prealloc_ctx *ctx, unsigned int timeout_ms,
 		   struct prealloc_release_info *info)
 {
-	struct store s;
-	uint64_t *ids = NULL, *inos = NULL;
-	size_t n = 0;
-	int fd = -1, r;
+	unsigned int matched;
 
-	/* The walk first, on a snapshot and without the lock. */
-	r = store_load(ctx, &s);
-	if (r < 0)
-		return r;
-	ids = calloc(s.nr + 1, sizeof(*ids));
-	inos = calloc(s.nr + 1, sizeof(*inos));
-	for (size_t i = 0; ids && inos && i < s.nr; i++) {
-		unsigned int unreadable;
-
-		/*
-		 * procfs misses what it cannot read, which here costs no
-		 * isolation, only growth given back while pages are still held,
-		 * and record_return_growth gives back free pages only.
-		 */
-		if (orphaned(&s.r[i]) && file_user(ctx, s.r[i].dev, s.r[i].ino, 0, &unreadable) == 0) {
-			ids[n] = s.r[i].id;
-			inos[n++] = s.r[i].ino;
-		}
-	}
-	store_free(&s);
-	r = !ids || !inos ? -ENOMEM : 0;
-	if (r == 0 && n && (r = store_open(ctx, timeout_ms, &s, &fd)) == 0) {
-		for (size_t k = 0; r == 0 && k < n; k++) {
-			long i = store_find(&s, ids[k]);
-
-			/* Still as the walk saw it: no name came back, the same inode. */
-			if (i >= 0 && orphaned(&s.r[i]) && s.r[i].ino == inos[k])
-				r = settle_record(ctx, &s, (size_t)i, true, true, info);
-		}
-		store_close(&s, fd);
-	}
-	free(ids);
-	free(inos);
-	return r;
+	return settle_matching(ctx, timeout_ms, pick_orphan, NULL, info, &matched);
 }
 
 void record_commit(struct record *r, const struct rec_owner *owner)
@@ -338,6 +363,21 @@ struct removal {
 	uint64_t vanished;	/* growth no longer in the pool, settled */
 };
 
+/* What settle_matching removed, said once the lock is dropped (the log may call back in). */
+static void say_removals(struct prealloc_ctx *ctx, const struct removal *gone, size_t nr)
+{
+	for (size_t k = 0; k < nr; k++) {
+		if (gone[k].vanished)
+			ctx_log(ctx, PREALLOC_LOG_WARNING,
+				"%s: %llu hugepages it had added were no longer in the pool (taken "
+				"back by hand): settled", gone[k].what,
+				(unsigned long long)gone[k].vanished);
+		else
+			ctx_log(ctx, PREALLOC_LOG_INFO, "removed %s: %s", gone[k].what,
+				gone[k].died ? "its run died before it was ready" : "released");
+	}
+}
+
 /*
  * Settles every record pick() selects; counts what went back and the
  * records that left the store (one that stays, ORPHAN with pages in use, is
@@ -347,6 +387,7 @@ struct removal {
 int settle_matching(struct prealloc_ctx *ctx, unsigned int timeout_ms, settle_pick_fn pick,
 		    const void *arg, struct prealloc_release_info *info, unsigned int *ret_matched)
 {
+	struct orphan_walk walk = { 0 };
 	struct removal *gone = NULL;
 	uint64_t *ids = NULL;
 	struct store s;
@@ -354,9 +395,14 @@ int settle_matching(struct prealloc_ctx *ctx, unsigned int timeout_ms, settle_pi
 	int fd, r, first = 0;
 
 	*ret_matched = 0;
-	r = store_open(ctx, timeout_ms, &s, &fd);
-	if (r < 0)
+	r = orphans_walk(ctx, &walk);
+	if (r == 0)
+		r = store_open(ctx, timeout_ms, &s, &fd);
+	if (r < 0) {
+		free(walk.ids);
+		free(walk.inos);
 		return r;
+	}
 	ids = calloc(s.nr + 1, sizeof(*ids));
 	gone = calloc(s.nr + 1, sizeof(*gone));
 	if (!ids || !gone) {
@@ -375,7 +421,7 @@ int settle_matching(struct prealloc_ctx *ctx, unsigned int timeout_ms, settle_pi
 			continue;
 		snprintf(rm.what, sizeof(rm.what), "%s", owner_label(&s.r[i]));
 		rm.died = s.r[i].state == PREALLOC_RECORD_PREPARING;
-		r = record_settle(ctx, &s, (size_t)i, remove_ready, &one);
+		r = settle_record(ctx, &s, (size_t)i, remove_ready, walk_free(&walk, &s.r[i]), &one);
 		if (r < 0 && !first)
 			first = r;
 		info->removed |= one.removed;
@@ -390,18 +436,10 @@ int settle_matching(struct prealloc_ctx *ctx, unsigned int timeout_ms, settle_pi
 	}
 out:
 	store_close(&s, fd);
-	/* The log callback may call back into the library: never with the lock held. */
-	for (size_t k = 0; k < nr_gone; k++) {
-		if (gone[k].vanished)
-			ctx_log(ctx, PREALLOC_LOG_WARNING,
-				"%s: %llu hugepages it had added were no longer in the pool (taken "
-				"back by hand): settled", gone[k].what,
-				(unsigned long long)gone[k].vanished);
-		else
-			ctx_log(ctx, PREALLOC_LOG_INFO, "removed %s: %s", gone[k].what,
-				gone[k].died ? "its run died before it was ready" : "released");
-	}
+	say_removals(ctx, gone, nr_gone);
 	free(gone);
 	free(ids);
+	free(walk.ids);
+	free(walk.inos);
 	return first;
 }

@@ -426,7 +426,9 @@ void record_commit(struct record *r, const struct rec_owner *owner);
 typedef bool (*settle_pick_fn)(struct prealloc_ctx *ctx, const struct record *r, const void *arg,
 			       bool *ret_remove_ready);
 /*
- * Settles every record pick selects, under the store's lock (timeout_ms);
+ * Settles every record pick selects, under the store's lock (timeout_ms),
+ * the growth of one whose file has no name left given back if a walk of
+ * /proc, done first WITHOUT the lock, found no process holding it;
  * adds to info what went back, *ret_matched the records that left the
  * store. Says what it removed through the ctx's log once unlocked. The
  * first error, after trying every record.

@@ -155,8 +155,8 @@ void warm_limits(struct prealloc_ctx *ctx, const struct warm_conf *conf, const u
 
 /*
  * Files back from their holders (the holders' side with no lock held),
- * growth no name holds any more once nobody does, then under the lock
- * what dead fills and runs left.
+ * then under the lock what dead fills and runs left and quarantined files,
+ * then growth whose file has no name left, once no process holds it.
  */
 static int pass_returns(struct prealloc_ctx *ctx, const struct warm_pass *p,
 			struct prealloc_warm_fill_info *info)
@@ -167,13 +167,13 @@ static int pass_returns(struct prealloc_ctx *ctx, const struct warm_pass *p,
 
 	err = warm_returns_pass(ctx, p->lock_timeout_ms, info);
 	if (err == 0)
-		err = settle_orphans(ctx, p->lock_timeout_ms, &rel);
-	if (err == 0)
 		err = store_open(ctx, p->lock_timeout_ms, &s, &lock);
 	if (err == 0) {
 		err = warm_returns(ctx, &s, info);
 		store_close(&s, lock);
 	}
+	if (err == 0)
+		err = settle_orphans(ctx, p->lock_timeout_ms, &rel);
 	return err;
 }
 
