@@ -98,9 +98,13 @@ kill_session() {
 	[ "$(ps -o sid= -p $$ | tr -d ' ')" = $$ ] || return 0
 	for ((i = 0; i < 100; i++)); do
 		pids=
-		for p in $(pgrep -s $$); do	# pgrep leaves itself out
+		# Into a file, not $(...): the subshell a command substitution runs
+		# in is of the session too, alive while pgrep lists it, and a new
+		# one each round (the loop ran all its 100 rounds: 10 s a test).
+		pgrep -s $$ > "$TMP/.session" 2> /dev/null	# pgrep leaves itself out
+		while read -r p; do
 			[ "$p" = $$ ] || [ "$p" = "$BASHPID" ] || pids+=" $p"
-		done
+		done < "$TMP/.session"
 		[ -n "$pids" ] || return 0
 		for p in $pids; do
 			kill -KILL "$p" 2> /dev/null
