@@ -56,6 +56,7 @@ struct prepare_req {
 	char tmp[PATH_MAX];	/* the staged file: the staging dir's path and stage_name */
 	uint64_t id;
 	bool recorded;
+	bool placed;		/* linked at its final name: others may have opened it */
 	struct prealloc_region *region;
 	struct rec_owner owner;
 	/*

@@ -99,6 +99,7 @@ static int place_file(struct prepare_req *req)
 			     req->o.uid, req->o.gid, strerror(-r));
 		return r;
 	}
+	req->placed = true;	/* from here on, the final name may be in the VMM's hands */
 	if (linkat(req->stage_fd, req->stage_name, req->dir_fd, final_name(req), 0) < 0) {
 		r = -errno;
 		prepare_fail(req, PREALLOC_STEP_COMMIT, "cannot give %s its name: %s%s", req->final,
@@ -153,22 +154,21 @@ static int prepare_commit(struct prepare_req *req)
 static int rollback_fn(struct prealloc_ctx *ctx, struct store *s, size_t ri, void *arg)
 {
 	struct prealloc_release_info info = { .size = sizeof(info) };
+	const struct prepare_req *req = arg;
 
-	(void)arg;
-	return record_settle(ctx, s, ri, false, &info);
+	/*
+	 * A file that never left its staging directory (root's, 0700: this
+	 * run's alone) and that the discard removed had no other user: its
+	 * pages are free. One linked at its final name may be mapped by now.
+	 */
+	return record_settle_as(ctx, s, ri, false, req->info.created && !req->placed, &info);
 }
 
 /* Everything this run made goes: the file (never a reused one), then its growth, its record. */
 static void prepare_rollback(struct prepare_req *req)
 {
 	if (req->region) {
-		/*
-		 * A file its record names is removed by the settle, under a
-		 * lease held across the unlink (its pages then provably free, its
-		 * growth given back): only unmapped here. One no record names
-		 * goes now.
-		 */
-		if (req->info.created && !req->recorded)
+		if (req->info.created)
 			prealloc_region_discard(req->region);
 		else
 			prealloc_region_free(req->region);

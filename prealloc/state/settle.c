@@ -269,6 +269,12 @@ int record_settle(struct prealloc_ctx *ctx, struct store *s, size_t ri, bool rem
 	return settle_record(ctx, s, ri, remove_ready, false, info);
 }
 
+int record_settle_as(struct prealloc_ctx *ctx, struct store *s, size_t ri, bool remove_ready,
+		     bool unnamed_free, struct prealloc_release_info *info)
+{
+	return settle_record(ctx, s, ri, remove_ready, unnamed_free, info);
+}
+
 /* A record whose file has no name left and whose growth waits on its last user. */
 static bool orphaned(const struct record *r)
 {

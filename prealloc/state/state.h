@@ -411,6 +411,13 @@ int admit_warm_take(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *
 int record_settle(struct prealloc_ctx *ctx, struct store *s, size_t ri, bool remove_ready,
 		  struct prealloc_release_info *info);
 /*
+ * record_settle, for a caller that knows whether the file, with no name
+ * left, has any user (unnamed_free: none, so its growth goes back): a
+ * run's own file it removed before anyone else could open it.
+ */
+int record_settle_as(struct prealloc_ctx *ctx, struct store *s, size_t ri, bool remove_ready,
+		     bool unnamed_free, struct prealloc_release_info *info);
+/*
  * The growth of records whose file has no name left (settled while a
  * process still held it) given back once none does: /proc walked over a
  * snapshot WITHOUT the store's lock (its cost is every other user's
