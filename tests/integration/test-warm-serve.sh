@@ -185,13 +185,17 @@ check "the cold files removed: the growth they took over from the warm files goe
 # A reserved file (a guest between prepare and start) is never admission's to take.
 "$PREALLOC" warm fill > /dev/null 2>&1
 "$PREALLOC" warm take --reserve --holder res-a --node 0 --page-size 2M --mount "$DIR" "$SZ" > /dev/null 2>&1
+# The pool's free pages (another user's, or what the rm above gave back) used up first, as above.
+free=$(hp free 2048)
+[ "$free" -gt 0 ] &&
+	"$PREALLOC" --node 0 --page-size 2M --file "$DIR/fillup" "$((free * 2))M" > /dev/null 2>&1
 "$PREALLOC" --node 0 --page-size 2M --file "$DIR/cold4" 8M > /dev/null 2> "$TMP/err"
 rc=$?
 check "a cold request while the only warm file is reserved is refused (exit 3), the reservation whole (rc $rc: $(cat "$TMP/err"))" \
 	all_of '[ $rc -eq 3 ] && [ "$(status handed_bytes)" -eq $SZB ]'
 "$PREALLOC" warm give --holder res-a > /dev/null 2>&1
 "$PREALLOC" warm fill > /dev/null 2>&1
-"$PREALLOC" rm "$DIR/cold4" > /dev/null 2>&1
+"$PREALLOC" rm "$DIR/cold4" "$DIR/fillup" > /dev/null 2>&1
 
 # Killed at each named point of its pass: every take after it reads zero. Two
 # files: one is dirtied and given back, and serve is stopped (SIGSTOP at the
