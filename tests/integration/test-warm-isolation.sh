@@ -13,22 +13,11 @@
 # was moved away by the holder never puts the file back READY.
 TAP=1
 . "$(dirname "$0")/lib-admit.sh"
+. "$(dirname "$0")/lib-holder.sh"
 
-ATTACKER=${WARM_ATTACKER:?set WARM_ATTACKER to tests/integration/warm-attacker}
-MARK=TOP-SECRET-OF-B-42
-NOBODY=(setpriv --reuid 65534 --regid 65534 --clear-groups)
 NOPTRACE=(setpriv --bounding-set -sys_ptrace --inh-caps -sys_ptrace)
 
-SHM=$TMP/shm
-mkdir -p "$SHM"
-mount -t tmpfs -o size=256M,mode=1777 none "$SHM" || bail "cannot mount a tmpfs on $SHM"
-track_mount "$SHM"
-chmod 711 "$TMP"	# A (uid 65534) reaches the path it is handed, and no more
-private_hugetlbfs 2M
-MNT2M=$MNT
-chmod 1777 "$MNT2M"
-reserve_2m 24 || bail "cannot make 24 more 2M pages free"
-export PREALLOC_WARM_CONF=$TMP/warm.conf
+holder_mounts 256M 24
 printf 'node0.4k = 16M @ %s\nnode0.2M = 16M @ %s\n' "$SHM" "$MNT2M" > "$PREALLOC_WARM_CONF"
 "$PREALLOC" warm fill > "$TMP/fill.out" 2>&1 || bail "the first fill failed: $(cat "$TMP/fill.out")"
 

@@ -18,23 +18,12 @@
 # once the file on disk withdrew the declaration.
 TAP=1
 . "$(dirname "$0")/lib-admit.sh"
+. "$(dirname "$0")/lib-holder.sh"
 
-ATTACKER=${WARM_ATTACKER:?set WARM_ATTACKER to tests/integration/warm-attacker}
-MARK=TOP-SECRET-OF-B-42
-NOBODY=(setpriv --reuid 65534 --regid 65534 --clear-groups)
 NODAC=(setpriv --bounding-set -dac_override,-dac_read_search
 	--inh-caps -dac_override,-dac_read_search)
 
-SHM=$TMP/shm
-mkdir -p "$SHM"
-mount -t tmpfs -o size=128M,mode=1777 none "$SHM" || bail "cannot mount a tmpfs on $SHM"
-track_mount "$SHM"
-chmod 711 "$TMP"	# A (uid 65534) reaches the path it is handed, and no more
-private_hugetlbfs 2M
-MNT2M=$MNT
-chmod 1777 "$MNT2M"
-reserve_2m 24 || bail "cannot make 24 more 2M pages free"
-export PREALLOC_WARM_CONF=$TMP/warm.conf
+holder_mounts 128M 24
 export PREALLOC_CALIBRATION=$TMP/calibration	# serve measures its clear kernels here
 PRE=()
 
