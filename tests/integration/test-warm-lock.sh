@@ -78,12 +78,12 @@ fd = os.open("/dev/null", os.O_RDONLY)
 for _ in range(int(sys.argv[1])):
 	os.dup(fd)
 print("hog", flush=True)
-time.sleep(3600)' $FDS >> "$TMP/hogs.out" ) &
+time.sleep(3600)' $FDS >> "$TMP/hogs.out" 2>> "$TMP/hogs.err" ) &
 	HOG_PIDS+=($!)
 done
 on_exit 'kill -KILL ${HOG_PIDS[*]} 2> /dev/null; wait ${HOG_PIDS[*]} 2> /dev/null'
 if ! wait_for 120 all_of "[ \$(grep -c hog '$TMP/hogs.out') -ge $HOGS ]"; then
-	bail "the hogs did not start: $(grep -c hog "$TMP/hogs.out") of $HOGS"
+	bail "the hogs did not start: $(grep -c hog "$TMP/hogs.out") of $HOGS ($(sort "$TMP/hogs.err" | uniq -c | head -3))"
 fi
 echo "# $HOGS processes of uid 65534 hold $((HOGS * FDS)) descriptors"
 
