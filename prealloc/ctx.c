@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cpu.h"
 #include "internal.h"
 
 /*

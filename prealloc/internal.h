@@ -19,8 +19,8 @@
 #include <stdatomic.h>
 
 #include "prealloc.h"
-#include "arch/clock.h"
-#include "cpu.h"
+#include "clock.h"
+#include "cpu_id.h"
 
 #define EXPORT __attribute__((visibility("default")))
 /*

@@ -22,6 +22,18 @@
 # with every product command's directories, in first-seen order. A header
 # counts in the folder it lives in. Includes of files outside the product
 # folders (config.h in the build dir, system headers) do not count.
+#
+# Within a folder, a header and its source (x.h and x.c) are one unit, and
+# units include one way: a header that includes a header of its own folder
+# whose source includes it back, directly or through other files, includes
+# up (prealloc/internal.h, the ctx, once included cpu.h, whose cpu.c reads
+# the ctx's roots through internal.h).
+#
+# "A searches B": a product source's compile command puts B, a product
+# folder, on its include path (-iquote, -I). The build says the layers
+# (prealloc/meson.build): a layer compiles with its own folder and those
+# below it; a folder above or across on a command's path is a breach even
+# before any include uses it.
 set -u
 export LC_ALL=C
 
@@ -33,6 +45,7 @@ export LC_ALL=C
 LAYERS=(
 	'prealloc/include/prealloc'
 	'prealloc/include'
+	'prealloc/common'
 	'prealloc/arch'
 	'prealloc/arch/x86 prealloc/arch/arm64 prealloc/arch/generic'
 	'prealloc'
@@ -58,8 +71,11 @@ PRODUCT_DIRS=(prealloc vfio)
 #   across:      a call between two folders of one rank
 #   cycle:       files calling round (a <-> b, or a -> b -> c -> a)
 #   cycle group: the files of one cycle set, when more than two
-#   upward include: an include of a higher layer's file
+#   upward include: an include of a higher layer's file, or within a
+#                   folder, of a header whose source includes the includer
 #   across include: an include between two folders of one rank
+#   upward search:  a compile command that searches a higher layer's folder
+#   across search:  a compile command that searches a folder of its rank
 layers_check()
 {
 	local src bld ccj d
@@ -337,6 +353,26 @@ includes_check()
 		found[f, name] = 1
 		if (rel == f || ((f, rel) in ie)) return
 		ie[f, rel] = 1; ne++; from[ne] = f; to[ne] = rel; how[ne] = name
+		adj[f, ++nadj[f]] = rel
+	}
+	# Whether f includes g, directly or through other files.
+	function reaches(f, g,   stk, top, h, k, v, seen3) {
+		top = 0; stk[++top] = f; seen3[f] = 1
+		while (top) {
+			h = stk[top--]
+			for (k = 1; k <= nadj[h]; k++) {
+				v = adj[h, k]
+				if (v == g) return 1
+				if (!(v in seen3)) { seen3[v] = 1; stk[++top] = v }
+			}
+		}
+		return 0
+	}
+	# The product folder of search path p, "" when p is none.
+	function searched(p,   rel) {
+		if (substr(p, 1, length(src) + 1) != src "/") return ""
+		rel = substr(p, length(src) + 2)
+		return rel in rank ? rel : ""
 	}
 	# Every file command t reaches from its source f, each include resolved.
 	function walk(t, f,   stk, top, g, k, rel) {
@@ -385,11 +421,34 @@ includes_check()
 				print "undeclared: " pf[i] " (folder " folder(pf[i]) " is not a layer)"
 		for (i = 1; i <= ne; i++) {
 			fa = folder(from[i]); fb = folder(to[i])
-			if (fa == fb || !(fa in rank) || !(fb in rank)) continue
+			if (fa == fb) {
+				# Within a folder: header to header, against its unit.
+				if (from[i] !~ /\.h$/ || to[i] !~ /\.h$/) continue
+				u = substr(to[i], 1, length(to[i]) - 2) ".c"
+				if ((u in prod) && reaches(u, from[i]))
+					print "upward include: " from[i] " -> " to[i] " (\"" how[i] "\"; " \
+						u " includes " from[i] ")"
+				continue
+			}
+			if (!(fa in rank) || !(fb in rank)) continue
 			if (rank[fb] > rank[fa])
 				print "upward include: " from[i] " -> " to[i] " (\"" how[i] "\")"
 			else if (rank[fb] == rank[fa])
 				print "across include: " from[i] " -> " to[i] " (\"" how[i] "\")"
+		}
+		# The build says the layers: no command searches above or across.
+		for (i = 1; i <= nt; i++) {
+			t = tu[i]; fa = folder(tsrc[t])
+			if (!(fa in rank)) continue
+			for (k = 1; k <= ns[t]; k++) {
+				fb = searched(sd[t, k])
+				if (fb == "" || fb == fa || ((fa, fb) in told)) continue
+				told[fa, fb] = 1
+				if (rank[fb] > rank[fa])
+					print "upward search: " tsrc[t] " searches " fb
+				else if (rank[fb] == rank[fa])
+					print "across search: " tsrc[t] " searches " fb
+			}
 		}
 	}')
 	grep -E '^(read|error): ' <<< "$out"
@@ -409,6 +468,7 @@ selftest_tree()
 		'prealloc/flows/b.c|prealloc/lib.a.p/flows_b.c.o|-I../src/prealloc/cli|#include "same.h"\nint b_fn(void) { return 2; }'
 		'prealloc/engine/c.c|prealloc/lib.a.p/engine_c.c.o|-I../src/prealloc/hook -iquote ../src/prealloc/arch|#include "ord.h"\nint d_fn(int); int c_fn(int x) { return x ? d_fn(x - 1) : 0; }'
 		'prealloc/engine/d.c|prealloc/lib.a.p/engine_d.c.o||int c_fn(int); int d_fn(int x) { return x ? c_fn(x - 1) : 1; }'
+		'prealloc/engine/up.c|prealloc/lib.a.p/engine_up.c.o||#include "low.h"\nint up_fn(void) { return 0; }'
 		'prealloc/state/e.c|prealloc/lib.a.p/state_e.c.o|-I../src/prealloc/flows|#include "b.h"\nint f_fn(int); int e_fn(int x) { return x ? f_fn(x - 1) : 0; }'
 		'prealloc/state/f.c|prealloc/lib.a.p/state_f.c.o||int g_fn(int); int f_fn(int x) { return x ? g_fn(x - 1) : 0; }'
 		'prealloc/state/g.c|prealloc/lib.a.p/state_g.c.o||int e_fn(int); int g_fn(int x) { return x ? e_fn(x - 1) : 0; }'
@@ -431,6 +491,9 @@ selftest_tree()
 		'src/prealloc/hook/ord.h|int ord_fn(void);'
 		'src/prealloc/hook/n.h|int n_fn(void);'
 		'src/prealloc/engine/lone.h|#include "n.h"'
+		'src/prealloc/engine/low.h|#include "up.h"'
+		'src/prealloc/engine/up.h|#include "base.h"'
+		'src/prealloc/engine/base.h|int base_fn(void);'
 		'src/prealloc/weird/w.h|int w_fn(void);'
 		'build/config.h|#define CONFIG 1'
 	)
@@ -465,17 +528,24 @@ cycle: prealloc/engine/c.c <-> prealloc/engine/d.c (d_fn / c_fn)
 cycle group: 3 files reach one another: prealloc/state/e.c prealloc/state/f.c prealloc/state/g.c
 cycle: prealloc/state/e.c -> prealloc/state/f.c -> prealloc/state/g.c -> prealloc/state/e.c (f_fn / g_fn / e_fn)
 across include: prealloc/cli/m.c -> prealloc/hook/n.h ("n.h")
+across search: prealloc/cli/m.c searches prealloc/hook
 undeclared: prealloc/weird/w.h (folder prealloc/weird is not a layer)
 upward include: prealloc/engine/lone.h -> prealloc/hook/n.h ("n.h")
+upward include: prealloc/engine/low.h -> prealloc/engine/up.h ("up.h"; prealloc/engine/up.c includes prealloc/engine/low.h)
 upward include: prealloc/memory/a.h -> prealloc/flows/b.h ("b.h")
-upward include: prealloc/state/e.c -> prealloc/flows/b.h ("b.h")'
+upward include: prealloc/state/e.c -> prealloc/flows/b.h ("b.h")
+upward search: prealloc/engine/c.c searches prealloc/hook
+upward search: prealloc/flows/b.c searches prealloc/cli
+upward search: prealloc/memory/a.c searches prealloc/flows
+upward search: prealloc/state/e.c searches prealloc/flows
+upward search: vfio/v.c searches prealloc/flows'
 
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/tap.sh"
 
 main()
 {
 	local srcdir=${1:?SRCDIR} builddir=${2:?BUILDDIR} found l
-	echo "1..18"
+	echo "1..22"
 
 	found=$(layers_check "$srcdir" "$builddir")
 	l=$(lines 'read|error')
@@ -486,6 +556,8 @@ main()
 	diag "$l" "$(none "$l")" "no call goes up a layer, or across between folders of one rank"
 	l=$(lines 'upward include|across include')
 	diag "$l" "$(none "$l")" "no include goes up a layer, or across between folders of one rank"
+	l=$(lines 'upward search|across search')
+	diag "$l" "$(none "$l")" "no compile command searches a folder above its own, or across (the build says the layers)"
 	l=$(lines 'cycle|cycle group')
 	diag "$l" "$(none "$l")" "no files call round in a cycle"
 
@@ -501,7 +573,7 @@ main()
 	found=$got
 	local what f o
 	selftest "$got" "$SELFTEST_EXPECTED" \
-		"calls and includes down or within a folder, own dir before -iquote before -I, from tests/, of build files are legal" \
+		"calls and includes down or within a folder (a header of a unit that does not include it back), own dir before -iquote before -I, from tests/, of build files are legal" \
 		'a call up a layer|upward: prealloc/memory/a.c -> prealloc/flows/b.c (b_fn)' \
 		'a call across cli/hook|across: prealloc/cli/m.c -> prealloc/hook/n.c (n_fn)' \
 		'a 2-file cycle|cycle: prealloc/engine/c.c <-> prealloc/engine/d.c (d_fn / c_fn)' \
@@ -511,6 +583,9 @@ main()
 		'an include up a layer from a header, found by its source'"'"'s -I|upward include: prealloc/memory/a.h -> prealloc/flows/b.h ("b.h")' \
 		'an include up a layer from a header no source includes|upward include: prealloc/engine/lone.h -> prealloc/hook/n.h ("n.h")' \
 		'an include across cli/hook|across include: prealloc/cli/m.c -> prealloc/hook/n.h ("n.h")' \
+		'an include within a folder of a header whose source includes the includer|upward include: prealloc/engine/low.h -> prealloc/engine/up.h ("up.h"; prealloc/engine/up.c includes prealloc/engine/low.h)' \
+		'a compile command that searches a higher layer'"'"'s folder|upward search: prealloc/memory/a.c searches prealloc/flows' \
+		'a compile command that searches across cli/hook|across search: prealloc/cli/m.c searches prealloc/hook' \
 		'a header in an undeclared folder|undeclared: prealloc/weird/w.h (folder prealloc/weird is not a layer)'
 	# Nothing to check is a failure, never a pass: a build of tests alone,
 	# and a build whose one object calls no other.
