@@ -299,6 +299,8 @@ bool ctx_crossover(struct prealloc_ctx *ctx, const char *who, struct clear_cross
  */
 int clear_rank_measure(const struct cpu_id *cpu, struct clear_rank *ret,
 		       struct clear_crossover *ret_cross);
+/* ---- rank_file.c: the ranking's file -------------------------------- */
+
 /* Measured on this CPU model, model name and microcode. */
 bool clear_rank_matches(const struct clear_rank *rank, const struct cpu_id *cpu);
 /* The ranking's file: the ranking, then the crossover's lines (x NULL: none). */
