@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "arch.h"
+#include "cpu.h"
 #include "internal.h"
 
 #define CPU0_CACHE "/devices/system/cpu/cpu0/cache"

@@ -3,7 +3,7 @@
 #ifndef PREALLOC_CPU_H
 #define PREALLOC_CPU_H
 
-#include "arch/cpu_id.h"
+#include "cpu_id.h"
 
 struct prealloc_ctx;
 

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cpu.h"
 #include "internal.h"
 
 /*
@@ -98,6 +99,7 @@ EXPORT void prealloc_ctx_free(struct prealloc_ctx *ctx)
 	if (ctx->records_drop)
 		ctx->records_drop(ctx);
 	pthread_mutex_destroy(&ctx->records_lock);
+	free(ctx->clear);	/* the clear layer's, plain memory */
 	free(ctx->nodes);
 	free(ctx);
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The root of the library, shared by every layer: the ctx (ctx.c) and what
- * it holds (the topology, the active calibration), util.c and topology.c.
+ * it holds (the topology, the CPU, the clear layer's state by pointer),
+ * util.c and topology.c.
  * Each layer adds its own private header in its folder (memory.h,
  * host_limits.h, clear.h, engine.h, state.h, flows.h). Never installed.
  */
@@ -19,8 +20,8 @@
 #include <stdatomic.h>
 
 #include "prealloc.h"
-#include "arch/clock.h"
-#include "cpu.h"
+#include "clock.h"
+#include "cpu_id.h"
 
 #define EXPORT __attribute__((visibility("default")))
 /*
@@ -47,47 +48,8 @@ struct topo_node {
 	unsigned int nr_cpus;
 };
 
-/*
- * Calibration: the measured winner per size class on one CPU model. A
- * class covers footprints (bytes per worker x workers) up to max_bytes;
- * classes ascend, and the last one also covers anything larger.
- */
-#define CLEAR_CAL_CLASSES 8
-#define CLEAR_KERNEL_NAME_MAX 24
-
-struct clear_cal_class {
-	uint64_t max_bytes;
-	char kernel[CLEAR_KERNEL_NAME_MAX];
-	double gbps;		/* informational */
-};
-
-struct clear_calibration {
-	/* Identity of the CPU it was measured on; anything else makes it foreign. */
-	char vendor[16];
-	char model_name[64];
-	unsigned int family;
-	unsigned int model;
-	unsigned int nr_classes;
-	struct clear_cal_class classes[CLEAR_CAL_CLASSES];
-};
-
-/* The kernels ranked for large clears, measured on this machine (clear/rank.c). */
-#define CLEAR_RANK_MAX 8
-struct clear_rank {
-	char vendor[16];
-	char model_name[64];
-	unsigned int family, model;
-	char microcode[24];
-	unsigned int nr;		/* kernels, fastest first */
-	struct {
-		char kernel[CLEAR_KERNEL_NAME_MAX];
-		double gbps;		/* median */
-	} k[CLEAR_RANK_MAX];
-	uint64_t buffer_bytes;
-	unsigned int rounds;
-	double seconds;			/* the measurement, buffer included */
-	bool level;			/* the first two within 3 %: the table's order kept */
-};
+/* The clear layer's choices for a ctx (clear/clear.h): only a pointer here. */
+struct clear_ctx;
 
 struct prealloc_ctx {
 	/* Where ctx_log() sends messages; set before jobs start (not locked). */
@@ -100,18 +62,11 @@ struct prealloc_ctx {
 	prealloc_holder_fn holder_fn;	/* liveness of named holders, NULL: the record's check */
 	void *holder_userdata;
 	/*
-	 * The calibration automatic selection uses (calibrate.c), under its
-	 * lock: cal_settled once the default file was looked at or a caller
-	 * loaded, saved or unloaded one; cal_active when cal applies.
+	 * The calibration and the ranking the clear layer settled for this
+	 * ctx (clear/calibration.c makes it at first use; NULL before). Plain
+	 * memory, no pointer inside: freed with the ctx.
 	 */
-	bool cal_settled;
-	bool cal_active;
-	struct clear_calibration cal;
-	/* Under the same lock: the ranking for large clears, looked for once. */
-	bool rank_settled;
-	bool rank_active;
-	struct clear_rank rank;
-	char rank_how[96];		/* "measured at ...", "cached in PATH" */
+	struct clear_ctx *clear;
 	unsigned int nr_nodes;	/* online nodes with memory */
 	struct topo_node *nodes;
 	int max_node;		/* highest online node number */

@@ -5,7 +5,8 @@
  * them. The CPU's identity and features (cpu.c asks), its clear kernels
  * and their table, best first (the memory layer chooses among them), the
  * per-model quirks that reorder them, and a cache flush for the ranking.
- * The arch folders call nothing in the library: they sit below it.
+ * The arch folders call nothing in the library: they sit below it, over
+ * common/ (the CPU identity they fill, cpu_id.h).
  */
 #ifndef PREALLOC_ARCH_H
 #define PREALLOC_ARCH_H

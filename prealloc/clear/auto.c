@@ -15,7 +15,7 @@
 
 #include "clear.h"
 
-/* Guards every ctx's rank_* fields (a ctx has no lock of its own), and crossover. */
+/* Guards every ctx's clear state's rank_* fields (a ctx has no lock of its own), and crossover. */
 static pthread_mutex_t rank_lock = PTHREAD_MUTEX_INITIALIZER;
 /*
  * The crossover that came with the last ranking a ctx settled: a figure of
@@ -27,7 +27,8 @@ static struct clear_crossover crossover;
  * The ranking and crossover measured now for this ctx (who: for what), saved
  * beside the calibration.
  */
-static int ranking_measure(struct prealloc_ctx *ctx, const char *who, const char *path)
+static int ranking_measure(struct prealloc_ctx *ctx, struct clear_ctx *st, const char *who,
+			   const char *path)
 {
 	struct clear_rank rank;
 	struct clear_crossover x;
@@ -36,7 +37,7 @@ static int ranking_measure(struct prealloc_ctx *ctx, const char *who, const char
 
 	if (r < 0)
 		return r;
-	ctx->rank = rank;
+	st->rank = rank;
 	crossover = x;
 	len = clear_rank_format(&rank, &x, text, sizeof(text));
 	if (len < 0 || !path) {
@@ -46,7 +47,7 @@ static int ranking_measure(struct prealloc_ctx *ctx, const char *who, const char
 			calibration_mkdir();	/* the default directory, as a save makes it */
 		r = small_file_write(path, text, (size_t)len);
 	}
-	snprintf(ctx->rank_how, sizeof(ctx->rank_how), "measured %s in %.0f ms%s", who,
+	snprintf(st->rank_how, sizeof(st->rank_how), "measured %s in %.0f ms%s", who,
 		 (rank.seconds + x.seconds) * 1e3, r < 0 ? ", not saved" : "");
 	return 0;
 }
@@ -55,34 +56,37 @@ bool ctx_ranking(struct prealloc_ctx *ctx, const char *who, struct clear_rank *r
 		 size_t how_len)
 {
 	const char *env = getenv("PREALLOC_CALIBRATION");
+	struct clear_ctx *st = ctx_clear_get(ctx);
 	char path[4096], text[2048];
 	struct clear_rank rank;
 	struct clear_crossover x;
 	bool have, named;
 	int r = 0;
 
+	if (!st)
+		return false;	/* no memory for it: the built-in rules */
 	pthread_mutex_lock(&rank_lock);
-	if (!ctx->rank_settled && !(env && !strcmp(env, "none"))) {
-		ctx->rank_settled = true;
+	if (!st->rank_settled && !(env && !strcmp(env, "none"))) {
+		st->rank_settled = true;
 		named = calibration_default_path(path, sizeof(path) - 8) == 0;
 		if (named)
 			strcat(path, ".ranking");
 		if (named && small_file_read(path, text, sizeof(text)) == 0 &&
 		    clear_rank_parse(text, &rank, &x) == 0 && clear_rank_matches(&rank, &ctx->cpu)) {
-			ctx->rank = rank;
+			st->rank = rank;
 			crossover = x;
-			ctx->rank_active = true;
-			snprintf(ctx->rank_how, sizeof(ctx->rank_how), "cached in %s", path);
+			st->rank_active = true;
+			snprintf(st->rank_how, sizeof(st->rank_how), "cached in %s", path);
 		} else {
 			/* Every other choice waits for it meanwhile: under 0.2 s, once. */
-			r = ranking_measure(ctx, who, named ? path : NULL);
-			ctx->rank_active = r == 0;
+			r = ranking_measure(ctx, st, who, named ? path : NULL);
+			st->rank_active = r == 0;
 		}
 	}
-	have = ctx->rank_active;
+	have = st->rank_active;
 	if (have) {
-		*ret = ctx->rank;
-		snprintf(how, how_len, "%s", ctx->rank_how);
+		*ret = st->rank;
+		snprintf(how, how_len, "%s", st->rank_how);
 	}
 	pthread_mutex_unlock(&rank_lock);
 	/* Said outside the lock: the callback may call back into the library. */

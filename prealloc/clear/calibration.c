@@ -39,6 +39,20 @@
 
 /* Guards every ctx's cal_* fields: a ctx is calloc'd, so it has no lock of its own. */
 static pthread_mutex_t cal_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Guards ctx->clear while it is made. */
+static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
+
+struct clear_ctx *ctx_clear_get(struct prealloc_ctx *ctx)
+{
+	struct clear_ctx *st;
+
+	pthread_mutex_lock(&state_lock);
+	if (!ctx->clear)
+		ctx->clear = calloc(1, sizeof(*ctx->clear));
+	st = ctx->clear;
+	pthread_mutex_unlock(&state_lock);
+	return st;
+}
 
 /* Directory holding the default file; creates nothing. */
 static int calibration_dir(char *buf, size_t len)
@@ -219,18 +233,24 @@ int calibration_mkdir(void)
 }
 
 /* Makes cal (NULL: none) the ctx's calibration; settles the default-file load. */
-static void ctx_calibration_set(struct prealloc_ctx *ctx, const struct clear_calibration *cal)
+static int ctx_calibration_set(struct prealloc_ctx *ctx, const struct clear_calibration *cal)
 {
+	struct clear_ctx *st = ctx_clear_get(ctx);
+
+	if (!st)
+		return -ENOMEM;
 	pthread_mutex_lock(&cal_lock);
-	ctx->cal_settled = true;
-	ctx->cal_active = cal != NULL;
+	st->cal_settled = true;
+	st->cal_active = cal != NULL;
 	if (cal)
-		ctx->cal = *cal;
+		st->cal = *cal;
 	pthread_mutex_unlock(&cal_lock);
+	return 0;
 }
 
 /* The default file, read once per ctx; returns why it was not used (0: it was). */
-static int ctx_calibration_load_default(struct prealloc_ctx *ctx, char *path, size_t len)
+static int ctx_calibration_load_default(struct prealloc_ctx *ctx, struct clear_ctx *st,
+					char *path, size_t len)
 {
 	struct clear_calibration cal;
 	int r;
@@ -241,27 +261,30 @@ static int ctx_calibration_load_default(struct prealloc_ctx *ctx, char *path, si
 	if (r == 0 && !clear_calibration_matches(&cal, &ctx->cpu))
 		r = -ESTALE;
 	if (r == 0) {
-		ctx->cal = cal;
-		ctx->cal_active = true;
+		st->cal = cal;
+		st->cal_active = true;
 	}
 	return r;
 }
 
 bool ctx_calibration(struct prealloc_ctx *ctx, struct clear_calibration *ret)
 {
+	struct clear_ctx *st = ctx_clear_get(ctx);
 	char path[4096] = "";
 	bool first, have;
 	int r = 0;
 
+	if (!st)
+		return false;	/* no memory for it: the built-in rules */
 	pthread_mutex_lock(&cal_lock);
-	first = !ctx->cal_settled;
+	first = !st->cal_settled;
 	if (first) {
-		ctx->cal_settled = true;
-		r = ctx_calibration_load_default(ctx, path, sizeof(path));
+		st->cal_settled = true;
+		r = ctx_calibration_load_default(ctx, st, path, sizeof(path));
 	}
-	have = ctx->cal_active;
+	have = st->cal_active;
 	if (have)
-		*ret = ctx->cal;
+		*ret = st->cal;
 	pthread_mutex_unlock(&cal_lock);
 	/* Said outside the lock: the callback may call back into the library. */
 	if (r == -ESTALE)
@@ -318,7 +341,9 @@ EXPORT int prealloc_calibration_load(struct prealloc_ctx *ctx, const char *path,
 		return r;
 	if (!clear_calibration_matches(&cal, &ctx->cpu))
 		return -ESTALE;
-	ctx_calibration_set(ctx, &cal);
+	r = ctx_calibration_set(ctx, &cal);
+	if (r < 0)
+		return r;
 	if (ret_cal) {
 		calibration_to_public(&cal, &pub);
 		copy_sized_out(ret_cal, &pub, sizeof(pub));
@@ -372,14 +397,12 @@ EXPORT int prealloc_calibration_save(struct prealloc_ctx *ctx,
 	r = calibration_write(path, &mine);
 	if (r < 0)
 		return r;
-	ctx_calibration_set(ctx, &mine);
-	return 0;
+	return ctx_calibration_set(ctx, &mine);
 }
 
 EXPORT int prealloc_calibration_unload(struct prealloc_ctx *ctx)
 {
 	if (!ctx)
 		return -EINVAL;
-	ctx_calibration_set(ctx, NULL);
-	return 0;
+	return ctx_calibration_set(ctx, NULL);
 }

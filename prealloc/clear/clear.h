@@ -18,6 +18,70 @@
 #include "internal.h"
 #include "memory.h"
 
+/* ---- the calibration and the ranking, and what a ctx settled of them --- */
+
+/*
+ * Calibration: the measured winner per size class on one CPU model. A
+ * class covers footprints (bytes per worker x workers) up to max_bytes;
+ * classes ascend, and the last one also covers anything larger.
+ */
+#define CLEAR_CAL_CLASSES 8
+#define CLEAR_KERNEL_NAME_MAX 24
+
+struct clear_cal_class {
+	uint64_t max_bytes;
+	char kernel[CLEAR_KERNEL_NAME_MAX];
+	double gbps;		/* informational */
+};
+
+struct clear_calibration {
+	/* Identity of the CPU it was measured on; anything else makes it foreign. */
+	char vendor[16];
+	char model_name[64];
+	unsigned int family;
+	unsigned int model;
+	unsigned int nr_classes;
+	struct clear_cal_class classes[CLEAR_CAL_CLASSES];
+};
+
+/* The kernels ranked for large clears, measured on this machine (clear/rank.c). */
+#define CLEAR_RANK_MAX 8
+struct clear_rank {
+	char vendor[16];
+	char model_name[64];
+	unsigned int family, model;
+	char microcode[24];
+	unsigned int nr;		/* kernels, fastest first */
+	struct {
+		char kernel[CLEAR_KERNEL_NAME_MAX];
+		double gbps;		/* median */
+	} k[CLEAR_RANK_MAX];
+	uint64_t buffer_bytes;
+	unsigned int rounds;
+	double seconds;			/* the measurement, buffer included */
+	bool level;			/* the first two within 3 %: the table's order kept */
+};
+
+/*
+ * What the clear layer settled for a ctx (ctx->clear): its calibration,
+ * under calibration.c's lock (cal_settled once the default file was looked
+ * at or a caller loaded, saved or unloaded one; cal_active when cal
+ * applies), and its ranking for large clears, looked for once, under
+ * auto.c's.
+ */
+struct clear_ctx {
+	bool cal_settled;
+	bool cal_active;
+	struct clear_calibration cal;
+	bool rank_settled;
+	bool rank_active;
+	struct clear_rank rank;
+	char rank_how[96];		/* "measured at ...", "cached in PATH" */
+};
+
+/* ctx's clear state, made zeroed at the first call; NULL: out of memory. */
+struct clear_ctx *ctx_clear_get(struct prealloc_ctx *ctx);
+
 /* ---- the calibration's figures (calibration_figures.c) ---------------- */
 
 /* What the calibration's figures say, pure (the probe takes its median). */
@@ -235,6 +299,8 @@ bool ctx_crossover(struct prealloc_ctx *ctx, const char *who, struct clear_cross
  */
 int clear_rank_measure(const struct cpu_id *cpu, struct clear_rank *ret,
 		       struct clear_crossover *ret_cross);
+/* ---- rank_file.c: the ranking's file -------------------------------- */
+
 /* Measured on this CPU model, model name and microcode. */
 bool clear_rank_matches(const struct clear_rank *rank, const struct cpu_id *cpu);
 /* The ranking's file: the ranking, then the crossover's lines (x NULL: none). */

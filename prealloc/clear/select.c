@@ -20,6 +20,7 @@
 
 #include "config.h"
 #include "clear.h"
+#include "cpu.h"
 
 /* Assumed when the LLC size is unknown: a typical server LLC slice. */
 #define LLC_DEFAULT (UINT64_C(32) << 20)

@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+/* The kernels' names, from their tables (prealloc/arch/kernel_names.py). */
+#include "clear_kernel_names.h"
 
 struct clear_args {
 	const char *file;
@@ -34,9 +36,7 @@ static const char usage_text[] =
 	"\n"
 	"  -t, --threads N      workers per node (default: every allowed CPU of the node)\n"
 	"  -m, --method NAME    clear kernel: auto (default) or one that 'prealloc info'\n"
-	"                       lists as usable (x86-64: avx2_nt, clzero, movnti, rep_stosb,\n"
-	"                       c, ...; arm64: dc_zva, mops, stnp, c), or c/NT (c/avx2_nt,\n"
-	"                       c/dc_zva, ...): per piece, the faster of the two\n"
+	CLEAR_KERNELS_METHOD_HELP
 	"      --verify         read every byte back and check it is zero\n"
 	"      --force          clear a file on another filesystem, or one that another\n"
 	"                       process has mapped (a running guest: it will see zeroes)\n"

@@ -206,6 +206,12 @@ int cmd_info(int argc, char **argv);
 int cmd_rm(int argc, char **argv);
 int cmd_clear(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+/* bench_render.c: bench's results as tables, the saved classes, or its JSON document. */
+void bench_print_human(const struct prealloc_calibrate_result *res,
+		       const struct prealloc_cpu_info *ci);
+void bench_print_saved(const struct prealloc_calibrate_result *res, const char *path);
+struct json_object *bench_results_json(const struct prealloc_calibrate_result *res,
+				       const struct prealloc_cpu_info *ci, const char *path);
 int cmd_pool(int argc, char **argv);
 int cmd_vfio_map(int argc, char **argv);
 int cmd_warm(int argc, char **argv);

@@ -262,6 +262,16 @@ struct prealloc_job {
 
 /* engine.c */
 void job_free(struct prealloc_job *job);
+/* complete.c: the job works on its region from start until its end (free waits meanwhile). */
+void region_hold(struct prealloc_job *job);
+void region_unhold(struct prealloc_job *job);
+/* complete.c: a crew's last worker out: the node's done, to the sinks. */
+void node_complete(struct prealloc_job *job, struct node_crew *crew);
+/*
+ * complete.c: once, when every worker is out: the verdict, the flow's
+ * finish, then done, then the sinks. Nothing touches the region after finish.
+ */
+void job_complete(struct prealloc_job *job);
 /* job.c: the job's first error kept (where it happened), and every worker told to stop. */
 void job_fail(struct prealloc_job *job, int err, int node, uint64_t offset);
 /* job.c: joins the workers; several threads may wait: one joins, the others wait for it. */

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "clear.h"
+#include "cpu.h"
 #include "engine.h"
 
 /* A job's hold on the SIGBUS guard: taken at most once, dropped at teardown. */

@@ -757,6 +757,38 @@ static void usage(FILE *f)
 		"  --skip-populate    with --oneshot: create and free the region only\n");
 }
 
+/* The ctx, its nodes and each node's CPUs; the thread counts by default: 1 and node 0's CPUs. */
+static void machine_read(struct opts *o)
+{
+	int r;
+
+	r = prealloc_ctx_new(&ctx);
+	if (r < 0)
+		die("prealloc_ctx_new", r);
+	r = prealloc_nodes(ctx, nodes, 64);
+	if (r <= 0 || r > 64)
+		die("prealloc_nodes", r < 0 ? r : -ERANGE);
+	nr_nodes = (unsigned int)r;
+	for (unsigned int i = 0; i < nr_nodes; i++) {
+		int cpus[1024];
+		int n = prealloc_node_cpus(ctx, nodes[i], cpus, 1024);
+
+		CPU_ZERO(&node_cpus[i]);
+		for (int k = 0; k < n && k < 1024; k++)
+			CPU_SET(cpus[k], &node_cpus[i]);
+		if (n <= 0)
+			sched_getaffinity(0, sizeof(cpu_set_t), &node_cpus[i]);
+	}
+	if (!o->nr_threads) {
+		struct prealloc_node_info ni = { .size = sizeof(ni) };
+
+		prealloc_node_info(ctx, nodes[0], &ni);
+		o->threads[o->nr_threads++] = 1;
+		if (ni.nr_cpus > 1)
+			o->threads[o->nr_threads++] = ni.nr_cpus;
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -825,31 +857,7 @@ int main(int argc, char **argv)
 		}
 	}
 
-	r = prealloc_ctx_new(&ctx);
-	if (r < 0)
-		die("prealloc_ctx_new", r);
-	r = prealloc_nodes(ctx, nodes, 64);
-	if (r <= 0 || r > 64)
-		die("prealloc_nodes", r < 0 ? r : -ERANGE);
-	nr_nodes = (unsigned int)r;
-	for (unsigned int i = 0; i < nr_nodes; i++) {
-		int cpus[1024];
-		int n = prealloc_node_cpus(ctx, nodes[i], cpus, 1024);
-
-		CPU_ZERO(&node_cpus[i]);
-		for (int k = 0; k < n && k < 1024; k++)
-			CPU_SET(cpus[k], &node_cpus[i]);
-		if (n <= 0)
-			sched_getaffinity(0, sizeof(cpu_set_t), &node_cpus[i]);
-	}
-	if (!o.nr_threads) {
-		struct prealloc_node_info ni = { .size = sizeof(ni) };
-
-		prealloc_node_info(ctx, nodes[0], &ni);
-		o.threads[o.nr_threads++] = 1;
-		if (ni.nr_cpus > 1)
-			o.threads[o.nr_threads++] = ni.nr_cpus;
-	}
+	machine_read(&o);
 
 	if (o.oneshot) {
 		r = oneshot(&o);

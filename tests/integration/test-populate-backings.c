@@ -355,17 +355,9 @@ static void job_api(struct prealloc_ctx *ctx)
 	prealloc_region_free(r);
 }
 
-int main(void)
+/* Anonymous memory and a memfd of 4K pages, faulted and touched. */
+static void anon_backings(struct prealloc_ctx *ctx, int node)
 {
-	struct prealloc_ctx *ctx;
-	int nodes[4], node;
-
-	if (prealloc_ctx_new(&ctx) < 0 || prealloc_nodes(ctx, nodes, 4) < 1) {
-		printf("Bail out! no context\n");
-		return 1;
-	}
-	node = nodes[0];
-
 	run_backing(ctx, "anon 4K",
 		    &(struct prealloc_region_opts){ .size = sizeof(struct prealloc_region_opts),
 						    .backing = PREALLOC_BACKING_ANON,
@@ -401,7 +393,11 @@ int main(void)
 						    .page_size = PREALLOC_PAGE_4K,
 						    .length = 64 * MiB },
 		    0, node);
+}
 
+/* A tmpfs file, and the caller's own mappings: a whole one and a range inside one. */
+static void file_and_caller_backings(struct prealloc_ctx *ctx, int node)
+{
 	/* A tmpfs file: /dev/shm exists on Debian; the file is removed after. */
 	char path[] = "/dev/shm/prealloc-test-XXXXXX";
 	int fd = mkstemp(path);
@@ -447,11 +443,14 @@ int main(void)
 	tap_ok(resident_bytes(big, 16 * MiB) == 0 && resident_bytes(big + 80 * MiB, 16 * MiB) == 0,
 	       "range inside a larger mapping: nothing outside the range was touched");
 	munmap(big, 96 * MiB);
+}
 
-	/*
-	 * memfd with 2M hugetlb pages: needs a pool; root grows it and puts it
-	 * back right after the case, on SIGTERM/SIGINT, and (backstop) at exit.
-	 */
+/*
+ * memfd with 2M hugetlb pages: needs a pool; root grows it and puts it
+ * back right after the case, on SIGTERM/SIGINT, and (backstop) at exit.
+ */
+static void hugetlb_backing(struct prealloc_ctx *ctx, int node)
+{
 	if (geteuid() != 0) {
 		tap_skip("memfd 2M hugetlb: not root, cannot reserve hugepages");
 	} else if ((saved_pool = pool_get()) < 0) {
@@ -484,7 +483,22 @@ int main(void)
 		tap_ok(pool_get() == saved_pool, "memfd 2M hugetlb: pool restored to %ld (now %ld)",
 		       saved_pool, pool_get());
 	}
+}
 
+int main(void)
+{
+	struct prealloc_ctx *ctx;
+	int nodes[4], node;
+
+	if (prealloc_ctx_new(&ctx) < 0 || prealloc_nodes(ctx, nodes, 4) < 1) {
+		printf("Bail out! no context\n");
+		return 1;
+	}
+	node = nodes[0];
+
+	anon_backings(ctx, node);
+	file_and_caller_backings(ctx, node);
+	hugetlb_backing(ctx, node);
 	clear_adopted(ctx, node);
 	job_api(ctx);
 	prealloc_ctx_free(ctx);

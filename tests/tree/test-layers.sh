@@ -22,8 +22,23 @@
 # with every product command's directories, in first-seen order. A header
 # counts in the folder it lives in. Includes of files outside the product
 # folders (config.h in the build dir, system headers) do not count.
+#
+# Within a folder, a header and its source (x.h and x.c) are one unit, and
+# units include one way: a header that includes a header of its own folder
+# whose source includes it back, directly or through other files, includes
+# up (prealloc/internal.h, the ctx, once included cpu.h, whose cpu.c reads
+# the ctx's roots through internal.h).
+#
+# "A searches B": a product source's compile command puts B, a product
+# folder, on its include path (-iquote, -I). The build says the layers
+# (prealloc/meson.build): a layer compiles with its own folder and those
+# below it; a folder above or across on a command's path is a breach even
+# before any include uses it.
 set -u
 export LC_ALL=C
+# The awk programs beside this script: reading compile_commands.json, the
+# call check, the include and search checks.
+here=$(dirname "${BASH_SOURCE[0]}")
 
 # The layers, lowest first, as folders relative to SRCDIR; a file's folder is
 # its directory. Folders on one line share a rank: neither may call the other.
@@ -33,6 +48,7 @@ export LC_ALL=C
 LAYERS=(
 	'prealloc/include/prealloc'
 	'prealloc/include'
+	'prealloc/common'
 	'prealloc/arch'
 	'prealloc/arch/x86 prealloc/arch/arm64 prealloc/arch/generic'
 	'prealloc'
@@ -58,8 +74,11 @@ PRODUCT_DIRS=(prealloc vfio)
 #   across:      a call between two folders of one rank
 #   cycle:       files calling round (a <-> b, or a -> b -> c -> a)
 #   cycle group: the files of one cycle set, when more than two
-#   upward include: an include of a higher layer's file
+#   upward include: an include of a higher layer's file, or within a
+#                   folder, of a header whose source includes the includer
 #   across include: an include between two folders of one rank
+#   upward search:  a compile command that searches a higher layer's folder
+#   across search:  a compile command that searches a folder of its rank
 layers_check()
 {
 	local src bld ccj d
@@ -69,52 +88,14 @@ layers_check()
 	[ -r "$ccj" ] || { echo "error: no $ccj"; return; }
 	command -v nm >/dev/null || { echo "error: nm (binutils) is not installed"; return; }
 
-	# Each compile command's directory, file, output and the directories it
-	# searches for `#include "..."` (-iquote, then -I; \037 between them).
-	# Meson writes one field a line, but any layout of the objects will do.
+	# Each compile command's directory, file, output and search directories.
 	local -a files=() outs=() dirs=() incs=()
 	local dir file out inc
 	while IFS=$'\t' read -r dir file out inc; do
 		[ "${file#/}" = "$file" ] && file=$dir/$file
 		[ "${out#/}" = "$out" ] && out=$dir/$out
 		files+=("$file") outs+=("$out") dirs+=("$dir") incs+=("$inc")
-	done < <(awk 'BEGIN { RS = "}" }
-		function field(name,   s) {
-			if (!match($0, "\"" name "\"[ \t\r\n]*:[ \t\r\n]*\"[^\"]*\""))
-				return ""
-			s = substr($0, RSTART, RLENGTH)
-			sub(/^"[a-z]*"[ \t\r\n]*:[ \t\r\n]*"/, "", s)
-			sub(/"$/, "", s)
-			return s
-		}
-		# The command, JSON escapes undone; "" where there is none.
-		function command(   s) {
-			if (!match($0, /"command"[ \t\r\n]*:[ \t\r\n]*"([^"\\]|\\.)*"/))
-				return ""
-			s = substr($0, RSTART, RLENGTH)
-			sub(/^"command"[ \t\r\n]*:[ \t\r\n]*"/, "", s)
-			sub(/"$/, "", s)
-			gsub(/\\"/, "\"", s)
-			gsub(/\\\\/, "\\", s)
-			return s
-		}
-		function search(cmd,   n, a, i, t, x, q, d) {
-			n = split(cmd, a, /[ \t]+/)
-			q = d = ""
-			for (i = 1; i <= n; i++) {
-				t = a[i]
-				if (t == "-I" || t == "-iquote") x = a[++i]
-				else if (t ~ /^-I./) x = substr(t, 3)
-				else if (t ~ /^-iquote./) x = substr(t, 8)
-				else continue
-				gsub(/^\047|\047$/, "", x)
-				if (t ~ /^-iquote/) q = q "\037" x
-				else d = d "\037" x
-			}
-			return substr(q d, 2)
-		}
-		{ f = field("file"); o = field("output"); d = field("directory")
-		  if (f != "" && o != "") print d "\t" f "\t" o "\t" search(command()) }' "$ccj")
+	done < <(awk -f "$here/layers-commands.awk" "$ccj")
 
 	# Resolved in one go each; the source relative to SRCDIR, the object
 	# relative to BUILDDIR.
@@ -171,102 +152,7 @@ layers_check()
 			split(substr($0, i + 2), f, " "); print "D\t" substr($0, 1, i - 1) "\t" f[1] }' | sort -u
 		nm -A -P -u -- "${objs[@]}" | awk '{ i = index($0, ": "); \
 			split(substr($0, i + 2), f, " "); print "U\t" substr($0, 1, i - 1) "\t" f[1] }' | sort -u
-	} | awk -F '\t' -v nobjs=${#objs[@]} '
-	function folder(f) { sub(/\/[^\/]*$/, "", f); return f }
-	$1 == "L" { rank[$3] = $2 + 0; next }
-	$1 == "M" { src_of[$2] = $3; next }
-	$1 == "N" { node[++n] = $2; idx[$2] = n; next }
-	$1 == "D" { f = src_of[$2]; if (!((f, $3) in defd)) { defd[f, $3] = 1; defs[$3] = defs[$3] " " idx[f] }; next }
-	$1 == "U" { nu++; ucall[nu] = idx[src_of[$2]]; usym[nu] = $3; next }
-	END {
-		# The calls between files, each with the symbols it goes by.
-		for (k = 1; k <= nu; k++) {
-			a = ucall[k]; s = usym[k]
-			if (!(s in defs)) continue
-			nd = split(defs[s], ds, " ")
-			for (m = 1; m <= nd; m++) {
-				b = ds[m] + 0
-				if (a == b || ((a, b, s) in seen)) continue
-				seen[a, b, s] = 1
-				if (!((a, b) in e)) { e[a, b] = 1; nedges++ }
-				if ((a, b) in syms) syms[a, b] = syms[a, b] ", " s
-				else syms[a, b] = s
-			}
-		}
-		print "read: " nobjs " objects of " n " product sources, " nedges + 0 " calls between files"
-		if (nedges == 0)
-			print "error: no call between files found: nothing to check"
-
-		for (i = 1; i <= n; i++)
-			if (!(folder(node[i]) in rank))
-				print "undeclared: " node[i] " (folder " folder(node[i]) " is not a layer)"
-
-		for (i = 1; i <= n; i++) for (j = 1; j <= n; j++) {
-			if (!((i, j) in e)) continue
-			fa = folder(node[i]); fb = folder(node[j])
-			if (fa == fb || !(fa in rank) || !(fb in rank)) continue
-			if (rank[fb] > rank[fa])
-				print "upward: " node[i] " -> " node[j] " (" syms[i, j] ")"
-			else if (rank[fb] == rank[fa])
-				print "across: " node[i] " -> " node[j] " (" syms[i, j] ")"
-		}
-
-		# Who reaches whom (Floyd-Warshall), then the sets of files that
-		# reach one another, each named by its first file.
-		for (i = 1; i <= n; i++) for (j = 1; j <= n; j++) if ((i, j) in e) r[i, j] = 1
-		for (k = 1; k <= n; k++) for (i = 1; i <= n; i++) {
-			if (!((i, k) in r)) continue
-			for (j = 1; j <= n; j++) if ((k, j) in r) r[i, j] = 1
-		}
-		for (i = 1; i <= n; i++) {
-			for (j = 1; j <= n; j++)
-				if (j == i || (((i, j) in r) && ((j, i) in r))) break
-			lead[i] = j; size[j]++
-		}
-		# Every pair that calls each other, then for the files of a larger
-		# set not yet on a printed cycle, the shortest cycle through each.
-		for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
-			if (((i, j) in e) && ((j, i) in e)) {
-				print "cycle: " node[i] " <-> " node[j] " (" syms[i, j] " / " syms[j, i] ")"
-				onc[i] = onc[j] = 1
-			}
-		for (l = 1; l <= n; l++) {
-			if (lead[l] != l || size[l] < 3) continue
-			line = ""
-			for (i = l; i <= n; i++) if (lead[i] == l) line = line " " node[i]
-			print "cycle group: " size[l] " files reach one another:" line
-			for (i = l; i <= n; i++) if (lead[i] == l && !(i in onc)) shortest_cycle(i)
-		}
-	}
-	# Breadth first from s, within its set, back to s.
-	function shortest_cycle(s,   q, head, tail, u, v, par, seen2, path, m, t, txt, st) {
-		head = 1; tail = 0; q[++tail] = s; seen2[s] = 1
-		while (head <= tail) {
-			u = q[head++]
-			for (v = 1; v <= n; v++) {
-				if (!((u, v) in e)) continue
-				if (v == s) {
-					m = 0
-					for (t = u; t != s; t = par[t]) path[++m] = t
-					path[++m] = s
-					txt = node[s]; st = ""; t = s
-					for (; m >= 1; m--) {
-						if (path[m] == s) continue
-						txt = txt " -> " node[path[m]]
-						st = st (st == "" ? "" : " / ") syms[t, path[m]]
-						onc[path[m]] = 1; t = path[m]
-					}
-					txt = txt " -> " node[s]
-					st = st (st == "" ? "" : " / ") syms[t, s]
-					onc[s] = 1
-					print "cycle: " txt " (" st ")"
-					return
-				}
-				if (lead[v] != lead[s] || (v in seen2)) continue
-				seen2[v] = 1; par[v] = u; q[++tail] = v
-			}
-		}
-	}'
+	} | awk -F '\t' -v nobjs=${#objs[@]} -f "$here/layers-calls.awk"
 	includes_check
 }
 
@@ -287,111 +173,7 @@ includes_check()
 		printf 'F\t%s\n' "${disk[@]}" "${hdrs[@]}"
 		printf 'T\t%s\n' "${tus[@]}"
 		for i in "${!rspath[@]}"; do printf 'S\t%s\t%s\n' "${sidx[i]}" "${rspath[i]}"; done
-	} | awk -F '\t' -v src="$src" '
-	function folder(f) { sub(/\/[^\/]*$/, "", f); return f }
-	# p with its "." and ".." resolved, by name (the dirs are real paths).
-	function norm(p,   n, a, i, m, st, o) {
-		n = split(p, a, "/"); m = 0
-		for (i = 1; i <= n; i++) {
-			if (a[i] == "" || a[i] == ".") continue
-			if (a[i] == "..") { if (m) m--; continue }
-			st[++m] = a[i]
-		}
-		o = ""
-		for (i = 1; i <= m; i++) o = o "/" st[i]
-		return o == "" ? "/" : o
-	}
-	function exists(p,   line) {
-		if (!(p in ex)) { ex[p] = (getline line < p) >= 0; close(p) }
-		return ex[p]
-	}
-	# f (relative to src): its `#include "..."` names, read once.
-	function scan(f,   p, line, n) {
-		if (f in nq) return
-		n = 0; p = src "/" f
-		while ((getline line < p) > 0)
-			if (line ~ /^[ \t]*#[ \t]*include[ \t]*"[^"]+"/) {
-				sub(/^[^"]*"/, "", line); sub(/".*$/, "", line)
-				q[f, ++n] = line
-			}
-		close(p); nq[f] = n
-	}
-	# name as included from f under command t ("": every command): a path or "".
-	function resolve(f, name, t,   p, k) {
-		if (name ~ /^\//) return exists(name) ? norm(name) : ""
-		p = norm(src "/" folder(f) "/" name)
-		if (exists(p)) return p
-		for (k = 1; k <= ns[t]; k++) {
-			p = norm(sd[t, k] "/" name)
-			if (exists(p)) return p
-		}
-		return ""
-	}
-	# The product file at path r, relative to src; "" when r is not one.
-	function product(r,   rel) {
-		if (substr(r, 1, length(src) + 1) != src "/") return ""
-		rel = substr(r, length(src) + 2)
-		return rel in prod ? rel : ""
-	}
-	function edge(f, name, rel) {
-		found[f, name] = 1
-		if (rel == f || ((f, rel) in ie)) return
-		ie[f, rel] = 1; ne++; from[ne] = f; to[ne] = rel; how[ne] = name
-	}
-	# Every file command t reaches from its source f, each include resolved.
-	function walk(t, f,   stk, top, g, k, rel) {
-		top = 0; stk[++top] = f; vis[t, f] = 1
-		while (top) {
-			g = stk[top--]; reached[g] = 1; scan(g)
-			for (k = 1; k <= nq[g]; k++) {
-				rel = product(resolve(g, q[g, k], t))
-				if (rel == "") continue
-				edge(g, q[g, k], rel)
-				if (!((t, rel) in vis)) { vis[t, rel] = 1; stk[++top] = rel }
-			}
-		}
-	}
-	$1 == "L" { rank[$3] = $2 + 0; next }
-	$1 == "F" { if ($2 != "" && !($2 in prod)) { prod[$2] = 1; pf[++nf] = $2 }; next }
-	$1 == "T" { tu[++nt] = $2; tsrc[$2] = $3; next }
-	$1 == "S" {
-		sd[$2, ++ns[$2]] = $3
-		if (!($3 in seen)) { seen[$3] = 1; sd["", ++ns[""]] = $3 }
-		next
-	}
-	END {
-		for (i = 1; i <= nt; i++) walk(tu[i], tsrc[tu[i]])
-		for (i = 1; i <= nf; i++) {
-			f = pf[i]
-			if (f in reached) continue
-			scan(f)
-			for (k = 1; k <= nq[f]; k++) {
-				rel = product(resolve(f, q[f, k], ""))
-				if (rel != "") edge(f, q[f, k], rel)
-			}
-		}
-		nh = nother = 0
-		for (i = 1; i <= nf; i++) {
-			f = pf[i]; nh += f ~ /\.h$/
-			for (k = 1; k <= nq[f]; k++) nother += !((f, q[f, k]) in found)
-		}
-		print "read: " nf " product files (" nf - nh " sources, " nh " headers), " \
-			ne + 0 " includes between them, " nother + 0 \
-			" of other files (generated, system, or not found)"
-		if (ne == 0)
-			print "error: no include between product files found: nothing to check"
-		for (i = 1; i <= nf; i++)
-			if (pf[i] ~ /\.h$/ && !(folder(pf[i]) in rank))
-				print "undeclared: " pf[i] " (folder " folder(pf[i]) " is not a layer)"
-		for (i = 1; i <= ne; i++) {
-			fa = folder(from[i]); fb = folder(to[i])
-			if (fa == fb || !(fa in rank) || !(fb in rank)) continue
-			if (rank[fb] > rank[fa])
-				print "upward include: " from[i] " -> " to[i] " (\"" how[i] "\")"
-			else if (rank[fb] == rank[fa])
-				print "across include: " from[i] " -> " to[i] " (\"" how[i] "\")"
-		}
-	}')
+	} | awk -F '\t' -v src="$src" -f "$here/layers-includes.awk")
 	grep -E '^(read|error): ' <<< "$out"
 	grep -vE '^(read|error): ' <<< "$out" | sort
 }
@@ -409,6 +191,7 @@ selftest_tree()
 		'prealloc/flows/b.c|prealloc/lib.a.p/flows_b.c.o|-I../src/prealloc/cli|#include "same.h"\nint b_fn(void) { return 2; }'
 		'prealloc/engine/c.c|prealloc/lib.a.p/engine_c.c.o|-I../src/prealloc/hook -iquote ../src/prealloc/arch|#include "ord.h"\nint d_fn(int); int c_fn(int x) { return x ? d_fn(x - 1) : 0; }'
 		'prealloc/engine/d.c|prealloc/lib.a.p/engine_d.c.o||int c_fn(int); int d_fn(int x) { return x ? c_fn(x - 1) : 1; }'
+		'prealloc/engine/up.c|prealloc/lib.a.p/engine_up.c.o||#include "low.h"\nint up_fn(void) { return 0; }'
 		'prealloc/state/e.c|prealloc/lib.a.p/state_e.c.o|-I../src/prealloc/flows|#include "b.h"\nint f_fn(int); int e_fn(int x) { return x ? f_fn(x - 1) : 0; }'
 		'prealloc/state/f.c|prealloc/lib.a.p/state_f.c.o||int g_fn(int); int f_fn(int x) { return x ? g_fn(x - 1) : 0; }'
 		'prealloc/state/g.c|prealloc/lib.a.p/state_g.c.o||int e_fn(int); int g_fn(int x) { return x ? e_fn(x - 1) : 0; }'
@@ -431,6 +214,9 @@ selftest_tree()
 		'src/prealloc/hook/ord.h|int ord_fn(void);'
 		'src/prealloc/hook/n.h|int n_fn(void);'
 		'src/prealloc/engine/lone.h|#include "n.h"'
+		'src/prealloc/engine/low.h|#include "up.h"'
+		'src/prealloc/engine/up.h|#include "base.h"'
+		'src/prealloc/engine/base.h|int base_fn(void);'
 		'src/prealloc/weird/w.h|int w_fn(void);'
 		'build/config.h|#define CONFIG 1'
 	)
@@ -465,17 +251,24 @@ cycle: prealloc/engine/c.c <-> prealloc/engine/d.c (d_fn / c_fn)
 cycle group: 3 files reach one another: prealloc/state/e.c prealloc/state/f.c prealloc/state/g.c
 cycle: prealloc/state/e.c -> prealloc/state/f.c -> prealloc/state/g.c -> prealloc/state/e.c (f_fn / g_fn / e_fn)
 across include: prealloc/cli/m.c -> prealloc/hook/n.h ("n.h")
+across search: prealloc/cli/m.c searches prealloc/hook
 undeclared: prealloc/weird/w.h (folder prealloc/weird is not a layer)
 upward include: prealloc/engine/lone.h -> prealloc/hook/n.h ("n.h")
+upward include: prealloc/engine/low.h -> prealloc/engine/up.h ("up.h"; prealloc/engine/up.c includes prealloc/engine/low.h)
 upward include: prealloc/memory/a.h -> prealloc/flows/b.h ("b.h")
-upward include: prealloc/state/e.c -> prealloc/flows/b.h ("b.h")'
+upward include: prealloc/state/e.c -> prealloc/flows/b.h ("b.h")
+upward search: prealloc/engine/c.c searches prealloc/hook
+upward search: prealloc/flows/b.c searches prealloc/cli
+upward search: prealloc/memory/a.c searches prealloc/flows
+upward search: prealloc/state/e.c searches prealloc/flows
+upward search: vfio/v.c searches prealloc/flows'
 
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/tap.sh"
 
 main()
 {
 	local srcdir=${1:?SRCDIR} builddir=${2:?BUILDDIR} found l
-	echo "1..18"
+	echo "1..22"
 
 	found=$(layers_check "$srcdir" "$builddir")
 	l=$(lines 'read|error')
@@ -486,6 +279,8 @@ main()
 	diag "$l" "$(none "$l")" "no call goes up a layer, or across between folders of one rank"
 	l=$(lines 'upward include|across include')
 	diag "$l" "$(none "$l")" "no include goes up a layer, or across between folders of one rank"
+	l=$(lines 'upward search|across search')
+	diag "$l" "$(none "$l")" "no compile command searches a folder above its own, or across (the build says the layers)"
 	l=$(lines 'cycle|cycle group')
 	diag "$l" "$(none "$l")" "no files call round in a cycle"
 
@@ -501,7 +296,7 @@ main()
 	found=$got
 	local what f o
 	selftest "$got" "$SELFTEST_EXPECTED" \
-		"calls and includes down or within a folder, own dir before -iquote before -I, from tests/, of build files are legal" \
+		"calls and includes down or within a folder (a header of a unit that does not include it back), own dir before -iquote before -I, from tests/, of build files are legal" \
 		'a call up a layer|upward: prealloc/memory/a.c -> prealloc/flows/b.c (b_fn)' \
 		'a call across cli/hook|across: prealloc/cli/m.c -> prealloc/hook/n.c (n_fn)' \
 		'a 2-file cycle|cycle: prealloc/engine/c.c <-> prealloc/engine/d.c (d_fn / c_fn)' \
@@ -511,6 +306,9 @@ main()
 		'an include up a layer from a header, found by its source'"'"'s -I|upward include: prealloc/memory/a.h -> prealloc/flows/b.h ("b.h")' \
 		'an include up a layer from a header no source includes|upward include: prealloc/engine/lone.h -> prealloc/hook/n.h ("n.h")' \
 		'an include across cli/hook|across include: prealloc/cli/m.c -> prealloc/hook/n.h ("n.h")' \
+		'an include within a folder of a header whose source includes the includer|upward include: prealloc/engine/low.h -> prealloc/engine/up.h ("up.h"; prealloc/engine/up.c includes prealloc/engine/low.h)' \
+		'a compile command that searches a higher layer'"'"'s folder|upward search: prealloc/memory/a.c searches prealloc/flows' \
+		'a compile command that searches across cli/hook|across search: prealloc/cli/m.c searches prealloc/hook' \
 		'a header in an undeclared folder|undeclared: prealloc/weird/w.h (folder prealloc/weird is not a layer)'
 	# Nothing to check is a failure, never a pass: a build of tests alone,
 	# and a build whose one object calls no other.

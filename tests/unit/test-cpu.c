@@ -10,6 +10,7 @@
  */
 #include <string.h>
 
+#include "cpu.h"
 #include "internal.h"
 #include "fakeroot.h"
 #include "tap.h"

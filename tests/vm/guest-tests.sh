@@ -285,6 +285,24 @@ pinned_and_bound() {
 
 # ---- two-node: placement, worker CPUs, clear, pools, VFIO ---------------------
 two_node() {
+	two_node_topology
+	# The create command's placement checks, and admission, need the CLI.
+	if [ "$have_cli" = 1 ]; then
+		two_node_placement
+	fi
+	two_node_clear
+	two_node_pool
+	if [ "$have_cli" = 1 ]; then
+		two_node_admission
+	fi
+	# The aarch64 guest has no IOMMU or VFIO device: placement is what it proves.
+	if [ "$variant" = two-node ]; then
+		vfio
+	fi
+}
+
+# The guest itself: its architecture, two nodes of one CPU each, 64 x 2M on each.
+two_node_topology() {
 	if [ "$variant" = arm64-two-node ]; then
 		if [ "$(uname -m)" = aarch64 ]; then
 			pass "arch: an aarch64 guest ($(grep -m1 -i '^CPU part' /proc/cpuinfo | tr -d '\t'))"
@@ -305,66 +323,71 @@ two_node() {
 	else
 		fail hugepages "nr_hugepages node0=$(hp_get 0) node1=$(hp_get 1), want 64"
 	fi
+}
 
-	if [ "$have_cli" = 1 ]; then
-		# The break knob: expect node 0 for a file prealloc put on node 1.
-		want1=1
-		[ "${prealloc_vm_break:-}" = placement ] && want1=0
-		for page in 2M 4k; do
-			if [ "$page" = 2M ]; then s=32; else s=16; fi
-			create_check "$page one node" "$page" "$want1" "$want1:$((2 * s * M))" -- \
-				--node 1 "$((2 * s))M"
-			create_check "$page split" "$page" 0,1 "0:$((2 * s * M)) 1:$((2 * s * M))" -- \
-				--node 0,1 "$((4 * s))M"
-			create_check "$page exact, --verify" "$page" "0:$((s))M,1:$((3 * s))M" \
-				"0:$((s * M)) 1:$((3 * s * M))" -- \
-				--verify --node "0:$((s))M" --node "1:$((3 * s))M" "$((4 * s))M"
-		done
-		# No --node under a memory policy (numactl --membind=1): node 1 only.
-		if vm_membind 1 prealloc --page-size 4k --file /dev/shm/vm-policy --json 32M \
-			>"$tmp/policy.json" 2>"$tmp/err" &&
-			[ "$(vm_json_get "$tmp/policy.json" nodes/#)" = 1 ] &&
-			[ "$(vm_json_get "$tmp/policy.json" nodes/0/node)" = 1 ] &&
-			vm_placement_check /dev/shm/vm-policy 1 >"$tmp/chk" 2>&1; then
-			pass "no --node follows the memory policy (bind to node 1)"
-		else
-			fail "memory policy" "prealloc under membind 1: $(head -c 300 "$tmp/err")"
-			show "$tmp/chk"
-		fi
-		prealloc rm /dev/shm/vm-policy 2>/dev/null || rm -f /dev/shm/vm-policy
-		# More workers than the node has CPUs: they must still stay home.
-		create_check "4k split, 3 threads per node" 4k 0,1 "0:$((16 * M)) 1:$((16 * M))" -- \
-			--node 0,1 --threads 3 32M
-		wrong_node
-		wrong_node_huge
-		pinned_and_bound
-		# Node 1's workers kept off its CPU (the run allowed node 0's alone):
-		# their 4K pages must still land on node 1, each worker bound to it.
-		if taskset -c 0 prealloc --node 1 --page-size 4k --file /dev/shm/vm-away --verify \
-			16M >/dev/null 2>"$tmp/err" &&
-			vm_placement_check /dev/shm/vm-away 1 >"$tmp/chk" 2>&1; then
-			pass "4k, workers off their node's CPUs: the pages still land on node 1"
-		else
-			fail "4k off-CPU" "$(head -c 300 "$tmp/err")"
-			show "$tmp/chk"
-		fi
-		prealloc rm /dev/shm/vm-away 2>/dev/null || rm -f /dev/shm/vm-away
-		# Anonymous 4K memory on node 1 through the library: its check phase reads
-		# each worker's page frames (pagemap) and must agree with move_pages.
-		if vm_placement_check --anon 1 64 >"$tmp/chk" 2>&1; then
-			pass "anon 4k: the library's page count (pagemap) agrees: $(cat "$tmp/chk")"
-		else
-			fail "anon 4k placement" "$(cat "$tmp/chk")"
-		fi
-		if [ "$(hp_get 0 free_hugepages)" = 64 ] && [ "$(hp_get 1 free_hugepages)" = 64 ]; then
-			pass "hugepages: all free again after rm"
-		else
-			fail "hugepages after rm" \
-				"free node0=$(hp_get 0 free_hugepages) node1=$(hp_get 1 free_hugepages)"
-		fi
+# Files made where they were asked for, whatever the page size, split,
+# policy or CPUs the workers may use; every hugepage free again after rm.
+two_node_placement() {
+	# The break knob: expect node 0 for a file prealloc put on node 1.
+	want1=1
+	[ "${prealloc_vm_break:-}" = placement ] && want1=0
+	for page in 2M 4k; do
+		if [ "$page" = 2M ]; then s=32; else s=16; fi
+		create_check "$page one node" "$page" "$want1" "$want1:$((2 * s * M))" -- \
+			--node 1 "$((2 * s))M"
+		create_check "$page split" "$page" 0,1 "0:$((2 * s * M)) 1:$((2 * s * M))" -- \
+			--node 0,1 "$((4 * s))M"
+		create_check "$page exact, --verify" "$page" "0:$((s))M,1:$((3 * s))M" \
+			"0:$((s * M)) 1:$((3 * s * M))" -- \
+			--verify --node "0:$((s))M" --node "1:$((3 * s))M" "$((4 * s))M"
+	done
+	# No --node under a memory policy (numactl --membind=1): node 1 only.
+	if vm_membind 1 prealloc --page-size 4k --file /dev/shm/vm-policy --json 32M \
+		>"$tmp/policy.json" 2>"$tmp/err" &&
+		[ "$(vm_json_get "$tmp/policy.json" nodes/#)" = 1 ] &&
+		[ "$(vm_json_get "$tmp/policy.json" nodes/0/node)" = 1 ] &&
+		vm_placement_check /dev/shm/vm-policy 1 >"$tmp/chk" 2>&1; then
+		pass "no --node follows the memory policy (bind to node 1)"
+	else
+		fail "memory policy" "prealloc under membind 1: $(head -c 300 "$tmp/err")"
+		show "$tmp/chk"
+	fi
+	prealloc rm /dev/shm/vm-policy 2>/dev/null || rm -f /dev/shm/vm-policy
+	# More workers than the node has CPUs: they must still stay home.
+	create_check "4k split, 3 threads per node" 4k 0,1 "0:$((16 * M)) 1:$((16 * M))" -- \
+		--node 0,1 --threads 3 32M
+	wrong_node
+	wrong_node_huge
+	pinned_and_bound
+	# Node 1's workers kept off its CPU (the run allowed node 0's alone):
+	# their 4K pages must still land on node 1, each worker bound to it.
+	if taskset -c 0 prealloc --node 1 --page-size 4k --file /dev/shm/vm-away --verify \
+		16M >/dev/null 2>"$tmp/err" &&
+		vm_placement_check /dev/shm/vm-away 1 >"$tmp/chk" 2>&1; then
+		pass "4k, workers off their node's CPUs: the pages still land on node 1"
+	else
+		fail "4k off-CPU" "$(head -c 300 "$tmp/err")"
+		show "$tmp/chk"
+	fi
+	prealloc rm /dev/shm/vm-away 2>/dev/null || rm -f /dev/shm/vm-away
+	# Anonymous 4K memory on node 1 through the library: its check phase reads
+	# each worker's page frames (pagemap) and must agree with move_pages.
+	if vm_placement_check --anon 1 64 >"$tmp/chk" 2>&1; then
+		pass "anon 4k: the library's page count (pagemap) agrees: $(cat "$tmp/chk")"
+	else
+		fail "anon 4k placement" "$(cat "$tmp/chk")"
+	fi
+	if [ "$(hp_get 0 free_hugepages)" = 64 ] && [ "$(hp_get 1 free_hugepages)" = 64 ]; then
+		pass "hugepages: all free again after rm"
+	else
+		fail "hugepages after rm" \
+			"free node0=$(hp_get 0 free_hugepages) node1=$(hp_get 1 free_hugepages)"
 	fi
 
-	# clear: each node's pages re-zeroed by that node's workers.
+}
+
+# clear: each node's pages re-zeroed by that node's workers.
+two_node_clear() {
 	if have_sub clear; then
 		file=$hugemnt/vm-clear
 		if prealloc --node 0,1 --page-size 2M --file "$file" --json 64M >/dev/null \
@@ -404,8 +427,10 @@ two_node() {
 	else
 		fail clear "prealloc clear --help does not answer with its own usage"
 	fi
+}
 
-	# Per-node hugepage pools: growth on the right node, admission per node.
+# Per-node hugepage pools: growth on the right node, admission per node.
+two_node_pool() {
 	file=$hugemnt/vm-pool
 	if have_sub pool; then
 		hp_set 0 0
@@ -426,48 +451,44 @@ two_node() {
 	else
 		fail "pool: --reserve" "prealloc pool --help does not answer with its own usage"
 	fi
+}
 
-	# Admission needs no pool management, only the create command.
-	if [ "$have_cli" = 1 ]; then
-		# Node 0 short (16M free), node 1 plenty: the request must be refused
-		# before anything is touched, and leave both pools as they were.
-		hp_set 0 8
-		hp_set 1 64
-		free0=$(hp_get 0 free_hugepages) free1=$(hp_get 1 free_hugepages)
-		prealloc --node 0:32M --node 1:32M --page-size 2M --file "$file" 64M \
-			>/dev/null 2>"$tmp/err"
-		rc=$?
-		# 3: the CLI's documented exit code for "not enough memory on a node".
-		if [ "$rc" = 3 ] && [ ! -e "$file" ] && [ "$(hp_get 0 free_hugepages)" = "$free0" ] &&
-			[ "$(hp_get 1 free_hugepages)" = "$free1" ]; then
-			pass "pool: admission refused node 0 short (exit $rc: $(head -n1 "$tmp/err"))"
-		else
-			fail "pool: admission" "exit $rc, file left: $([ -e "$file" ] && echo yes || echo no)," \
-				"free node0=$(hp_get 0 free_hugepages)/$free0 node1=$(hp_get 1 free_hugepages)/$free1"
-		fi
-		rm -f "$file"
-		# --reserve grows node 0 first, then node 1 cannot possibly supply
-		# its share: the refusal must give node 0's growth back too.
-		nr0=$(hp_get 0) nr1=$(hp_get 1)
-		prealloc --reserve --node 0:32M --node 1:64G --page-size 2M --file "$file" \
-			>/dev/null 2>"$tmp/err"
-		rc=$?
-		if [ "$rc" = 3 ] && [ ! -e "$file" ] && [ "$(hp_get 0)" = "$nr0" ] &&
-			[ "$(hp_get 1)" = "$nr1" ]; then
-			pass "pool: a refusal on node 1 gives node 0's growth back (exit $rc, node 0 at $nr0)"
-		else
-			fail "pool: refusal after growth" "exit $rc, node0=$(hp_get 0)/$nr0" \
-				"node1=$(hp_get 1)/$nr1: $(head -c 200 "$tmp/err")"
-		fi
-		rm -f "$file"
-		hp_set 0 64
-		hp_set 1 64
+# Admission needs no pool management, only the create command: a short node
+# refuses the request before anything is touched, growth given back too.
+two_node_admission() {
+	# Node 0 short (16M free), node 1 plenty: the request must be refused
+	# before anything is touched, and leave both pools as they were.
+	hp_set 0 8
+	hp_set 1 64
+	free0=$(hp_get 0 free_hugepages) free1=$(hp_get 1 free_hugepages)
+	prealloc --node 0:32M --node 1:32M --page-size 2M --file "$file" 64M \
+		>/dev/null 2>"$tmp/err"
+	rc=$?
+	# 3: the CLI's documented exit code for "not enough memory on a node".
+	if [ "$rc" = 3 ] && [ ! -e "$file" ] && [ "$(hp_get 0 free_hugepages)" = "$free0" ] &&
+		[ "$(hp_get 1 free_hugepages)" = "$free1" ]; then
+		pass "pool: admission refused node 0 short (exit $rc: $(head -n1 "$tmp/err"))"
+	else
+		fail "pool: admission" "exit $rc, file left: $([ -e "$file" ] && echo yes || echo no)," \
+			"free node0=$(hp_get 0 free_hugepages)/$free0 node1=$(hp_get 1 free_hugepages)/$free1"
 	fi
-
-	# The aarch64 guest has no IOMMU or VFIO device: placement is what it proves.
-	if [ "$variant" = two-node ]; then
-		vfio
+	rm -f "$file"
+	# --reserve grows node 0 first, then node 1 cannot possibly supply
+	# its share: the refusal must give node 0's growth back too.
+	nr0=$(hp_get 0) nr1=$(hp_get 1)
+	prealloc --reserve --node 0:32M --node 1:64G --page-size 2M --file "$file" \
+		>/dev/null 2>"$tmp/err"
+	rc=$?
+	if [ "$rc" = 3 ] && [ ! -e "$file" ] && [ "$(hp_get 0)" = "$nr0" ] &&
+		[ "$(hp_get 1)" = "$nr1" ]; then
+		pass "pool: a refusal on node 1 gives node 0's growth back (exit $rc, node 0 at $nr0)"
+	else
+		fail "pool: refusal after growth" "exit $rc, node0=$(hp_get 0)/$nr0" \
+			"node1=$(hp_get 1)/$nr1: $(head -c 200 "$tmp/err")"
 	fi
+	rm -f "$file"
+	hp_set 0 64
+	hp_set 1 64
 }
 
 # ---- VFIO: the edu device bound to vfio-pci, its group usable ----------------

@@ -126,6 +126,47 @@ static int anon_check(int node, uint64_t mib)
 	return r == 0 && nr.node == node && nr.pages_on_node == pages && on == pages ? 0 : 1;
 }
 
+/*
+ * Where each page of one extent (at offset in map) is, by move_pages,
+ * counted into seen[] by node and printed: 1 all on its node, 0 not, -1
+ * the query failed.
+ */
+static int extent_check(uint8_t *map, uint64_t offset, uint64_t page, const struct extent *x,
+			uint64_t *seen)
+{
+	uint64_t npages = x->bytes / page, on = 0, off = 0, missing = 0;
+	void *addrs[QUERY_BATCH];
+	int status[QUERY_BATCH];
+
+	for (uint64_t done = 0; done < npages;) {
+		uint64_t left = npages - done;
+		unsigned int n = left < QUERY_BATCH ? (unsigned int)left : QUERY_BATCH;
+
+		for (unsigned int i = 0; i < n; i++)
+			addrs[i] = map + offset + (done + i) * page;
+		if (move_pages(0, n, addrs, NULL, status, 0) < 0) {
+			fprintf(stderr, "move_pages: %s\n", strerror(errno));
+			return -1;
+		}
+		for (unsigned int i = 0; i < n; i++) {
+			int s = status[i];
+
+			seen[s >= 0 && s < MAX_NODE_SEEN ? s : MAX_NODE_SEEN]++;
+			if (s == x->node)
+				on++;
+			else if (s >= 0)
+				off++;
+			else
+				missing++;
+		}
+		done += n;
+	}
+	printf("extent offset=%llu node=%d pages=%llu on=%llu off=%llu missing=%llu\n",
+	       (unsigned long long)offset, x->node, (unsigned long long)npages,
+	       (unsigned long long)on, (unsigned long long)off, (unsigned long long)missing);
+	return on == npages;
+}
+
 int main(int argc, char **argv)
 {
 	struct extent ext[MAX_EXTENTS];
@@ -197,38 +238,11 @@ int main(int argc, char **argv)
 		(void)*(volatile uint8_t *)(map + off);
 
 	for (unsigned int e = 0; e < nr_ext; e++) {
-		uint64_t npages = ext[e].bytes / page, on = 0, off = 0, missing = 0;
-		void *addrs[QUERY_BATCH];
-		int status[QUERY_BATCH];
+		int r = extent_check(map, offset, page, &ext[e], seen);
 
-		for (uint64_t done = 0; done < npages;) {
-			uint64_t left = npages - done;
-			unsigned int n = left < QUERY_BATCH ? (unsigned int)left : QUERY_BATCH;
-
-			for (unsigned int i = 0; i < n; i++)
-				addrs[i] = map + offset + (done + i) * page;
-			if (move_pages(0, n, addrs, NULL, status, 0) < 0) {
-				fprintf(stderr, "move_pages: %s\n", strerror(errno));
-				return 1;
-			}
-			for (unsigned int i = 0; i < n; i++) {
-				int s = status[i];
-
-				seen[s >= 0 && s < MAX_NODE_SEEN ? s : MAX_NODE_SEEN]++;
-				if (s == ext[e].node)
-					on++;
-				else if (s >= 0)
-					off++;
-				else
-					missing++;
-			}
-			done += n;
-		}
-		printf("extent offset=%llu node=%d pages=%llu on=%llu off=%llu missing=%llu\n",
-		       (unsigned long long)offset, ext[e].node, (unsigned long long)npages,
-		       (unsigned long long)on, (unsigned long long)off,
-		       (unsigned long long)missing);
-		if (on != npages)
+		if (r < 0)
+			return 1;
+		if (!r)
 			ok = false;
 		offset += ext[e].bytes;
 	}

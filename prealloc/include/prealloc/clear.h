@@ -16,9 +16,11 @@ extern "C" {
 /* ---- clear kernels ------------------------------------------------------ */
 
 /*
- * Kernels: "avx2_nt", "avx512_nt", "clzero", "movnti" (non-temporal stores),
- * "rep_stosb", "c" (cached stores). Automatic selection ("auto" or NULL)
- * uses, in order: the ctx's calibration if it was measured on this CPU
+ * Kernels, on x86-64: "avx2_nt", "avx512_nt", "clzero", "movnti"
+ * (non-temporal stores), "rep_stosb", "c" (cached stores); on arm64:
+ * "dc_zva", "mops", "stnp" (non-temporal stores), "c"; elsewhere "c"
+ * alone (prealloc_clear_kernels() lists those usable here). Automatic
+ * selection ("auto" or NULL) uses, in order: the ctx's calibration if it was measured on this CPU
  * model; cached stores where NT stores are known not to be faster; cached
  * stores (memset) when the footprint (bytes per worker x workers) is at
  * most the cached limit (half the last-level cache, at most 8 MiB); a

@@ -17,9 +17,9 @@
  *   their edges are test-arch-tables.c's);
  * - arm64: family, model and stepping are MIDR_EL1's fields as read here,
  *   and the names follow from them; arch_cpu_llc fills nothing there;
- * - everywhere: now_seconds() is CLOCK_MONOTONIC (bracketed by two reads
- *   of it, never going back), and arch_cache_flush keeps the bytes it
- *   flushes and touches nothing past the range (a guard page after it).
+ * - everywhere: arch_cache_flush keeps the bytes it flushes and touches
+ *   nothing past the range (a guard page after it). The clock, which was
+ *   here, is common/'s (tests/unit/common/test-clock.c).
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -37,7 +37,6 @@
 #endif
 
 #include "arch.h"
-#include "clock.h"
 #include "prealloc/ctx.h"
 #include "tap.h"
 
@@ -47,45 +46,6 @@
 #define X86_BITS                                                                                   \
 	(PREALLOC_CPU_SSE2 | PREALLOC_CPU_ERMS | PREALLOC_CPU_FSRM | PREALLOC_CPU_AVX2 |           \
 	 PREALLOC_CPU_AVX512F | PREALLOC_CPU_CLZERO | PREALLOC_CPU_MOVDIR64B)
-
-static double ts_seconds(const struct timespec *ts)
-{
-	return (double)ts->tv_sec + (double)ts->tv_nsec / 1e9;
-}
-
-/*
- * Each now_seconds() lies between two CLOCK_MONOTONIC reads around it (no
- * tolerance needed: the same conversion, and a clock that never goes back),
- * and a run of them never decreases. CLOCK_REALTIME, a wrong scale of the
- * nanoseconds or a clock that steps back all fall outside.
- */
-static void test_clock(void)
-{
-	struct timespec a, b;
-	double prev = 0, now = 0, bad = 0, lo = 0, hi = 0;
-	bool inside = true, rising = true;
-
-	for (unsigned int i = 0; i < 10000; i++) {
-		clock_gettime(CLOCK_MONOTONIC, &a);
-		now = now_seconds();
-		clock_gettime(CLOCK_MONOTONIC, &b);
-		if (ts_seconds(&a) > now || now > ts_seconds(&b)) {
-			if (inside) {
-				bad = now;
-				lo = ts_seconds(&a);
-				hi = ts_seconds(&b);
-			}
-			inside = false;
-		}
-		if (now < prev)
-			rising = false;
-		prev = now;
-	}
-	if (!tap_ok(inside, "now_seconds() lies between two CLOCK_MONOTONIC reads around it, "
-			    "10000 times"))
-		printf("#   first outside: %.9f not within [%.9f, %.9f]\n", bad, lo, hi);
-	tap_ok(rising, "now_seconds() never goes back over 10000 reads (last %.6f)", now);
-}
 
 /*
  * Flushing a range keeps its bytes (written back, not dropped), at any
@@ -435,7 +395,6 @@ int main(void)
 	/* A flush past the guard page faults: every check before it stays on record. */
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	test_arch();
-	test_clock();
 	test_cache_flush();
 	return tap_done();
 }

@@ -39,7 +39,8 @@ static void node_case(const char *spec, int want_ret, unsigned int nr, const int
 	tap_ok(same, "node spec '%s' parses (%d, %s)", spec, r, err);
 }
 
-int main(void)
+/* Sizes: suffixes, case, bounds, and what is refused. */
+static void test_sizes(void)
 {
 	const uint64_t K = 1024, M = K * K, G = M * K, T = G * K;
 
@@ -72,6 +73,12 @@ int main(void)
 	size_case("1iB", -EINVAL, 0);
 	size_case("0x10", -EINVAL, 0);
 	size_case("1BB", -EINVAL, 0);
+}
+
+/* Node specs: lists, ranges, sizes per node, and what is refused. */
+static void test_node_specs(void)
+{
+	const uint64_t M = UINT64_C(1) << 20, G = UINT64_C(1) << 30;
 
 	node_case("0", 0, 1, (int[]){ 0 }, NULL);
 	node_case("0,1", 0, 2, (int[]){ 0, 1 }, NULL);
@@ -99,23 +106,29 @@ int main(void)
 	node_case("0:4G,1", -EINVAL, 0, NULL, NULL);
 	node_case("0,1:4G", -EINVAL, 0, NULL, NULL);
 	node_case("0 ", -EINVAL, 0, NULL, NULL);
+}
 
-	/* Repeated --node options accumulate into one request. */
-	{
-		struct node_request req;
-		char err[128];
+/* Repeated --node options accumulate into one request. */
+static void test_node_accumulate(void)
+{
+	const uint64_t G = UINT64_C(1) << 30;
+	struct node_request req;
+	char err[128];
 
-		memset(&req, 0, sizeof(req));
-		tap_ok(parse_node_spec("0:1G", &req, err, sizeof(err)) == 0 &&
-			       parse_node_spec("1:3G", &req, err, sizeof(err)) == 0 && req.nr == 2 &&
-			       req.sized && req.bytes[1] == 3 * G,
-		       "--node 0:1G --node 1:3G accumulate");
-		tap_ok(parse_node_spec("1", &req, err, sizeof(err)) < 0,
-		       "--node 1 after sized nodes is refused: %s", err);
-		tap_ok(parse_node_spec("0:1G", &req, err, sizeof(err)) < 0,
-		       "a node repeated across options is refused: %s", err);
-	}
+	memset(&req, 0, sizeof(req));
+	tap_ok(parse_node_spec("0:1G", &req, err, sizeof(err)) == 0 &&
+		       parse_node_spec("1:3G", &req, err, sizeof(err)) == 0 && req.nr == 2 &&
+		       req.sized && req.bytes[1] == 3 * G,
+	       "--node 0:1G --node 1:3G accumulate");
+	tap_ok(parse_node_spec("1", &req, err, sizeof(err)) < 0,
+	       "--node 1 after sized nodes is refused: %s", err);
+	tap_ok(parse_node_spec("0:1G", &req, err, sizeof(err)) < 0,
+	       "a node repeated across options is refused: %s", err);
+}
 
+/* Page sizes by name and by bytes. */
+static void test_page_sizes(void)
+{
 	static const struct {
 		const char *s;
 		uint64_t want;
@@ -136,7 +149,11 @@ int main(void)
 		tap_ok(pages[i].ok ? r == 0 && v == pages[i].want : r < 0 && err[0],
 		       "page size '%s' %s", pages[i].s, pages[i].ok ? "accepted" : "rejected");
 	}
+}
 
+/* Thread counts: 1 to 65536, whole numbers only. */
+static void test_threads(void)
+{
 	static const struct {
 		const char *s;
 		unsigned int want;
@@ -153,8 +170,11 @@ int main(void)
 		tap_ok(threads[i].want ? r == 0 && v == threads[i].want : r < 0 && v == 777 && err[0],
 		       "thread count '%s' %s", threads[i].s, threads[i].want ? "accepted" : "rejected");
 	}
+}
 
-	/* One node (warm take --node): in range, or refused with the value named. */
+/* One node (warm take --node): in range, or refused with the value named. */
+static void test_one_node(void)
+{
 	static const struct {
 		const char *s;
 		int want;	/* the node, or the error */
@@ -177,8 +197,11 @@ int main(void)
 				       strstr(err, "0 to 1023"),
 			       "node '%s' refused (%d), naming it: %s", nodes[i].s, r, err);
 	}
+}
 
-	/* Seconds (warm take --expires): 1 to the bound, no overflow on the way. */
+/* Seconds (warm take --expires): 1 to the bound, no overflow on the way. */
+static void test_seconds(void)
+{
 	static const struct {
 		const char *s;
 		unsigned int max, want;	/* want 0: refused */
@@ -205,7 +228,11 @@ int main(void)
 		       "seconds '%s' (at most %u) %s (r %d: %s)", secs[i].s, secs[i].max,
 		       secs[i].want ? "taken" : "refused", r, err);
 	}
+}
 
+/* Page labels and the library's node lists and sizes as text. */
+static void test_labels(void)
+{
 	tap_ok(!strcmp(page_label(PREALLOC_PAGE_2M), "2M") && !strcmp(page_label(PAGE_SIZE_THP), "thp") &&
 		       !strcmp(page_label(PREALLOC_PAGE_4K), "4k") &&
 		       !strcmp(page_label(PREALLOC_PAGE_1G), "1G") &&
@@ -217,5 +244,17 @@ int main(void)
 	       "node ranges render as 0-3,7 (%s)", buf);
 	tap_ok(!strcmp(prealloc_format_size(512 << 20, buf, sizeof(buf)), "512 MiB"), "512 MiB renders (%s)",
 	       buf);
+}
+
+int main(void)
+{
+	test_sizes();
+	test_node_specs();
+	test_node_accumulate();
+	test_page_sizes();
+	test_threads();
+	test_one_node();
+	test_seconds();
+	test_labels();
 	return tap_done();
 }

@@ -2,12 +2,13 @@
 /*
  * `prealloc bench`'s document and tables (docs/json.md, "Bench") from a
  * prealloc_calibrate_result with a distinct value in every field, rendered
- * by bench.c's own code, each key and column held to its field; and the
- * exit status of a measurement that could not run. bench.c keeps its
- * rendering static, so it is included here whole (its cmd_bench with it;
- * the copy in the CLI's library is then never linked in).
+ * by bench_render.c's own code, each key and column held to its field;
+ * and the exit status of a measurement that could not run (bench.c). Both
+ * keep their helpers static, so they are included here whole (cmd_bench
+ * with them; the copies in the CLI's library are then never linked in).
  */
 #include "cli/bench.c"
+#include "cli/bench_render.c"
 
 #include "json-check.h"
 
@@ -140,7 +141,7 @@ static void test_json(void)
 	const char *w = "bench";
 
 	fill(res, &ci);
-	o = results_json(res, &ci, path);
+	o = bench_results_json(res, &ci, path);
 	back = json_tokener_parse(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
 								      JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(o);
@@ -196,7 +197,7 @@ static void test_json(void)
 
 	/* Not saved: neither the calibration nor the rows' calibrated pair. */
 	res->saved = 0;
-	o = results_json(res, &ci, path);
+	o = bench_results_json(res, &ci, path);
 	arr = json_object_object_get(o, "single_thread");
 	is_absent(o, "bench unsaved", "calibration");
 	is_absent(json_object_array_get_idx(arr, 0), "bench unsaved row", "auto_calibrated");
@@ -279,8 +280,8 @@ static void test_human(void)
 
 	fill(res, &ci);
 	capture_begin(&c);
-	print_human(res, &ci);
-	print_saved(res, path);
+	bench_print_human(res, &ci);
+	bench_print_saved(res, path);
 	text = capture_end(&c);
 	if (!tap_ok(text != NULL, "bench: the tables render")) {
 		free(res);
@@ -314,7 +315,7 @@ static void test_human(void)
 	/* --repeat: the fewest and the most are one number. */
 	res->repeat_max = res->repeat = 5;
 	capture_begin(&c);
-	print_human(res, &ci);
+	bench_print_human(res, &ci);
 	text = capture_end(&c);
 	if (text)
 		is_line(text, 6, "runs: 5 per point (--repeat)");

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The CPU's identity: what an architecture's arch_cpu_identify and
- * arch_cpu_llc fill (arch.h), and what the root's cpu_get hands the library
- * (cpu.h). The feature bits are the public PREALLOC_CPU_* (prealloc/ctx.h).
+ * The CPU's identity, shared by all (common/, the floor): what an
+ * architecture's arch_cpu_identify and arch_cpu_llc fill (arch/arch.h),
+ * what a ctx holds (internal.h), and what the root's cpu_read and cpu_get
+ * hand the library (cpu.h). The feature bits are the public PREALLOC_CPU_*
+ * (prealloc/ctx.h).
  */
-#ifndef PREALLOC_ARCH_CPU_ID_H
-#define PREALLOC_ARCH_CPU_ID_H
+#ifndef PREALLOC_COMMON_CPU_ID_H
+#define PREALLOC_COMMON_CPU_ID_H
 
 #include <stdint.h>
 

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The one clock: monotonic seconds, for durations, deadlines and rates.
- * Every layer reads time with it, and so do the programs above the
- * library (the CLI, the hook), which may include the ground floor but link
- * only the library's public ABI: hence a header, not an exported symbol.
+ * common/ is the floor every layer stands on, the programs above the
+ * library included (the CLI, the hook, the front ends), which may include
+ * it but link only the library's public ABI: hence a header, not an
+ * exported symbol.
  */
-#ifndef PREALLOC_ARCH_CLOCK_H
-#define PREALLOC_ARCH_CLOCK_H
+#ifndef PREALLOC_COMMON_CLOCK_H
+#define PREALLOC_COMMON_CLOCK_H
 
 #include <time.h>
 
