@@ -207,6 +207,8 @@ int cmd_rm(int argc, char **argv);
 int cmd_clear(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_pool(int argc, char **argv);
+/* pool.c: the record store's gc (`pool --gc`, its older name, also shows the pools). */
+int cmd_gc(int argc, char **argv);
 int cmd_vfio_map(int argc, char **argv);
 int cmd_warm(int argc, char **argv);
 /* qemu.c: plain QEMU on prepared or warm memory, through the front-end layer. */

@@ -159,7 +159,7 @@ for point in admit-warm-recorded admit-warm-taken; do
 	done
 done
 
-# A growth given back when the warm cut after it fails: 12M with --reserve
+# A growth given back when the warm cut after it fails: 12M with --grow-pools
 # and no free page takes the 8M warm file whole and grows the pool by 2
 # pages first. Stopped once the cut is written ahead, the file's pool link
 # is removed under it, so the cut fails and the request is refused: the 2
@@ -167,7 +167,7 @@ done
 "$PREALLOC" warm fill > /dev/null 2>&1
 use_up
 nr_before=$(hp nr 2048)
-PREALLOC_TEST_PAUSE=admit-warm-recorded "$PREALLOC" --reserve --node 0 --page-size 2M \
+PREALLOC_TEST_PAUSE=admit-warm-recorded "$PREALLOC" --grow-pools --node 0 --page-size 2M \
 	--file "$DIR/grown" 12M > /dev/null 2> "$TMP/grown.err" &
 pid=$!
 if wait_stopped $pid; then

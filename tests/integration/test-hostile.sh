@@ -25,7 +25,7 @@ mkdir -p "$SHM"
 mount -t tmpfs -o size=1G none "$SHM" || bail "cannot mount a tmpfs on $SHM"
 track_mount "$SHM"
 # No free 2M page to start with (lib.sh restores the pool at exit): each
-# --reserve below must grow the pool, whatever another run left in it.
+# --grow-pools below must grow the pool, whatever another run left in it.
 nr0=$NODE_SYSFS/node0/hugepages/hugepages-2048kB/nr_hugepages
 [ -e "$nr0" ] || nr0=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
 echo $(($(hp nr 2048) - $(hp free 2048))) > "$nr0"
@@ -99,7 +99,7 @@ if grep -qw hugetlb /sys/fs/cgroup/unified/cgroup.controllers 2>/dev/null &&
 	mkdir "$HT/t"
 	echo $((8 * 2097152)) > "$HT/t/hugetlb.2MB.limit_in_bytes"
 	sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$HT/t" \
-		"$PREALLOC" -q --reserve --page-size 2M --file "$M/cg" 64M 2> "$TMP/err"
+		"$PREALLOC" -q --grow-pools --page-size 2M --file "$M/cg" 64M 2> "$TMP/err"
 	rc=$?
 	echo $$ > "$HT/cgroup.procs" 2>/dev/null
 	check "hugetlb v1: 32 pages under an 8-page limit refused with exit 3 (got $rc)" [ $rc -eq 3 ]
@@ -180,9 +180,9 @@ rm -f "$SHM"/*
 "$PREALLOC" pool --gc > /dev/null 2>&1
 
 # ---- 5. rm while a process still maps the file ---------------------------
-"$PREALLOC" -q --reserve --page-size 2M --file "$M/mapped" 64M
+"$PREALLOC" -q --grow-pools --page-size 2M --file "$M/mapped" 64M
 grown=$(hp nr 2048)
-check "mapped: --reserve grew the pool by 32 ($base_nr -> $grown)" [ "$grown" -ge $((base_nr + 32 - base_free)) ]
+check "mapped: --grow-pools grew the pool by 32 ($base_nr -> $grown)" [ "$grown" -ge $((base_nr + 32 - base_free)) ]
 map_file "$M/mapped" 64 || bail "cannot map $M/mapped"
 MP=$MAPPER
 "$PREALLOC" rm "$M/mapped" 2> "$TMP/err"
@@ -202,7 +202,7 @@ check "mapped: once unmapped, gc gives the growth back (nr $(hp nr 2048), base $
 # any gc an administrator writes the pool down by hand. Those pages can
 # never come back through prealloc: gc must settle the record and say so,
 # not keep an 'orphan, 32 pages' over an empty pool forever.
-"$PREALLOC" -q --reserve --page-size 2M --file "$M/taken" 64M
+"$PREALLOC" -q --grow-pools --page-size 2M --file "$M/taken" 64M
 grown=$(hp nr 2048)
 map_file "$M/taken" 64 || bail "cannot map $M/taken"
 MP=$MAPPER
@@ -224,7 +224,7 @@ ST=$TMP/tinystate
 mkdir -p "$ST"
 mount -t tmpfs -o size=256k,mode=700 none "$ST" && track_mount "$ST"
 PREALLOC_STATE_DIR=$ST PREALLOC_TEST_PAUSE=after-pool-write \
-	"$PREALLOC" -q --reserve --page-size 2M --file "$M/full" 64M 2> "$TMP/err" &
+	"$PREALLOC" -q --grow-pools --page-size 2M --file "$M/full" 64M 2> "$TMP/err" &
 F=$!
 on_exit "kill -9 $F"
 wait_stopped $F
@@ -242,7 +242,7 @@ check "full state dir: once there is room, gc puts the pool back (nr $(hp nr 204
 check "full state dir: no file, no record" \
 	[ -z "$(leftovers "$M")" -a "$(PREALLOC_STATE_DIR=$ST store_records)" -eq 0 ]
 
-# full_state_case NAME POINT SIZE SIG RC: a --reserve run stopped at POINT
+# full_state_case NAME POINT SIZE SIG RC: a --grow-pools run stopped at POINT
 # with its staged file there; the state dir then filled, SIG sent (or none)
 # and the run continued: it must exit RC and leave no file, not even before
 # gc (its rollback cannot save the store); once there is room, gc puts the
@@ -250,7 +250,7 @@ check "full state dir: no file, no record" \
 full_state_case() {
 	local name=$1 point=$2 size=$3 sig=$4 want=$5 F rc
 	PREALLOC_STATE_DIR=$ST PREALLOC_TEST_PAUSE=$point \
-		"$PREALLOC" -q --reserve --page-size 2M --file "$M/full" "$size" 2> "$TMP/err" &
+		"$PREALLOC" -q --grow-pools --page-size 2M --file "$M/full" "$size" 2> "$TMP/err" &
 	F=$!
 	on_exit "kill -9 $F"
 	wait_stopped $F
@@ -315,7 +315,7 @@ for fs in tmpfs hugetlbfs; do
 		"$PREALLOC" -q --page-size 4k --file "$f" 16M 2> "$TMP/err"
 	else
 		f=$M/used pg=$((2 << 20))
-		"$PREALLOC" -q --reserve --page-size 2M --file "$f" 16M 2> "$TMP/err"
+		"$PREALLOC" -q --grow-pools --page-size 2M --file "$f" 16M 2> "$TMP/err"
 	fi
 	check "$fs: made (exit $?: $(cat "$TMP/err"))" [ -e "$f" ]
 	vmm_uses "$f" "$pg" > "$TMP/vmm.err" 2>&1
@@ -346,7 +346,7 @@ check "replaced: gc settles its record once the file is gone" [ "$(records)" -eq
 # readers must refuse it as well: pool, and the records it lists.
 SD=$TMP/foreign
 mkdir -m 700 "$SD"
-PREALLOC_STATE_DIR=$SD "$PREALLOC" -q --reserve --page-size 2M --file "$M/foreign" 4M
+PREALLOC_STATE_DIR=$SD "$PREALLOC" -q --grow-pools --page-size 2M --file "$M/foreign" 4M
 chown 65534 "$SD"
 PREALLOC_STATE_DIR=$SD "$PREALLOC" pool > "$TMP/pool.out" 2>&1
 rc=$?

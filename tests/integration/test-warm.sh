@@ -27,7 +27,7 @@ case " $PAGES " in *" 2M "*)
 	reserve_2m 40 || bail "cannot make 40 more 2M pages free" ;;
 esac
 # 1G: only where the kernel gives three more 1G pages at run time (read back:
-# fragmentation refuses them, proven); fill grows the pool itself (--reserve).
+# fragmentation refuses them, proven); fill grows the pool itself (--grow-pools).
 MNT1G= why1g=
 case " $PAGES " in *" 1G "*)
 	pool1g=$(pool_files 1048576 | head -1)
