@@ -215,7 +215,7 @@ EXPORT int prealloc_claim_rollback(struct prealloc_claim *claim, uint64_t *ret_r
 
 EXPORT void prealloc_claim_abandon(struct prealloc_claim *claim)
 {
-	/* The store keeps the record; pool --gc settles it once we are gone. */
+	/* The store keeps the record; prealloc gc settles it once we are gone. */
 	free(claim);
 }
 

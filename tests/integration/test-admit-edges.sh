@@ -88,7 +88,7 @@ PREALLOC_TEST_PAUSE=after-admission "$PREALLOC" -q --node 0 --page-size 2M --thr
 B=$!
 on_exit "kill -9 $B"
 wait_stopped $B || bail "run B never stopped after its admission ($(cat "$TMP/b.err"))"
-"$PREALLOC" pool --gc > "$TMP/gc.out" 2>&1
+"$PREALLOC" gc > "$TMP/gc.out" 2>&1
 check "promise: gc gives back none of A's growth while B is promised it (nr $(hp nr 2048))" \
 	[ "$(hp nr 2048)" -eq $((nr_empty + 16)) ]
 kill -CONT $B
@@ -97,7 +97,7 @@ rc=$?
 check "promise: B populates after all (exit $rc: $(head -1 "$TMP/b.err"))" \
 	[ $rc -eq 0 -a "$(stat -c %b "$MNT/b" 2>/dev/null || echo 0)" -eq $((32 * 2048)) ]
 "$PREALLOC" rm "$MNT/b"
-"$PREALLOC" pool --gc > /dev/null 2>&1
+"$PREALLOC" gc > /dev/null 2>&1
 check "promise: with B gone, A's growth goes back (nr $(hp nr 2048), was $nr_empty)" \
 	[ "$(hp nr 2048)" -eq "$nr_empty" -a "$(store_records)" -eq 0 ]
 
@@ -112,6 +112,6 @@ check "size: rm of a file of ours grown to 32M refuses with exit 4 (got $rc: $(h
 	[ $rc -eq 4 ]
 check "size: the file is still there" [ -f "$SHM/s" ]
 rm -f "$SHM/s"
-"$PREALLOC" pool --gc > /dev/null 2>&1
+"$PREALLOC" gc > /dev/null 2>&1
 check "size: gc settles its record once the file is gone" [ "$(store_records)" -eq 0 ]
 finish

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # SIGKILL a `prealloc --grow-pools` run anywhere: at each named point of the
 # prepare flow (PREALLOC_TEST_PAUSE stops it there), during populate, and at
-# 24 moments spread over a run. Whatever the moment, `prealloc pool --gc`
+# 24 moments spread over a run. Whatever the moment, `prealloc gc`
 # (or `prealloc rm FILE`) must leave node 0's 2M pool as it was, no file in
 # the mount (final or hidden) and no record; unless the record had turned
 # READY, when the file stays through gc and `rm` returns everything. `rm`
@@ -66,8 +66,8 @@ expect_clean() {
 
 # settle_gc LABEL: gc after a kill before READY, then clean.
 settle_gc() {
-	"$PREALLOC" pool --gc > "$TMP/gc.out" 2>&1
-	check "$1: pool --gc exits 0" [ $? -eq 0 ]
+	"$PREALLOC" gc > "$TMP/gc.out" 2>&1
+	check "$1: gc exits 0" [ $? -eq 0 ]
 	expect_clean "$1"
 }
 
@@ -84,8 +84,8 @@ settle_rm() {
 settle_ready() {
 	local rc
 	check "$1: READY, the file is at its final name" [ -f "$K" ]
-	"$PREALLOC" pool --gc > "$TMP/gc.out" 2>&1
-	check "$1: pool --gc keeps the ready file and its record" \
+	"$PREALLOC" gc > "$TMP/gc.out" 2>&1
+	check "$1: gc keeps the ready file and its record" \
 		[ -f "$K" -a "$(ready_records)" -eq 1 -a "$(hidden_files)" -eq 0 ]
 	"$PREALLOC" rm "$K" 2> "$TMP/rm.err"
 	rc=$?

@@ -85,7 +85,7 @@ check "4k: a second run of 60% of free memory while the first is admitted is ref
 	[ $rc -eq 3 ]
 check "4k: the refusal counts the other run's promise" grep -q "free" "$TMP/err"
 kill -9 $A; wait $A 2>/dev/null
-"$PREALLOC" pool --gc > /dev/null 2>&1
+"$PREALLOC" gc > /dev/null 2>&1
 check "4k: gc settles the stopped run (no file, no record)" \
 	[ -z "$(leftovers "$SHM")" -a "$(records)" -eq 0 ]
 mount -o remount,size=1G "$SHM"
@@ -177,7 +177,7 @@ kill $H; wait $H 2>/dev/null
 check "reuse: an adopted file is never prealloc's to remove" \
 	sh -c "! '$PREALLOC' rm '$SHM/held' 2>/dev/null && [ -e '$SHM/held' ]"
 rm -f "$SHM"/*
-"$PREALLOC" pool --gc > /dev/null 2>&1
+"$PREALLOC" gc > /dev/null 2>&1
 
 # ---- 5. rm while a process still maps the file ---------------------------
 "$PREALLOC" -q --grow-pools --page-size 2M --file "$M/mapped" 64M
@@ -190,10 +190,10 @@ check "mapped: rm removes the name (exit $?)" [ ! -e "$M/mapped" ]
 check "mapped: rm says the pages are still in use" grep -q "still in use" "$TMP/err"
 check "mapped: not a page given back while mapped (nr $(hp nr 2048), was $grown)" \
 	[ "$(hp nr 2048)" -eq "$grown" ]
-"$PREALLOC" pool --gc > /dev/null 2>&1
+"$PREALLOC" gc > /dev/null 2>&1
 check "mapped: gc gives nothing back while the process maps it" [ "$(hp nr 2048)" -eq "$grown" ]
 kill $MP; wait $MP 2>/dev/null
-"$PREALLOC" pool --gc > /dev/null 2>&1
+"$PREALLOC" gc > /dev/null 2>&1
 check "mapped: once unmapped, gc gives the growth back (nr $(hp nr 2048), base $base_nr)" \
 	[ "$(hp nr 2048)" -eq "$base_nr" -a "$(records)" -eq 0 ]
 
@@ -211,7 +211,7 @@ kill $MP; wait $MP 2>/dev/null
 echo "$base_nr" > "$nr0"
 check "taken back: the administrator's write emptied the growth (nr $(hp nr 2048), was $grown)" \
 	[ "$(hp nr 2048)" -eq "$base_nr" -a "$(records)" -eq 1 ]
-"$PREALLOC" pool --gc > "$TMP/gc.out" 2>&1
+"$PREALLOC" gc > "$TMP/gc.out" 2>&1
 check "taken back: gc settles the record (records $(records))" [ "$(records)" -eq 0 ] ||
 	sed 's/^/# /' "$TMP/gc.out"
 check "taken back: ... saying the 32 pages were no longer in the pool" \
@@ -236,7 +236,7 @@ wait $F
 rc=$?
 check "full state dir: the run fails with exit 4 (got $rc)" [ $rc -eq 4 ]
 rm -f "$ST/filler"
-PREALLOC_STATE_DIR=$ST "$PREALLOC" pool --gc > /dev/null 2>&1
+PREALLOC_STATE_DIR=$ST "$PREALLOC" gc > /dev/null 2>&1
 check "full state dir: once there is room, gc puts the pool back (nr $(hp nr 2048), base $base_nr)" \
 	[ "$(hp nr 2048)" -eq "$base_nr" ]
 check "full state dir: no file, no record" \
@@ -265,7 +265,7 @@ full_state_case() {
 	check "full state dir, $name: no file left, not even before gc ($(leftovers "$M"))" \
 		[ -z "$(leftovers "$M")" ]
 	rm -f "$ST/filler"
-	PREALLOC_STATE_DIR=$ST "$PREALLOC" pool --gc > /dev/null 2>&1
+	PREALLOC_STATE_DIR=$ST "$PREALLOC" gc > /dev/null 2>&1
 	check "full state dir, $name: gc puts the pool back (nr $(hp nr 2048), base $base_nr)" \
 		[ "$(hp nr 2048)" -eq "$base_nr" -a "$(PREALLOC_STATE_DIR=$ST store_records)" -eq 0 ]
 }
@@ -321,7 +321,7 @@ for fs in tmpfs hugetlbfs; do
 	vmm_uses "$f" "$pg" > "$TMP/vmm.err" 2>&1
 	check "$fs: holes punched, fallocate, writes, chown, chmod and touch by the guest's uid" \
 		[ $? -eq 0 ] || sed 's/^/# /' "$TMP/vmm.err"
-	"$PREALLOC" pool --gc > /dev/null 2>&1
+	"$PREALLOC" gc > /dev/null 2>&1
 	check "$fs: gc still knows the file as ours (1 record, $(records))" \
 		[ "$(records)" -eq 1 -a -e "$f" ]
 	"$PREALLOC" rm "$f" 2> "$TMP/err"
@@ -338,7 +338,7 @@ rc=$?
 check "replaced: rm of another file put at our path is refused (exit $rc)" \
 	all_of '[ $rc -eq 4 ] && [ "$(cat "$SHM/replaced")" = precious ]'
 rm -f "$SHM/replaced" "$SHM/moved"
-"$PREALLOC" pool --gc > /dev/null 2>&1
+"$PREALLOC" gc > /dev/null 2>&1
 check "replaced: gc settles its record once the file is gone" [ "$(records)" -eq 0 ]
 # ---- 10. a state dir prealloc does not own alone is not read -------------
 # gc and rm refuse a state directory another user owns or may write (a

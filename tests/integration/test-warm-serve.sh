@@ -288,7 +288,7 @@ cat > "$PREALLOC_WARM_CONF" <<EOF
 node0.2M = 0 @ $DIR
 EOF
 "$PREALLOC" warm fill > /dev/null 2>&1
-"$PREALLOC" pool --gc > /dev/null 2>&1
+"$PREALLOC" gc > /dev/null 2>&1
 check "at the end no warm file is left ($(find "$DIR/.prealloc" -type f | wc -l))" \
 	[ "$(find "$DIR/.prealloc" -type f | wc -l)" -eq 0 ]
 finish
