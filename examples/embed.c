@@ -32,7 +32,7 @@ static int prepare(struct prealloc_ctx *ctx, const char *dir, uint64_t len, char
 	struct prealloc_prepare_info info = { .size = sizeof(info) };
 	struct prealloc_prepare_opts po = {
 		.size = sizeof(po),
-		.flags = PREALLOC_PREPARE_RESERVE | PREALLOC_PREPARE_VERIFY,
+		.flags = PREALLOC_PREPARE_GROW_POOLS | PREALLOC_PREPARE_VERIFY,
 		.page_size = PREALLOC_PAGE_2M,
 		.length = len,		/* no nodes given: those of the current policy */
 		.dir = dir,

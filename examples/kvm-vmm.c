@@ -9,7 +9,7 @@
  *      slot of their own, so the RAM under test is untouched;
  *   2. prealloc_prepare_start(): guest RAM as a file on every node of the
  *      current policy, 2M hugepages where a 2M hugetlbfs is mounted and its
- *      pool has them (--reserve grows it), else 4k in /dev/shm;
+ *      pool has them (--grow-pools grows it), else 4k in /dev/shm;
  *   3. the event loop: a 1 ms timer (IORING_OP_TIMEOUT) on the same ring
  *      as the completion, the worst tick delay measured, until the end CQE;
  *   4. map the file, KVM_SET_USER_MEMORY_REGION, run the guest: 32-bit
@@ -21,9 +21,9 @@
  * loop runs on poll(2) with a timerfd, and the events come through the
  * job's eventfd. The path used is printed.
  *
- *   examples/kvm-vmm [--reserve] [MiB [DIR]]   MiB: default 64, at most 2048;
- *                                              DIR: where the file goes (its fs
- *                                              sets the page size)
+ *   examples/kvm-vmm [--grow-pools] [MiB [DIR]]   MiB: default 64, at most 2048;
+ *                                                 DIR: where the file goes (its fs
+ *                                                 sets the page size)
  * Exit 0: RAM zero; 1: failure; 77: /dev/kvm is absent (printed why).
  */
 #include <errno.h>
@@ -291,14 +291,15 @@ static const char *path_text(int path)
 }
 
 /* Admission runs in prealloc_prepare_start, in this thread. */
-static int start_prepare(struct prealloc_ctx *ctx, struct prealloc_prepare_opts *po, bool reserve,
-			 struct prealloc_job **ret_job, struct prealloc_prepare_info *info)
+static int start_prepare(struct prealloc_ctx *ctx, struct prealloc_prepare_opts *po,
+			 bool grow_pools, struct prealloc_job **ret_job,
+			 struct prealloc_prepare_info *info)
 {
 	int r = prealloc_prepare_start(ctx, po, ret_job, info);
 
-	if (r < 0 && info->step == PREALLOC_STEP_ADMISSION && !reserve &&
+	if (r < 0 && info->step == PREALLOC_STEP_ADMISSION && !grow_pools &&
 	    info->page_size == PREALLOC_PAGE_2M) {
-		/* The 2M pool is spoken for (other runs' reservations): 4k instead, saying why. */
+		/* The 2M pool is spoken for (promised to other runs): 4k instead, saying why. */
 		printf("2M pages: %s: using 4k\n", info->message);
 		po->page_size = PREALLOC_PAGE_4K;
 		r = prealloc_prepare_start(ctx, po, ret_job, info);
@@ -307,7 +308,7 @@ static int start_prepare(struct prealloc_ctx *ctx, struct prealloc_prepare_opts 
 }
 
 /* Steps 2 and 3: start preparing, keep the loop live until the end event. */
-static int prepare_ram(struct prealloc_ctx *ctx, bool reserve, uint64_t len, const char *dir,
+static int prepare_ram(struct prealloc_ctx *ctx, bool grow_pools, uint64_t len, const char *dir,
 		       void *ring, struct prealloc_prepare_info *info)
 {
 	struct prealloc_completion done = {
@@ -319,7 +320,7 @@ static int prepare_ram(struct prealloc_ctx *ctx, bool reserve, uint64_t len, con
 	};
 	struct prealloc_prepare_opts po = {
 		.size = sizeof(po),
-		.flags = reserve ? PREALLOC_PREPARE_RESERVE : 0,
+		.flags = grow_pools ? PREALLOC_PREPARE_GROW_POOLS : 0,
 		.page_size = PREALLOC_PAGE_AUTO,	/* 2M where the pool has them, else 4k */
 		.length = len,			/* no nodes: those of the current policy */
 		.dir = dir,			/* NULL: the 2M hugetlbfs mount, else /dev/shm */
@@ -337,7 +338,7 @@ static int prepare_ram(struct prealloc_ctx *ctx, bool reserve, uint64_t len, con
 #else
 	(void)ring;	/* built without liburing: no ring, the eventfd */
 #endif
-	r = start_prepare(ctx, &po, reserve, &job, info);
+	r = start_prepare(ctx, &po, grow_pools, &job, info);
 	if (r < 0) {
 		fprintf(stderr, "prepare: %s\n", info->message[0] ? info->message : strerror(-r));
 		return r;
@@ -367,9 +368,9 @@ static int prepare_ram(struct prealloc_ctx *ctx, bool reserve, uint64_t len, con
 
 int main(int argc, char **argv)
 {
-	bool reserve = argc > 1 && !strcmp(argv[1], "--reserve");
-	uint64_t len = (argc > 1 + reserve ? strtoull(argv[1 + reserve], NULL, 10) : 64) << 20;
-	const char *dir = argc > 2 + reserve ? argv[2 + reserve] : NULL;
+	bool grow_pools = argc > 1 && !strcmp(argv[1], "--grow-pools");
+	uint64_t len = (argc > 1 + grow_pools ? strtoull(argv[1 + grow_pools], NULL, 10) : 64) << 20;
+	const char *dir = argc > 2 + grow_pools ? argv[2 + grow_pools] : NULL;
 	struct prealloc_prepare_info info = { .size = sizeof(info) };
 	struct vm vm = { .kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC) };
 	struct prealloc_ctx *ctx = NULL;
@@ -396,7 +397,7 @@ int main(int argc, char **argv)
 	else
 		printf("io_uring_setup: %s: the loop runs on poll(2)\n", strerror(-r));
 #endif
-	if (prealloc_ctx_new(&ctx) < 0 || prepare_ram(ctx, reserve, len, dir, ring, &info) < 0)
+	if (prealloc_ctx_new(&ctx) < 0 || prepare_ram(ctx, grow_pools, len, dir, ring, &info) < 0)
 		goto out;
 	/* Step 4: the prepared file is the guest's RAM. */
 	fd = open(info.path, O_RDWR | O_CLOEXEC);

@@ -109,7 +109,7 @@ EXPORT const char *prealloc_ctx_state_dir(struct prealloc_ctx *ctx)
 	return ctx ? ctx->state_dir : NULL;
 }
 
-EXPORT void prealloc_ctx_set_holder_check(struct prealloc_ctx *ctx, prealloc_holder_fn fn,
+EXPORT void prealloc_ctx_set_holder_alive(struct prealloc_ctx *ctx, prealloc_holder_fn fn,
 					  void *userdata)
 {
 	if (!ctx)
@@ -125,3 +125,7 @@ EXPORT void prealloc_ctx_set_log(struct prealloc_ctx *ctx, prealloc_log_fn fn, v
 	ctx->log_fn = fn;
 	ctx->log_userdata = userdata;
 }
+
+/* 0.1's name, still exported at PREALLOC_0.1 (docs/abi.md). */
+#undef prealloc_ctx_set_holder_check
+EXPORT_ALIAS(prealloc_ctx_set_holder_check, prealloc_ctx_set_holder_alive);

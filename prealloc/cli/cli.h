@@ -213,6 +213,8 @@ void bench_print_saved(const struct prealloc_calibrate_result *res, const char *
 struct json_object *bench_results_json(const struct prealloc_calibrate_result *res,
 				       const struct prealloc_cpu_info *ci, const char *path);
 int cmd_pool(int argc, char **argv);
+/* pool.c: the record store's gc (`pool --gc`, its older name, also shows the pools). */
+int cmd_gc(int argc, char **argv);
 int cmd_vfio_map(int argc, char **argv);
 int cmd_warm(int argc, char **argv);
 /* qemu.c: plain QEMU on prepared or warm memory, through the front-end layer. */

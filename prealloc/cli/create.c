@@ -23,9 +23,9 @@ struct create_args {
 	bool reuse, force;
 	unsigned int threads;
 	bool verify, json, quiet, touch;
-	bool reserve;			/* grow node pools to fit */
+	bool grow_pools;		/* grow node pools to fit */
 	bool skip_admission;		/* tests: populate without the capacity check */
-	unsigned int reserve_timeout_ms;
+	unsigned int grow_timeout_ms;
 };
 
 static const char usage_text[] =
@@ -44,9 +44,9 @@ static const char usage_text[] =
 	"                         read or write, with several links, or that another\n"
 	"                         process maps or holds open\n"
 	"  -t, --threads N        workers per node (default: every allowed CPU of the node)\n"
-	"      --reserve          grow a node's hugepage pool when it is short; the\n"
+	"      --grow-pools       grow a node's hugepage pool when it is short; the\n"
 	"                         growth is given back by 'prealloc rm' (docs/admission.md)\n"
-	"      --reserve-timeout S  seconds to keep compacting a node for --reserve\n"
+	"      --grow-timeout S   seconds to keep compacting a node for --grow-pools\n"
 	"                         (default: 5)\n"
 	"      --verify           check every page reads zero and sits on its node\n"
 	"      --json             print one JSON document (docs/json.md)\n"
@@ -54,11 +54,11 @@ static const char usage_text[] =
 	"  -h, --help             this text\n"
 	"\n"
 	"SIZE takes K, M, G, T (or KiB, MiB, GiB, TiB), binary multiples.\n"
-	"Other commands: prealloc info | pool | rm FILE | clear FILE | bench | vfio-map |\n"
-	"warm take|give|fill|serve|status | hook install|uninstall | --version; each\n"
-	"answers --help. See prealloc(1).\n";
+	"Other commands: prealloc info | pool | gc | rm FILE | clear FILE | bench |\n"
+	"vfio-map | warm take|give|fill|serve|status | hook install|uninstall |\n"
+	"--version; each answers --help. See prealloc(1).\n";
 
-/* --reserve-timeout: seconds, more than 0, at most an hour. */
+/* --grow-timeout: seconds, more than 0, at most an hour. */
 static int parse_timeout(const char *arg, unsigned int *ret_ms)
 {
 	char *end;
@@ -67,7 +67,7 @@ static int parse_timeout(const char *arg, unsigned int *ret_ms)
 	errno = 0;
 	v = strtod(arg, &end);
 	if (errno || *end || end == arg || !(v > 0 && v <= 3600)) {
-		cli_error("--reserve-timeout: invalid time '%s' (expected seconds, more than 0, at "
+		cli_error("--grow-timeout: invalid time '%s' (expected seconds, more than 0, at "
 			  "most 3600)", arg);
 		return -EXIT_USAGE;
 	}
@@ -128,7 +128,7 @@ static int parse_operands(int argc, char **argv, struct create_args *a)
 	return 0;
 }
 
-enum { OPT_REUSE = 256, OPT_VERIFY, OPT_JSON, OPT_TOUCH, OPT_RESERVE, OPT_RESERVE_TIMEOUT,
+enum { OPT_REUSE = 256, OPT_VERIFY, OPT_JSON, OPT_TOUCH, OPT_GROW_POOLS, OPT_GROW_TIMEOUT,
        OPT_SKIP_ADMISSION, OPT_FORCE };
 /* The options of create, the command without a command word. */
 static const struct option create_opts[] = {
@@ -142,8 +142,11 @@ static const struct option create_opts[] = {
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "touch", no_argument, NULL, OPT_TOUCH },	/* testing: the fallback path */
-	{ "reserve", no_argument, NULL, OPT_RESERVE },
-	{ "reserve-timeout", required_argument, NULL, OPT_RESERVE_TIMEOUT },
+	{ "grow-pools", no_argument, NULL, OPT_GROW_POOLS },
+	{ "grow-timeout", required_argument, NULL, OPT_GROW_TIMEOUT },
+	/* 0.1's names, hidden from --help (docs/prealloc.1.md) */
+	{ "reserve", no_argument, NULL, OPT_GROW_POOLS },
+	{ "reserve-timeout", required_argument, NULL, OPT_GROW_TIMEOUT },
 	/* testing: let population meet exhaustion (tests/integration) */
 	{ "test-skip-admission", no_argument, NULL, OPT_SKIP_ADMISSION },
 	{ "help", no_argument, NULL, 'h' },
@@ -172,8 +175,8 @@ static bool create_flag(int c, struct create_args *a)
 	case OPT_TOUCH:
 		a->touch = true;
 		break;
-	case OPT_RESERVE:
-		a->reserve = true;
+	case OPT_GROW_POOLS:
+		a->grow_pools = true;
 		break;
 	case OPT_SKIP_ADMISSION:
 		a->skip_admission = true;
@@ -217,8 +220,8 @@ static int parse_args(int argc, char **argv, struct create_args *a)
 				return -EXIT_USAGE;
 			}
 			break;
-		case OPT_RESERVE_TIMEOUT:
-			if (parse_timeout(optarg, &a->reserve_timeout_ms) < 0)
+		case OPT_GROW_TIMEOUT:
+			if (parse_timeout(optarg, &a->grow_timeout_ms) < 0)
 				return -EXIT_USAGE;
 			break;
 		case 'h':
@@ -237,7 +240,7 @@ static void prepare_opts(const struct create_args *a, struct prealloc_prepare_op
 		.size = sizeof(*po),
 		.flags = (a->reuse ? PREALLOC_PREPARE_REUSE : 0) |
 			 (a->force ? PREALLOC_PREPARE_FORCE : 0) |
-			 (a->reserve ? PREALLOC_PREPARE_RESERVE : 0) |
+			 (a->grow_pools ? PREALLOC_PREPARE_GROW_POOLS : 0) |
 			 (a->verify ? PREALLOC_PREPARE_VERIFY : 0) |
 			 (a->touch ? PREALLOC_PREPARE_TOUCH : 0) |
 			 (a->skip_admission ? PREALLOC_PREPARE_NO_CHECK : 0),
@@ -248,7 +251,7 @@ static void prepare_opts(const struct create_args *a, struct prealloc_prepare_op
 		.node_bytes = a->req.sized ? a->req.bytes : NULL,
 		.path = a->file,
 		.threads = a->threads,
-		.reserve_timeout_ms = a->reserve_timeout_ms,
+		.grow_timeout_ms = a->grow_timeout_ms,
 	};
 }
 
@@ -385,8 +388,8 @@ int cmd_create(int argc, char **argv)
 		ret = start_failed(r, sfd, &info);
 		goto out;
 	}
-	if (a.reserve && (info.page_size == PREALLOC_PAGE_4K || info.page_size == PREALLOC_PAGE_THP))
-		cli_warn("--reserve applies to hugepage pools; %s pages need none",
+	if (a.grow_pools && (info.page_size == PREALLOC_PAGE_4K || info.page_size == PREALLOC_PAGE_THP))
+		cli_warn("--grow-pools applies to hugepage pools; %s pages need none",
 			 page_label(info.page_size));
 	if (info.admit.warm_pages && !a.quiet && !a.json)
 		fprintf(stderr,
@@ -394,7 +397,7 @@ int cmd_create(int argc, char **argv)
 			program_name, (unsigned long long)info.admit.warm_pages,
 			page_label(info.page_size), info.admit.warm_cut, info.admit.warm_removed);
 	if (info.added && !a.quiet && !a.json)
-		fprintf(stderr, "%s: reserved %llu %s hugepages more (prealloc rm gives them back)\n",
+		fprintf(stderr, "%s: grew the pools by %llu %s hugepages (prealloc rm gives them back)\n",
 			program_name, (unsigned long long)info.added, page_label(info.page_size));
 	ret = create_run(job, &a, &w, sfd);
 	prealloc_job_free(job);

@@ -76,8 +76,9 @@ static const struct cli_command hook_commands[] = {
 static int cmd_prealloc(int argc, char **argv)
 {
 	if (argc > 1 && isalpha((unsigned char)argv[1][0])) {
-		cli_error("unknown command '%s' (commands: info, rm, clear, bench, pool, vfio-map, "
-			  "hook, warm, qemu; or a SIZE to create memory, see --help)", argv[1]);
+		cli_error("unknown command '%s' (commands: info, rm, clear, bench, pool, gc, "
+			  "vfio-map, hook, warm, qemu; or a SIZE to create memory, see --help)",
+			  argv[1]);
 		return EXIT_USAGE;
 	}
 	return cmd_create(argc, argv);
@@ -89,6 +90,7 @@ static const struct cli_command commands[] = {
 	{ "clear", cmd_clear, NULL },
 	{ "bench", cmd_bench, NULL },
 	{ "pool", cmd_pool, NULL },
+	{ "gc", cmd_gc, NULL },
 	{ "vfio-map", cmd_vfio_map, NULL },
 	{ "hook", cmd_hook, hook_commands },
 	{ "warm", cmd_warm, warm_commands },

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `prealloc pool [--json] [--gc]`: each node's hugepage pools (total, free,
- * reserved by prealloc runs still populating, added by prealloc) and the
- * store's owners; --gc gives back growth whose owner no longer exists.
+ * `prealloc pool [--json]`: each node's hugepage pools (total, free,
+ * promised to prealloc runs still populating, added by prealloc) and the
+ * store's shares by tag. `prealloc gc`, the store's gc, gives back growth
+ * whose owner no longer exists; `pool --gc` (its older name) does the same
+ * before it shows the pools.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -43,7 +45,9 @@ static json_object *owners_json(struct prealloc_ctx *ctx, int node, uint64_t pag
 		if (e.node != node || e.page_size != page_size)
 			continue;
 		o = json_object_new_object();
-		json_object_object_add(o, "owner", json_object_new_string(e.owner));
+		/* "owner": the key before "tag" (docs/json.md), kept. */
+		json_object_object_add(o, "owner", json_object_new_string(e.tag));
+		json_object_object_add(o, "tag", json_object_new_string(e.tag));
 		json_object_object_add(o, "state", json_object_new_string(state_label(e.state)));
 		json_object_object_add(o, "pages", json_object_new_int64((int64_t)e.pages));
 		json_object_object_add(o, "added", json_object_new_int64((int64_t)e.added));
@@ -64,7 +68,7 @@ static void owners_text(struct prealloc_ctx *ctx, int node, uint64_t page_size)
 			break;
 		if (e.node != node || e.page_size != page_size)
 			continue;
-		printf("    %s: %s, %llu pages, added %llu", e.owner, state_label(e.state),
+		printf("    %s: %s, %llu pages, added %llu", e.tag, state_label(e.state),
 		       (unsigned long long)e.pages, (unsigned long long)e.added);
 		if (e.state == PREALLOC_STORE_IN_FLIGHT)
 			printf(", %llu to fault, pid %d", (unsigned long long)e.outstanding, e.pid);
@@ -163,7 +167,7 @@ static int node_pools_show(struct prealloc_ctx *ctx, int node, json_object *arr)
 			printf("%-5d %-4s %8llu %8llu %8llu %9llu %8llu %7u\n", st.node,
 			       size_label(st.page_size), (unsigned long long)st.total,
 			       (unsigned long long)st.free, (unsigned long long)st.surplus,
-			       (unsigned long long)st.reserved, (unsigned long long)st.added,
+			       (unsigned long long)st.promised, (unsigned long long)st.added,
 			       st.owners);
 			owners_text(ctx, st.node, st.page_size);
 			continue;
@@ -174,7 +178,9 @@ static int node_pools_show(struct prealloc_ctx *ctx, int node, json_object *arr)
 		json_object_object_add(o, "total", json_object_new_int64((int64_t)st.total));
 		json_object_object_add(o, "free", json_object_new_int64((int64_t)st.free));
 		json_object_object_add(o, "surplus", json_object_new_int64((int64_t)st.surplus));
-		json_object_object_add(o, "reserved", json_object_new_int64((int64_t)st.reserved));
+		/* "reserved": the key before "promised" (docs/json.md), kept. */
+		json_object_object_add(o, "reserved", json_object_new_int64((int64_t)st.promised));
+		json_object_object_add(o, "promised", json_object_new_int64((int64_t)st.promised));
 		json_object_object_add(o, "added", json_object_new_int64((int64_t)st.added));
 		json_object_object_add(o, "owners", owners_json(ctx, st.node, st.page_size));
 		json_object_array_add(arr, o);
@@ -198,7 +204,7 @@ static int pool_show(struct prealloc_ctx *ctx, bool json)
 		json_object_object_add(root, "pools", arr);
 	} else {
 		printf("%-5s %-4s %8s %8s %8s %9s %8s %7s\n", "node", "size", "total", "free", "surplus",
-		       "reserved", "added", "owners");
+		       "promised", "added", "owners");
 	}
 	for (int i = 0; i < nr && i < PREALLOC_MAX_NODES; i++)
 		if (node_pools_show(ctx, nodes[i], arr) < 0) {
@@ -217,6 +223,50 @@ static int pool_show(struct prealloc_ctx *ctx, bool json)
 	return EXIT_OK;
 }
 
+/* The store's gc: its line to out, or an error; 0 or the exit code. */
+static int store_gc_run(struct prealloc_ctx *ctx, const char *cmd, FILE *out)
+{
+	uint64_t returned = 0;
+	unsigned int entries = 0;
+	int r = prealloc_store_gc(ctx, &returned, &entries);
+
+	if (r < 0) {
+		cli_error("%s failed: %s%s", cmd, strerror(-r), store_hint(r));
+		return r == -EACCES || r == -EPERM || r == -ETIMEDOUT ? EXIT_ENVIRONMENT
+								       : EXIT_FAILURE_RUN;
+	}
+	fprintf(out, "gave back %llu hugepages; settled %u records\n",
+		(unsigned long long)returned, entries);
+	return EXIT_OK;
+}
+
+int cmd_gc(int argc, char **argv)
+{
+	static const struct option opts[] = { { "help", no_argument, NULL, 'h' }, {} };
+	static const char short_opts[] = "h";
+	struct prealloc_ctx *ctx;
+	int c, ret;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, short_opts, opts, NULL)) != -1) {
+		if (c != 'h')
+			return option_error("gc", argv, short_opts, opts);
+		printf("Usage: prealloc gc\n"
+		       "The record store's gc: settles records whose owner is gone: files of\n"
+		       "runs that died before they were ready are removed, growth nobody holds\n"
+		       "is given back. 'prealloc pool --gc' is the same, then shows the pools.\n");
+		return EXIT_OK;
+	}
+	if (cli_extra_arg("gc", argc, argv, NULL))
+		return EXIT_USAGE;
+	ctx = cli_context();
+	if (!ctx)
+		return EXIT_FAILURE_RUN;
+	ret = store_gc_run(ctx, "gc", stdout);
+	prealloc_ctx_free(ctx);
+	return ret;
+}
+
 int cmd_pool(int argc, char **argv)
 {
 	enum { OPT_JSON = 256, OPT_GC };
@@ -229,7 +279,7 @@ int cmd_pool(int argc, char **argv)
 	static const char short_opts[] = "h";
 	struct prealloc_ctx *ctx = NULL;
 	bool json = false, gc = false;
-	int c, r, ret;
+	int c, ret;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, short_opts, opts, NULL)) != -1) {
@@ -242,11 +292,12 @@ int cmd_pool(int argc, char **argv)
 			break;
 		case 'h':
 			printf("Usage: prealloc pool [--json] [--gc]\n"
-			       "Show each node's hugepage pools: total, free, surplus, reserved by\n"
+			       "Show each node's hugepage pools: total, free, surplus, promised to\n"
 			       "prealloc runs still populating, added by prealloc, each share's\n"
-			       "owner, and every record of the store. --gc first settles records\n"
-			       "whose owner is gone: files of runs that died before they were\n"
-			       "ready are removed, growth nobody holds is given back.\n");
+			       "tag, and every record of the store. --gc first runs the store's gc\n"
+			       "(prealloc gc): records whose owner is gone are settled, files of\n"
+			       "runs that died before they were ready are removed, growth nobody\n"
+			       "holds is given back.\n");
 			return EXIT_OK;
 		default:
 			return option_error("pool", argv, short_opts, opts);
@@ -257,22 +308,10 @@ int cmd_pool(int argc, char **argv)
 	ctx = cli_context();
 	if (!ctx)
 		return EXIT_FAILURE_RUN;
-	if (gc) {
-		uint64_t returned = 0;
-		unsigned int entries = 0;
-
-		r = prealloc_store_gc(ctx, &returned, &entries);
-		if (r < 0) {
-			cli_error("pool: --gc failed: %s%s", strerror(-r), store_hint(r));
-			prealloc_ctx_free(ctx);
-			return r == -EACCES || r == -EPERM || r == -ETIMEDOUT ? EXIT_ENVIRONMENT
-									       : EXIT_FAILURE_RUN;
-		}
-		/* Keep stdout one JSON document with --json. */
-		fprintf(json ? stderr : stdout, "gave back %llu hugepages; settled %u records\n",
-			(unsigned long long)returned, entries);
-	}
-	ret = pool_show(ctx, json);
+	/* Keep stdout one JSON document with --json. */
+	ret = gc ? store_gc_run(ctx, "pool: --gc", json ? stderr : stdout) : EXIT_OK;
+	if (ret == EXIT_OK)
+		ret = pool_show(ctx, json);
 	prealloc_ctx_free(ctx);
 	return ret;
 }

@@ -35,7 +35,7 @@ struct qemu_cmd {
 	const char *dir;	/* NULL: the page size's mount */
 	char id[64];
 	const char *tenant;
-	bool warm, reserve, print, dry_run, verbose;
+	bool warm, grow_pools, print, dry_run, verbose;
 	char **qemu;		/* QEMU and its arguments, NULL-terminated */
 	/* What QEMU gets after them (allocated): per backend -object and its value,
 	 * then -machine or -numa and its value. */
@@ -46,7 +46,7 @@ struct qemu_cmd {
 static const struct guest_words qemu_words = {
 	.noun = "guest",
 	.dir = "--dir",
-	.reserve_off = "give --reserve to grow the pool, or shrink the guest",
+	.grow_off = "give --grow-pools to grow the pool, or shrink the guest",
 	.warm_off = "warm is off (--warm)",
 };
 
@@ -66,8 +66,8 @@ static int usage(FILE *f, int rc)
 {
 	fprintf(f,
 		"Usage: prealloc qemu [--node LIST] [--page-size 4k|2M|1G] [--dir DIR] [--id ID]\n"
-		"                     [--warm] [--tenant NAME] [--reserve] [--print] [--dry-run]\n"
-		"                     [--verbose] SIZE -- QEMU [ARGS...]\n"
+		"                     [--warm] [--tenant NAME] [--grow-pools] [--print]\n"
+		"                     [--dry-run] [--verbose] SIZE -- QEMU [ARGS...]\n"
 		"Prepare SIZE of guest memory on host node N (pre-faulted, or a warm file of the\n"
 		"pool with --warm), run QEMU with it and give it back when QEMU exits. QEMU gets\n"
 		"  -object memory-backend-file,id=ID,mem-path=DIR/ID,size=BYTES,share=on,\n"
@@ -85,7 +85,7 @@ static int usage(FILE *f, int rc)
 		"  --id ID          the backend's id and file name (default prealloc-PID)\n"
 		"  --warm           start on a READY warm file of the node when there is one\n"
 		"  --tenant NAME    the warm pool's tenant (docs/warm.md)\n"
-		"  --reserve        grow the node's hugepage pool where it is short\n"
+		"  --grow-pools     grow the node's hugepage pool where it is short\n"
 		"  --print          print the QEMU command line before running it\n"
 		"  --dry-run        print it and do nothing else\n"
 		"  --verbose        say what was prepared and given back\n");
@@ -132,7 +132,7 @@ static int parse_opt(struct qemu_cmd *q, int c, const char *arg)
 		return 0;
 	}
 	q->warm |= c == 'w';
-	q->reserve |= c == 'r';
+	q->grow_pools |= c == 'r';
 	q->print |= c == 'P';
 	q->dry_run |= c == 'D';
 	q->verbose |= c == 'v';
@@ -184,7 +184,8 @@ static int parse_args(struct qemu_cmd *q, int argc, char **argv)
 		{ "id", required_argument, NULL, 'i' },
 		{ "tenant", required_argument, NULL, 't' },
 		{ "warm", no_argument, NULL, 'w' },
-		{ "reserve", no_argument, NULL, 'r' },
+		{ "grow-pools", no_argument, NULL, 'r' },
+		{ "reserve", no_argument, NULL, 'r' },	/* 0.1's name, hidden */
 		{ "print", no_argument, NULL, 'P' },
 		{ "dry-run", no_argument, NULL, 'D' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -307,7 +308,7 @@ static int qemu_guest(struct prealloc_ctx *ctx, struct qemu_cmd *q, struct guest
 		}
 	}
 	*g = (struct guest){ .ctx = ctx, .words = &qemu_words, .log = qemu_vlog,
-			     .reserve = q->reserve, .prefault = true, .warm = q->warm,
+			     .grow_pools = q->grow_pools, .prefault = true, .warm = q->warm,
 			     .cancel_fd = -1, .deadline_s = 60 };
 	snprintf(g->name, sizeof(g->name), "qemu-%d", (int)getpid());
 	/*

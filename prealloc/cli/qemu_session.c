@@ -167,7 +167,7 @@ int qemu_session(struct guest *g, char **args, bool print)
 		rc = qemu_run(args, sfd, &old);
 		r = guest_release(g, &returned);
 		if (r < 0)
-			cli_error("qemu: giving back %s: %s ('prealloc pool --gc' finishes it)",
+			cli_error("qemu: giving back %s: %s ('prealloc gc' finishes it)",
 				  g->name, strerror(-r));
 		else
 			guest_log(g, 6, "%s: gave back %llu hugepages", g->name,

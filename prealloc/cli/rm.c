@@ -58,10 +58,10 @@ static int rm_one(struct prealloc_ctx *ctx, const char *path)
 		return r == -ETIMEDOUT || r == -EACCES || r == -EPERM ? EXIT_ENVIRONMENT
 								     : EXIT_FAILURE_RUN;
 	}
-	/* Pages still mapped elsewhere (a running VMM) come back at 'prealloc pool --gc'. */
+	/* Pages still mapped elsewhere (a running VMM) come back at 'prealloc gc'. */
 	if (info.in_use)
 		cli_warn("rm: %llu hugepages are still in use (is the file still open?); 'prealloc "
-			 "pool --gc' returns them later", (unsigned long long)info.in_use);
+			 "gc' returns them later", (unsigned long long)info.in_use);
 	return EXIT_OK;
 }
 

@@ -92,7 +92,7 @@ int prepare_start(struct prealloc_ctx *ctx, const struct prealloc_prepare_opts *
 void size_token(uint64_t bytes, char *buf, size_t len);
 int prepare_admit(struct prepare_req *req);
 /* admit_message.c: the admission failure in one line. */
-void admit_message(const struct prealloc_admit_result *res, int err, bool reserve, char *buf,
+void admit_message(const struct prealloc_admit_result *res, int err, bool grow_pools, char *buf,
 		   size_t len);
 
 /* ---- clear a file (clear_file.c, clear_checks.c) ------------------------- */

@@ -111,13 +111,13 @@ static bool auto_2m_fits(struct prepare_req *req)
 				    ? (req->node_bytes[i] + PREALLOC_PAGE_2M - 1) / PREALLOC_PAGE_2M
 				    : pages / req->nr_nodes + (i < pages % req->nr_nodes ? 1 : 0);
 
-		if ((req->o.flags & PREALLOC_PREPARE_RESERVE) ||
+		if ((req->o.flags & PREALLOC_PREPARE_GROW_POOLS) ||
 		    prealloc_node_info(req->ctx, req->nodes[i], &info) < 0 ||
 		    info.hp2m_free >= want)
 			continue;
 		snprintf(req->info.page_reason, sizeof(req->info.page_reason),
 			 "page size auto chose 4k: node %d has %llu free 2M hugepages, %llu needed "
-			 "(--reserve grows the pool; --page-size 2M insists)",
+			 "(--grow-pools grows the pool; --page-size 2M insists)",
 			 req->nodes[i], (unsigned long long)info.hp2m_free,
 			 (unsigned long long)want);
 		return false;

@@ -253,8 +253,8 @@ int prepare_request(struct prepare_req *req)
 
 	if (r < 0)
 		return r;
-	if (!req->o.reserve_timeout_ms)
-		req->o.reserve_timeout_ms = ADMIT_RESERVE_TIMEOUT_MS;
+	if (!req->o.grow_timeout_ms)
+		req->o.grow_timeout_ms = ADMIT_RESERVE_TIMEOUT_MS;
 	if (!req->o.lock_timeout_ms)
 		req->o.lock_timeout_ms = ADMIT_LOCK_TIMEOUT_MS;
 	if (req->o.holder)
@@ -384,7 +384,7 @@ static struct prealloc_admit_opts admit_opts(const struct prepare_req *req, uint
 
 	return (struct prealloc_admit_opts){
 	    .size = sizeof(struct prealloc_admit_opts),
-	    .flags = ((f & PREALLOC_PREPARE_RESERVE) ? PREALLOC_ADMIT_RESERVE : 0) |
+	    .flags = ((f & PREALLOC_PREPARE_GROW_POOLS) ? PREALLOC_ADMIT_GROW_POOLS : 0) |
 		     ((f & PREALLOC_PREPARE_NO_CHECK) ? PREALLOC_ADMIT_NO_CHECK : 0) |
 		     ((f & PREALLOC_PREPARE_CANCEL_FD) ? PREALLOC_ADMIT_CANCEL_FD : 0) |
 		     /* A warm file never takes another's pages. */
@@ -393,7 +393,7 @@ static struct prealloc_admit_opts admit_opts(const struct prepare_req *req, uint
 	    .nr_nodes = req->nr_nodes,
 	    .nodes = req->nodes,
 	    .node_bytes = need,
-	    .reserve_timeout_ms = req->o.reserve_timeout_ms,
+	    .grow_timeout_ms = req->o.grow_timeout_ms,
 	    .lock_timeout_ms = req->o.lock_timeout_ms,
 	    .cancel_fd = req->o.cancel_fd,
 	};
@@ -428,7 +428,7 @@ out:
 	if (r < 0) {
 		res.reason = req->info.admit.reason = admit_reason(r, res.reason);
 		req->info.step = PREALLOC_STEP_ADMISSION;
-		admit_message(&res, r, req->o.flags & PREALLOC_PREPARE_RESERVE, req->info.message,
+		admit_message(&res, r, req->o.flags & PREALLOC_PREPARE_GROW_POOLS, req->info.message,
 			      sizeof(req->info.message));
 		return r;
 	}

@@ -25,11 +25,11 @@ static void refusal(struct guest *g, int err, const struct prealloc_admit_result
 			 "(pool of %llu, %llu promised to other guests)%s; %s", g->words->noun, g->name,
 			 (unsigned long long)a->needed, pl, a->node,
 			 (unsigned long long)a->available, (unsigned long long)a->pool_total,
-			 (unsigned long long)a->reserved_others,
+			 (unsigned long long)a->promised_others,
 			 a->reason == PREALLOC_ADMIT_GROW ? " and the kernel could not add more" : "",
-			 g->reserve ? "free memory on that node, reserve the pages at boot "
+			 g->grow_pools ? "free memory on that node, reserve the pages at boot "
 				      "(hugepages= on the kernel command line) or shrink the guest"
-				    : g->words->reserve_off);
+				    : g->words->grow_off);
 	else if (a->reason == PREALLOC_ADMIT_CAPACITY)
 		snprintf(g->msg, sizeof(g->msg),
 			 "%s %s needs %llu %s hugepages on host node %d, which can supply at "
@@ -46,7 +46,7 @@ static void refusal(struct guest *g, int err, const struct prealloc_admit_result
 }
 
 /* Admits one page size's needs (minus what the holder claimed before). */
-static int claim_size(struct guest *g, uint64_t ps, struct prealloc_reservation **ret)
+static int claim_size(struct guest *g, uint64_t ps, struct prealloc_claim **ret)
 {
 	struct prealloc_admit_result a = { .size = sizeof(a) };
 	int nodes[GUEST_MAX_NEEDS];
@@ -54,10 +54,10 @@ static int claim_size(struct guest *g, uint64_t ps, struct prealloc_reservation 
 	unsigned int n = 0;
 	struct prealloc_admit_opts o = {
 		.size = sizeof(o), .page_size = ps, .nodes = nodes, .node_bytes = bytes,
-		.flags = g->reserve ? PREALLOC_ADMIT_RESERVE : 0,
-		.reserve_timeout_ms = guest_wait_ms(g, g->deadline_s * 500, 0.5),
+		.flags = g->grow_pools ? PREALLOC_ADMIT_GROW_POOLS : 0,
+		.grow_timeout_ms = guest_wait_ms(g, g->deadline_s * 500, 0.5),
 		.lock_timeout_ms = guest_wait_ms(g, g->deadline_s * 400, 0.4),
-		.owner = g->holder, .holder = g->holder, .holder_check = g->check[0] ? g->check : NULL,
+		.tag = g->holder, .holder = g->holder, .holder_check = g->check[0] ? g->check : NULL,
 		.holder_expires = g->expires,
 	};
 	int r;
@@ -118,7 +118,7 @@ static void drop_prefaulted(struct guest *g)
 
 int guest_claim(struct guest *g)
 {
-	struct prealloc_reservation *resv[GUEST_MAX_NEEDS] = { 0 };
+	struct prealloc_claim *claims[GUEST_MAX_NEEDS] = { 0 };
 	uint64_t sizes[GUEST_MAX_NEEDS];
 	unsigned int nr = 0;
 	int r = 0;
@@ -135,10 +135,10 @@ int guest_claim(struct guest *g)
 			sizes[nr++] = g->demand.needs[i].page_size;
 	}
 	for (unsigned int k = 0; r == 0 && k < nr; k++)
-		r = claim_size(g, sizes[k], &resv[k]);
+		r = claim_size(g, sizes[k], &claims[k]);
 	for (unsigned int k = 0; k < nr; k++) {
-		if (r == 0 && resv[k])
-			r = prealloc_reservation_commit(resv[k]);
+		if (r == 0 && claims[k])
+			r = prealloc_claim_commit(claims[k]);
 		if (r < 0 && !g->msg[0])
 			snprintf(g->msg, sizeof(g->msg), "%s %s: the record store: %s",
 				 g->words->noun, g->name, strerror(-r));
@@ -151,7 +151,7 @@ int guest_claim(struct guest *g)
 	 * running guest's).
 	 */
 	for (unsigned int k = 0; k < nr; k++)
-		prealloc_reservation_free(resv[k]);
+		prealloc_claim_free(claims[k]);
 	return r;
 }
 
@@ -159,7 +159,7 @@ int guest_claim_backend(struct guest *g, unsigned int i)
 {
 	const struct guest_backend *be = &g->demand.backends[i];
 	uint64_t had = guest_claimed(g, be->nodes[0], be->page_size) * be->page_size;
-	struct prealloc_reservation *resv = NULL;
+	struct prealloc_claim *claim = NULL;
 	int r;
 
 	/* The needs were the claim's: at start only this backend's is left to claim. */
@@ -167,9 +167,9 @@ int guest_claim_backend(struct guest *g, unsigned int i)
 	g->demand.needs[0] = (struct guest_need){ .node = be->nodes[0],
 						  .page_size = be->page_size,
 						  .bytes = had + be->bytes };
-	r = claim_size(g, be->page_size, &resv);
-	if (r == 0 && resv)
-		r = prealloc_reservation_commit(resv);
-	prealloc_reservation_free(resv);
+	r = claim_size(g, be->page_size, &claim);
+	if (r == 0 && claim)
+		r = prealloc_claim_commit(claim);
+	prealloc_claim_free(claim);
 	return r;
 }

@@ -37,7 +37,7 @@ uint64_t guest_claimed(struct guest *g, int node, uint64_t page_size)
 
 	/* The holder's claims, its warm files apart (their pages serve their own backend). */
 	for (unsigned int i = 0; prealloc_store_entry(g->ctx, i, &e) == 0; i++)
-		if (e.state == PREALLOC_STORE_HELD && !strcmp(e.owner, g->holder) &&
+		if (e.state == PREALLOC_STORE_HELD && !strcmp(e.tag, g->holder) &&
 		    e.node == node && e.page_size == page_size)
 			pages += e.pages;
 	for (unsigned int k = 0; prealloc_record(g->ctx, k, &info) == 0; k++)

@@ -68,7 +68,7 @@ typedef void guest_log_fn(int level, const char *fmt, va_list ap);
 struct guest_words {
 	const char *noun;	 /* the guest in a refusal: "domain" */
 	const char *dir;	 /* the memory directory: "memory_backing_dir" */
-	const char *reserve_off; /* a refusal's advice when pools may not grow */
+	const char *grow_off;	 /* a refusal's advice when pools may not grow */
 	const char *warm_off;	 /* why no backend starts warm when warm is off */
 };
 
@@ -83,7 +83,7 @@ struct guest {
 	char tenant[65];	/* the warm pool's tenant, "" none */
 	bool has_owner;		/* files go to uid:gid */
 	unsigned int uid, gid;
-	bool reserve, prefault, warm;
+	bool grow_pools, prefault, warm;
 	char mount[512];	/* the memory directory's mount: where warm files are */
 	uint64_t mount_page;	/* its page size: hugetlbfs's, 4K tmpfs; 0 on disk */
 	unsigned int deadline_s; /* a stage's bound, before pre-fault time */

@@ -50,12 +50,12 @@ static int prefault_one(struct guest *g, unsigned int i, int dir_fd, const char 
 	struct prealloc_prepare_info info = { .size = sizeof(info) };
 	struct prealloc_prepare_opts o = {
 		.size = sizeof(o),
-		.flags = (g->reserve ? PREALLOC_PREPARE_RESERVE : 0) |
+		.flags = (g->grow_pools ? PREALLOC_PREPARE_GROW_POOLS : 0) |
 			 (g->has_owner ? PREALLOC_PREPARE_CHOWN : 0) | PREALLOC_PREPARE_DIR_FD,
 		.page_size = be->page_size, .length = be->bytes,
 		.nr_nodes = be->nr_nodes, .nodes = be->nodes, .node_bytes = be->node_bytes,
 		.uid = g->uid, .gid = g->gid, .mode = 0600,
-		.reserve_timeout_ms = g->deadline_s * 500,
+		.grow_timeout_ms = g->deadline_s * 500,
 		.lock_timeout_ms = g->deadline_s * 400,
 		.holder = g->holder, .holder_check = g->check[0] ? g->check : NULL,
 		.holder_expires = g->expires, .dir_fd = dir_fd,
@@ -79,7 +79,7 @@ static int prefault_one(struct guest *g, unsigned int i, int dir_fd, const char 
 		return -ETIMEDOUT;
 	}
 	o.lock_timeout_ms = (unsigned int)MIN((double)o.lock_timeout_ms, left_ms);
-	o.reserve_timeout_ms = (unsigned int)MIN((double)o.reserve_timeout_ms, left_ms);
+	o.grow_timeout_ms = (unsigned int)MIN((double)o.grow_timeout_ms, left_ms);
 	r = prealloc_prepare_start(g->ctx, &o, &job, &info);
 	if (r == 0) {
 		r = wait_bounded(g, job, deadline);

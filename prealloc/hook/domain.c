@@ -387,7 +387,10 @@ static int parse_misc(struct px *p, struct domain *d)
 	/* libvirt fills in the label at start begin; none at prepare begin. */
 	d->mac_dynamic = xstr(p, NULL, "/domain/seclabel[@type='dynamic'][@model='selinux' or "
 			      "@model='apparmor'][not(@relabel='no')]/@model", buf, sizeof(buf));
-	r = yes_no(p, "reserve", &d->reserve);
+	/* reserve='yes': the attribute's name before grow_pools, still read. */
+	r = yes_no(p, "reserve", &d->grow_pools);
+	if (r == 0)
+		r = yes_no(p, "grow_pools", &d->grow_pools);
 	if (r == 0)
 		r = yes_no(p, "warm", &d->warm);
 	if (r == 0)

@@ -81,7 +81,7 @@ struct domain {
 	unsigned int uid, gid;	/* DAC label */
 	/* A dynamic SELinux or AppArmor label (sVirt): its QEMU confined apart from others. */
 	bool mac_dynamic;
-	int reserve, prefault, warm;	/* enum dom_tristate, from <metadata> */
+	int grow_pools, prefault, warm;	/* enum dom_tristate, from <metadata> */
 	char tenant[65];		/* <metadata> tenant='': the warm pool's tenant, "" none */
 };
 

@@ -5,7 +5,7 @@
  * core `prealloc` CLI never link libvirt.
  *
  *   prealloc-domain [-c URI] NAME [--json]        its demand: needs, files to pre-fault
- *   prealloc-domain [-c URI] NAME --reserve [--for SECONDS]
+ *   prealloc-domain [-c URI] NAME --claim [--for SECONDS]   (--reserve: its 0.1 name)
  *   prealloc-domain [-c URI] NAME --release
  *   prealloc-domain [-c URI] --gc                 gc, asking libvirt which domains live
  *
@@ -61,7 +61,9 @@ static json_object *demand_json(struct hook_run *run)
 
 	json_object_object_add(o, "domain", json_object_new_string(run->g.name));
 	json_object_object_add(o, "holder", json_object_new_string(run->g.holder));
-	json_object_object_add(o, "reserve", json_object_new_boolean(run->g.reserve));
+	/* "reserve": the key before "grow_pools" (docs/libvirt.md), kept. */
+	json_object_object_add(o, "reserve", json_object_new_boolean(run->g.grow_pools));
+	json_object_object_add(o, "grow_pools", json_object_new_boolean(run->g.grow_pools));
 	json_object_object_add(o, "prefault", json_object_new_boolean(run->g.prefault));
 	json_object_object_add(o, "warm", json_object_new_boolean(run->g.warm));
 	json_object_object_add(o, "needs", needs);
@@ -110,7 +112,7 @@ static void need_show(struct hook_run *run, const struct guest_need *n, json_obj
 	char pl[16];
 
 	if (prealloc_pool_status(run->g.ctx, n->node, n->page_size, &st) == 0)
-		avail = st.free > st.reserved ? st.free - st.reserved : 0;
+		avail = st.free > st.promised ? st.free - st.promised : 0;
 	grow = want > avail ? want - avail : 0;
 	guest_page_label(n->page_size, pl, sizeof(pl));
 	if (needs) {
@@ -139,8 +141,8 @@ static void demand_show(struct hook_run *run, bool json)
 	char path[4096];
 
 	if (!json)
-		printf("domain %s (holder %s): reserve %s, prefault %s, warm %s\n", run->g.name,
-		       run->g.holder, run->g.reserve ? "yes" : "no", run->g.prefault ? "yes" : "no",
+		printf("domain %s (holder %s): grow_pools %s, prefault %s, warm %s\n", run->g.name,
+		       run->g.holder, run->g.grow_pools ? "yes" : "no", run->g.prefault ? "yes" : "no",
 		       run->g.warm ? "yes" : "no");
 	for (unsigned int i = 0; i < run->g.demand.nr_needs; i++)
 		need_show(run, &run->g.demand.needs[i], needs);
@@ -180,7 +182,7 @@ static int gc(virConnectPtr conn)
 	co.state_dir = set.state_dir[0] ? set.state_dir : NULL;
 	r = prealloc_ctx_new_opts(&co, &ctx);
 	if (r == 0) {
-		prealloc_ctx_set_holder_check(ctx, holder_alive, conn);
+		prealloc_ctx_set_holder_alive(ctx, holder_alive, conn);
 		r = prealloc_store_gc(ctx, &returned, &settled);
 		prealloc_ctx_free(ctx);
 	}
@@ -209,7 +211,7 @@ static int act(virConnectPtr conn, const char *name, int what, bool json, unsign
 	r = run_init(run, domain_vlog, xml, strlen(xml));
 	if (r == 0 && what == 'r' && virDomainIsActive(dom) == 1) {
 		/* Its pages and warm files are held already: a second claim would double them. */
-		snprintf(run->g.msg, sizeof(run->g.msg), "domain %s is running: --reserve is for a "
+		snprintf(run->g.msg, sizeof(run->g.msg), "domain %s is running: --claim is for a "
 			 "domain about to start", name);
 		r = -EBUSY;
 	}
@@ -217,7 +219,7 @@ static int act(virConnectPtr conn, const char *name, int what, bool json, unsign
 		run->g.expires = (int64_t)time(NULL) + for_s;
 		r = run_claim(run);
 		if (r == 0)
-			printf("reserved for %s until it starts, or %u s\n", run->g.holder, for_s);
+			printf("claimed for %s until it starts, or %u s\n", run->g.holder, for_s);
 	} else if (r == 0 && what == 'R') {
 		r = guest_release(&run->g, &returned);
 		if (r == 0)
@@ -242,7 +244,7 @@ out:
 /* --help: to stdout, exit 0; a usage error: to stderr, exit 2. */
 static int usage(FILE *f, int rc)
 {
-	fprintf(f, "usage: prealloc-domain [-c URI] NAME [--json | --reserve [--for SECONDS] |"
+	fprintf(f, "usage: prealloc-domain [-c URI] NAME [--json | --claim [--for SECONDS] |"
 		" --release]\n       prealloc-domain [-c URI] --gc\n");
 	return rc;
 }
@@ -250,7 +252,8 @@ static int usage(FILE *f, int rc)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "connect", required_argument, NULL, 'c' }, { "reserve", no_argument, NULL, 'r' },
+		{ "connect", required_argument, NULL, 'c' }, { "claim", no_argument, NULL, 'r' },
+		{ "reserve", no_argument, NULL, 'r' },	/* 0.1's name of --claim, hidden */
 		{ "release", no_argument, NULL, 'R' },	     { "gc", no_argument, NULL, 'g' },
 		{ "for", required_argument, NULL, 'f' },     { "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },	     {}

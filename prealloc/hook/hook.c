@@ -141,7 +141,7 @@ static int stage(struct hook_run *run, const char *op, const char *sub, char *xm
 			hook_log(LOG_INFO, "%s: gave back %llu hugepages", run->g.name,
 				 (unsigned long long)returned);
 		if (r < 0)
-			hook_log(LOG_WARNING, "%s: release: %s (prealloc pool --gc finishes it)",
+			hook_log(LOG_WARNING, "%s: release: %s (prealloc gc finishes it)",
 				 run->g.name, strerror(-r));
 		return 0;
 	}

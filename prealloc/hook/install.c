@@ -168,7 +168,7 @@ static int uninstall(const char *hook, const char *conf)
 	}
 	printf("removed %s (%s stays)\n", hook, conf);
 	printf("guests running now keep their pages until they stop; then "
-	       "`prealloc pool --gc` gives them back\n");
+	       "`prealloc gc` gives them back\n");
 	return 0;
 }
 

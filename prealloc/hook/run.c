@@ -45,7 +45,7 @@ static uint64_t backing_page(const char *top)
 static const struct guest_words libvirt_words = {
 	.noun = "domain",
 	.dir = "memory_backing_dir",
-	.reserve_off = "set reserve = yes in " HOOK_CONF " to grow the pool, or shrink the guest",
+	.grow_off = "set grow_pools = yes in " HOOK_CONF " to grow the pool, or shrink the guest",
 	.warm_off = "warm is off (warm = yes in " HOOK_CONF ", or warm='yes' in the domain's "
 		    "<metadata>)",
 };
@@ -85,7 +85,7 @@ static void guest_fill(struct hook_run *run)
 	g->deadline_s = run->set.deadline_s;
 	g->expires = (int64_t)time(NULL) + run->set.start_grace_s;
 	g->deadline = now_seconds() + run->set.deadline_s;
-	g->reserve = tri(run->dom.reserve, run->set.reserve);
+	g->grow_pools = tri(run->dom.grow_pools, run->set.grow_pools);
 	g->prefault = tri(run->dom.prefault, run->set.prefault);
 	g->warm = tri(run->dom.warm, run->set.warm);
 }

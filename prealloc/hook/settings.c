@@ -58,8 +58,9 @@ static int parse_path(const char *v, char *buf, size_t len)
 
 static int apply(struct hook_settings *s, const char *k, const char *v)
 {
-	if (!strcmp(k, "reserve"))
-		return parse_bool(v, &s->reserve);
+	/* "reserve": the key's name before grow_pools, still read. */
+	if (!strcmp(k, "grow_pools") || !strcmp(k, "reserve"))
+		return parse_bool(v, &s->grow_pools);
 	if (!strcmp(k, "prefault"))
 		return parse_bool(v, &s->prefault);
 	if (!strcmp(k, "warm"))
@@ -93,7 +94,7 @@ int settings_load(const char *path, struct hook_settings *s, char *why, size_t w
 	FILE *f;
 	int r = 0;
 
-	*s = (struct hook_settings){ .reserve = true, .deadline_s = 20,
+	*s = (struct hook_settings){ .grow_pools = true, .deadline_s = 20,
 				     .prefault_rate = UINT64_C(256) << 20, .start_grace_s = 600,
 				     .qemu_conf = "/etc/libvirt/qemu.conf",
 				     .status_dir = "/run/libvirt/qemu" };

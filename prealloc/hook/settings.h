@@ -13,7 +13,7 @@
 #define HOOK_CONF "/etc/prealloc/libvirt.conf"
 
 struct hook_settings {
-	bool reserve;		  /* grow pools at prepare (default yes) */
+	bool grow_pools;	  /* grow pools at prepare (default yes; 0.1: reserve) */
 	bool prefault;		  /* pre-fault shared file backing at start (default no) */
 	bool warm;		  /* start file backing on a warm file (default no) */
 	int auto_rule;		  /* placement='auto': AUTO_SPREAD or AUTO_REFUSE */

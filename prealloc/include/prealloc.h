@@ -23,7 +23,7 @@
 #include "prealloc/region.h"	/* the memory a job works on */
 #include "prealloc/job.h"	/* populate, clear, verify; completion; reports */
 #include "prealloc/clear.h"	/* clear kernels, calibration, clearing a file */
-#include "prealloc/admit.h"	/* admission and reservations */
+#include "prealloc/admit.h"	/* admission and claims */
 #include "prealloc/hugepages.h"	/* the hugepage pools' status */
 #include "prealloc/store.h"	/* the record store and its gc */
 #include "prealloc/prepare.h"	/* prepare guest memory in a file, release it */

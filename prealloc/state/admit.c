@@ -110,7 +110,7 @@ static int admit_memory(struct prealloc_ctx *ctx, const struct prealloc_admit_op
 			continue;
 		}
 		fail_with(res, PREALLOC_ADMIT_MEMORY, o->nodes[i], o->node_bytes[i], free_bytes);
-		res->reserved_others = others;
+		res->promised_others = others;
 		return -ENOMEM;
 	}
 	r = admit_warm_take(ctx, o, s, id, first_line, plan, res);
@@ -243,17 +243,17 @@ static int plan_node(struct prealloc_ctx *ctx, const struct prealloc_admit_opts 
 	avail = free_pages > others ? free_pages - others : 0;
 	res->pool_total = total;
 	res->pool_free = free_pages;
-	res->reserved_others = others;
+	res->promised_others = others;
 	plan[i].avail = avail;
 	if ((o->flags & PREALLOC_ADMIT_NO_CHECK) || avail >= need)
 		return 0;
 	short_by = need - avail;
 	warm = (o->flags & PREALLOC_ADMIT_KEEP_WARM) ? 0 : admit_warm_left(s, o, plan, i);
-	if (warm >= short_by || (o->flags & PREALLOC_ADMIT_RESERVE))
+	if (warm >= short_by || (o->flags & PREALLOC_ADMIT_GROW_POOLS))
 		plan[i].take = MIN(warm, short_by);
 	if (plan[i].take == short_by)
 		return 0;
-	if (!(o->flags & PREALLOC_ADMIT_RESERVE)) {
+	if (!(o->flags & PREALLOC_ADMIT_GROW_POOLS)) {
 		fail_with(res, PREALLOC_ADMIT_POOL, o->nodes[i], need, avail);
 		return -ENOMEM;
 	}
@@ -323,7 +323,7 @@ static int admit_hugetlb(struct prealloc_ctx *ctx, const struct prealloc_admit_o
 	uint64_t ps = o->page_size, need_total = 0, cg_left;
 	bool check = !(o->flags & PREALLOC_ADMIT_NO_CHECK);
 	unsigned int first_line = s->r[store_find(s, id)].nr_pools;
-	double deadline = now_seconds() + o->reserve_timeout_ms / 1000.0;
+	double deadline = now_seconds() + o->grow_timeout_ms / 1000.0;
 	int r = 0;
 
 	for (unsigned int i = 0; i < o->nr_nodes; i++) {
@@ -392,15 +392,15 @@ int admit_check_opts(struct prealloc_ctx *ctx, const struct prealloc_admit_opts 
 	if (o->page_size != PREALLOC_PAGE_4K && o->page_size != PREALLOC_PAGE_2M &&
 	    o->page_size != PREALLOC_PAGE_1G)
 		return -EINVAL;
-	if ((o->owner && strchr(o->owner, '\n')) ||
+	if ((o->tag && strchr(o->tag, '\n')) ||
 	    (o->holder && (!*o->holder || strlen(o->holder) >= 256)) ||
 	    (o->holder_check && strlen(o->holder_check) >= PATH_MAX))
 		return -EINVAL;
 	for (unsigned int i = 0; i < o->nr_nodes; i++)
 		if (!topo_node(ctx, o->nodes[i]))
 			return -ENODEV;
-	if (!o->reserve_timeout_ms)
-		o->reserve_timeout_ms = ADMIT_RESERVE_TIMEOUT_MS;
+	if (!o->grow_timeout_ms)
+		o->grow_timeout_ms = ADMIT_RESERVE_TIMEOUT_MS;
 	if (!o->lock_timeout_ms)
 		o->lock_timeout_ms = ADMIT_LOCK_TIMEOUT_MS;
 	return 0;

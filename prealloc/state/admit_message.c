@@ -63,13 +63,13 @@ static bool memory_message(const struct prealloc_admit_result *res, char *buf, s
 	case PREALLOC_ADMIT_MEMORY:
 		snprintf(buf, len,
 			 "node %d has %s free, %s needed; use a smaller size, another node, or "
-			 "hugepages (--page-size 2M --reserve)", res->node, a, b);
+			 "hugepages (--page-size 2M --grow-pools)", res->node, a, b);
 		return true;
 	case PREALLOC_ADMIT_MEMCG:
 		snprintf(buf, len,
 			 "the memory cgroup limit %s leaves room for %s (its reclaimable file cache "
 			 "counted), %s needed; raise the limit, use a smaller size, or hugepages "
-			 "(--page-size 2M --reserve: they are not charged to the memory cgroup)",
+			 "(--page-size 2M --grow-pools: they are not charged to the memory cgroup)",
 			 res->cgroup, a, b);
 		return true;
 	case PREALLOC_ADMIT_FS:
@@ -82,7 +82,7 @@ static bool memory_message(const struct prealloc_admit_result *res, char *buf, s
 	}
 }
 
-void admit_message(const struct prealloc_admit_result *res, int err, bool reserve, char *buf,
+void admit_message(const struct prealloc_admit_result *res, int err, bool grow_pools, char *buf,
 		   size_t len)
 {
 	const char *lbl = prealloc_page_name(res->page_size);
@@ -100,16 +100,16 @@ void admit_message(const struct prealloc_admit_result *res, int err, bool reserv
 		}
 		snprintf(buf, len,
 			 "node %d has %llu free %s hugepages (%llu free in its pool of %llu, %llu "
-			 "reserved by other runs), %llu needed; pass --reserve to grow the node's "
+			 "promised to other runs), %llu needed; pass --grow-pools to grow the node's "
 			 "pool, use a smaller size or another node%s",
 			 res->node, avail, lbl, (unsigned long long)res->pool_free,
-			 (unsigned long long)res->pool_total, (unsigned long long)res->reserved_others,
+			 (unsigned long long)res->pool_total, (unsigned long long)res->promised_others,
 			 need, boot);
 		return;
 	case PREALLOC_ADMIT_GLOBAL:
 		snprintf(buf, len,
 			 "only %llu %s hugepages are free system-wide once other programs' "
-			 "reservations are counted, %llu needed; pass --reserve, use a smaller size%s",
+			 "reservations are counted, %llu needed; pass --grow-pools, use a smaller size%s",
 			 avail, lbl, need, boot);
 		return;
 	case PREALLOC_ADMIT_CGROUP:
@@ -128,7 +128,7 @@ void admit_message(const struct prealloc_admit_result *res, int err, bool reserv
 			return;
 		}
 		snprintf(buf, len, "cannot %s: %s%s",
-			 reserve ? "grow the hugepage pool or write the record store"
+			 grow_pools ? "grow the hugepage pool or write the record store"
 				 : "write the record store",
 			 strerror(-err), err == -EACCES || err == -EPERM ? " (run as root)" : "");
 		return;

@@ -39,7 +39,7 @@ EXPORT int prealloc_pool_status(struct prealloc_ctx *ctx, int node, uint64_t pag
 
 			if (p->node != node || p->page_size != page_size)
 				continue;
-			st.reserved += record_outstanding(ctx, &s.r[i], p);
+			st.promised += record_outstanding(ctx, &s.r[i], p);
 			st.added += p->added;
 			st.owners++;
 		}
@@ -92,7 +92,7 @@ EXPORT int prealloc_store_entry(struct prealloc_ctx *ctx, unsigned int index,
 		out.pid = rec->owner.kind == PREALLOC_OWNER_RUN ? rec->owner.pid : 0;
 		out.dev = rec->dev;
 		out.ino = rec->ino;
-		snprintf(out.owner, sizeof(out.owner), "%s", owner_label(rec));
+		snprintf(out.tag, sizeof(out.tag), "%s", owner_label(rec));
 		r = 0;
 	}
 	store_free(&s);

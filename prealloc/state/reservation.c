@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Reservations: the handle prealloc_admit() returns, its owner, commit and
- * rollback (the record's end itself is settle.c's).
+ * Claims: the handle prealloc_admit() returns, its tag, commit and
+ * rollback (the record's end itself is settle.c's). 0.1 called a claim a
+ * reservation: the old names are exported as aliases (docs/abi.md).
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -12,7 +13,7 @@
 
 #include "state.h"
 
-struct prealloc_reservation {
+struct prealloc_claim {
 	struct prealloc_ctx *ctx;
 	uint64_t id;
 	uint64_t page_size;
@@ -22,29 +23,29 @@ struct prealloc_reservation {
 	struct rec_owner holder; /* kind NONE: the file holds the growth */
 };
 
-struct resv_new {
+struct claim_new {
 	const struct prealloc_admit_opts *o;
-	struct prealloc_reservation *resv;
+	struct prealloc_claim *claim;
 };
 
-static int resv_make(struct prealloc_ctx *ctx, struct store *s, void *arg)
+static int claim_make(struct prealloc_ctx *ctx, struct store *s, void *arg)
 {
-	const struct resv_new *n = arg;
-	struct record *rec = store_add(s, n->resv->id);
-	const char *owner = n->o->owner;
+	const struct claim_new *n = arg;
+	struct record *rec = store_add(s, n->claim->id);
+	const char *tag = n->o->tag;
 
 	if (!rec)
 		return -ENOMEM;
 	rec->state = PREALLOC_RECORD_PREPARING;
 	owner_self(ctx, &rec->owner);
 	rec->page_size = n->o->page_size;
-	if (owner && owner[0] == '/') {
+	if (tag && tag[0] == '/') {
 		struct stat st;
 
 		rec->has_file = true;
-		snprintf(rec->path, sizeof(rec->path), "%s", owner);
-		/* Known by identity when it exists already (set_owner names it later otherwise). */
-		if (stat(owner, &st) == 0 && S_ISREG(st.st_mode)) {
+		snprintf(rec->path, sizeof(rec->path), "%s", tag);
+		/* Known by identity when it exists already (set_tag names it later otherwise). */
+		if (stat(tag, &st) == 0 && S_ISREG(st.st_mode)) {
 			rec->dev = (uint64_t)st.st_dev;
 			rec->ino = (uint64_t)st.st_ino;
 			rec->size = (uint64_t)st.st_size;
@@ -53,32 +54,32 @@ static int resv_make(struct prealloc_ctx *ctx, struct store *s, void *arg)
 	return 0;
 }
 
-static int resv_admitted(struct prealloc_ctx *ctx, struct store *s, void *arg)
+static int claim_admitted(struct prealloc_ctx *ctx, struct store *s, void *arg)
 {
-	struct resv_new *n = arg;
+	struct claim_new *n = arg;
 
 	(void)ctx;
 	(void)s;
-	n->resv->in_store = true;
+	n->claim->in_store = true;
 	return 0;
 }
 
 static int admit_record(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *o,
-			struct prealloc_reservation *resv, struct prealloc_admit_result *res)
+			struct prealloc_claim *claim, struct prealloc_admit_result *res)
 {
-	static const struct admit_new_ops ops = { .make = resv_make, .admitted = resv_admitted };
-	struct resv_new n = { .o = o, .resv = resv };
+	static const struct admit_new_ops ops = { .make = claim_make, .admitted = claim_admitted };
+	struct claim_new n = { .o = o, .claim = claim };
 
-	return admit_new(ctx, o, resv->id, &ops, &n, res);
+	return admit_new(ctx, o, claim->id, &ops, &n, res);
 }
 
 EXPORT int prealloc_admit(struct prealloc_ctx *ctx, const struct prealloc_admit_opts *opts,
-			  struct prealloc_reservation **ret_resv,
+			  struct prealloc_claim **ret_resv,
 			  struct prealloc_admit_result *ret_result)
 {
 	struct prealloc_admit_result res = { .size = sizeof(res), .node = -1 };
 	struct prealloc_admit_opts o;
-	struct prealloc_reservation *resv;
+	struct prealloc_claim *claim;
 	int r;
 
 	if (!ctx || !opts || !ret_resv)
@@ -86,50 +87,50 @@ EXPORT int prealloc_admit(struct prealloc_ctx *ctx, const struct prealloc_admit_
 	r = admit_check_opts(ctx, opts, &o);
 	if (r < 0)
 		return r;
-	resv = calloc(1, sizeof(*resv));
-	if (!resv)
+	claim = calloc(1, sizeof(*claim));
+	if (!claim)
 		return -ENOMEM;
-	resv->ctx = ctx;
-	resv->id = record_new_id();
-	resv->page_size = o.page_size;
-	resv->lock_timeout_ms = o.lock_timeout_ms;
+	claim->ctx = ctx;
+	claim->id = record_new_id();
+	claim->page_size = o.page_size;
+	claim->lock_timeout_ms = o.lock_timeout_ms;
 	if (o.holder)
-		owner_holder(&resv->holder, o.holder, o.holder_check, o.holder_expires);
+		owner_holder(&claim->holder, o.holder, o.holder_check, o.holder_expires);
 	res.page_size = o.page_size;
-	r = admit_record(ctx, &o, resv, &res);
+	r = admit_record(ctx, &o, claim, &res);
 	if (r < 0)
 		res.reason = admit_reason(r, res.reason);
 	if (ret_result && ret_result->size >= sizeof(size_t))
 		copy_sized_out(ret_result, &res, sizeof(res));
 	if (r < 0) {
-		free(resv);
+		free(claim);
 		return r;
 	}
-	*ret_resv = resv;
+	*ret_resv = claim;
 	return 0;
 }
 
-/* Applies fn to the reservation's record under the lock (fn saves); no record: nothing to do. */
-static int resv_update(struct prealloc_reservation *resv,
+/* Applies fn to the claim's record under the lock (fn saves); no record: nothing to do. */
+static int claim_update(struct prealloc_claim *claim,
 		       int (*fn)(struct prealloc_ctx *ctx, struct store *s, size_t ri, void *arg),
 		       void *arg)
 {
-	int r = store_update(resv->ctx, resv->lock_timeout_ms, resv->id, fn, arg);
+	int r = store_update(claim->ctx, claim->lock_timeout_ms, claim->id, fn, arg);
 
 	return r == -ENOENT ? 0 : r;
 }
 
-static int set_owner_fn(struct prealloc_ctx *ctx, struct store *s, size_t ri, void *arg)
+static int set_tag_fn(struct prealloc_ctx *ctx, struct store *s, size_t ri, void *arg)
 {
-	const char *owner = arg;
+	const char *tag = arg;
 	struct record *r = &s->r[ri];
 	char abs[PATH_MAX];
 	struct stat st;
 
-	snprintf(r->path, sizeof(r->path), "%s", owner);
-	r->has_file = owner[0] == '/';
+	snprintf(r->path, sizeof(r->path), "%s", tag);
+	r->has_file = tag[0] == '/';
 	/* A file is known by its identity too, so a reused path is not mistaken for it. */
-	if (stat(owner, &st) == 0 && S_ISREG(st.st_mode) && realpath(owner, abs)) {
+	if (stat(tag, &st) == 0 && S_ISREG(st.st_mode) && realpath(tag, abs)) {
 		snprintf(r->path, sizeof(r->path), "%s", abs);
 		r->has_file = true;
 		r->dev = (uint64_t)st.st_dev;
@@ -141,13 +142,13 @@ static int set_owner_fn(struct prealloc_ctx *ctx, struct store *s, size_t ri, vo
 	return store_save(ctx, s);
 }
 
-EXPORT int prealloc_reservation_set_owner(struct prealloc_reservation *resv, const char *owner)
+EXPORT int prealloc_claim_set_tag(struct prealloc_claim *claim, const char *tag)
 {
-	if (!resv || !owner || !*owner || strchr(owner, '\n') || strlen(owner) >= PATH_MAX)
+	if (!claim || !tag || !*tag || strchr(tag, '\n') || strlen(tag) >= PATH_MAX)
 		return -EINVAL;
-	if (!resv->in_store)
+	if (!claim->in_store)
 		return 0;
-	return resv_update(resv, set_owner_fn, (void *)owner);
+	return claim_update(claim, set_tag_fn, (void *)tag);
 }
 
 static int commit_fn(struct prealloc_ctx *ctx, struct store *s, size_t ri, void *arg)
@@ -168,18 +169,18 @@ static int commit_fn(struct prealloc_ctx *ctx, struct store *s, size_t ri, void 
 	return store_save(ctx, s);
 }
 
-EXPORT int prealloc_reservation_commit(struct prealloc_reservation *resv)
+EXPORT int prealloc_claim_commit(struct prealloc_claim *claim)
 {
 	int r = 0;
 
-	if (!resv)
+	if (!claim)
 		return -EINVAL;
-	if (resv->finished)
+	if (claim->finished)
 		return -EALREADY;
-	if (resv->in_store)
-		r = resv_update(resv, commit_fn, &resv->holder);
+	if (claim->in_store)
+		r = claim_update(claim, commit_fn, &claim->holder);
 	if (r == 0)
-		resv->finished = true;
+		claim->finished = true;
 	return r;
 }
 
@@ -192,37 +193,49 @@ static int rollback_fn(struct prealloc_ctx *ctx, struct store *s, size_t ri, voi
 	return record_settle(ctx, s, ri, false, info);
 }
 
-EXPORT int prealloc_reservation_rollback(struct prealloc_reservation *resv, uint64_t *ret_returned)
+EXPORT int prealloc_claim_rollback(struct prealloc_claim *claim, uint64_t *ret_returned)
 {
 	struct prealloc_release_info info = { .size = sizeof(info) };
 	int r = 0;
 
 	if (ret_returned)
 		*ret_returned = 0;
-	if (!resv)
+	if (!claim)
 		return -EINVAL;
-	if (resv->finished)
+	if (claim->finished)
 		return -EALREADY;
-	if (resv->in_store)
-		r = resv_update(resv, rollback_fn, &info);
+	if (claim->in_store)
+		r = claim_update(claim, rollback_fn, &info);
 	if (ret_returned)
 		*ret_returned = info.returned;
 	if (r == 0)
-		resv->finished = true;
+		claim->finished = true;
 	return r;
 }
 
-EXPORT void prealloc_reservation_abandon(struct prealloc_reservation *resv)
+EXPORT void prealloc_claim_abandon(struct prealloc_claim *claim)
 {
-	/* The store keeps the record; pool --gc settles it once we are gone. */
-	free(resv);
+	/* The store keeps the record; prealloc gc settles it once we are gone. */
+	free(claim);
 }
 
-EXPORT void prealloc_reservation_free(struct prealloc_reservation *resv)
+EXPORT void prealloc_claim_free(struct prealloc_claim *claim)
 {
-	if (!resv)
+	if (!claim)
 		return;
-	if (!resv->finished)
-		prealloc_reservation_rollback(resv, NULL);
-	free(resv);
+	if (!claim->finished)
+		prealloc_claim_rollback(claim, NULL);
+	free(claim);
 }
+
+/* 0.1's names, still exported at PREALLOC_0.1 (docs/abi.md). */
+#undef prealloc_reservation_set_owner
+#undef prealloc_reservation_commit
+#undef prealloc_reservation_rollback
+#undef prealloc_reservation_abandon
+#undef prealloc_reservation_free
+EXPORT_ALIAS(prealloc_reservation_set_owner, prealloc_claim_set_tag);
+EXPORT_ALIAS(prealloc_reservation_commit, prealloc_claim_commit);
+EXPORT_ALIAS(prealloc_reservation_rollback, prealloc_claim_rollback);
+EXPORT_ALIAS(prealloc_reservation_abandon, prealloc_claim_abandon);
+EXPORT_ALIAS(prealloc_reservation_free, prealloc_claim_free);

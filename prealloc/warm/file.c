@@ -227,7 +227,7 @@ int warm_create(struct prealloc_ctx *ctx, int node, uint64_t page_size, const ch
 	struct prealloc_prepare_info pinfo = { .size = sizeof(pinfo) };
 	struct prealloc_prepare_opts po = {
 		.size = sizeof(po),
-		.flags = PREALLOC_PREPARE_VERIFY | PREALLOC_PREPARE_RESERVE,
+		.flags = PREALLOC_PREPARE_VERIFY | PREALLOC_PREPARE_GROW_POOLS,
 		.page_size = page_size,
 		.length = length,
 		.nr_nodes = 1,

@@ -33,7 +33,7 @@ cleanup() {
 	printf 'node0.2M = 0 @ %s\n' "$mnt" > "$PREALLOC_WARM_CONF"
 	"$P" warm give --holder bench > /dev/null 2>&1 || true
 	"$P" warm fill > /dev/null 2>&1 || true
-	"$P" pool --gc > /dev/null 2>&1 || true
+	"$P" gc > /dev/null 2>&1 || true
 	umount "$mnt" 2> /dev/null || true
 	echo "$pool" > /proc/sys/vm/nr_hugepages
 	rm -rf "$out"

@@ -28,7 +28,7 @@ cleanup() {
 	"$P" warm give --holder bench > /dev/null 2>&1 || true
 	"$P" warm fill > /dev/null 2>&1 || true
 	rm -f "$mnt"/cold "$mnt"/warm
-	"$P" pool --gc > /dev/null 2>&1 || true
+	"$P" gc > /dev/null 2>&1 || true
 	umount "$mnt" 2> /dev/null || true
 	[ "$page" = 4k ] || echo "$pool" > /proc/sys/vm/nr_hugepages
 	rm -rf "$out"

@@ -58,7 +58,7 @@ run() {
 	} | mask >> "$out"
 }
 : > "$out"
-for c in "" info pool rm clear bench vfio-map "warm take" "warm give" "warm fill" \
+for c in "" info pool gc rm clear bench vfio-map "warm take" "warm give" "warm fill" \
 	 "warm serve" "warm status" "warm drain"; do
 	# shellcheck disable=SC2086 # the command's words
 	run "$P" $c --help
@@ -105,3 +105,4 @@ run "$P" warm drain
 run "$P" warm status --json
 run "$P" vfio-map --bogus
 run "$P" pool --gc
+run "$P" gc

@@ -141,7 +141,7 @@ for line in open(sys.argv[1]):
                 sys.stdout.write(urllib.parse.unquote(p) + "\0")
 PY
 			while IFS= read -r -d '' f; do rm -f -- "$f"; done
-		"$PREALLOC" pool --gc > /dev/null 2>&1
+		"$PREALLOC" gc > /dev/null 2>&1
 	fi
 	for ((i = ${#TRACKED_MOUNTS[@]} - 1; i >= 0; i--)); do
 		m=${TRACKED_MOUNTS[$i]}

@@ -2,10 +2,10 @@
 # SPDX-License-Identifier: MIT
 # 1G pages. The test first asks the kernel itself for one more 1G page on
 # node 0 and reads the pool back. If the kernel cannot allocate it (read-back
-# below the request: proven, e.g. fragmentation), 'prealloc --reserve' must
+# below the request: proven, e.g. fragmentation), 'prealloc --grow-pools' must
 # fail before allocating and advise boot-time reservation. If it can, the
-# 1G path runs end to end: refusal without --reserve (with the advice),
-# success with --reserve, and 'prealloc rm' returns the pool to baseline.
+# 1G path runs end to end: refusal without --grow-pools (with the advice),
+# success with --grow-pools, and 'prealloc rm' returns the pool to baseline.
 . "$(dirname "$0")/lib-admit.sh"
 
 KB=1048576
@@ -27,12 +27,12 @@ need=$((base_free + 1))
 
 if [ "$got" -lt "$want" ]; then
 	echo "# the kernel allocated $got of $want 1G pages: runtime allocation fails here"
-	"$PREALLOC" --node 0 --file "$M/vm" --reserve --reserve-timeout 1 ${need}G 2> "$TMP/err"
+	"$PREALLOC" --node 0 --file "$M/vm" --grow-pools --grow-timeout 1 ${need}G 2> "$TMP/err"
 	rc=$?
 	cat "$TMP/err"
-	check "reserve: exit 3 (got $rc)" [ $rc -eq 3 ]
-	check "reserve: says the kernel allocated fewer" grep -q "allocated only" "$TMP/err"
-	check "reserve: advises boot-time reservation" grep -q "hugepagesz=1G hugepages=N" "$TMP/err"
+	check "grow_pools: exit 3 (got $rc)" [ $rc -eq 3 ]
+	check "grow_pools: says the kernel allocated fewer" grep -q "allocated only" "$TMP/err"
+	check "grow_pools: advises boot-time reservation" grep -q "hugepagesz=1G hugepages=N" "$TMP/err"
 	check "no file left" [ ! -e "$M/vm" ]
 	check "pool as found" [ "$(hp nr $KB)" -eq "$base_nr" ]
 	finish
@@ -43,18 +43,18 @@ echo "# the kernel can allocate 1G pages at run time: end to end"
 "$PREALLOC" --node 0 --file "$M/vm" ${need}G 2> "$TMP/err"
 rc=$?
 cat "$TMP/err"
-check "no --reserve: refused with exit 3 (got $rc)" [ $rc -eq 3 ]
-check "no --reserve: names node 0, free and needed" \
+check "no --grow-pools: refused with exit 3 (got $rc)" [ $rc -eq 3 ]
+check "no --grow-pools: names node 0, free and needed" \
 	grep -q "node 0 has $base_free free 1G hugepages.*$need needed" "$TMP/err"
-check "no --reserve: advises boot-time reservation" grep -q "hugepagesz=1G hugepages=N" "$TMP/err"
-check "no --reserve: no file left" [ ! -e "$M/vm" ]
+check "no --grow-pools: advises boot-time reservation" grep -q "hugepagesz=1G hugepages=N" "$TMP/err"
+check "no --grow-pools: no file left" [ ! -e "$M/vm" ]
 
-"$PREALLOC" -q --node 0 --file "$M/vm" --reserve ${need}G
+"$PREALLOC" -q --node 0 --file "$M/vm" --grow-pools ${need}G
 rc=$?
-check "--reserve: exit 0 (got $rc)" [ $rc -eq 0 ]
-check "--reserve: file holds $need GiB" \
+check "--grow-pools: exit 0 (got $rc)" [ $rc -eq 0 ]
+check "--grow-pools: file holds $need GiB" \
 	[ "$(stat -c %b "$M/vm" 2>/dev/null || echo 0)" -eq $((need * 2097152)) ]
-check "--reserve: pool grew by one page ($(hp nr $KB))" [ "$(hp nr $KB)" -eq $((base_nr + 1)) ]
+check "--grow-pools: pool grew by one page ($(hp nr $KB))" [ "$(hp nr $KB)" -eq $((base_nr + 1)) ]
 "$PREALLOC" rm "$M/vm"
 check "rm: exit 0" [ $? -eq 0 ]
 check "rm: pool back at baseline (total $(hp nr $KB), free $(hp free $KB))" \

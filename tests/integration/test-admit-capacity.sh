@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# An absurd --reserve is refused at once, before any pool write: 64T on
+# An absurd --grow-pools is refused at once, before any pool write: 64T on
 # node 0 exits 3 within a second naming the estimate and the margin, the
 # pool untouched. A large growth goes in steps (test point grow-step stops
 # the run between two of them), and SIGINT there gives the growth back:
@@ -13,7 +13,7 @@ M=$MNT
 # --- 64T: refused at once -------------------------------------------------
 base_nr=$(hp nr 2048)
 t0=$(date +%s.%N)
-"$PREALLOC" --node 0 --page-size 2M --reserve --file "$M/big" 64T 2> "$TMP/err"
+"$PREALLOC" --node 0 --page-size 2M --grow-pools --file "$M/big" 64T 2> "$TMP/err"
 rc=$?
 t1=$(date +%s.%N)
 cat "$TMP/err"
@@ -36,7 +36,7 @@ base_nr=$(hp nr 2048)
 base_free=$(hp free 2048)
 need=$((base_free + 3 * step))
 echo "# baseline: node 0 2M pool $base_nr, free $base_free; step $step pages; asking $need"
-PREALLOC_TEST_PAUSE=grow-step "$PREALLOC" -q --node 0 --reserve --reserve-timeout 30 \
+PREALLOC_TEST_PAUSE=grow-step "$PREALLOC" -q --node 0 --grow-pools --grow-timeout 30 \
 	--file "$M/vm" $((need * 2))M 2> "$TMP/err" &
 pid=$!
 on_exit "kill -9 $pid 2>/dev/null"

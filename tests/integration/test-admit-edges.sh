@@ -4,7 +4,7 @@
 #  1. another program's hugetlbfs mapping, made MAP_SHARED and never faulted
 #     (a VMM that mapped its guest RAM), holds pages that are still free: a
 #     request that only fits if they are counted free is refused by
-#     admission (exit 3), and with --reserve the pool grows around them;
+#     admission (exit 3), and with --grow-pools the pool grows around them;
 #  2. a 4k request larger than the machine's memory is refused (exit 3);
 #  3. a run admitted but not yet faulted (stopped at after-admission) keeps
 #     its pages when another run's growth is given back meanwhile (its file
@@ -53,11 +53,11 @@ PY
 	check "foreign: refused by admission, before any mapping ($(head -1 "$TMP/err"))" \
 		grep -q "free 2M hugepages" "$TMP/err"
 	check "foreign: no file, no record" [ ! -e "$MNT/x" -a "$(store_records)" -eq 0 ]
-	# With --reserve the pool must grow past the mapping's share, not fail
+	# With --grow-pools the pool must grow past the mapping's share, not fail
 	# at the mmap the kernel refuses for want of unreserved pages.
-	"$PREALLOC" -q --reserve --node 0 --page-size 2M --file "$MNT/x" 16M 2> "$TMP/err"
+	"$PREALLOC" -q --grow-pools --node 0 --page-size 2M --file "$MNT/x" 16M 2> "$TMP/err"
 	rc=$?
-	check "foreign: with --reserve the pool grows around the mapping: exit 0 (got $rc: $(head -1 "$TMP/err"))" \
+	check "foreign: with --grow-pools the pool grows around the mapping: exit 0 (got $rc: $(head -1 "$TMP/err"))" \
 		[ $rc -eq 0 -a "$(stat -c %b "$MNT/x" 2>/dev/null || echo 0)" -eq $((16 * 2048)) ]
 	"$PREALLOC" rm "$MNT/x" 2>/dev/null
 	kill $MP; wait $MP 2>/dev/null
@@ -79,8 +79,8 @@ check "4k: no file, no record" [ ! -e "$SHM/big" -a "$(store_records)" -eq 0 ]
 # ---- 3. give-back vs an admitted, unfaulted run --------------------------
 set_free 0 || bail "cannot empty node 0's free 2M pages"
 nr_empty=$(hp nr 2048)
-"$PREALLOC" -q --reserve --node 0 --page-size 2M --file "$MNT/a" 32M ||
-	bail "--reserve of 32M from an empty pool failed"
+"$PREALLOC" -q --grow-pools --node 0 --page-size 2M --file "$MNT/a" 32M ||
+	bail "--grow-pools of 32M from an empty pool failed"
 check "promise: A grew the pool by 16" [ "$(hp nr 2048)" -eq $((nr_empty + 16)) ]
 rm -f "$MNT/a"	# deleted behind prealloc's back: its 16 pages free, its growth recorded
 PREALLOC_TEST_PAUSE=after-admission "$PREALLOC" -q --node 0 --page-size 2M --threads 1 \
@@ -88,7 +88,7 @@ PREALLOC_TEST_PAUSE=after-admission "$PREALLOC" -q --node 0 --page-size 2M --thr
 B=$!
 on_exit "kill -9 $B"
 wait_stopped $B || bail "run B never stopped after its admission ($(cat "$TMP/b.err"))"
-"$PREALLOC" pool --gc > "$TMP/gc.out" 2>&1
+"$PREALLOC" gc > "$TMP/gc.out" 2>&1
 check "promise: gc gives back none of A's growth while B is promised it (nr $(hp nr 2048))" \
 	[ "$(hp nr 2048)" -eq $((nr_empty + 16)) ]
 kill -CONT $B
@@ -97,7 +97,7 @@ rc=$?
 check "promise: B populates after all (exit $rc: $(head -1 "$TMP/b.err"))" \
 	[ $rc -eq 0 -a "$(stat -c %b "$MNT/b" 2>/dev/null || echo 0)" -eq $((32 * 2048)) ]
 "$PREALLOC" rm "$MNT/b"
-"$PREALLOC" pool --gc > /dev/null 2>&1
+"$PREALLOC" gc > /dev/null 2>&1
 check "promise: with B gone, A's growth goes back (nr $(hp nr 2048), was $nr_empty)" \
 	[ "$(hp nr 2048)" -eq "$nr_empty" -a "$(store_records)" -eq 0 ]
 
@@ -112,6 +112,6 @@ check "size: rm of a file of ours grown to 32M refuses with exit 4 (got $rc: $(h
 	[ $rc -eq 4 ]
 check "size: the file is still there" [ -f "$SHM/s" ]
 rm -f "$SHM/s"
-"$PREALLOC" pool --gc > /dev/null 2>&1
+"$PREALLOC" gc > /dev/null 2>&1
 check "size: gc settles its record once the file is gone" [ "$(store_records)" -eq 0 ]
 finish

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# Two 'prealloc --reserve' runs released at the same instant, each needing
-# the pool to grow: both succeed and the pool ends with both reservations
+# Two 'prealloc --grow-pools' runs released at the same instant, each needing
+# the pool to grow: both succeed and the pool ends with both growths
 # (a read-modify-write of nr_hugepages would lose one). rm gives both back.
 . "$(dirname "$0")/lib-admit.sh"
 
@@ -15,7 +15,7 @@ echo "# baseline: node 0 2M pool $base_nr, free $base_free; two runs of $need pa
 # A FIFO releases both at once: opening it for reading blocks until a writer opens it.
 mkfifo "$TMP/go"
 for i in 1 2; do
-	( read -r _ < "$TMP/go"; exec "$PREALLOC" -q --node 0 --file "$M/vm$i" --reserve $((need * 2))M ) \
+	( read -r _ < "$TMP/go"; exec "$PREALLOC" -q --node 0 --file "$M/vm$i" --grow-pools $((need * 2))M ) \
 		2> "$TMP/err$i" &
 	eval "pid$i=$!"
 	on_exit "kill $!"
@@ -31,7 +31,7 @@ for i in 1 2; do
 	check "vm$i holds all its pages" [ "$(stat -c %b "$M/vm$i" 2>/dev/null || echo 0)" -eq $((need * 4096)) ]
 done
 growth=$((2 * need - base_free))
-check "pool holds both reservations: total $(hp nr 2048) = $base_nr + $growth" \
+check "pool holds both growths: total $(hp nr 2048) = $base_nr + $growth" \
 	[ "$(hp nr 2048)" -eq $((base_nr + growth)) ]
 check "the store has two owners" [ "$(store_records)" -eq 2 ]
 "$PREALLOC" pool

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# SIGINT (then SIGTERM) in the middle of a multi-GiB --reserve run: the job
+# SIGINT (then SIGTERM) in the middle of a multi-GiB --grow-pools run: the job
 # is cancelled at chunk granularity and rolled back; exit 130 (143), no
 # file, the pool at its baseline, the store empty, within a bounded time.
 # A second signal right after the first must not skip the rollback.
@@ -13,7 +13,7 @@ private_hugetlbfs 2M
 M=$MNT
 base_nr=$(hp nr 2048)
 base_free=$(hp free 2048)
-# More pages than are free, so that --reserve must grow the pool.
+# More pages than are free, so that --grow-pools must grow the pool.
 need=$((base_free + 64))
 [ $need -ge $((MIN_MB / 2)) ] || need=$((MIN_MB / 2))
 SIZE_MB=$((need * 2))
@@ -21,7 +21,7 @@ echo "# baseline: node 0 2M pool $base_nr, free $base_free; runs of $SIZE_MB MiB
 
 interrupt() {	# interrupt SIGNAL EXPECTED_EXIT
 	local sig=$1 want=$2 pid rc t0 t1 blocks=0 i grown
-	"$PREALLOC" -q --node 0 --threads 1 --file "$M/vm" --reserve ${SIZE_MB}M 2> "$TMP/err" &
+	"$PREALLOC" -q --node 0 --threads 1 --file "$M/vm" --grow-pools ${SIZE_MB}M 2> "$TMP/err" &
 	pid=$!
 	on_exit "kill -9 $pid"
 	# Wait until population is under way: the file exists and has pages.
@@ -41,7 +41,7 @@ interrupt() {	# interrupt SIGNAL EXPECTED_EXIT
 	cat "$TMP/err"
 	echo "# $sig after $((blocks / 4096)) of $((SIZE_MB / 2)) pages; exit after $(awk "BEGIN { print $t1 - $t0 }") s"
 	check "$sig: signalled mid-run" [ "$blocks" -gt 0 -a "$blocks" -lt $((SIZE_MB * 2048)) ]
-	check "$sig: --reserve grew the pool for the run ($base_nr -> $grown, $need needed)" \
+	check "$sig: --grow-pools grew the pool for the run ($base_nr -> $grown, $need needed)" \
 		[ "$grown" -ge $((base_nr + need - base_free)) ]
 	check "$sig: exit $want (got $rc)" [ $rc -eq "$want" ]
 	check "$sig: exited within $BOUND s" awk "BEGIN { exit !($t1 - $t0 < $BOUND) }"

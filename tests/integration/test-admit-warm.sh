@@ -8,7 +8,7 @@
 #  - admit-warm-recorded: the warm file's record written ahead (DIRTY at its
 #    new size, or QUARANTINED when it goes), its file not changed yet;
 #  - admit-warm-taken: the file cut or removed.
-# After each kill, `warm status --json`, `warm take`, `pool --gc` and `warm
+# After each kill, `warm status --json`, `warm take`, `gc` and `warm
 # fill` exit 0 (a take may also find nothing READY: exit 3, nothing handed);
 # no take hands out a file whose size is not the one asked, or not the one
 # its report gives; after fill every READY record's file is the record's
@@ -140,9 +140,9 @@ for point in admit-warm-recorded admit-warm-taken; do
 		check "$leg: a take at once hands out nothing, or a file of the size asked that its report agrees with ($WHY)" \
 			[ $? -eq 0 ]
 		[ -e "$DIR/first" ] && "$PREALLOC" warm give "$DIR/first" > /dev/null 2>&1
-		"$PREALLOC" pool --gc > "$TMP/gc.out" 2>&1
+		"$PREALLOC" gc > "$TMP/gc.out" 2>&1
 		rc=$?
-		check "$leg: pool --gc exits 0 (rc $rc: $(tail -1 "$TMP/gc.out"))" [ $rc -eq 0 ]
+		check "$leg: gc exits 0 (rc $rc: $(tail -1 "$TMP/gc.out"))" [ $rc -eq 0 ]
 		"$PREALLOC" warm fill > "$TMP/fill.out" 2>&1
 		rc=$?
 		check "$leg: warm fill exits 0 (rc $rc: $(tail -1 "$TMP/fill.out"))" [ $rc -eq 0 ]
@@ -159,7 +159,7 @@ for point in admit-warm-recorded admit-warm-taken; do
 	done
 done
 
-# A growth given back when the warm cut after it fails: 12M with --reserve
+# A growth given back when the warm cut after it fails: 12M with --grow-pools
 # and no free page takes the 8M warm file whole and grows the pool by 2
 # pages first. Stopped once the cut is written ahead, the file's pool link
 # is removed under it, so the cut fails and the request is refused: the 2
@@ -167,7 +167,7 @@ done
 "$PREALLOC" warm fill > /dev/null 2>&1
 use_up
 nr_before=$(hp nr 2048)
-PREALLOC_TEST_PAUSE=admit-warm-recorded "$PREALLOC" --reserve --node 0 --page-size 2M \
+PREALLOC_TEST_PAUSE=admit-warm-recorded "$PREALLOC" --grow-pools --node 0 --page-size 2M \
 	--file "$DIR/grown" 12M > /dev/null 2> "$TMP/grown.err" &
 pid=$!
 if wait_stopped $pid; then
@@ -197,11 +197,11 @@ else
 	fail "a cut that fails after a growth: never stopped at admit-warm-recorded ($(cat "$TMP/grown.err"))"
 fi
 "$PREALLOC" rm "$DIR/grown" > /dev/null 2>&1
-"$PREALLOC" pool --gc > /dev/null 2>&1
+"$PREALLOC" gc > /dev/null 2>&1
 
 for ((i = 1; i <= FILLS; i++)); do "$PREALLOC" rm "$DIR/fillup$i" > /dev/null 2>&1; done
 "$PREALLOC" warm fill > /dev/null 2>&1
-"$PREALLOC" pool --gc > /dev/null 2>&1
+"$PREALLOC" gc > /dev/null 2>&1
 check "at the end: the target READY again, every READY record its file's size ($(status ready_bytes) READY; $(ready_agrees))" \
 	all_of '[ "$(status ready_bytes)" -eq $SZB ] && ready_agrees > /dev/null'
 finish

@@ -1,8 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# SIGKILL a `prealloc --reserve` run anywhere: at each named point of the
+# SIGKILL a `prealloc --grow-pools` run anywhere: at each named point of the
 # prepare flow (PREALLOC_TEST_PAUSE stops it there), during populate, and at
-# 24 moments spread over a run. Whatever the moment, `prealloc pool --gc`
+# 24 moments spread over a run. Whatever the moment, `prealloc gc`
 # (or `prealloc rm FILE`) must leave node 0's 2M pool as it was, no file in
 # the mount (final or hidden) and no record; unless the record had turned
 # READY, when the file stays through gc and `rm` returns everything. `rm`
@@ -13,7 +13,7 @@
 
 private_hugetlbfs 2M
 # A few free pages to start with (so that giving back more than was added
-# would show), fewer than a run needs (so that --reserve must grow the pool).
+# would show), fewer than a run needs (so that --grow-pools must grow the pool).
 START_FREE=${START_FREE:-16}
 f=$(hp free 2048)
 if [ "$f" -lt "$START_FREE" ]; then
@@ -29,7 +29,7 @@ K=$MNT/k
 timed_run() {
 	local t0 t1 rc
 	t0=$(date +%s.%N)
-	"$PREALLOC" -q --reserve --node 0 --page-size 2M --threads 1 --file "$K" ${SIZE_MB}M
+	"$PREALLOC" -q --grow-pools --node 0 --page-size 2M --threads 1 --file "$K" ${SIZE_MB}M
 	rc=$?
 	t1=$(date +%s.%N)
 	T=$(awk "BEGIN { print $t1 - $t0 }")
@@ -40,7 +40,7 @@ timed_run() {
 
 PID=
 start_run() {	# start_run [PAUSE_POINT]
-	PREALLOC_TEST_PAUSE=${1:-} "$PREALLOC" -q --reserve --node 0 --page-size 2M --threads 1 \
+	PREALLOC_TEST_PAUSE=${1:-} "$PREALLOC" -q --grow-pools --node 0 --page-size 2M --threads 1 \
 		--file "$K" ${SIZE_MB}M 2> "$TMP/run.err" &
 	PID=$!
 	on_exit "kill -9 $PID"
@@ -66,8 +66,8 @@ expect_clean() {
 
 # settle_gc LABEL: gc after a kill before READY, then clean.
 settle_gc() {
-	"$PREALLOC" pool --gc > "$TMP/gc.out" 2>&1
-	check "$1: pool --gc exits 0" [ $? -eq 0 ]
+	"$PREALLOC" gc > "$TMP/gc.out" 2>&1
+	check "$1: gc exits 0" [ $? -eq 0 ]
 	expect_clean "$1"
 }
 
@@ -84,8 +84,8 @@ settle_rm() {
 settle_ready() {
 	local rc
 	check "$1: READY, the file is at its final name" [ -f "$K" ]
-	"$PREALLOC" pool --gc > "$TMP/gc.out" 2>&1
-	check "$1: pool --gc keeps the ready file and its record" \
+	"$PREALLOC" gc > "$TMP/gc.out" 2>&1
+	check "$1: gc keeps the ready file and its record" \
 		[ -f "$K" -a "$(ready_records)" -eq 1 -a "$(hidden_files)" -eq 0 ]
 	"$PREALLOC" rm "$K" 2> "$TMP/rm.err"
 	rc=$?

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # --page-size auto on a machine that mounts a 2M hugetlbfs but reserves no
 # pages (Debian's default): it must not fail, but fall back to 4k and say
-# why; with --reserve it takes 2M pages and rm gives them back. At the
+# why; with --grow-pools it takes 2M pages and rm gives them back. At the
 # boundary: a node with exactly the 2M pages needed gets 2M, one short 4k.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -17,7 +17,7 @@ set -e
 mkdir -p "$TMP/hp"
 mount -t hugetlbfs -o pagesize=2M none "$TMP/hp"
 "$PREALLOC" --node 0 --json ${want_mb}M > "$TMP/auto.json" 2> "$TMP/auto.err"
-"$PREALLOC" --node 0 --reserve --json ${want_mb}M > "$TMP/reserve.json" 2> "$TMP/reserve.err"
+"$PREALLOC" --node 0 --grow-pools --json ${want_mb}M > "$TMP/reserve.json" 2> "$TMP/reserve.err"
 f=\$(python3 -c "import json; print(json.load(open('$TMP/reserve.json'))['file'])")
 free_mid=\$(awk '/^HugePages_Free/ {print \$2}' /proc/meminfo)
 "$PREALLOC" rm "\$f" "\$(python3 -c "import json; print(json.load(open('$TMP/auto.json'))['file'])")"
@@ -47,7 +47,7 @@ check "auto with a short 2M pool chose 4k" \
 	[ "$(json_get "$TMP/auto.json" "d['page_label']")" = 4k ]
 check "and says why: $(json_get "$TMP/auto.json" "d.get('note')")" \
 	grep -q "page size auto chose 4k: node 0 has $free0 free 2M hugepages" "$TMP/auto.json"
-check "auto with --reserve chose 2M" \
+check "auto with --grow-pools chose 2M" \
 	[ "$(json_get "$TMP/reserve.json" "d['page_label']")" = 2M ]
 check "all pages on node 0" \
 	[ "$(json_get "$TMP/reserve.json" "d['nodes'][0]['pages_on_node']")" = $((want_mb / 2)) ]

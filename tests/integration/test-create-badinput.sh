@@ -121,5 +121,5 @@ check "the store reads after every refusal (warm status)" \
 	all_of '"$PREALLOC" warm status > /dev/null'	# stdout is TAP
 check "a take of --expires 315360000 (ten years) is written and read back" \
 	all_of '"$PREALLOC" "${take[@]}" --expires 315360000 4k > /dev/null 2>&1 &&
-		"$PREALLOC" warm status > /dev/null && "$PREALLOC" pool --gc > /dev/null'
+		"$PREALLOC" warm status > /dev/null && "$PREALLOC" gc > /dev/null'
 finish	# lib.sh's cleanup unmounts $TMP/shm and removes $disk_dir

@@ -25,7 +25,7 @@ mkdir -p "$SHM"
 mount -t tmpfs -o size=1G none "$SHM" || bail "cannot mount a tmpfs on $SHM"
 track_mount "$SHM"
 # No free 2M page to start with (lib.sh restores the pool at exit): each
-# --reserve below must grow the pool, whatever another run left in it.
+# --grow-pools below must grow the pool, whatever another run left in it.
 nr0=$NODE_SYSFS/node0/hugepages/hugepages-2048kB/nr_hugepages
 [ -e "$nr0" ] || nr0=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
 echo $(($(hp nr 2048) - $(hp free 2048))) > "$nr0"
@@ -85,7 +85,7 @@ check "4k: a second run of 60% of free memory while the first is admitted is ref
 	[ $rc -eq 3 ]
 check "4k: the refusal counts the other run's promise" grep -q "free" "$TMP/err"
 kill -9 $A; wait $A 2>/dev/null
-"$PREALLOC" pool --gc > /dev/null 2>&1
+"$PREALLOC" gc > /dev/null 2>&1
 check "4k: gc settles the stopped run (no file, no record)" \
 	[ -z "$(leftovers "$SHM")" -a "$(records)" -eq 0 ]
 mount -o remount,size=1G "$SHM"
@@ -99,7 +99,7 @@ if grep -qw hugetlb /sys/fs/cgroup/unified/cgroup.controllers 2>/dev/null &&
 	mkdir "$HT/t"
 	echo $((8 * 2097152)) > "$HT/t/hugetlb.2MB.limit_in_bytes"
 	sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$HT/t" \
-		"$PREALLOC" -q --reserve --page-size 2M --file "$M/cg" 64M 2> "$TMP/err"
+		"$PREALLOC" -q --grow-pools --page-size 2M --file "$M/cg" 64M 2> "$TMP/err"
 	rc=$?
 	echo $$ > "$HT/cgroup.procs" 2>/dev/null
 	check "hugetlb v1: 32 pages under an 8-page limit refused with exit 3 (got $rc)" [ $rc -eq 3 ]
@@ -177,12 +177,12 @@ kill $H; wait $H 2>/dev/null
 check "reuse: an adopted file is never prealloc's to remove" \
 	sh -c "! '$PREALLOC' rm '$SHM/held' 2>/dev/null && [ -e '$SHM/held' ]"
 rm -f "$SHM"/*
-"$PREALLOC" pool --gc > /dev/null 2>&1
+"$PREALLOC" gc > /dev/null 2>&1
 
 # ---- 5. rm while a process still maps the file ---------------------------
-"$PREALLOC" -q --reserve --page-size 2M --file "$M/mapped" 64M
+"$PREALLOC" -q --grow-pools --page-size 2M --file "$M/mapped" 64M
 grown=$(hp nr 2048)
-check "mapped: --reserve grew the pool by 32 ($base_nr -> $grown)" [ "$grown" -ge $((base_nr + 32 - base_free)) ]
+check "mapped: --grow-pools grew the pool by 32 ($base_nr -> $grown)" [ "$grown" -ge $((base_nr + 32 - base_free)) ]
 map_file "$M/mapped" 64 || bail "cannot map $M/mapped"
 MP=$MAPPER
 "$PREALLOC" rm "$M/mapped" 2> "$TMP/err"
@@ -190,10 +190,10 @@ check "mapped: rm removes the name (exit $?)" [ ! -e "$M/mapped" ]
 check "mapped: rm says the pages are still in use" grep -q "still in use" "$TMP/err"
 check "mapped: not a page given back while mapped (nr $(hp nr 2048), was $grown)" \
 	[ "$(hp nr 2048)" -eq "$grown" ]
-"$PREALLOC" pool --gc > /dev/null 2>&1
+"$PREALLOC" gc > /dev/null 2>&1
 check "mapped: gc gives nothing back while the process maps it" [ "$(hp nr 2048)" -eq "$grown" ]
 kill $MP; wait $MP 2>/dev/null
-"$PREALLOC" pool --gc > /dev/null 2>&1
+"$PREALLOC" gc > /dev/null 2>&1
 check "mapped: once unmapped, gc gives the growth back (nr $(hp nr 2048), base $base_nr)" \
 	[ "$(hp nr 2048)" -eq "$base_nr" -a "$(records)" -eq 0 ]
 
@@ -202,7 +202,7 @@ check "mapped: once unmapped, gc gives the growth back (nr $(hp nr 2048), base $
 # any gc an administrator writes the pool down by hand. Those pages can
 # never come back through prealloc: gc must settle the record and say so,
 # not keep an 'orphan, 32 pages' over an empty pool forever.
-"$PREALLOC" -q --reserve --page-size 2M --file "$M/taken" 64M
+"$PREALLOC" -q --grow-pools --page-size 2M --file "$M/taken" 64M
 grown=$(hp nr 2048)
 map_file "$M/taken" 64 || bail "cannot map $M/taken"
 MP=$MAPPER
@@ -211,7 +211,7 @@ kill $MP; wait $MP 2>/dev/null
 echo "$base_nr" > "$nr0"
 check "taken back: the administrator's write emptied the growth (nr $(hp nr 2048), was $grown)" \
 	[ "$(hp nr 2048)" -eq "$base_nr" -a "$(records)" -eq 1 ]
-"$PREALLOC" pool --gc > "$TMP/gc.out" 2>&1
+"$PREALLOC" gc > "$TMP/gc.out" 2>&1
 check "taken back: gc settles the record (records $(records))" [ "$(records)" -eq 0 ] ||
 	sed 's/^/# /' "$TMP/gc.out"
 check "taken back: ... saying the 32 pages were no longer in the pool" \
@@ -224,7 +224,7 @@ ST=$TMP/tinystate
 mkdir -p "$ST"
 mount -t tmpfs -o size=256k,mode=700 none "$ST" && track_mount "$ST"
 PREALLOC_STATE_DIR=$ST PREALLOC_TEST_PAUSE=after-pool-write \
-	"$PREALLOC" -q --reserve --page-size 2M --file "$M/full" 64M 2> "$TMP/err" &
+	"$PREALLOC" -q --grow-pools --page-size 2M --file "$M/full" 64M 2> "$TMP/err" &
 F=$!
 on_exit "kill -9 $F"
 wait_stopped $F
@@ -236,13 +236,13 @@ wait $F
 rc=$?
 check "full state dir: the run fails with exit 4 (got $rc)" [ $rc -eq 4 ]
 rm -f "$ST/filler"
-PREALLOC_STATE_DIR=$ST "$PREALLOC" pool --gc > /dev/null 2>&1
+PREALLOC_STATE_DIR=$ST "$PREALLOC" gc > /dev/null 2>&1
 check "full state dir: once there is room, gc puts the pool back (nr $(hp nr 2048), base $base_nr)" \
 	[ "$(hp nr 2048)" -eq "$base_nr" ]
 check "full state dir: no file, no record" \
 	[ -z "$(leftovers "$M")" -a "$(PREALLOC_STATE_DIR=$ST store_records)" -eq 0 ]
 
-# full_state_case NAME POINT SIZE SIG RC: a --reserve run stopped at POINT
+# full_state_case NAME POINT SIZE SIG RC: a --grow-pools run stopped at POINT
 # with its staged file there; the state dir then filled, SIG sent (or none)
 # and the run continued: it must exit RC and leave no file, not even before
 # gc (its rollback cannot save the store); once there is room, gc puts the
@@ -250,7 +250,7 @@ check "full state dir: no file, no record" \
 full_state_case() {
 	local name=$1 point=$2 size=$3 sig=$4 want=$5 F rc
 	PREALLOC_STATE_DIR=$ST PREALLOC_TEST_PAUSE=$point \
-		"$PREALLOC" -q --reserve --page-size 2M --file "$M/full" "$size" 2> "$TMP/err" &
+		"$PREALLOC" -q --grow-pools --page-size 2M --file "$M/full" "$size" 2> "$TMP/err" &
 	F=$!
 	on_exit "kill -9 $F"
 	wait_stopped $F
@@ -265,7 +265,7 @@ full_state_case() {
 	check "full state dir, $name: no file left, not even before gc ($(leftovers "$M"))" \
 		[ -z "$(leftovers "$M")" ]
 	rm -f "$ST/filler"
-	PREALLOC_STATE_DIR=$ST "$PREALLOC" pool --gc > /dev/null 2>&1
+	PREALLOC_STATE_DIR=$ST "$PREALLOC" gc > /dev/null 2>&1
 	check "full state dir, $name: gc puts the pool back (nr $(hp nr 2048), base $base_nr)" \
 		[ "$(hp nr 2048)" -eq "$base_nr" -a "$(PREALLOC_STATE_DIR=$ST store_records)" -eq 0 ]
 }
@@ -318,13 +318,13 @@ for fs in tmpfs hugetlbfs; do
 		"$PREALLOC" -q --page-size 4k --file "$f" 16M 2> "$TMP/err"
 	else
 		f=$M/used pg=$((2 << 20))
-		"$PREALLOC" -q --reserve --page-size 2M --file "$f" 16M 2> "$TMP/err"
+		"$PREALLOC" -q --grow-pools --page-size 2M --file "$f" 16M 2> "$TMP/err"
 	fi
 	check "$fs: made (exit $?: $(cat "$TMP/err"))" [ -e "$f" ]
 	vmm_uses "$f" "$pg" > "$TMP/vmm.err" 2>&1
 	check "$fs: holes punched, fallocate, writes, chown, chmod and touch by the guest's uid" \
 		[ $? -eq 0 ] || sed 's/^/# /' "$TMP/vmm.err"
-	"$PREALLOC" pool --gc > /dev/null 2>&1
+	"$PREALLOC" gc > /dev/null 2>&1
 	check "$fs: gc still knows the file as ours (1 record, $(records))" \
 		[ "$(records)" -eq 1 -a -e "$f" ]
 	"$PREALLOC" rm "$f" 2> "$TMP/err"
@@ -341,7 +341,7 @@ rc=$?
 check "replaced: rm of another file put at our path is refused (exit $rc)" \
 	all_of '[ $rc -eq 4 ] && [ "$(cat "$SHM/replaced")" = precious ]'
 rm -f "$SHM/replaced" "$SHM/moved"
-"$PREALLOC" pool --gc > /dev/null 2>&1
+"$PREALLOC" gc > /dev/null 2>&1
 check "replaced: gc settles its record once the file is gone" [ "$(records)" -eq 0 ]
 # ---- 10. a state dir prealloc does not own alone is not read -------------
 # gc and rm refuse a state directory another user owns or may write (a
@@ -349,7 +349,7 @@ check "replaced: gc settles its record once the file is gone" [ "$(records)" -eq
 # readers must refuse it as well: pool, and the records it lists.
 SD=$TMP/foreign
 mkdir -m 700 "$SD"
-PREALLOC_STATE_DIR=$SD "$PREALLOC" -q --reserve --page-size 2M --file "$M/foreign" 4M
+PREALLOC_STATE_DIR=$SD "$PREALLOC" -q --grow-pools --page-size 2M --file "$M/foreign" 4M
 chown 65534 "$SD"
 PREALLOC_STATE_DIR=$SD "$PREALLOC" pool > "$TMP/pool.out" 2>&1
 rc=$?

@@ -127,7 +127,7 @@ for t in "4|$TMP/guest-a/to-b|guest-a/to-b is a symbolic link: not followed" \
 			[ "$(records)" -eq $recs0 ]'
 done
 # What a run that went through would leave: gone, so that it fails no later check.
-"$PREALLOC" pool --gc > /dev/null 2>&1
+"$PREALLOC" gc > /dev/null 2>&1
 rm -rf "${MNT:?}/guest-b/"* "$MNT/other/"*
 
 # Prepared memory: QEMU maps the pre-faulted file, all of it on node 0.

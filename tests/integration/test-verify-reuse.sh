@@ -49,6 +49,6 @@ for case in "4k $SHM/pat" "2M $MNT/pat"; do
 	check "$page: --reuse --verify of a zero file exits 0 (got $rc: $(head -1 "$TMP/err"))" \
 		[ $rc -eq 0 ]
 	rm -f "$f"
-	"$PREALLOC" pool --gc > /dev/null 2>&1	# the adopted file's record goes with it
+	"$PREALLOC" gc > /dev/null 2>&1	# the adopted file's record goes with it
 done
 finish

@@ -156,7 +156,7 @@ paused warm-take-recorded "$PREALLOC" warm take --node 0 --page-size 4k --mount 
 	--to "$SHM/k3" --holder killed-3 16M || bail "take never reached warm-take-recorded"
 kill -9 $PPID_
 wait $PPID_ 2> /dev/null
-"$PREALLOC" pool --gc > "$TMP/gc.out" 2>&1
+"$PREALLOC" gc > "$TMP/gc.out" 2>&1
 set -- $(store_state killed-3)
 check "gc after a dead take: its file is being given back, no longer HANDED ($1, busy $2)" \
 	all_of "[ $1 != handed ] && [ $2 = - ]"

@@ -177,7 +177,7 @@ check "a second cold 8M request removes it (rc $rc): warm_files_removed 1, no wa
 	all_of '[ $rc -eq 0 ] && [ "$(json_get "$TMP/cold2.json" "d[\"admission\"][\"warm_files_removed\"]")" = 1 ] && ready_is 0'
 "$PREALLOC" --node 0 --page-size 2M --file "$DIR/cold3" 8M > /dev/null 2> "$TMP/err"
 rc=$?
-check "a third, with neither free nor warm pages and no --reserve, is refused: exit 3 (rc $rc: $(cat "$TMP/err"))" \
+check "a third, with neither free nor warm pages and no --grow-pools, is refused: exit 3 (rc $rc: $(cat "$TMP/err"))" \
 	[ $rc -eq 3 ]
 for f in cold1 cold2 fillup; do "$PREALLOC" rm "$DIR/$f" > /dev/null 2>&1; done
 check "the cold files removed: the growth they took over from the warm files goes back ($(cat $POOL) pages, $hp0 at start)" \
@@ -292,7 +292,7 @@ cat > "$PREALLOC_WARM_CONF" <<EOF
 node0.2M = 0 @ $DIR
 EOF
 "$PREALLOC" warm fill > /dev/null 2>&1
-"$PREALLOC" pool --gc > /dev/null 2>&1
+"$PREALLOC" gc > /dev/null 2>&1
 check "at the end no warm file is left ($(find "$DIR/.prealloc" -type f | wc -l))" \
 	[ "$(find "$DIR/.prealloc" -type f | wc -l)" -eq 0 ]
 finish

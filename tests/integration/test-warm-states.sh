@@ -230,8 +230,8 @@ take 6M q > /dev/null && ln "$SHM/q" "$SHM/q2"
 ALL="ready=16384 handed=3072 returning=4096 dirty=5120 clearing=8192 quarantined=6144 populating=7168"
 check "status counts each state in its own field ($(states))" [ "$(states)" = "$ALL" ]
 # gc and rm leave warm files to the pool, whatever their state.
-"$PREALLOC" pool --gc > "$TMP/gc.out" 2>&1
-check "pool --gc changes no warm file's state ($(states); $(tail -1 "$TMP/gc.out"))" \
+"$PREALLOC" gc > "$TMP/gc.out" 2>&1
+check "gc changes no warm file's state ($(states); $(tail -1 "$TMP/gc.out"))" \
 	[ "$(states)" = "$ALL" ]
 "$PREALLOC" rm "$SHM/h" "$SHM/r" > "$TMP/rm.out" 2>&1
 check "rm of a HANDED and a RETURNING file's links touches neither ($(states); $(tail -1 "$TMP/rm.out"))" \

@@ -229,7 +229,7 @@ fi
 
 conf 0
 "$PREALLOC" warm fill > /dev/null 2>&1
-"$PREALLOC" pool --gc > /dev/null 2>&1
+"$PREALLOC" gc > /dev/null 2>&1
 check "at the end no warm file is left ($(find "$DIR/.prealloc" -type f | wc -l))" \
 	[ "$(find "$DIR/.prealloc" -type f | wc -l)" -eq 0 ]
 finish

@@ -27,7 +27,7 @@ case " $PAGES " in *" 2M "*)
 	reserve_2m 40 || bail "cannot make 40 more 2M pages free" ;;
 esac
 # 1G: only where the kernel gives three more 1G pages at run time (read back:
-# fragmentation refuses them, proven); fill grows the pool itself (--reserve).
+# fragmentation refuses them, proven); fill grows the pool itself (--grow-pools).
 MNT1G= why1g=
 case " $PAGES " in *" 1G "*)
 	pool1g=$(pool_files 1048576 | head -1)
@@ -205,8 +205,8 @@ for page in $PAGES; do
 	"$PREALLOC" warm fill > /dev/null 2>&1
 
 	# The pool's files are the pool's: gc keeps them, rm refuses a handed one.
-	"$PREALLOC" pool --gc > /dev/null 2>&1
-	check "$page: pool --gc keeps the READY files ($(status ready_bytes $ps "$dir") bytes)" \
+	"$PREALLOC" gc > /dev/null 2>&1
+	check "$page: gc keeps the READY files ($(status ready_bytes $ps "$dir") bytes)" \
 		[ "$(status ready_bytes $ps "$dir")" -eq $((2 * SZB)) ]
 	"$PREALLOC" warm take --node 0 --page-size "$page" --mount "$dir" --to "$dir/m" "$SZ" > /dev/null 2>&1
 	"$PREALLOC" rm "$dir/m" > /dev/null 2> "$TMP/err"
@@ -418,5 +418,5 @@ check "one mount under two names: line 1 counts (16M), line 2 ignored and named,
 	sed 's/^/# /' "$TMP/fill1.out" "$TMP/fill2.out"
 printf 'node0.4k = 0 @ %s\n' "$SHM" > "$PREALLOC_WARM_CONF"
 "$PREALLOC" warm fill > /dev/null 2>&1
-"$PREALLOC" pool --gc > /dev/null 2>&1
+"$PREALLOC" gc > /dev/null 2>&1
 finish

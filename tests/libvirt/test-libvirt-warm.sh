@@ -76,8 +76,8 @@ check "prepare claimed no pages: the pool is $nr0/$free0 at start begin" \
 check "QEMU mapped it without a new page (pool $nr0/$free0 -> $(pool)/$(pool_free))" \
 	[ "$(pool) $(pool_free)" = "$nr0 $free0" ]
 check "the pool counts it handed ($(wstate handed_bytes) MiB)" [ "$(wstate handed_bytes)" = 64 ]
-out=$("$PREALLOC_DOMAIN" wa --reserve 2>&1); rc=$?
-check "prealloc-domain --reserve of the running guest is refused, nothing claimed twice ($rc: $out)" \
+out=$("$PREALLOC_DOMAIN" wa --claim 2>&1); rc=$?
+check "prealloc-domain --claim of the running guest is refused, nothing claimed twice ($rc: $out)" \
 	all_of '[ $rc -ne 0 ] && grep -q "is running" <<< "$out" && [ "$(pool) $(pool_free)" = "$nr0 $free0" ]'
 # A's data: what its guest wrote, through the same shared pages QEMU maps.
 fill_pattern "$DA/pc.ram"

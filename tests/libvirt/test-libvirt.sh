@@ -50,7 +50,7 @@ mkdir -p "$R/etc/prealloc"
 "$PREALLOC" hook install --root "$R" > "$TMP/inst.out" 2>&1
 check "hook install --root: the hook, 0755, the example settings" \
 	all_of 'cmp -s "$HOOK" "$R$HOOKDST" && [ "$(stat -c %a "$R$HOOKDST")" = 755 ] &&
-		grep -q "^#reserve = yes" "$R$CONF"' || sed 's/^/# /' "$TMP/inst.out"
+		grep -q "^#grow_pools = yes" "$R$CONF"' || sed 's/^/# /' "$TMP/inst.out"
 check "the example settings parse: the hook runs with them" \
 	env -C / "$R$HOOKDST" x restore begin - < /dev/null
 echo "prefault = yes" > "$R$CONF"
@@ -86,7 +86,7 @@ check "both guests started at once run" [ $ra -eq 0 -a $rb -eq 0 ]
 check "the pool grew by exactly both guests' pages (64: $p0 -> $(pool))" [ "$(pool)" -eq $((p0 + 64)) ]
 check "the record store holds both domains" [ "$(holders)" -eq 2 ]
 check "libvirt's status file exists while the guest runs" [ -e /run/libvirt/qemu/pa.xml ]
-"$PREALLOC" pool --gc > /dev/null 2>&1
+"$PREALLOC" gc > /dev/null 2>&1
 check "gc keeps a running guest's pages" [ "$(pool)" -eq $((p0 + 64)) -a "$(holders)" -eq 2 ]
 $V destroy pa > /dev/null; $V destroy pb > /dev/null
 check "destroying both gives everything back ($(pool))" [ "$(pool)" -eq "$p0" -a "$(holders)" -eq 0 ]
@@ -226,12 +226,12 @@ check "pk's file was pre-faulted when libvirtd died ($kfile)" \
 sleep 0.5; rm -f /run/libvirtd.pid
 start_libvirtd
 check "pk did not run" [ "$($V domstate pk)" = "shut off" ]
-"$PREALLOC" pool --gc > /dev/null 2>&1
+"$PREALLOC" gc > /dev/null 2>&1
 check "gc within the start grace keeps both claims ($(pool), $(holders) holders)" \
 	[ "$(pool)" -eq $((p0 + 64)) -a "$(holders)" -eq 2 ]
 # The claims' grace (start_grace = 15 s) runs from their hook: wait out the rest of it.
 sleep "$(awk -v t0="$t0" -v now="$(date +%s.%N)" 'BEGIN { r = t0 + 16 - now; print (r > 0 ? r : 0) }')"
-"$PREALLOC" pool --gc > /dev/null 2>&1
+"$PREALLOC" gc > /dev/null 2>&1
 check "gc after the grace restores the pool ($(pool), $(holders) holders)" \
 	[ "$(pool)" -eq "$p0" -a "$(holders)" -eq 0 ]
 check "gc removed the pre-faulted file of the guest that never ran" [ ! -e "$kfile" ]
@@ -281,16 +281,18 @@ check "a second prepare, exactly its need held: exit 0, nothing more claimed (rc
 check "release end alone gives them back (pool $(pool), $(holders) holders)" \
 	[ "$(pool)" -eq "$p0" -a "$(holders)" -eq 0 ]
 
-# Case: prealloc-domain: plan, --reserve then start uses the reserved pages, --release.
+# Case: prealloc-domain: plan, --claim then start uses the claimed pages, --release;
+# --reserve, --claim's name before, still claims.
 plan=$("$PREALLOC_DOMAIN" pa --json)
 check "the plan: 32 2M pages on node 0" grep -Eq '"pages": *32' <<< "$plan"
-"$PREALLOC_DOMAIN" pa --reserve --for 60 > /dev/null
-check "--reserve grew the pool by 32" [ "$(pool)" -eq $((p0 + 32)) ]
+"$PREALLOC_DOMAIN" pa --claim --for 60 > /dev/null
+check "--claim grew the pool by 32" [ "$(pool)" -eq $((p0 + 32)) ]
 $V start pa > /dev/null
-check "the start used the reserved pages (pool $(pool))" [ "$(pool)" -eq $((p0 + 32)) ]
+check "the start used the claimed pages (pool $(pool))" [ "$(pool)" -eq $((p0 + 32)) ]
 $V destroy pa > /dev/null
-check "stopping gives the reservation back" [ "$(pool)" -eq "$p0" -a "$(holders)" -eq 0 ]
+check "stopping gives the claim back" [ "$(pool)" -eq "$p0" -a "$(holders)" -eq 0 ]
 "$PREALLOC_DOMAIN" pa --reserve --for 60 > /dev/null
+check "--reserve, --claim's older name, claims too" [ "$(pool)" -eq $((p0 + 32)) ]
 "$PREALLOC_DOMAIN" pa --release > /dev/null
 check "--release gives it back" [ "$(pool)" -eq "$p0" -a "$(holders)" -eq 0 ]
 

@@ -63,7 +63,7 @@ fi
 
 if [ "$(id -u)" -eq 0 ] && [ -d /sys/kernel/mm/hugepages/hugepages-2048kB ]; then
 	private_hugetlbfs 2M
-	VMM_ARGS="--reserve 64 $MNT" run hugetlb
+	VMM_ARGS="--grow-pools 64 $MNT" run hugetlb
 	check "2M: exit 0 (got $rc)" [ $rc -eq 0 ]
 	check "2M: RAM in 2M pages on the private mount" grep -q "^ram: 64 MiB of 2M pages in $MNT/" "$TMP/hugetlb"
 	check "2M: the guest saw only zeroes" grep -q "^guest: 64 MiB checked in .*: all zero$" "$TMP/hugetlb"

@@ -344,7 +344,7 @@ check "e: after destroy and fill the file is READY on node 1 again ($(wstat 1 re
 	"$(cat "$T/fill.out")" [ "$(wstat 1 ready_bytes 4096 "$MB4")" = 64 ]
 # ---- (f) plain QEMU on two nodes: prealloc qemu --node 0,1 ------------------
 # The front end of plain QEMU gives the guest one file per host node and a
-# -numa node each; no libvirt. Prepared (--reserve), then warm.
+# -numa node each; no libvirt. Prepared (--grow-pools), then warm.
 step "(f) prealloc qemu --node 0,1"
 qmp() {	# qmp CMD: one QMP command to the L2 QEMU's socket
 	python3 - "$T/qmp.sock" "$1" <<'PY'

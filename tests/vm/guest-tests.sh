@@ -435,21 +435,21 @@ two_node_pool() {
 	if have_sub pool; then
 		hp_set 0 0
 		hp_set 1 0
-		if prealloc --node 1 --page-size 2M --reserve --file "$file" --json 32M \
+		if prealloc --node 1 --page-size 2M --grow-pools --file "$file" --json 32M \
 			>"$tmp/pool.json" 2>"$tmp/err"; then
 			if [ "$(hp_get 1)" -ge 16 ] && [ "$(hp_get 0)" = 0 ] &&
 				vm_placement_check "$file" 1 >"$tmp/chk" 2>&1; then
-				pass "pool: --reserve grew node 1 to $(hp_get 1), node 0 stayed 0"
+				pass "pool: --grow-pools grew node 1 to $(hp_get 1), node 0 stayed 0"
 			else
-				fail "pool: --reserve" "nr_hugepages node0=$(hp_get 0) node1=$(hp_get 1)"
+				fail "pool: --grow-pools" "nr_hugepages node0=$(hp_get 0) node1=$(hp_get 1)"
 				show "$tmp/chk"
 			fi
 		else
-			fail "pool: --reserve" "prealloc exited $?: $(head -c 300 "$tmp/err")"
+			fail "pool: --grow-pools" "prealloc exited $?: $(head -c 300 "$tmp/err")"
 		fi
 		prealloc rm "$file" 2>/dev/null || rm -f "$file"
 	else
-		fail "pool: --reserve" "prealloc pool --help does not answer with its own usage"
+		fail "pool: --grow-pools" "prealloc pool --help does not answer with its own usage"
 	fi
 }
 
@@ -473,10 +473,10 @@ two_node_admission() {
 			"free node0=$(hp_get 0 free_hugepages)/$free0 node1=$(hp_get 1 free_hugepages)/$free1"
 	fi
 	rm -f "$file"
-	# --reserve grows node 0 first, then node 1 cannot possibly supply
+	# --grow-pools grows node 0 first, then node 1 cannot possibly supply
 	# its share: the refusal must give node 0's growth back too.
 	nr0=$(hp_get 0) nr1=$(hp_get 1)
-	prealloc --reserve --node 0:32M --node 1:64G --page-size 2M --file "$file" \
+	prealloc --grow-pools --node 0:32M --node 1:64G --page-size 2M --file "$file" \
 		>/dev/null 2>"$tmp/err"
 	rc=$?
 	if [ "$rc" = 3 ] && [ ! -e "$file" ] && [ "$(hp_get 0)" = "$nr0" ] &&
@@ -776,9 +776,9 @@ qemu_vfio() {
 	fresh=$hugemnt/vm-qemu-fresh
 	hp_set 0 0
 	hp_set 1 0
-	if prealloc --page-size 2M --reserve --node 0 --file "$prepared" -q "${qmb}M" \
+	if prealloc --page-size 2M --grow-pools --node 0 --file "$prepared" -q "${qmb}M" \
 		2>"$tmp/err" && vm_placement_check "$prepared" 0 >"$tmp/chk" 2>&1; then
-		pass "qemu-vfio: ${qmb} MiB prepared on node 0 (--reserve grew node 0 to $(hp_get 0))"
+		pass "qemu-vfio: ${qmb} MiB prepared on node 0 (--grow-pools grew node 0 to $(hp_get 0))"
 	else
 		fail "qemu-vfio: prepare" "$(head -c 300 "$tmp/err")"
 		show "$tmp/chk"

@@ -71,7 +71,7 @@ typedef void (*prealloc_log_fn)(void *userdata, int level, const char *msg);
 /*
  * Liveness of a named holder (a record owned by, say, a libvirt domain
  * rather than a process): 1 alive, 0 gone, negative errno when it cannot
- * tell (the record is then kept). See prealloc_ctx_set_holder_check().
+ * tell (the record is then kept). See prealloc_ctx_set_holder_alive().
  */
 typedef int (*prealloc_holder_fn)(void *userdata, const char *holder);
 
@@ -103,11 +103,12 @@ void prealloc_ctx_set_log(struct prealloc_ctx *ctx, prealloc_log_fn fn, void *us
 /* The record store's directory, as resolved at creation. */
 const char *prealloc_ctx_state_dir(struct prealloc_ctx *ctx);
 /*
- * How prealloc_store_gc() learns whether a named holder still lives. Without
- * one, a holder is alive while its record's check path exists (when it has
- * one) and until its expiry time (when it has one); with neither, forever.
+ * How prealloc_store_gc() learns whether a named holder still lives: the
+ * holder-alive callback. Without one, a holder is alive while its record's
+ * check path (holder_check) exists (when it has one) and until its expiry
+ * time (when it has one); with neither, forever.
  */
-void prealloc_ctx_set_holder_check(struct prealloc_ctx *ctx, prealloc_holder_fn fn,
+void prealloc_ctx_set_holder_alive(struct prealloc_ctx *ctx, prealloc_holder_fn fn,
 				   void *userdata);
 /*
  * A named holder that is process pid (0: the caller), and not the next
@@ -180,6 +181,18 @@ int prealloc_node_cpus(struct prealloc_ctx *ctx, int node, int *ret_cpus, unsign
 int prealloc_cpu_info(struct prealloc_ctx *ctx, struct prealloc_cpu_info *ret_info);
 /* hugetlbfs mount point for page_size, NULL when none is mounted. */
 const char *prealloc_hugetlbfs_mount(struct prealloc_ctx *ctx, uint64_t page_size);
+
+/*
+ * ---- 0.1's names (docs/abi.md: a renamed symbol) ---------------------------
+ *
+ * 0.1 set the holder-alive callback with prealloc_ctx_set_holder_check, the
+ * name of a record's check path (holder_check). Code written against 0.1
+ * builds unchanged, and the library exports the old name at PREALLOC_0.1 as
+ * an alias of the same code.
+ */
+#define prealloc_ctx_set_holder_check prealloc_ctx_set_holder_alive
+void prealloc_ctx_set_holder_check(struct prealloc_ctx *ctx, prealloc_holder_fn fn,
+				   void *userdata);
 
 #ifdef __cplusplus
 }

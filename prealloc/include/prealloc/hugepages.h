@@ -15,7 +15,7 @@ extern "C" {
 
 /*
  * A node's pool of hugepages of one size: the kernel's counts, and what
- * prealloc's runs reserved and its records say they added.
+ * admission promised to prealloc's runs and its records say they added.
  */
 struct prealloc_pool_status {
 	size_t size;		/* sizeof(struct prealloc_pool_status) */
@@ -24,7 +24,11 @@ struct prealloc_pool_status {
 	uint64_t total;		/* nr_hugepages */
 	uint64_t free;		/* free_hugepages */
 	uint64_t surplus;	/* surplus_hugepages */
-	uint64_t reserved;	/* reserved by prealloc runs, not faulted yet */
+	/* Promised to prealloc runs, not faulted yet (0.1: reserved). */
+	__extension__ union {
+		uint64_t promised;
+		uint64_t reserved;
+	};
 	uint64_t added;		/* pages prealloc added, per the record store */
 	unsigned int owners;	/* records with a share of this node and size */
 };

@@ -18,13 +18,13 @@ extern "C" {
 
 enum prealloc_prepare_flags {
 	PREALLOC_PREPARE_REUSE = 1u << 0,   /* adopt an existing file of the exact size */
-	PREALLOC_PREPARE_RESERVE = 1u << 1, /* grow short hugepage pools (admission) */
+	PREALLOC_PREPARE_GROW_POOLS = 1u << 1, /* grow short hugepage pools (admission) */
 	PREALLOC_PREPARE_VERIFY = 1u << 2,  /* fail unless every byte is zero and every page on its node */
-	PREALLOC_PREPARE_CHOWN = 1u << 3,   /* give the file to uid:gid */
+	PREALLOC_PREPARE_CHOWN = 1u << 3,   /* give the file to uid:gid (its file owner) */
 	PREALLOC_PREPARE_TOUCH = 1u << 4,   /* tests: the touch fallback */
 	PREALLOC_PREPARE_NO_CHECK = 1u << 5, /* tests: admit without checking capacity */
 	/*
-	 * REUSE a file that fails the trust checks: owned by someone other
+	 * REUSE a file that fails the trust checks: its file owner other
 	 * than the caller, root or the CHOWN uid; readable or writable by group
 	 * or others; more than one hard link; mapped or held open by another
 	 * process (a guest's RAM would be shared with it).
@@ -48,13 +48,17 @@ struct prealloc_prepare_opts {
 	 * or (dir NULL) in the hugetlbfs mount of the page size or /dev/shm.
 	 * The file is made and populated in the caller's private staging
 	 * directory on the same mount (<mount root>/.prealloc, mode 0700;
-	 * .prealloc-<uid> for a user other than root), given the CHOWN owner
+	 * .prealloc-<uid> for a user other than root), given the CHOWN uid:gid
 	 * and linked at path only once it is ready (REUSE: in place).
 	 */
 	const char *path;
 	const char *dir;
 	unsigned int threads;	/* per node; 0: every allowed CPU of the node */
-	unsigned int reserve_timeout_ms; /* 0: 5000 */
+	/* GROW_POOLS: compaction deadline; 0: 5000 (0.1: reserve_timeout_ms) */
+	__extension__ union {
+		unsigned int grow_timeout_ms;
+		unsigned int reserve_timeout_ms;
+	};
 	unsigned int lock_timeout_ms;	  /* 0: 30000 */
 	unsigned int uid, gid;	/* CHOWN */
 	unsigned int mode;	/* permission bits of a created file; 0: 0600 */
@@ -121,7 +125,7 @@ struct prealloc_prepare_info {
 
 /*
  * Prepares guest memory: resolves the page size and location, admits the
- * request (growing pools with RESERVE), records it (state PREPARING, this
+ * request (growing pools with GROW_POOLS), records it (state PREPARING, this
  * process as owner), creates the file, then starts the workers and returns.
  * When the job finishes, before its completion is posted, it verifies
  * (VERIFY), commits (the file takes its name; the record turns READY) or
@@ -165,6 +169,14 @@ int prealloc_release(struct prealloc_ctx *ctx, const char *path,
 /* Gives back what a named holder holds (its records); -ENOENT when none. */
 int prealloc_release_holder(struct prealloc_ctx *ctx, const char *holder,
 			    struct prealloc_release_info *ret_info);
+
+/*
+ * ---- 0.1's names (docs/abi.md: a renamed symbol) ---------------------------
+ *
+ * 0.1 called growing the pools RESERVE; the warm pool alone now reserves
+ * (docs/design.md, Words). Code written against 0.1 builds unchanged.
+ */
+#define PREALLOC_PREPARE_RESERVE PREALLOC_PREPARE_GROW_POOLS
 
 #ifdef __cplusplus
 }

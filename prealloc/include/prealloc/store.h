@@ -17,7 +17,7 @@ extern "C" {
 
 /*
  * One store under the state directory holds everything prealloc owns: each
- * reservation (pool growth per node and page size, pages promised but not
+ * claim (pool growth per node and page size, pages promised but not
  * yet faulted) and each file it prepares, with its state. A record is
  * written BEFORE the change it describes (before a pool grows, before the
  * file's first page is faulted), under one lock that is held only while the
@@ -71,8 +71,8 @@ int prealloc_record(struct prealloc_ctx *ctx, unsigned int index,
 /* ---- the store's shares, one by one -------------------------------------- */
 
 enum prealloc_store_entry_state {
-	PREALLOC_STORE_IN_FLIGHT = 0, /* a run is populating for the owner */
-	PREALLOC_STORE_HELD,	      /* the owner holds the pages */
+	PREALLOC_STORE_IN_FLIGHT = 0, /* a run is populating for the tag */
+	PREALLOC_STORE_HELD,	      /* the tag (its file, or the holder) holds the pages */
 	PREALLOC_STORE_ORPHAN,	      /* owner gone; growth not yet given back */
 };
 
@@ -81,12 +81,16 @@ struct prealloc_store_entry {
 	int state;		/* enum prealloc_store_entry_state */
 	int node;
 	uint64_t page_size;
-	uint64_t pages;		/* pages the owner needs on the node */
+	uint64_t pages;		/* pages the tag needs on the node */
 	uint64_t added;		/* pages added to the pool for it */
 	uint64_t outstanding;	/* IN_FLIGHT: pages not faulted yet */
 	int pid;		/* IN_FLIGHT: the run */
-	uint64_t dev, ino;	/* owner file identity, 0 if none */
-	char owner[4096];
+	uint64_t dev, ino;	/* the tag's file identity, 0 if none */
+	/* The claim's tag: its file, or a holder's name (0.1: owner). */
+	__extension__ union {
+		char tag[4096];
+		char owner[4096];
+	};
 };
 /*
  * The store's hugepage pool shares one by one (one per record and node);

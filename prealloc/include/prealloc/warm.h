@@ -47,7 +47,7 @@ enum prealloc_warm_take_flags {
 	 * and expiry say how long it is kept for a guest that never starts.
 	 */
 	PREALLOC_WARM_TAKE_RESERVE = 1u << 2,
-	/* Link the file holder reserved (of exactly length) at path, owner and all. */
+	/* Link the file holder reserved (of exactly length) at path, file owner and all. */
 	PREALLOC_WARM_TAKE_RESERVED = 1u << 3,
 	/*
 	 * Link at path's last component in dir_fd, a directory the caller
@@ -128,14 +128,14 @@ struct prealloc_warm_take_info {
 
 /*
  * Records a READY warm file of node and page size HANDED to holder, gives
- * it its owner, then links it at path, in that order (the record first: a
+ * it its file owner, then links it at path, in that order (the record first: a
  * file at path is never READY for another take). The file is exactly length, or
  * the smallest larger one cut to size, or (a partial hit) the largest
  * smaller one grown, the rest populated on its node and verified. -ENOENT
  * (nothing touched) when no READY file is on that node and mount, unless
  * FALLBACK; -EXDEV when path is on another mount; -EEXIST when path exists.
- * path's directory (dir_fd's with DIR_FD) must be root's or the file's
- * owner's (uid with CHOWN, else the caller's): -EPERM otherwise; without
+ * path's directory (dir_fd's with DIR_FD) must be root's or the
+ * file owner's (uid with CHOWN, else the caller's): -EPERM otherwise; without
  * DIR_FD, -ELOOP when a step of it is a symbolic link (prealloc_dir_open).
  */
 int prealloc_warm_take(struct prealloc_ctx *ctx, const struct prealloc_warm_take_opts *opts,
@@ -390,7 +390,7 @@ struct prealloc_warm_status {
 	uint64_t quarantined_held_bytes;
 	/*
 	 * Bytes holders added past their files' records (grown, allocated
-	 * past the end, hugetlb pages reserved by a mapping past it), cut when
+	 * past the end, hugetlb pages a mapping past it set aside: HugePages_Rsvd), cut when
 	 * the file came back; counted as takes are (reservations: best effort).
 	 */
 	uint64_t trimmed_bytes;

@@ -24,7 +24,7 @@
 static const struct guest_words test_words = {
 	.noun = "domain",
 	.dir = "memory_backing_dir",
-	.reserve_off = "set reserve = yes to grow the pool",
+	.grow_off = "set grow_pools = yes to grow the pool",
 	.warm_off = "warm is off here",
 };
 
@@ -95,7 +95,7 @@ static inline uint64_t held_pages(struct prealloc_ctx *ctx, const char *holder, 
 	uint64_t pages = 0;
 
 	for (unsigned int i = 0; prealloc_store_entry(ctx, i, &e) == 0; i++)
-		if (!strcmp(e.owner, holder) && e.node == node && e.page_size == ps)
+		if (!strcmp(e.tag, holder) && e.node == node && e.page_size == ps)
 			pages += e.pages;
 	return pages;
 }

@@ -13,7 +13,7 @@
  *   one page short refused), the refusal naming the short node with its
  *   numbers and nothing taken on the other; a second claim for the same
  *   holder takes nothing more; another guest sees the pages as promised;
- * - with reserve, the pools grown by exactly the shortfall, and
+ * - with grow_pools, the pools grown by exactly the shortfall, and
  *   guest_release giving back exactly that (nr_hugepages back to its
  *   value, the holder's records gone); a release of nothing is no error.
  */
@@ -123,7 +123,7 @@ static void check_refused(struct prealloc_ctx *ctx, struct guest *g, int r, int 
 	char want[400];
 
 	snprintf(want, sizeof(want), "domain %s needs %llu 2M hugepages on host node %d, which "
-		 "has %llu free (pool of %llu, 0 promised to other guests); set reserve = yes",
+		 "has %llu free (pool of %llu, 0 promised to other guests); set grow_pools = yes",
 		 g->name, (unsigned long long)needed, node, (unsigned long long)free_pages,
 		 (unsigned long long)free_pages);
 	tap_ok(r == -ENOMEM, "node %d short: -ENOMEM (%d)", node, r);
@@ -152,7 +152,7 @@ static void test_other_guest(struct prealloc_ctx *ctx)
 	tap_ok(held_pages(ctx, o.holder, 1, MB2) == 0, "another guest refused holds nothing");
 }
 
-/* The release of a claim made without reserve: records gone, no pool written. */
+/* The release of a claim made without grow_pools: records gone, no pool written. */
 static void test_release_exact(struct prealloc_ctx *ctx, struct guest *g)
 {
 	uint64_t returned = 99;
@@ -198,7 +198,7 @@ static void test_claim_edges(struct prealloc_ctx *ctx)
 		       guest_claimed(&g, 1, GB1) == 0,
 	       "guest_claimed: 8 and 2 of 2M, none of 1G");
 	tap_ok(fr_pool_nr(&fr, 0) == 8 && fr_pool_nr(&fr, 1) == 2,
-	       "no reserve: the pools are not written (%llu, %llu)",
+	       "no grow_pools: the pools are not written (%llu, %llu)",
 	       (unsigned long long)fr_pool_nr(&fr, 0), (unsigned long long)fr_pool_nr(&fr, 1));
 
 	/* prepare run again: what the holder claimed serves, nothing is claimed twice. */
@@ -217,10 +217,10 @@ static void test_claim_edges(struct prealloc_ctx *ctx)
 }
 
 /*
- * reserve: node 0 has 3 of the 8 pages, node 1 none of 2; the claim grows
+ * grow_pools: node 0 has 3 of the 8 pages, node 1 none of 2; the claim grows
  * each pool by its shortfall, the release gives exactly that back.
  */
-static void test_reserve(struct prealloc_ctx *ctx)
+static void test_grow_pools(struct prealloc_ctx *ctx)
 {
 	static struct guest g;
 	uint64_t returned = 0;
@@ -228,17 +228,17 @@ static void test_reserve(struct prealloc_ctx *ctx)
 
 	pools(3, 0);
 	claim_guest(&g, ctx, "test:grow");
-	g.reserve = true;
+	g.grow_pools = true;
 	test_log_clear();
 	r = guest_claim(&g);
-	tap_ok(r == 0 && !g.msg[0], "reserve: admitted by growing the pools (%d %s)", r, g.msg);
+	tap_ok(r == 0 && !g.msg[0], "grow_pools: admitted by growing the pools (%d %s)", r, g.msg);
 	tap_ok(fr_pool_nr(&fr, 0) == 8 && fr_pool_nr(&fr, 1) == 2,
-	       "reserve: node 0 grown 3 -> 8, node 1 0 -> 2 (%llu, %llu)",
+	       "grow_pools: node 0 grown 3 -> 8, node 1 0 -> 2 (%llu, %llu)",
 	       (unsigned long long)fr_pool_nr(&fr, 0), (unsigned long long)fr_pool_nr(&fr, 1));
 	tap_ok(strstr(test_log, "grow: added 7 2M pages to the pools | ") != NULL,
 	       "the log says 7 pages were added: %s", test_log);
 	tap_ok(held_pages(ctx, g.holder, 0, MB2) == 8 && held_pages(ctx, g.holder, 1, MB2) == 2,
-	       "reserve: the holder holds 8 and 2");
+	       "grow_pools: the holder holds 8 and 2");
 	/* The kernel's count: grown pages are free until the guest faults them. */
 	pools(8, 2);
 	r = guest_release(&g, &returned);
@@ -266,7 +266,7 @@ int main(void)
 	test_needs(ctx);
 	test_needs_full(ctx);
 	test_claim_edges(ctx);
-	test_reserve(ctx);
+	test_grow_pools(ctx);
 	prealloc_ctx_free(ctx);
 	fakeroot_remove(&fr);
 	return tap_done();

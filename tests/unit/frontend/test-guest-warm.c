@@ -103,7 +103,7 @@ static void test_reserve(struct prealloc_ctx *ctx, struct guest *g, const uint64
 	tap_ok(guest_warm_plan(g, 1, why, sizeof(why)) && !strcmp(why, want),
 	       "a plan for ram-node1: %s", want);
 
-	/* prepare run again (prealloc-domain --reserve first): the same two serve. */
+	/* prepare run again (prealloc-domain --claim first): the same two serve. */
 	memset(g->warmed, 0, sizeof(g->warmed));
 	guest_warm_reserve(g);
 	tap_ok(g->warmed[0] && g->warmed[1] && !g->warmed[2] && !held_by(ctx, w[2], g->holder),

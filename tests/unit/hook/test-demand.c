@@ -344,6 +344,22 @@ static int domain_shared_case(void)
 	       d.cells[0].access == ACCESS_DEFAULT ? 0 : -1;
 }
 
+/*
+ * grow_pools='yes|no' in <metadata>, and reserve=, its name before (still
+ * read; grow_pools wins when a domain has both): the domain's grow_pools.
+ */
+static int metadata_grow_case(const char *attrs, int want)
+{
+	char xml[512], why[512];
+	struct domain d;
+
+	snprintf(xml, sizeof(xml), HEAD "<memory unit='MiB'>128</memory><metadata>"
+		 "<p:config xmlns:p='" DOM_NAMESPACE "' %s/></metadata></domain>", attrs);
+	if (domain_parse(xml, strlen(xml), &d, why, sizeof(why)) < 0)
+		return -1;
+	return d.grow_pools == want ? 0 : -1;
+}
+
 int main(void)
 {
 	char got[1024];
@@ -354,5 +370,12 @@ int main(void)
 		tap_ok(r == 0, "%s [%s]", cases[i].what, got);
 	}
 	tap_ok(domain_shared_case() == 0, "domain.shared is the domain's <access>, not a cell's");
+	tap_ok(metadata_grow_case("grow_pools='no'", TRI_NO) == 0, "grow_pools='no': no growth");
+	tap_ok(metadata_grow_case("reserve='no'", TRI_NO) == 0,
+	       "reserve='no', grow_pools's name before, still read");
+	tap_ok(metadata_grow_case("reserve='no' grow_pools='yes'", TRI_YES) == 0,
+	       "reserve= and grow_pools= both: grow_pools wins");
+	tap_ok(metadata_grow_case("prefault='yes'", TRI_UNSET) == 0,
+	       "neither: the host's setting decides");
 	return tap_done();
 }

@@ -5,7 +5,7 @@
  * the front-end layer's guest_* calls and the pool status it reads are defined here,
  * so each key and column of a need (pages, claimed, free, grow) and of a
  * backend (bytes, page_size, start, warm) can be held to the field it
- * comes from, and the run's switches (reserve, prefault, warm) to theirs.
+ * comes from, and the run's switches (grow_pools, prefault, warm) to theirs.
  * A field rendered from its neighbour fails. domain_cli.c keeps its
  * rendering static, so it is included here whole (its main() renamed).
  */
@@ -33,10 +33,10 @@ static const struct {
 	{ false, false, "not a file", "" },
 };
 
-/* Per need: what the holder has claimed, and the pool's free and reserved pages. */
+/* Per need: what the holder has claimed, and the pool's free and promised pages. */
 static const struct {
 	int node;
-	uint64_t page_size, claimed, free, reserved;
+	uint64_t page_size, claimed, free, promised;
 } fake_pools[] = {
 	{ 3, P2M, 200, 450, 50 },	/* 700 pages: 500 wanted, 400 free, 100 to grow */
 	{ 4, GiB, 1, 6, 1 },		/* 9 pages: 8 wanted, 5 free, 3 to grow */
@@ -78,7 +78,7 @@ int prealloc_pool_status(struct prealloc_ctx *ctx, int node, uint64_t page_size,
 	for (size_t i = 0; i < sizeof(fake_pools) / sizeof(fake_pools[0]); i++)
 		if (fake_pools[i].node == node && fake_pools[i].page_size == page_size) {
 			ret->free = fake_pools[i].free;
-			ret->reserved = fake_pools[i].reserved;
+			ret->promised = fake_pools[i].promised;
 			return 0;
 		}
 	return -ENOENT;
@@ -126,7 +126,7 @@ int prealloc_ctx_new_opts(const struct prealloc_ctx_opts *opts, struct prealloc_
 	return -ENOSYS;
 }
 
-void prealloc_ctx_set_holder_check(struct prealloc_ctx *ctx,
+void prealloc_ctx_set_holder_alive(struct prealloc_ctx *ctx,
 				   int (*fn)(void *userdata, const char *holder), void *userdata)
 {
 	(void)ctx, (void)fn, (void)userdata;
@@ -146,7 +146,7 @@ void prealloc_ctx_free(struct prealloc_ctx *ctx)
 
 /* ---- the run: a domain of three backends over two needs ------------------ */
 
-static struct hook_run *run_new(bool reserve, bool prefault, bool warm)
+static struct hook_run *run_new(bool grow_pools, bool prefault, bool warm)
 {
 	struct hook_run *run = calloc(1, sizeof(*run));
 	struct guest_demand *d;
@@ -155,7 +155,7 @@ static struct hook_run *run_new(bool reserve, bool prefault, bool warm)
 		return NULL;
 	snprintf(run->g.name, sizeof(run->g.name), "g");
 	snprintf(run->g.holder, sizeof(run->g.holder), "libvirt:0f1e2d3c");
-	run->g.reserve = reserve;
+	run->g.grow_pools = grow_pools;
 	run->g.prefault = prefault;
 	run->g.warm = warm;
 	d = &run->g.demand;
@@ -235,8 +235,9 @@ static void backend_matches(json_object *j, unsigned int i, const char *nodes,
 
 static void test_json(void)
 {
-	static const char *const keys[] = { "domain", "holder", "reserve", "prefault", "warm",
-		"needs", "files", "backends", NULL };
+	/* "reserve": grow_pools's key before it, still there (docs/libvirt.md). */
+	static const char *const keys[] = { "domain", "holder", "reserve", "grow_pools",
+		"prefault", "warm", "needs", "files", "backends", NULL };
 	/* Each pair of switches differs in one of the two runs: none can carry another. */
 	static const bool switches[2][3] = { { true, false, true }, { true, true, false } };
 
@@ -253,6 +254,7 @@ static void test_json(void)
 		has_keys(o, what, keys);
 		is_string(o, what, "domain", "g");
 		is_string(o, what, "holder", "libvirt:0f1e2d3c");
+		is_bool(o, what, "grow_pools", switches[k][0]);
 		is_bool(o, what, "reserve", switches[k][0]);
 		is_bool(o, what, "prefault", switches[k][1]);
 		is_bool(o, what, "warm", switches[k][2]);
@@ -295,7 +297,7 @@ static void test_human(void)
 	free(run);
 	if (!tap_ok(text != NULL, "domain: the table renders"))
 		return;
-	is_line(text, 0, "domain g (holder libvirt:0f1e2d3c): reserve yes, prefault no, warm yes");
+	is_line(text, 0, "domain g (holder libvirt:0f1e2d3c): grow_pools yes, prefault no, warm yes");
 	is_line(text, 1, "  node 3, 2M pages: 700 needed, 200 claimed already, 400 free, "
 			 "100 to grow");
 	is_line(text, 2, "  node 4, 1G pages: 9 needed, 1 claimed already, 5 free, 3 to grow");
@@ -308,7 +310,7 @@ static void test_human(void)
 	is_line(text, 7, "");
 	free(text);
 
-	/* The switches the other way: reserve yes, prefault yes, warm no. */
+	/* The switches the other way: grow_pools yes, prefault yes, warm no. */
 	run = run_new(true, true, false);
 	if (!run)
 		return;
@@ -317,7 +319,7 @@ static void test_human(void)
 	text = capture_end(&c);
 	free(run);
 	if (text)
-		is_line(text, 0, "domain g (holder libvirt:0f1e2d3c): reserve yes, prefault yes, "
+		is_line(text, 0, "domain g (holder libvirt:0f1e2d3c): grow_pools yes, prefault yes, "
 				 "warm no");
 	free(text);
 }

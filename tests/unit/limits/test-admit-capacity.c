@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * --reserve against what a node could possibly give, over an injected
+ * --grow-pools against what a node could possibly give, over an injected
  * sysfs/procfs (fakeroot.h), no root: a request beyond the node's free and
  * reclaimable memory less the host's margin is refused before any pool
  * write (CAPACITY, with the estimate and the margin); the margin is
@@ -26,7 +26,7 @@ static struct fakeroot fr;	/* one node */
 static struct fakeroot fr3;	/* three nodes: 16, 32 and 80 GiB */
 
 static int admit(struct prealloc_ctx *ctx, uint64_t pages, unsigned int flags, int cancel_fd,
-		 struct prealloc_reservation **ret_resv, struct prealloc_admit_result *res)
+		 struct prealloc_claim **ret_resv, struct prealloc_admit_result *res)
 {
 	int node = 0;
 	uint64_t bytes = pages * MB2;
@@ -56,14 +56,14 @@ static void test_refusal(struct prealloc_ctx *ctx)
 	uint64_t estimate = 8 * GIB + 2 * GIB + 512 * MIB, margin = 16 * GIB / 50;
 	uint64_t room = (estimate - margin) / MB2 + 10;
 	struct prealloc_admit_result res;
-	struct prealloc_reservation *resv;
+	struct prealloc_claim *claim;
 	uint64_t returned = 0;
 	int r;
 
 	set_meminfo(16 << 20, 8 << 20, 2 << 20, 512 << 10);
 	fr_write(fr.proc, "sys/vm/min_free_kbytes", "67584\n");
 	fr_set_pool(&fr, 0, 10, 10);
-	r = admit(ctx, UINT64_C(64) << 40 >> 21, PREALLOC_ADMIT_RESERVE, -1, &resv, &res);
+	r = admit(ctx, UINT64_C(64) << 40 >> 21, PREALLOC_ADMIT_GROW_POOLS, -1, &claim, &res);
 	tap_ok(r == -ENOMEM && res.reason == PREALLOC_ADMIT_CAPACITY && res.node == 0 &&
 		       res.needed == UINT64_C(64) << 40 >> 21 && res.available == room,
 	       "64T refused: -ENOMEM, CAPACITY, node 0, available %llu pages (r %d reason %d "
@@ -78,22 +78,22 @@ static void test_refusal(struct prealloc_ctx *ctx)
 	       "refused before any pool write: nr_hugepages 10 (%llu), no record",
 	       (unsigned long long)fr_pool_nr(&fr, 0));
 
-	r = admit(ctx, room + 1, PREALLOC_ADMIT_RESERVE, -1, &resv, &res);
+	r = admit(ctx, room + 1, PREALLOC_ADMIT_GROW_POOLS, -1, &claim, &res);
 	tap_ok(r == -ENOMEM && res.reason == PREALLOC_ADMIT_CAPACITY,
 	       "one page past the room is refused (r %d reason %d)", r, res.reason);
-	r = admit(ctx, room, PREALLOC_ADMIT_RESERVE, -1, &resv, &res);
+	r = admit(ctx, room, PREALLOC_ADMIT_GROW_POOLS, -1, &claim, &res);
 	tap_ok(r == 0 && res.added == room - 10 && fr_pool_nr(&fr, 0) == room,
 	       "exactly the room is admitted, grown in steps to %llu (r %d nr %llu)",
 	       (unsigned long long)room, r, (unsigned long long)fr_pool_nr(&fr, 0));
 	fr_set_pool(&fr, 0, room, room);	/* the fake pool's pages are all free */
-	r = resv ? prealloc_reservation_rollback(resv, &returned) : -1;
+	r = claim ? prealloc_claim_rollback(claim, &returned) : -1;
 	tap_ok(r == 0 && fr_pool_nr(&fr, 0) == 10 && nr_records(ctx) == 0,
 	       "rolled back to 10 (%llu)", (unsigned long long)fr_pool_nr(&fr, 0));
-	prealloc_reservation_free(resv);
-	r = admit(ctx, room + 1, PREALLOC_ADMIT_RESERVE | PREALLOC_ADMIT_NO_CHECK, -1, &resv, &res);
+	prealloc_claim_free(claim);
+	r = admit(ctx, room + 1, PREALLOC_ADMIT_GROW_POOLS | PREALLOC_ADMIT_NO_CHECK, -1, &claim, &res);
 	tap_ok(r == 0, "NO_CHECK (tests only) skips the capacity check too (r %d)", r);
 	fr_set_pool(&fr, 0, room + 1, room + 1);
-	prealloc_reservation_free(resv);
+	prealloc_claim_free(claim);
 	fr_set_pool(&fr, 0, 10, 10);
 }
 
@@ -101,16 +101,16 @@ static void test_refusal(struct prealloc_ctx *ctx)
 static void test_margin(struct prealloc_ctx *ctx)
 {
 	struct prealloc_admit_result res;
-	struct prealloc_reservation *resv;
+	struct prealloc_claim *claim;
 
 	fr_write(fr.proc, "sys/vm/min_free_kbytes", "1048576\n");
-	admit(ctx, UINT64_C(1) << 30, PREALLOC_ADMIT_RESERVE, -1, &resv, &res);
+	admit(ctx, UINT64_C(1) << 30, PREALLOC_ADMIT_GROW_POOLS, -1, &claim, &res);
 	tap_ok(res.reason == PREALLOC_ADMIT_CAPACITY && res.capacity_margin == GIB,
 	       "vm.min_free_kbytes 1 GiB (one node: all of it) is the margin (%llu)",
 	       (unsigned long long)res.capacity_margin);
 	fr_write(fr.proc, "sys/vm/min_free_kbytes", "67584\n");
 	set_meminfo(4 << 20, 2 << 20, 0, 0);
-	admit(ctx, UINT64_C(1) << 30, PREALLOC_ADMIT_RESERVE, -1, &resv, &res);
+	admit(ctx, UINT64_C(1) << 30, PREALLOC_ADMIT_GROW_POOLS, -1, &claim, &res);
 	tap_ok(res.reason == PREALLOC_ADMIT_CAPACITY && res.capacity_margin == 256 * MIB,
 	       "a 4 GiB node keeps the 256 MiB floor (%llu)",
 	       (unsigned long long)res.capacity_margin);
@@ -124,22 +124,22 @@ static void test_margin(struct prealloc_ctx *ctx)
 static void test_cancel(struct prealloc_ctx *ctx)
 {
 	struct prealloc_admit_result res;
-	struct prealloc_reservation *resv;
+	struct prealloc_claim *claim;
 	int p[2], r;
 
 	if (!tap_ok(pipe(p) == 0 && write(p[1], "x", 1) == 1, "a readable cancel fd"))
 		return;
-	r = admit(ctx, 100, PREALLOC_ADMIT_RESERVE | PREALLOC_ADMIT_CANCEL_FD, p[0], &resv, &res);
-	tap_ok(r == -ECANCELED && res.reason == PREALLOC_ADMIT_CANCELED && !resv,
+	r = admit(ctx, 100, PREALLOC_ADMIT_GROW_POOLS | PREALLOC_ADMIT_CANCEL_FD, p[0], &claim, &res);
+	tap_ok(r == -ECANCELED && res.reason == PREALLOC_ADMIT_CANCELED && !claim,
 	       "a readable cancel fd stops the growth: -ECANCELED, CANCELED (r %d reason %d)", r,
 	       res.reason);
 	tap_ok(fr_pool_nr(&fr, 0) == 10 && nr_records(ctx) == 0,
 	       "the pool is as it was (%llu) and no record is left",
 	       (unsigned long long)fr_pool_nr(&fr, 0));
-	r = admit(ctx, 100, PREALLOC_ADMIT_RESERVE, p[0], &resv, &res);
+	r = admit(ctx, 100, PREALLOC_ADMIT_GROW_POOLS, p[0], &claim, &res);
 	tap_ok(r == 0, "without PREALLOC_ADMIT_CANCEL_FD the fd is not looked at (r %d)", r);
 	fr_set_pool(&fr, 0, 100, 100);
-	prealloc_reservation_free(resv);
+	prealloc_claim_free(claim);
 	tap_ok(fr_pool_nr(&fr, 0) == 10, "freed: rolled back");
 	close(p[0]);
 	close(p[1]);
@@ -147,7 +147,7 @@ static void test_cancel(struct prealloc_ctx *ctx)
 
 /* Admits pages[i] 2M pages on node i of fr3, for i < nr (0 pages: the node asks none). */
 static int admit_split(struct prealloc_ctx *ctx, unsigned int nr, const uint64_t *pages,
-		       unsigned int flags, struct prealloc_reservation **ret_resv,
+		       unsigned int flags, struct prealloc_claim **ret_resv,
 		       struct prealloc_admit_result *res)
 {
 	static const int nodes[] = { 0, 1, 2 };
@@ -176,7 +176,7 @@ static void test_capacity_nodes(struct prealloc_ctx *ctx)
 	uint64_t estimate = 4 * GIB + GIB + 512 * MIB + 256 * MIB;
 	uint64_t room = (estimate - 2 * GIB) / MB2 + 7;
 	struct prealloc_admit_result res;
-	struct prealloc_reservation *resv;
+	struct prealloc_claim *claim;
 	uint64_t returned = 0;
 	int r;
 
@@ -187,7 +187,7 @@ static void test_capacity_nodes(struct prealloc_ctx *ctx)
 	fr_set_meminfo(&fr3, 2, 80 << 20, 8 << 20, 0, 0, 0);
 	fr_set_pool(&fr3, 1, 7, 7);
 	fr_set_global(&fr3, MB2, 1000000, 0);
-	r = admit_split(ctx, 2, (uint64_t[]){ 0, 5000 }, PREALLOC_ADMIT_RESERVE, &resv, &res);
+	r = admit_split(ctx, 2, (uint64_t[]){ 0, 5000 }, PREALLOC_ADMIT_GROW_POOLS, &claim, &res);
 	tap_ok(r == -ENOMEM && res.reason == PREALLOC_ADMIT_CAPACITY && res.node == 1 &&
 		       res.needed == 5000 && res.available == room &&
 		       res.capacity_estimate == estimate + 7 * MB2 &&
@@ -197,26 +197,26 @@ static void test_capacity_nodes(struct prealloc_ctx *ctx)
 	       (unsigned long long)estimate, (unsigned long long)room, res.node,
 	       (unsigned long long)res.available, (unsigned long long)res.capacity_estimate,
 	       (unsigned long long)res.capacity_margin);
-	r = admit_split(ctx, 2, (uint64_t[]){ 0, room + 1 }, PREALLOC_ADMIT_RESERVE, &resv, &res);
+	r = admit_split(ctx, 2, (uint64_t[]){ 0, room + 1 }, PREALLOC_ADMIT_GROW_POOLS, &claim, &res);
 	tap_ok(r == -ENOMEM && res.reason == PREALLOC_ADMIT_CAPACITY && res.available == room,
 	       "node 1: one page past the room refused (r %d reason %d)", r, res.reason);
-	r = admit_split(ctx, 2, (uint64_t[]){ 0, room }, PREALLOC_ADMIT_RESERVE, &resv, &res);
+	r = admit_split(ctx, 2, (uint64_t[]){ 0, room }, PREALLOC_ADMIT_GROW_POOLS, &claim, &res);
 	tap_ok(r == 0 && res.added == room - 7 && fr_pool_nr_of(&fr3, 1, MB2) == room,
 	       "node 1: exactly the room admitted, the pool grown to %llu (r %d nr %llu)",
 	       (unsigned long long)room, r, (unsigned long long)fr_pool_nr_of(&fr3, 1, MB2));
 	fr_set_pool(&fr3, 1, room, room);
-	r = resv ? prealloc_reservation_rollback(resv, &returned) : -1;
+	r = claim ? prealloc_claim_rollback(claim, &returned) : -1;
 	tap_ok(r == 0 && fr_pool_nr_of(&fr3, 1, MB2) == 7, "node 1: rolled back to 7 (%llu)",
 	       (unsigned long long)fr_pool_nr_of(&fr3, 1, MB2));
-	prealloc_reservation_free(resv);
+	prealloc_claim_free(claim);
 	fr_set_pool(&fr3, 1, 7, 7);
 
-	admit_split(ctx, 1, (uint64_t[]){ 1000 }, PREALLOC_ADMIT_RESERVE, &resv, &res);
+	admit_split(ctx, 1, (uint64_t[]){ 1000 }, PREALLOC_ADMIT_GROW_POOLS, &claim, &res);
 	tap_ok(res.reason == PREALLOC_ADMIT_CAPACITY && res.node == 0 &&
 		       res.capacity_margin == GIB && res.available == 512,
 	       "node 0 (16 GiB): margin 1 GiB, 2 GiB free leave 512 pages (margin %llu available "
 	       "%llu)", (unsigned long long)res.capacity_margin, (unsigned long long)res.available);
-	admit_split(ctx, 3, (uint64_t[]){ 1, 1, 5000 }, PREALLOC_ADMIT_RESERVE, &resv, &res);
+	admit_split(ctx, 3, (uint64_t[]){ 1, 1, 5000 }, PREALLOC_ADMIT_GROW_POOLS, &claim, &res);
 	tap_ok(res.reason == PREALLOC_ADMIT_CAPACITY && res.node == 2 &&
 		       res.capacity_margin == 5 * GIB && res.available == 1536,
 	       "node 2 (80 GiB): margin 5 GiB, 8 GiB free leave 1536 pages (node %d margin %llu "
@@ -230,14 +230,14 @@ static void test_capacity_nodes(struct prealloc_ctx *ctx)
 }
 
 /*
- * RESERVE on three nodes, two of them short (by 1 and by 2): the result
+ * GROW_POOLS on three nodes, two of them short (by 1 and by 2): the result
  * says 3 pages were added, each pool grows by its own shortfall, and a
  * rollback or a refusal on a later node gives every node's growth back.
  */
-static void test_reserve_nodes(struct prealloc_ctx *ctx)
+static void test_grow_nodes(struct prealloc_ctx *ctx)
 {
 	struct prealloc_admit_result res;
-	struct prealloc_reservation *resv;
+	struct prealloc_claim *claim;
 	uint64_t returned = 0;
 	int r;
 
@@ -247,30 +247,30 @@ static void test_reserve_nodes(struct prealloc_ctx *ctx)
 	fr_set_pool(&fr3, 0, 4, 4);
 	fr_set_pool(&fr3, 1, 6, 1);
 	fr_set_pool(&fr3, 2, 2, 2);
-	r = admit_split(ctx, 3, (uint64_t[]){ 5, 3, 2 }, PREALLOC_ADMIT_RESERVE, &resv, &res);
+	r = admit_split(ctx, 3, (uint64_t[]){ 5, 3, 2 }, PREALLOC_ADMIT_GROW_POOLS, &claim, &res);
 	tap_ok(r == 0 && res.added == 3 && fr_pool_nr_of(&fr3, 0, MB2) == 5 &&
 		       fr_pool_nr_of(&fr3, 1, MB2) == 8 && fr_pool_nr_of(&fr3, 2, MB2) == 2,
-	       "reserve, 3 nodes: 1 + 2 added, pools 5/8/2 (r %d added %llu nr %llu/%llu/%llu)", r,
+	       "grow_pools, 3 nodes: 1 + 2 added, pools 5/8/2 (r %d added %llu nr %llu/%llu/%llu)", r,
 	       (unsigned long long)res.added, (unsigned long long)fr_pool_nr_of(&fr3, 0, MB2),
 	       (unsigned long long)fr_pool_nr_of(&fr3, 1, MB2),
 	       (unsigned long long)fr_pool_nr_of(&fr3, 2, MB2));
 	fr_set_pool(&fr3, 0, 5, 5);
 	fr_set_pool(&fr3, 1, 8, 8);
-	r = resv ? prealloc_reservation_rollback(resv, &returned) : -1;
+	r = claim ? prealloc_claim_rollback(claim, &returned) : -1;
 	tap_ok(r == 0 && returned == 3 && fr_pool_nr_of(&fr3, 0, MB2) == 4 &&
 		       fr_pool_nr_of(&fr3, 1, MB2) == 6 && nr_records(ctx) == 0,
-	       "reserve, 3 nodes: rollback returns 3, pools 4/6 (returned %llu)",
+	       "grow_pools, 3 nodes: rollback returns 3, pools 4/6 (returned %llu)",
 	       (unsigned long long)returned);
-	prealloc_reservation_free(resv);
+	prealloc_claim_free(claim);
 
 	/* Node 2 (64 GiB, 300 MiB free) is below its margin: it cannot supply one page. */
 	fr_set_pool(&fr3, 1, 6, 1);
 	fr_set_meminfo(&fr3, 2, 64 << 20, 300 << 10, 0, 0, 0);
-	r = admit_split(ctx, 3, (uint64_t[]){ 5, 3, 3 }, PREALLOC_ADMIT_RESERVE, &resv, &res);
+	r = admit_split(ctx, 3, (uint64_t[]){ 5, 3, 3 }, PREALLOC_ADMIT_GROW_POOLS, &claim, &res);
 	tap_ok(r == -ENOMEM && res.reason == PREALLOC_ADMIT_CAPACITY && res.node == 2 &&
 		       res.added == 0 && fr_pool_nr_of(&fr3, 0, MB2) == 4 &&
 		       fr_pool_nr_of(&fr3, 1, MB2) == 6 && nr_records(ctx) == 0,
-	       "reserve, 3 nodes: node 2 refused, nodes 0 and 1 given back (r %d node %d nr "
+	       "grow_pools, 3 nodes: node 2 refused, nodes 0 and 1 given back (r %d node %d nr "
 	       "%llu/%llu)", r, res.node, (unsigned long long)fr_pool_nr_of(&fr3, 0, MB2),
 	       (unsigned long long)fr_pool_nr_of(&fr3, 1, MB2));
 }
@@ -302,7 +302,7 @@ int main(void)
 	test_margin(ctx);
 	test_cancel(ctx);
 	test_capacity_nodes(ctx3);
-	test_reserve_nodes(ctx3);
+	test_grow_nodes(ctx3);
 	prealloc_ctx_free(ctx);
 	prealloc_ctx_free(ctx3);
 	fakeroot_remove(&fr);

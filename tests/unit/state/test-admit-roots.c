@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Admission and gc without root, over an injected sysfs/procfs (fakeroot.h):
- * a short pool is refused with its numbers; RESERVE writes the absolute
+ * a short pool is refused with its numbers; GROW_POOLS writes the absolute
  * target; a live run's outstanding pages are subtracted and a dead run's
  * are not; a cgroup v2 hugetlb limit refuses; gc gives back a dead run's
  * growth and keeps a live run's; a named holder keeps its growth while its
@@ -39,7 +39,7 @@ static struct fakeroot fr3;	/* three nodes */
 
 /* Admits pages 2M pages on node 0; flags, holder as given. */
 static int admit(struct prealloc_ctx *ctx, uint64_t pages, unsigned int flags, const char *holder,
-		 const char *check, struct prealloc_reservation **ret_resv,
+		 const char *check, struct prealloc_claim **ret_resv,
 		 struct prealloc_admit_result *res)
 {
 	int node = 0;
@@ -103,15 +103,15 @@ static void clear_store(struct prealloc_ctx *ctx)
 	store_save(ctx, &s);
 }
 
-static void test_pool_and_reserve(struct prealloc_ctx *ctx)
+static void test_pool_and_grow(struct prealloc_ctx *ctx)
 {
 	struct prealloc_admit_result res;
-	struct prealloc_reservation *resv;
+	struct prealloc_claim *claim;
 	uint64_t returned = 0;
 	int r;
 
 	fr_set_pool(&fr, 0, 10, 10);
-	r = admit(ctx, 20, 0, NULL, NULL, &resv, &res);
+	r = admit(ctx, 20, 0, NULL, NULL, &claim, &res);
 	tap_ok(r == -ENOMEM && res.reason == PREALLOC_ADMIT_POOL && res.node == 0 &&
 		       res.needed == 20 && res.available == 10 && res.pool_free == 10 &&
 		       res.pool_total == 10,
@@ -121,8 +121,8 @@ static void test_pool_and_reserve(struct prealloc_ctx *ctx)
 	tap_ok(fr_pool_nr(&fr, 0) == 10, "a refusal leaves the pool alone");
 	tap_ok(nr_records(ctx) == 0, "a refused admission leaves no record (%u)", nr_records(ctx));
 
-	r = admit(ctx, 20, PREALLOC_ADMIT_RESERVE, NULL, NULL, &resv, &res);
-	tap_ok(r == 0 && res.added == 10, "RESERVE admits 20 pages by adding 10 (r %d added %llu)", r,
+	r = admit(ctx, 20, PREALLOC_ADMIT_GROW_POOLS, NULL, NULL, &claim, &res);
+	tap_ok(r == 0 && res.added == 10, "GROW_POOLS admits 20 pages by adding 10 (r %d added %llu)", r,
 	       (unsigned long long)res.added);
 	tap_ok(fr_pool_nr(&fr, 0) == 20, "nr_hugepages holds the absolute target 20 (%llu)",
 	       (unsigned long long)fr_pool_nr(&fr, 0));
@@ -130,40 +130,40 @@ static void test_pool_and_reserve(struct prealloc_ctx *ctx)
 	tap_ok(prealloc_record(ctx, 0, &info) == 0 && info.state == PREALLOC_RECORD_PREPARING &&
 		       info.owner == PREALLOC_OWNER_RUN && info.alive && info.pid == (int)getpid() &&
 		       info.pages == 20 && info.added == 10 && info.outstanding == 20,
-	       "the reservation is a live PREPARING record of this process: 20 pages, 10 added");
-	r = resv ? prealloc_reservation_rollback(resv, &returned) : -1;
+	       "the claim is a live PREPARING record of this process: 20 pages, 10 added");
+	r = claim ? prealloc_claim_rollback(claim, &returned) : -1;
 	tap_ok(r == 0 && returned == 10 && fr_pool_nr(&fr, 0) == 10 && nr_records(ctx) == 0,
 	       "rollback gives the 10 back and drops the record (nr %llu)",
 	       (unsigned long long)fr_pool_nr(&fr, 0));
-	prealloc_reservation_free(resv);
+	prealloc_claim_free(claim);
 }
 
 static void test_others(struct prealloc_ctx *ctx)
 {
 	struct prealloc_admit_result res;
-	struct prealloc_reservation *resv;
+	struct prealloc_claim *claim;
 	int other = (int)getpid() + 100000, r;
 
 	fr_set_pool(&fr, 0, 10, 10);
 	fr_set_process(&fr, other, 4242);
 	add_run_record(ctx, other, 4242, 6, 0);
-	r = admit(ctx, 5, 0, NULL, NULL, &resv, &res);
+	r = admit(ctx, 5, 0, NULL, NULL, &claim, &res);
 	tap_ok(r == -ENOMEM && res.reason == PREALLOC_ADMIT_POOL && res.available == 4 &&
-		       res.reserved_others == 6,
+		       res.promised_others == 6,
 	       "a live run's 6 outstanding pages are subtracted: 5 refused, 4 available (%llu, "
 	       "others %llu)",
-	       (unsigned long long)res.available, (unsigned long long)res.reserved_others);
-	r = admit(ctx, 4, 0, NULL, NULL, &resv, &res);
+	       (unsigned long long)res.available, (unsigned long long)res.promised_others);
+	r = admit(ctx, 4, 0, NULL, NULL, &claim, &res);
 	tap_ok(r == 0, "4 pages fit beside the live run (%d)", r);
-	prealloc_reservation_free(resv);
+	prealloc_claim_free(claim);
 
 	/* The pid now runs another process (another start time): the record's run is dead. */
 	fr_set_process(&fr, other, 4243);
-	r = admit(ctx, 10, 0, NULL, NULL, &resv, &res);
-	tap_ok(r == 0 && res.reserved_others == 0,
+	r = admit(ctx, 10, 0, NULL, NULL, &claim, &res);
+	tap_ok(r == 0 && res.promised_others == 0,
 	       "a dead run's record is not outstanding: all 10 pages admitted (r %d others %llu)", r,
-	       (unsigned long long)res.reserved_others);
-	prealloc_reservation_free(resv);
+	       (unsigned long long)res.promised_others);
+	prealloc_claim_free(claim);
 	clear_store(ctx);
 }
 
@@ -177,7 +177,7 @@ static void test_outstanding_base(struct prealloc_ctx *ctx)
 {
 	struct rec_pool share = { .node = 0, .page_size = MB2, .pages = 6, .base = 1 };
 	struct prealloc_admit_result res;
-	struct prealloc_reservation *resv;
+	struct prealloc_claim *claim;
 	int other = (int)getpid() + 100010, fd, r;
 	char file[PATH_MAX];
 
@@ -190,23 +190,23 @@ static void test_outstanding_base(struct prealloc_ctx *ctx)
 	fr_set_pool(&fr, 0, 10, 10);
 	fr_set_process(&fr, other, 4250);
 	add_shares_record(ctx, other, 4250, file, &share, 1);
-	r = admit(ctx, 5, 0, NULL, NULL, &resv, &res);
-	tap_ok(r == 0 && res.reserved_others == 5,
+	r = admit(ctx, 5, 0, NULL, NULL, &claim, &res);
+	tap_ok(r == 0 && res.promised_others == 5,
 	       "base 1, 2 resident: the run owes 5, 5 of 10 fit (r %d others %llu)", r,
-	       (unsigned long long)res.reserved_others);
-	prealloc_reservation_free(resv);
-	r = admit(ctx, 6, 0, NULL, NULL, &resv, &res);
+	       (unsigned long long)res.promised_others);
+	prealloc_claim_free(claim);
+	r = admit(ctx, 6, 0, NULL, NULL, &claim, &res);
 	tap_ok(r == -ENOMEM && res.available == 5, "base 1: 6 refused, 5 available (r %d, %llu)", r,
 	       (unsigned long long)res.available);
 	clear_store(ctx);
 	share.base = 4;
 	add_shares_record(ctx, other, 4250, file, &share, 1);
-	r = admit(ctx, 5, 0, NULL, NULL, &resv, &res);
-	tap_ok(r == -ENOMEM && res.available == 4 && res.reserved_others == 6,
+	r = admit(ctx, 5, 0, NULL, NULL, &claim, &res);
+	tap_ok(r == -ENOMEM && res.available == 4 && res.promised_others == 6,
 	       "base 4, 2 resident (pages lost since): all 6 still owed, 5 refused (r %d, "
 	       "available %llu, others %llu)", r, (unsigned long long)res.available,
-	       (unsigned long long)res.reserved_others);
-	prealloc_reservation_free(resv);
+	       (unsigned long long)res.promised_others);
+	prealloc_claim_free(claim);
 	unlink(file);
 	clear_store(ctx);
 }
@@ -214,7 +214,7 @@ static void test_outstanding_base(struct prealloc_ctx *ctx)
 static void test_cgroup(struct prealloc_ctx *ctx)
 {
 	struct prealloc_admit_result res;
-	struct prealloc_reservation *resv;
+	struct prealloc_claim *claim;
 	int r;
 
 	fr_set_pool(&fr, 0, 10, 10);
@@ -229,25 +229,25 @@ static void test_cgroup(struct prealloc_ctx *ctx)
 	fr_write(fr.sys, "fs/cgroup/machine/vm1/hugetlb.2MB.current", "%llu\n",
 		 (unsigned long long)(2 * MB2));
 	fr_write(fr.sys, "fs/cgroup/machine/hugetlb.2MB.max", "max\n");
-	r = admit(ctx, 7, 0, NULL, NULL, &resv, &res);
+	r = admit(ctx, 7, 0, NULL, NULL, &claim, &res);
 	tap_ok(r == -EDQUOT && res.reason == PREALLOC_ADMIT_CGROUP && res.needed == 7 &&
 		       res.available == 6 && strstr(res.cgroup, "machine/vm1/hugetlb.2MB.max"),
 	       "the cgroup's 6 pages left refuse 7: -EDQUOT, CGROUP, '%s' (r %d avail %llu)",
 	       res.cgroup, r, (unsigned long long)res.available);
-	r = admit(ctx, 6, 0, NULL, NULL, &resv, &res);
+	r = admit(ctx, 6, 0, NULL, NULL, &claim, &res);
 	tap_ok(r == 0, "6 pages fit under the cgroup limit (%d)", r);
-	prealloc_reservation_free(resv);
+	prealloc_claim_free(claim);
 	/* A parent's tighter limit counts too. */
 	fr_write(fr.sys, "fs/cgroup/machine/hugetlb.2MB.max", "%llu\n",
 		 (unsigned long long)(3 * MB2));
 	fr_write(fr.sys, "fs/cgroup/machine/hugetlb.2MB.current", "0\n");
-	r = admit(ctx, 4, 0, NULL, NULL, &resv, &res);
+	r = admit(ctx, 4, 0, NULL, NULL, &claim, &res);
 	tap_ok(r == -EDQUOT && res.available == 3 && strstr(res.cgroup, "machine/hugetlb.2MB.max"),
 	       "the parent's limit of 3 refuses 4 (r %d avail %llu, '%s')", r,
 	       (unsigned long long)res.available, res.cgroup);
-	r = admit(ctx, 20, PREALLOC_ADMIT_RESERVE, NULL, NULL, &resv, &res);
+	r = admit(ctx, 20, PREALLOC_ADMIT_GROW_POOLS, NULL, NULL, &claim, &res);
 	tap_ok(r == -EDQUOT && fr_pool_nr(&fr, 0) == 10,
-	       "RESERVE does not grow a pool past a cgroup limit (r %d, nr %llu)", r,
+	       "GROW_POOLS does not grow a pool past a cgroup limit (r %d, nr %llu)", r,
 	       (unsigned long long)fr_pool_nr(&fr, 0));
 	fr_write(fr.proc, "self/mountinfo", "22 1 0:21 / /proc rw,relatime - proc proc rw\n");
 	clear_store(ctx);
@@ -255,12 +255,12 @@ static void test_cgroup(struct prealloc_ctx *ctx)
 
 /* A 4K admission of bytes on node 0. */
 static int admit_4k_bytes(struct prealloc_ctx *ctx, uint64_t bytes,
-			  struct prealloc_reservation **ret_resv, struct prealloc_admit_result *res)
+			  struct prealloc_claim **ret_resv, struct prealloc_admit_result *res)
 {
 	int node = 0;
 	struct prealloc_admit_opts o = {
 		.size = sizeof(o), .page_size = PREALLOC_PAGE_4K, .nr_nodes = 1, .nodes = &node,
-		.node_bytes = &bytes, .owner = "/nonexistent/guest",
+		.node_bytes = &bytes, .tag = "/nonexistent/guest",
 	};
 
 	memset(res, 0, sizeof(*res));
@@ -270,7 +270,7 @@ static int admit_4k_bytes(struct prealloc_ctx *ctx, uint64_t bytes,
 }
 
 /* A 4K admission of mib MiB on node 0. */
-static int admit_4k(struct prealloc_ctx *ctx, uint64_t mib, struct prealloc_reservation **ret_resv,
+static int admit_4k(struct prealloc_ctx *ctx, uint64_t mib, struct prealloc_claim **ret_resv,
 		    struct prealloc_admit_result *res)
 {
 	return admit_4k_bytes(ctx, mib << 20, ret_resv, res);
@@ -286,7 +286,7 @@ static int admit_4k(struct prealloc_ctx *ctx, uint64_t mib, struct prealloc_rese
 static void test_memcg(struct prealloc_ctx *ctx)
 {
 	struct prealloc_admit_result res;
-	struct prealloc_reservation *resv;
+	struct prealloc_claim *claim;
 	int r;
 
 	fr_write(fr.proc, "self/mountinfo",
@@ -299,26 +299,26 @@ static void test_memcg(struct prealloc_ctx *ctx)
 	fr_write(fr.sys, "fs/cgroup/machine/vm2/memory.stat",
 		 "anon 100\nfile 50331648\nactive_file 16777216\ninactive_file 33554432\n");
 	fr_write(fr.sys, "fs/cgroup/machine/memory.max", "max\n");
-	r = admit_4k(ctx, 128, &resv, &res);
+	r = admit_4k(ctx, 128, &claim, &res);
 	tap_ok(r == -ENOMEM && res.reason == PREALLOC_ADMIT_MEMCG && res.needed == 128ULL << 20 &&
 		       res.available == 104ULL << 20 &&
 		       strstr(res.cgroup, "machine/vm2/memory.max"),
 	       "v2: 128 MiB refused with 104 MiB of room (file cache counted): MEMCG, '%s' (r %d, "
 	       "room %llu MiB)", res.cgroup, r, (unsigned long long)(res.available >> 20));
-	r = admit_4k(ctx, 96, &resv, &res);
+	r = admit_4k(ctx, 96, &claim, &res);
 	tap_ok(r == 0, "v2: 96 MiB fits in the room (%d)", r);
-	prealloc_reservation_free(resv);
-	r = admit_4k(ctx, 104, &resv, &res);
+	prealloc_claim_free(claim);
+	r = admit_4k(ctx, 104, &claim, &res);
 	tap_ok(r == 0, "v2: exactly the room, 104 MiB, is admitted (%d)", r);
-	prealloc_reservation_free(resv);
-	r = admit_4k_bytes(ctx, 104 * MIB + K4, &resv, &res);
+	prealloc_claim_free(claim);
+	r = admit_4k_bytes(ctx, 104 * MIB + K4, &claim, &res);
 	tap_ok(r == -ENOMEM && res.reason == PREALLOC_ADMIT_MEMCG && res.needed == 104 * MIB + K4 &&
 		       res.available == 104 * MIB,
 	       "v2: one 4k page past the room is refused (r %d, needed %llu, room %llu)", r,
 	       (unsigned long long)res.needed, (unsigned long long)res.available);
 	fr_write(fr.sys, "fs/cgroup/machine/memory.max", "%llu\n", 64ULL << 20);
 	fr_write(fr.sys, "fs/cgroup/machine/memory.current", "0\n");
-	r = admit_4k(ctx, 96, &resv, &res);
+	r = admit_4k(ctx, 96, &claim, &res);
 	tap_ok(r == -ENOMEM && res.available == 64ULL << 20 &&
 		       strstr(res.cgroup, "machine/memory.max") &&
 		       !strstr(res.cgroup, "vm2"),
@@ -333,16 +333,16 @@ static void test_memcg(struct prealloc_ctx *ctx)
 	fr_write(fr.sys, "fs/cgroup/memory/jail/memory.stat",
 		 "cache 0\ntotal_active_file 4194304\ntotal_inactive_file 8388608\n");
 	fr_write(fr.sys, "fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712\n");
-	r = admit_4k(ctx, 48, &resv, &res);
+	r = admit_4k(ctx, 48, &claim, &res);
 	tap_ok(r == -ENOMEM && res.reason == PREALLOC_ADMIT_MEMCG &&
 		       res.available == 44ULL << 20 &&
 		       strstr(res.cgroup, "memory/jail/memory.limit_in_bytes"),
 	       "v1: 48 MiB refused with 44 MiB of room under memory.limit_in_bytes (r %d, room "
 	       "%llu MiB, '%s')", r, (unsigned long long)(res.available >> 20), res.cgroup);
-	r = admit_4k(ctx, 44, &resv, &res);
+	r = admit_4k(ctx, 44, &claim, &res);
 	tap_ok(r == 0, "v1: exactly the room, 44 MiB, fits (%d)", r);
-	prealloc_reservation_free(resv);
-	r = admit_4k_bytes(ctx, 44 * MIB + K4, &resv, &res);
+	prealloc_claim_free(claim);
+	r = admit_4k_bytes(ctx, 44 * MIB + K4, &claim, &res);
 	tap_ok(r == -ENOMEM && res.available == 44 * MIB,
 	       "v1: one 4k page past the room is refused (r %d, room %llu)", r,
 	       (unsigned long long)res.available);
@@ -405,7 +405,7 @@ static int holder_cb(void *userdata, const char *holder)
 static void test_holder(struct prealloc_ctx *ctx)
 {
 	struct prealloc_admit_result res;
-	struct prealloc_reservation *resv;
+	struct prealloc_claim *claim;
 	struct prealloc_record_info info = { .size = sizeof(info) };
 	char check[400];
 	unsigned int settled = 0;
@@ -415,10 +415,10 @@ static void test_holder(struct prealloc_ctx *ctx)
 	snprintf(check, sizeof(check), "%s/vm-one.alive", fr.dir);
 	fr_write(fr.dir, "vm-one.alive", "x\n");
 	fr_set_pool(&fr, 0, 10, 10);
-	r = admit(ctx, 20, PREALLOC_ADMIT_RESERVE, "vm:one", check, &resv, &res);
-	tap_ok(r == 0 && fr_pool_nr(&fr, 0) == 20 && resv && prealloc_reservation_commit(resv) == 0,
-	       "a holder's reservation grows the pool by 10 and commits");
-	prealloc_reservation_free(resv);
+	r = admit(ctx, 20, PREALLOC_ADMIT_GROW_POOLS, "vm:one", check, &claim, &res);
+	tap_ok(r == 0 && fr_pool_nr(&fr, 0) == 20 && claim && prealloc_claim_commit(claim) == 0,
+	       "a holder's claim grows the pool by 10 and commits");
+	prealloc_claim_free(claim);
 	tap_ok(prealloc_record(ctx, 0, &info) == 0 && info.state == PREALLOC_RECORD_READY &&
 		       info.owner == PREALLOC_OWNER_HOLDER && !strcmp(info.holder, "vm:one") &&
 		       info.added == 10,
@@ -435,11 +435,11 @@ static void test_holder(struct prealloc_ctx *ctx)
 	       (unsigned long long)fr_pool_nr(&fr, 0));
 
 	/* The ctx's callback decides over the record's own check. */
-	r = admit(ctx, 20, PREALLOC_ADMIT_RESERVE, "vm:one", check, &resv, &res);
+	r = admit(ctx, 20, PREALLOC_ADMIT_GROW_POOLS, "vm:one", check, &claim, &res);
 	if (r == 0)
-		prealloc_reservation_commit(resv);
-	prealloc_reservation_free(resv);
-	prealloc_ctx_set_holder_check(ctx, holder_cb, NULL);
+		prealloc_claim_commit(claim);
+	prealloc_claim_free(claim);
+	prealloc_ctx_set_holder_alive(ctx, holder_cb, NULL);
 	holder_answer = 1;
 	r = prealloc_store_gc(ctx, &returned, &settled);
 	tap_ok(r == 0 && settled == 0 && holder_calls > 0 && fr_pool_nr(&fr, 0) == 20,
@@ -449,27 +449,27 @@ static void test_holder(struct prealloc_ctx *ctx)
 	tap_ok(r == 0 && settled == 1 && fr_pool_nr(&fr, 0) == 10,
 	       "the callback unsure: the record's own check (missing path) decides: gone");
 	fr_write(fr.dir, "vm-one.alive", "x\n");
-	r = admit(ctx, 20, PREALLOC_ADMIT_RESERVE, "vm:one", check, &resv, &res);
+	r = admit(ctx, 20, PREALLOC_ADMIT_GROW_POOLS, "vm:one", check, &claim, &res);
 	if (r == 0)
-		prealloc_reservation_commit(resv);
-	prealloc_reservation_free(resv);
+		prealloc_claim_commit(claim);
+	prealloc_claim_free(claim);
 	holder_answer = 0;
 	r = prealloc_store_gc(ctx, &returned, &settled);
 	tap_ok(r == 0 && settled == 1 && fr_pool_nr(&fr, 0) == 10 && nr_records(ctx) == 0,
 	       "the callback saying gone settles it, though the check path exists");
-	prealloc_ctx_set_holder_check(ctx, NULL, NULL);
+	prealloc_ctx_set_holder_alive(ctx, NULL, NULL);
 	clear_store(ctx);
 }
 
 /* Admits bytes[i] bytes of page size ps on node i, for i < nr. */
 static int admit_split(struct prealloc_ctx *ctx, uint64_t ps, unsigned int nr,
 		       const uint64_t *bytes, unsigned int flags,
-		       struct prealloc_reservation **ret_resv, struct prealloc_admit_result *res)
+		       struct prealloc_claim **ret_resv, struct prealloc_admit_result *res)
 {
 	static const int nodes[] = { 0, 1, 2, 3 };
 	struct prealloc_admit_opts o = {
 		.size = sizeof(o), .flags = flags, .page_size = ps, .nr_nodes = nr,
-		.nodes = nodes, .node_bytes = bytes, .owner = "/nonexistent/guest",
+		.nodes = nodes, .node_bytes = bytes, .tag = "/nonexistent/guest",
 	};
 
 	memset(res, 0, sizeof(*res));
@@ -478,14 +478,14 @@ static int admit_split(struct prealloc_ctx *ctx, uint64_t ps, unsigned int nr,
 	return prealloc_admit(ctx, &o, ret_resv, res);
 }
 
-/* Admits, and on success gives the reservation straight back: whether it fits. */
+/* Admits, and on success gives the claim straight back: whether it fits. */
 static int admit_try(struct prealloc_ctx *ctx, uint64_t ps, unsigned int nr, const uint64_t *bytes,
 		     struct prealloc_admit_result *res)
 {
-	struct prealloc_reservation *resv;
-	int r = admit_split(ctx, ps, nr, bytes, 0, &resv, res);
+	struct prealloc_claim *claim;
+	int r = admit_split(ctx, ps, nr, bytes, 0, &claim, res);
 
-	prealloc_reservation_free(resv);
+	prealloc_claim_free(claim);
 	return r;
 }
 
@@ -516,21 +516,21 @@ static void test_foreign_one_node(struct prealloc_ctx *ctx)
 	b = 7 * MB2;
 	r = admit_try(ctx, MB2, 1, &b, &res);
 	tap_ok(r == -ENOMEM && res.reason == PREALLOC_ADMIT_POOL && res.available == 6 &&
-		       res.reserved_others == 4 && res.needed == 7,
+		       res.promised_others == 4 && res.needed == 7,
 	       "one node: another program's 4 reserved pages leave 6 of 10: 7 refused (r %d, "
 	       "available %llu, others %llu)", r, (unsigned long long)res.available,
-	       (unsigned long long)res.reserved_others);
+	       (unsigned long long)res.promised_others);
 	b = 6 * MB2;
-	tap_ok(admit_try(ctx, MB2, 1, &b, &res) == 0, "one node: 6 fit beside the reservation");
+	tap_ok(admit_try(ctx, MB2, 1, &b, &res) == 0, "one node: 6 fit beside those pages");
 	/* 5 reserved system-wide, 3 of them a live run's: 2 foreign, 3 + 2 held. */
 	fr_set_process(&fr, other, 4244);
 	add_run_record(ctx, other, 4244, 3, 0);
 	fr_set_global(&fr, MB2, 10, 5);
 	r = admit_try(ctx, MB2, 1, &b, &res);
-	tap_ok(r == -ENOMEM && res.available == 5 && res.reserved_others == 5,
+	tap_ok(r == -ENOMEM && res.available == 5 && res.promised_others == 5,
 	       "one node: a run's 3 pages are not counted again among the 5 reserved: 6 refused "
 	       "with 5 available (r %d, available %llu, others %llu)", r,
-	       (unsigned long long)res.available, (unsigned long long)res.reserved_others);
+	       (unsigned long long)res.available, (unsigned long long)res.promised_others);
 	b = 5 * MB2;
 	tap_ok(admit_try(ctx, MB2, 1, &b, &res) == 0, "one node: 5 fit");
 	fr_set_global(&fr, MB2, 0, 0);
@@ -743,11 +743,11 @@ static void test_memory_one_node(struct prealloc_ctx *ctx)
 	add_shares_record(ctx, other, 4245, NULL, &share, 1);
 	b = 600 * MIB + K4;
 	r = admit_try(ctx, K4, 1, &b, &res);
-	tap_ok(r == -ENOMEM && res.available == 600 * MIB && res.reserved_others == 100 * MIB &&
+	tap_ok(r == -ENOMEM && res.available == 600 * MIB && res.promised_others == 100 * MIB &&
 		       res.needed == b,
 	       "one node: a live run's 100 MiB of 4k leaves 600: 600 MiB + 4k refused (r %d, "
 	       "available %llu, others %llu)", r, (unsigned long long)res.available,
-	       (unsigned long long)res.reserved_others);
+	       (unsigned long long)res.promised_others);
 	b = 600 * MIB;
 	tap_ok(admit_try(ctx, K4, 1, &b, &res) == 0, "one node: 600 MiB fit beside it");
 	fr_set_meminfo(&fr, 0, 16 << 20, 8 << 20, 0, 0, 0);
@@ -768,27 +768,27 @@ static void test_pool_nodes(struct prealloc_ctx *ctx)
 		{ .node = 2, .page_size = MB2, .pages = 3 },
 	};
 	struct prealloc_admit_result res;
-	struct prealloc_reservation *resv;
+	struct prealloc_claim *claim;
 	int other = (int)getpid() + 100005, r;
 
 	fr_set_pool(&fr3, 0, 20, 12);
 	fr_set_pool(&fr3, 1, 30, 9);
 	fr_set_pool(&fr3, 2, 11, 5);
 	fr_set_global(&fr3, MB2, 100, 0);
-	r = admit_split(ctx, MB2, 3, (uint64_t[]){ 12 * MB2, 9 * MB2, 5 * MB2 }, 0, &resv, &res);
+	r = admit_split(ctx, MB2, 3, (uint64_t[]){ 12 * MB2, 9 * MB2, 5 * MB2 }, 0, &claim, &res);
 	tap_ok(r == 0 && own_share(ctx, 0, MB2) == 12 && own_share(ctx, 1, MB2) == 9 &&
 		       own_share(ctx, 2, MB2) == 5,
 	       "3 nodes: 12/9/5 fit 12/9/5 free exactly, one share per node (r %d, %llu/%llu/%llu)",
 	       r, (unsigned long long)own_share(ctx, 0, MB2),
 	       (unsigned long long)own_share(ctx, 1, MB2),
 	       (unsigned long long)own_share(ctx, 2, MB2));
-	prealloc_reservation_free(resv);
+	prealloc_claim_free(claim);
 	r = admit_try(ctx, MB2, 3, (uint64_t[]){ 12 * MB2, 9 * MB2, 4 * MB2 + 1 }, &res);
 	tap_ok(r == 0, "3 nodes: 4 pages and a byte (5, rounded up) fit node 2's 5 (r %d)", r);
 	r = admit_try(ctx, MB2, 3, (uint64_t[]){ 12 * MB2, 9 * MB2, 5 * MB2 + 1 }, &res);
 	tap_ok(r == -ENOMEM && res.reason == PREALLOC_ADMIT_POOL && res.node == 2 &&
 		       res.needed == 6 && res.available == 5 && res.pool_total == 11 &&
-		       res.pool_free == 5 && res.reserved_others == 0,
+		       res.pool_free == 5 && res.promised_others == 0,
 	       "3 nodes: 5 pages and a byte on node 2 one short: POOL node 2, needed 6, "
 	       "available 5, pool 11 (node %d needed %llu available %llu total %llu)", res.node,
 	       (unsigned long long)res.needed, (unsigned long long)res.available,
@@ -802,22 +802,22 @@ static void test_pool_nodes(struct prealloc_ctx *ctx)
 	add_shares_record(ctx, other, 4246, NULL, others, 2);
 	r = admit_try(ctx, MB2, 3, (uint64_t[]){ 12 * MB2, 8 * MB2, 2 * MB2 }, &res);
 	tap_ok(r == -ENOMEM && res.node == 1 && res.needed == 8 && res.available == 7 &&
-		       res.pool_total == 30 && res.pool_free == 9 && res.reserved_others == 2,
+		       res.pool_total == 30 && res.pool_free == 9 && res.promised_others == 2,
 	       "3 nodes: a run's 2 pages on node 1 (3 on node 2): node 1 refused, needed 8, "
 	       "available 7, pool 30, free 9, others 2 (node %d needed %llu available %llu total "
 	       "%llu free %llu others %llu)", res.node, (unsigned long long)res.needed,
 	       (unsigned long long)res.available, (unsigned long long)res.pool_total,
-	       (unsigned long long)res.pool_free, (unsigned long long)res.reserved_others);
+	       (unsigned long long)res.pool_free, (unsigned long long)res.promised_others);
 	r = admit_try(ctx, MB2, 3, (uint64_t[]){ 12 * MB2, 7 * MB2, 2 * MB2 }, &res);
 	tap_ok(r == 0, "3 nodes: 12/7/2 fit beside the run's 2 and 3 (r %d)", r);
 	r = admit_try(ctx, MB2, 3, (uint64_t[]){ 12 * MB2, 7 * MB2, 3 * MB2 }, &res);
-	tap_ok(r == -ENOMEM && res.node == 2 && res.available == 2 && res.reserved_others == 3,
+	tap_ok(r == -ENOMEM && res.node == 2 && res.available == 2 && res.promised_others == 3,
 	       "3 nodes: node 2 less the run's 3: 3 refused (node %d available %llu others %llu)",
 	       res.node, (unsigned long long)res.available,
-	       (unsigned long long)res.reserved_others);
+	       (unsigned long long)res.promised_others);
 	fr_set_pool(&fr3, 2, 11, 2);
 	r = admit_try(ctx, MB2, 3, (uint64_t[]){ 12 * MB2, 7 * MB2, 1 * MB2 }, &res);
-	tap_ok(r == -ENOMEM && res.node == 2 && res.available == 0 && res.reserved_others == 3,
+	tap_ok(r == -ENOMEM && res.node == 2 && res.available == 0 && res.promised_others == 3,
 	       "3 nodes: the run's 3 on node 2 beyond its 2 free leave none (node %d available "
 	       "%llu)", res.node, (unsigned long long)res.available);
 	clear_store(ctx);
@@ -971,7 +971,7 @@ static void test_memory_nodes(struct prealloc_ctx *ctx)
 		{ .node = 2, .page_size = K4, .pages = 10 * MIB / K4 },
 	};
 	struct prealloc_admit_result res;
-	struct prealloc_reservation *resv;
+	struct prealloc_claim *claim;
 	int other = (int)getpid() + 100007, r;
 
 	fr_set_meminfo(&fr3, 0, 16 << 20, 600 << 10, 0, 0, 0);
@@ -981,14 +981,14 @@ static void test_memory_nodes(struct prealloc_ctx *ctx)
 	/* 1400 MiB allowed, 200 used: 1200 of room. */
 	fr_cg_bytes(&fr3, "machine/vm4/memory.max", 1400 * MIB);
 	fr_cg_bytes(&fr3, "machine/vm4/memory.current", 200 * MIB);
-	r = admit_split(ctx, K4, 3, (uint64_t[]){ 100 * MIB, 300 * MIB, 800 * MIB }, 0, &resv,
+	r = admit_split(ctx, K4, 3, (uint64_t[]){ 100 * MIB, 300 * MIB, 800 * MIB }, 0, &claim,
 			&res);
 	tap_ok(r == 0 && own_share(ctx, 0, K4) == 100 * MIB / K4 &&
 		       own_share(ctx, 1, K4) == 300 * MIB / K4 &&
 		       own_share(ctx, 2, K4) == 800 * MIB / K4,
 	       "4k, 3 nodes: 100/300/800 MiB fit (node 1 and the cgroup exactly), one 4k share "
 	       "per node (r %d)", r);
-	prealloc_reservation_free(resv);
+	prealloc_claim_free(claim);
 	r = admit_try(ctx, K4, 3, (uint64_t[]){ 100 * MIB, 300 * MIB, 800 * MIB + K4 }, &res);
 	tap_ok(r == -ENOMEM && res.reason == PREALLOC_ADMIT_MEMCG && res.node == -1 &&
 		       res.needed == 1200 * MIB + K4 && res.available == 1200 * MIB &&
@@ -1004,7 +1004,7 @@ static void test_memory_nodes(struct prealloc_ctx *ctx)
 	r = admit_try(ctx, K4, 3, (uint64_t[]){ 100 * MIB, 300 * MIB + K4, 800 * MIB }, &res);
 	tap_ok(r == -ENOMEM && res.reason == PREALLOC_ADMIT_MEMORY && res.node == 1 &&
 		       res.needed == 300 * MIB + K4 && res.available == 300 * MIB &&
-		       res.reserved_others == 0,
+		       res.promised_others == 0,
 	       "4k, 3 nodes: node 1's MemFree (300 MiB; MemAvailable 8 GiB does not count) "
 	       "refuses 4k more (node %d needed %llu available %llu)", res.node,
 	       (unsigned long long)res.needed, (unsigned long long)res.available);
@@ -1017,17 +1017,17 @@ static void test_memory_nodes(struct prealloc_ctx *ctx)
 	add_shares_record(ctx, other, 4248, NULL, others, 2);
 	r = admit_try(ctx, K4, 3, (uint64_t[]){ 100 * MIB, 251 * MIB, 800 * MIB }, &res);
 	tap_ok(r == -ENOMEM && res.node == 1 && res.needed == 251 * MIB &&
-		       res.available == 250 * MIB && res.reserved_others == 50 * MIB,
+		       res.available == 250 * MIB && res.promised_others == 50 * MIB,
 	       "4k, 3 nodes: a run's 50 MiB on node 1 (10 on node 2): 251 refused, available 250, "
 	       "others 50 (node %d needed %llu available %llu others %llu)", res.node,
 	       (unsigned long long)res.needed, (unsigned long long)res.available,
-	       (unsigned long long)res.reserved_others);
+	       (unsigned long long)res.promised_others);
 	r = admit_try(ctx, K4, 3, (uint64_t[]){ 100 * MIB, 250 * MIB, 890 * MIB }, &res);
 	tap_ok(r == 0, "4k, 3 nodes: 100/250/890 fit beside the run's 50 and 10 (r %d)", r);
 	fr_set_meminfo(&fr3, 1, 16 << 20, 40 << 10, 0, 0, 0);
 	r = admit_try(ctx, K4, 3, (uint64_t[]){ 100 * MIB, K4, 800 * MIB }, &res);
 	tap_ok(r == -ENOMEM && res.node == 1 && res.available == 0 &&
-		       res.reserved_others == 50 * MIB,
+		       res.promised_others == 50 * MIB,
 	       "4k, 3 nodes: the run's 50 MiB beyond node 1's 40 free leave none (node %d "
 	       "available %llu)", res.node, (unsigned long long)res.available);
 	for (int n = 0; n < 3; n++)
@@ -1045,20 +1045,20 @@ static void test_messages(void)
 	static const struct {
 		struct prealloc_admit_result res;
 		int err;
-		bool reserve;
+		bool grow_pools;
 		const char *want;
 	} cases[] = {
 		{ { .reason = PREALLOC_ADMIT_POOL, .node = 2, .page_size = PREALLOC_PAGE_2M,
 		    .needed = 7, .available = 3, .pool_total = 11, .pool_free = 5,
-		    .reserved_others = 2 }, -ENOMEM, false,
-		  "node 2 has 3 free 2M hugepages (5 free in its pool of 11, 2 reserved by other "
-		  "runs), 7 needed; pass --reserve to grow the node's pool, use a smaller size or "
+		    .promised_others = 2 }, -ENOMEM, false,
+		  "node 2 has 3 free 2M hugepages (5 free in its pool of 11, 2 promised to other "
+		  "runs), 7 needed; pass --grow-pools to grow the node's pool, use a smaller size or "
 		  "another node" },
 		{ { .reason = PREALLOC_ADMIT_POOL, .node = 1, .page_size = PREALLOC_PAGE_1G,
 		    .needed = 4, .available = 1, .pool_total = 6, .pool_free = 2,
-		    .reserved_others = 1 }, -ENOMEM, false,
-		  "node 1 has 1 free 1G hugepages (2 free in its pool of 6, 1 reserved by other "
-		  "runs), 4 needed; pass --reserve to grow the node's pool, use a smaller size or "
+		    .promised_others = 1 }, -ENOMEM, false,
+		  "node 1 has 1 free 1G hugepages (2 free in its pool of 6, 1 promised to other "
+		  "runs), 4 needed; pass --grow-pools to grow the node's pool, use a smaller size or "
 		  "another node; runtime allocation of 1G pages often fails because memory is "
 		  "fragmented: reserve them at boot with 'hugepagesz=1G hugepages=N' on the kernel "
 		  "command line" },
@@ -1067,23 +1067,23 @@ static void test_messages(void)
 		{ { .reason = PREALLOC_ADMIT_GLOBAL, .node = -1, .page_size = PREALLOC_PAGE_2M,
 		    .needed = 14, .available = 13 }, -ENOMEM, false,
 		  "only 13 2M hugepages are free system-wide once other programs' reservations are "
-		  "counted, 14 needed; pass --reserve, use a smaller size" },
+		  "counted, 14 needed; pass --grow-pools, use a smaller size" },
 		{ { .reason = PREALLOC_ADMIT_CGROUP, .node = -1, .page_size = PREALLOC_PAGE_1G,
 		    .needed = 4, .available = 3,
 		    .cgroup = "/sys/fs/cgroup/machine/vm1/hugetlb.1GB.max" }, -EDQUOT, false,
 		  "the hugetlb cgroup limit /sys/fs/cgroup/machine/vm1/hugetlb.1GB.max leaves room "
 		  "for 3 1G hugepages, 4 needed; raise the limit or use a smaller size" },
 		{ { .reason = PREALLOC_ADMIT_MEMORY, .node = 1, .page_size = PREALLOC_PAGE_4K,
-		    .needed = 301 * MIB, .available = 300 * MIB, .reserved_others = 50 * MIB },
+		    .needed = 301 * MIB, .available = 300 * MIB, .promised_others = 50 * MIB },
 		  -ENOMEM, false,
 		  "node 1 has 300 MiB free, 301 MiB needed; use a smaller size, another node, or "
-		  "hugepages (--page-size 2M --reserve)" },
+		  "hugepages (--page-size 2M --grow-pools)" },
 		{ { .reason = PREALLOC_ADMIT_MEMCG, .node = -1, .page_size = PREALLOC_PAGE_4K,
 		    .needed = 1536 * MIB, .available = 1200 * MIB,
 		    .cgroup = "/sys/fs/cgroup/machine/vm4/memory.max" }, -ENOMEM, false,
 		  "the memory cgroup limit /sys/fs/cgroup/machine/vm4/memory.max leaves room "
 		  "for 1.17 GiB (its reclaimable file cache counted), 1.50 GiB needed; raise "
-		  "the limit, use a smaller size, or hugepages (--page-size 2M --reserve: they "
+		  "the limit, use a smaller size, or hugepages (--page-size 2M --grow-pools: they "
 		  "are not charged to the memory cgroup)" },
 		{ { .reason = PREALLOC_ADMIT_FS, .node = -1, .page_size = PREALLOC_PAGE_4K,
 		    .needed = 64 * MIB, .available = 32 * MIB, .cgroup = "/mnt/small" }, -ENOSPC,
@@ -1125,7 +1125,7 @@ static void test_messages(void)
 	char buf[1024];
 
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
-		admit_message(&cases[i].res, cases[i].err, cases[i].reserve, buf, sizeof(buf));
+		admit_message(&cases[i].res, cases[i].err, cases[i].grow_pools, buf, sizeof(buf));
 		tap_ok(!strcmp(buf, cases[i].want), "message %zu (reason %d): '%s'%s%s", i,
 		       cases[i].res.reason, buf, strcmp(buf, cases[i].want) ? ", want: " : "",
 		       strcmp(buf, cases[i].want) ? cases[i].want : "");
@@ -1299,7 +1299,7 @@ int main(void)
 		fakeroot_remove(&fr3);
 		return tap_done();
 	}
-	test_pool_and_reserve(ctx);
+	test_pool_and_grow(ctx);
 	test_others(ctx);
 	test_outstanding_base(ctx);
 	test_cgroup(ctx);

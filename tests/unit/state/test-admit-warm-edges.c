@@ -40,22 +40,22 @@ static void clear_all(struct prealloc_ctx *ctx)
 		fprintf(stderr, "# cannot remove the warm files\n");
 }
 
-/* Admits bytes on node 0 alone, page size ps; the reservation freed. */
+/* Admits bytes on node 0 alone, page size ps; the claim freed. */
 static int admit0(struct prealloc_ctx *ctx, uint64_t ps, uint64_t bytes,
 		  struct prealloc_admit_result *res)
 {
 	static const int node = 0;
 	struct prealloc_admit_opts o = {
 		.size = sizeof(o), .page_size = ps, .nr_nodes = 1, .nodes = &node,
-		.node_bytes = &bytes, .owner = "/nonexistent/guest",
+		.node_bytes = &bytes, .tag = "/nonexistent/guest",
 	};
-	struct prealloc_reservation *resv = NULL;
+	struct prealloc_claim *claim = NULL;
 	int r;
 
 	memset(res, 0, sizeof(*res));
 	res->size = sizeof(*res);
-	r = prealloc_admit(ctx, &o, &resv, res);
-	prealloc_reservation_free(resv);
+	r = prealloc_admit(ctx, &o, &claim, res);
+	prealloc_claim_free(claim);
 	return r;
 }
 

@@ -6,7 +6,7 @@
  * with none. The request is refused, and the warm file and its record are
  * exactly as before: nothing is cut before every node and every limit is
  * decided, and a pool growth the kernel refuses comes before any cut. Each
- * leg for 4k (free memory) and 2M (free hugepages, RESERVE's capacity check
+ * leg for 4k (free memory) and 2M (free hugepages, GROW_POOLS's capacity check
  * and growth); then the same requests admitted once node 1 has room, with
  * the file cut and its record saying so.
  */
@@ -87,7 +87,7 @@ static void clear_all(struct prealloc_ctx *ctx)
 
 /* Admits bytes[i] on node i (two nodes), page size ps. */
 static int admit2(struct prealloc_ctx *ctx, uint64_t ps, const uint64_t bytes[2],
-		  unsigned int flags, int cancel_fd, struct prealloc_reservation **ret_resv,
+		  unsigned int flags, int cancel_fd, struct prealloc_claim **ret_resv,
 		  struct prealloc_admit_result *res)
 {
 	static const int nodes[] = { 0, 1 };
@@ -130,7 +130,7 @@ static void test_4k(struct prealloc_ctx *ctx)
 {
 	const uint64_t bytes[2] = { MIB, MIB };
 	struct prealloc_admit_result res;
-	struct prealloc_reservation *resv;
+	struct prealloc_claim *claim;
 	uint64_t id = add_warm(ctx, "warm-4k", 0, K4, MIB, 0);
 	struct warm_seen before = warm_seen(ctx, id), after;
 	int r;
@@ -140,8 +140,8 @@ static void test_4k(struct prealloc_ctx *ctx)
 		return;
 	fr_set_meminfo(&fr, 0, 16 << 20, 512, 0, 0, 0);
 	fr_set_meminfo(&fr, 1, 16 << 20, 512, 0, 0, 0);
-	r = admit2(ctx, K4, bytes, 0, -1, &resv, &res);
-	tap_ok(r == -ENOMEM && res.reason == PREALLOC_ADMIT_MEMORY && res.node == 1 && !resv,
+	r = admit2(ctx, K4, bytes, 0, -1, &claim, &res);
+	tap_ok(r == -ENOMEM && res.reason == PREALLOC_ADMIT_MEMORY && res.node == 1 && !claim,
 	       "4k: node 1 cannot be covered: refused, MEMORY, node 1 (r %d reason %d node %d)", r,
 	       res.reason, res.node);
 	tap_ok(res.warm_pages == 0 && res.warm_cut == 0 && res.warm_removed == 0,
@@ -153,7 +153,7 @@ static void test_4k(struct prealloc_ctx *ctx)
 
 	/* Node 1 with room: admitted, node 0's file cut by what was short, its record with it. */
 	fr_set_meminfo(&fr, 1, 16 << 20, 8 << 20, 0, 0, 0);
-	r = admit2(ctx, K4, bytes, 0, -1, &resv, &res);
+	r = admit2(ctx, K4, bytes, 0, -1, &claim, &res);
 	after = warm_seen(ctx, id);
 	tap_ok(r == 0 && res.warm_pages == 128 && res.warm_cut == 1,
 	       "4k: node 1 with room: admitted, 128 pages cut from the warm file (r %d, %llu "
@@ -163,7 +163,7 @@ static void test_4k(struct prealloc_ctx *ctx)
 	       "4k: the file and its READY record agree at 512 KiB (file %llu, record %llu, "
 	       "warm %d)", (unsigned long long)after.file_bytes, (unsigned long long)after.size,
 	       after.warm);
-	prealloc_reservation_free(resv);
+	prealloc_claim_free(claim);
 	fr_set_meminfo(&fr, 0, 16 << 20, 8 << 20, 0, 0, 0);
 	clear_all(ctx);
 }
@@ -186,12 +186,12 @@ static void test_2m_refused(struct prealloc_ctx *ctx)
 {
 	const uint64_t bytes[2] = { MB2, MB2 };
 	struct prealloc_admit_result res;
-	struct prealloc_reservation *resv;
+	struct prealloc_claim *claim;
 	struct warm_seen before;
 	uint64_t id = warm_2m(ctx, &before);
 	int r;
 
-	r = admit2(ctx, MB2, bytes, 0, -1, &resv, &res);
+	r = admit2(ctx, MB2, bytes, 0, -1, &claim, &res);
 	tap_ok(r == -ENOMEM && res.reason == PREALLOC_ADMIT_POOL && res.node == 1 &&
 		       res.warm_pages == 0,
 	       "2M: node 1 has no free page: refused, POOL, node 1, nothing taken (r %d reason "
@@ -199,12 +199,12 @@ static void test_2m_refused(struct prealloc_ctx *ctx)
 	       (unsigned long long)res.warm_pages);
 	same_warm(ctx, id, &before, "2M refused");
 
-	/* RESERVE: node 1 cannot supply a page (its memory short of the host's margin). */
+	/* GROW_POOLS: node 1 cannot supply a page (its memory short of the host's margin). */
 	fr_set_meminfo(&fr, 1, 16 << 20, 1024, 0, 0, 0);
-	r = admit2(ctx, MB2, bytes, PREALLOC_ADMIT_RESERVE, -1, &resv, &res);
+	r = admit2(ctx, MB2, bytes, PREALLOC_ADMIT_GROW_POOLS, -1, &claim, &res);
 	tap_ok(r == -ENOMEM && res.reason == PREALLOC_ADMIT_CAPACITY && res.node == 1 &&
 		       res.warm_pages == 0,
-	       "2M RESERVE: node 1's capacity refuses: CAPACITY, node 1, nothing taken (r %d "
+	       "2M GROW_POOLS: node 1's capacity refuses: CAPACITY, node 1, nothing taken (r %d "
 	       "reason %d node %d)", r, res.reason, res.node);
 	same_warm(ctx, id, &before, "2M capacity refused");
 	tap_ok(fr_pool_nr(&fr, 0) == 2 && fr_pool_nr(&fr, 1) == 0 && nr_records(ctx) == 1,
@@ -224,17 +224,17 @@ static void test_2m_growth_refused(struct prealloc_ctx *ctx)
 {
 	const uint64_t bytes[2] = { 3 * MB2, 0 };
 	struct prealloc_admit_result res;
-	struct prealloc_reservation *resv;
+	struct prealloc_claim *claim;
 	struct warm_seen before;
 	uint64_t id = warm_2m(ctx, &before);
 	int p[2], r;
 
 	if (!tap_ok(pipe(p) == 0 && write(p[1], "x", 1) == 1, "a readable cancel fd"))
 		return;
-	r = admit2(ctx, MB2, bytes, PREALLOC_ADMIT_RESERVE | PREALLOC_ADMIT_CANCEL_FD, p[0],
-		   &resv, &res);
+	r = admit2(ctx, MB2, bytes, PREALLOC_ADMIT_GROW_POOLS | PREALLOC_ADMIT_CANCEL_FD, p[0],
+		   &claim, &res);
 	tap_ok(r == -ECANCELED && res.reason == PREALLOC_ADMIT_CANCELED && res.warm_pages == 0,
-	       "2M RESERVE: the growth stopped: -ECANCELED, nothing taken (r %d reason %d, %llu "
+	       "2M GROW_POOLS: the growth stopped: -ECANCELED, nothing taken (r %d reason %d, %llu "
 	       "taken)", r, res.reason, (unsigned long long)res.warm_pages);
 	same_warm(ctx, id, &before, "2M growth refused");
 	tap_ok(fr_pool_nr(&fr, 0) == 2 && nr_records(ctx) == 1,
@@ -250,14 +250,14 @@ static void test_2m_admitted(struct prealloc_ctx *ctx)
 {
 	const uint64_t bytes[2] = { MB2, MB2 };
 	struct prealloc_admit_result res;
-	struct prealloc_reservation *resv;
+	struct prealloc_claim *claim;
 	struct warm_seen before, after;
 	uint64_t id = warm_2m(ctx, &before);
 	int r;
 
 	fr_set_pool(&fr, 1, 1, 1);
 	fr_set_global(&fr, MB2, 1, 0);
-	r = admit2(ctx, MB2, bytes, 0, -1, &resv, &res);
+	r = admit2(ctx, MB2, bytes, 0, -1, &claim, &res);
 	after = warm_seen(ctx, id);
 	tap_ok(r == 0 && res.warm_pages == 1 && res.warm_cut == 1 && res.warm_removed == 0,
 	       "2M: node 1 with a free page: admitted, one page cut from node 0's warm file (r "
@@ -269,7 +269,7 @@ static void test_2m_admitted(struct prealloc_ctx *ctx)
 	       "with it (file %llu, record %llu, line %llu/%llu)",
 	       (unsigned long long)after.file_bytes, (unsigned long long)after.size,
 	       (unsigned long long)after.line.pages, (unsigned long long)after.line.added);
-	prealloc_reservation_free(resv);
+	prealloc_claim_free(claim);
 	clear_all(ctx);
 }
 
