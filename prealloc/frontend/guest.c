@@ -31,18 +31,10 @@ bool guest_prefaulted(const struct guest *g, unsigned int i)
 
 uint64_t guest_claimed(struct guest *g, int node, uint64_t page_size)
 {
-	struct prealloc_store_entry e = { .size = sizeof(e) };
-	struct prealloc_record_info info = { .size = sizeof(info) };
-	uint64_t pages = 0, warm = 0;
+	uint64_t pages = 0;
 
-	/* The holder's claims, its warm files apart (their pages serve their own backend). */
-	for (unsigned int i = 0; prealloc_store_entry(g->ctx, i, &e) == 0; i++)
-		if (e.state == PREALLOC_STORE_HELD && !strcmp(e.owner, g->holder) &&
-		    e.node == node && e.page_size == page_size)
-			pages += e.pages;
-	for (unsigned int k = 0; prealloc_record(g->ctx, k, &info) == 0; k++)
-		if (info.warm && info.warm_node == node && info.page_size == page_size &&
-		    info.owner == PREALLOC_OWNER_HOLDER && !strcmp(info.holder, g->holder))
-			warm += info.pages;
-	return pages > warm ? pages - warm : 0;
+	/* Unreadable: none claimed, and the claim asks for all (admission says why not). */
+	if (prealloc_holder_claimed(g->ctx, g->holder, node, page_size, &pages) < 0)
+		return 0;
+	return pages;
 }

@@ -152,7 +152,9 @@ struct store {
  *                  finding one never looks for 0.1's files. Shares a dead
  *                  run left marked growing are settled (and saved).
  *   store_load()   the store read without the lock (a snapshot, for status);
- *                  missing is empty, 0.1's files are read, not converted.
+ *                  missing is empty, 0.1's files are read, not converted;
+ *                  a copy of what this ctx read last while the file is the
+ *                  same and this process saved none since (store_cache.c).
  *   store_save()   the store written whole and atomically, ahead of the
  *                  change it describes; under the lock.
  *   store_close()  the store freed, the directory closed, the lock dropped.
@@ -163,7 +165,7 @@ int store_open(struct prealloc_ctx *ctx, unsigned int timeout_ms, struct store *
 /* store_open() whose lock wait cancel_fd ends (-ECANCELED; -1: none, as store_open). */
 int store_open_cancel(struct prealloc_ctx *ctx, unsigned int timeout_ms, int cancel_fd,
 		      struct store *s, int *ret_fd);
-int store_load(const struct prealloc_ctx *ctx, struct store *s);
+int store_load(struct prealloc_ctx *ctx, struct store *s);
 int store_save(const struct prealloc_ctx *ctx, const struct store *s);
 void store_close(struct store *s, int fd);
 /*
@@ -179,8 +181,17 @@ void store_note(struct prealloc_ctx *ctx, struct store *s, int level, const char
  * still the file known names (NULL: none), 1 and nothing read; else 0, s
  * loaded and *ret_id the file it came from (zeroed when there was none).
  */
-int store_load_since(const struct prealloc_ctx *ctx, struct store *s, const struct statx *known,
+int store_load_since(struct prealloc_ctx *ctx, struct store *s, const struct statx *known,
 		     struct statx *ret_id);
+/* How many saves this process made (store_lock.c): a read before the last may be stale. */
+unsigned long store_saves(void);
+/*
+ * store_cache.c: the store as store_load() reads it, not copied: *ret held
+ * (ctx's records lock) until store_cache_release(); for a caller that only
+ * looks.
+ */
+int store_cache_hold(struct prealloc_ctx *ctx, const struct store **ret);
+void store_cache_release(struct prealloc_ctx *ctx);
 /* Runs fn on record id between store_open() and store_close() (fn saves); -ENOENT: none. */
 int store_update(struct prealloc_ctx *ctx, unsigned int timeout_ms, uint64_t id,
 		 int (*fn)(struct prealloc_ctx *ctx, struct store *s, size_t ri, void *arg),

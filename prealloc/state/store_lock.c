@@ -52,11 +52,13 @@ static int resolve_growing(struct prealloc_ctx *ctx, struct store *s)
  * 0.1's files if any is there (a stat each to find out); else empty.
  * ret_id (may be NULL): the store file read, zeroed when none was.
  */
-static int store_read(int dir, struct store *s, struct statx *ret_id)
+static int store_read(struct prealloc_ctx *ctx, int dir, struct store *s, struct statx *ret_id)
 {
 	char *text;
 	size_t len;
 	int r;
+
+	__atomic_fetch_add(&ctx->store_reads, 1, __ATOMIC_RELAXED);
 
 	memset(s, 0, sizeof(*s));
 	if (ret_id)
@@ -84,7 +86,7 @@ int store_open_cancel(struct prealloc_ctx *ctx, unsigned int timeout_ms, int can
 	if (r == 0)
 		r = statedir_lock_at(dir, "lock", timeout_ms, cancel_fd, ret_fd);
 	if (r == 0)
-		r = store_read(dir, s, NULL);
+		r = store_read(ctx, dir, s, NULL);
 	s->has_dir = dir >= 0;
 	s->dir = dir;
 	/* 0.1's files and no store: converted at this first open, the store says so from now on. */
@@ -114,7 +116,7 @@ static bool same_version(const struct statx *a, const struct statx *b)
 	       a->stx_mtime.tv_nsec == b->stx_mtime.tv_nsec;
 }
 
-int store_load_since(const struct prealloc_ctx *ctx, struct store *s, const struct statx *known,
+int store_load_since(struct prealloc_ctx *ctx, struct store *s, const struct statx *known,
 		     struct statx *ret_id)
 {
 	struct statx now;
@@ -132,14 +134,17 @@ int store_load_since(const struct prealloc_ctx *ctx, struct store *s, const stru
 	if (known && file_statx(dir, STORE_LEAF, 0, &now) == 0 && same_version(&now, known))
 		r = 1;
 	else
-		r = store_read(dir, s, ret_id);
+		r = store_read(ctx, dir, s, ret_id);
 	close(dir);
 	return r;
 }
 
-int store_load(const struct prealloc_ctx *ctx, struct store *s)
+/* The saves this process made: a copy read before the last one may be stale (store_cache.c). */
+static unsigned long saves;
+
+unsigned long store_saves(void)
 {
-	return store_load_since(ctx, s, NULL, NULL);
+	return __atomic_load_n(&saves, __ATOMIC_ACQUIRE);
 }
 
 int store_save(const struct prealloc_ctx *ctx, const struct store *s)
@@ -160,6 +165,8 @@ int store_save(const struct prealloc_ctx *ctx, const struct store *s)
 	if (!s->has_dir && dir >= 0)
 		close(dir);
 	free(text);
+	if (r == 0)
+		__atomic_fetch_add(&saves, 1, __ATOMIC_RELEASE);
 	return r;
 }
 
