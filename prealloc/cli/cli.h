@@ -136,10 +136,14 @@ int qemu_exit_status(int err);
 #define WRAP_ARGS_MAX 4096
 #define WRAP_MAX_NODES 64	/* guest nodes: one backend, one host node each */
 struct guest;
-struct guest_words;
 struct wrap_cmd {
 	const char *name;	/* the command, in messages and the holder: "qemu" */
-	const struct guest_words *words;
+	const char *vmm_name;	/* its VMM, in messages: "QEMU" */
+	const char *shared_on;	/* its option for a shared mapping: "share=on" */
+	const char *shared_off;	/* and for a private one: "share=off" */
+	int (*usage)(FILE *f, int rc);	/* --help's text on f, then rc */
+	/* The VMM's options that map g's backends (wrap_opt each): 0 or the exit status. */
+	int (*options)(struct wrap_cmd *w, const struct guest *g);
 	struct node_request nodes; /* none given: the first node with memory */
 	uint64_t page_size;
 	uint64_t bytes;		/* the guest's, over all its nodes */
@@ -147,21 +151,20 @@ struct wrap_cmd {
 	char id[64];
 	const char *tenant;
 	bool warm, reserve, print, dry_run, verbose;
-	char **vmm;		/* the VMM and its arguments, NULL-terminated */
+	char **vmm_argv;	/* the VMM and its arguments, NULL-terminated */
 	/* What the VMM gets after them (allocated, wrap_opt): option, value, ... */
 	char *opts[4 * WRAP_MAX_NODES];
 	unsigned int nr_opts;
 };
-/* Options, SIZE, "--" and the VMM's command line; 0, EXIT_USAGE, or < 0: done (--help). */
-int wrap_parse(struct wrap_cmd *w, int argc, char **argv, int (*usage)(FILE *f, int rc));
-/* The guest w describes, held by this process; 0 or the exit status. */
-int wrap_guest(struct prealloc_ctx *ctx, struct wrap_cmd *w, struct guest *g);
+/*
+ * The command: options, SIZE, "--" and the VMM's command line; the guest
+ * they describe, held by this process; the VMM's options; then --dry-run's
+ * command line or the front-end layer's session. The exit status.
+ */
+int wrap_main(struct wrap_cmd *w, int argc, char **argv);
 /* opt, then the value fmt makes, onto the VMM's options; false when out of memory or room. */
 bool wrap_opt(struct wrap_cmd *w, const char *opt, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-/* --dry-run's command line, or the session: the exit status. */
-int wrap_run(struct wrap_cmd *w, struct guest *g);
-void wrap_free(struct wrap_cmd *w);
 
 
 /* report.c */

@@ -10,27 +10,15 @@
  * per backend), and when QEMU exits (or fails, or this command is
  * signalled: the signal goes on to QEMU) it is given back. What every
  * wrapper shares (options, the guest, the run) is wrap.c's; this file is
- * what QEMU alone needs: its words, its usage, its memory options.
+ * what QEMU alone needs: its name and words for sharing, its usage, its
+ * memory options.
  */
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "guest.h"
 #include "cli.h"
-
-static const struct guest_words qemu_words = {
-	.noun = "guest",
-	.dir = "--dir",
-	.reserve_off = "give --reserve to grow the pool, or shrink the guest",
-	.warm_off = "warm is off (--warm)",
-	.vmm = "QEMU",
-	.shared_how = "share=on",
-	.private_why = "share=off",
-	.private_opt = "share=off",
-};
 
 static int usage(FILE *f, int rc)
 {
@@ -90,25 +78,9 @@ static int qemu_options(struct wrap_cmd *q, const struct guest *g)
 
 int cmd_qemu(int argc, char **argv)
 {
-	static struct wrap_cmd q = { .name = "qemu", .words = &qemu_words,
-				     .page_size = PREALLOC_PAGE_2M };
-	struct prealloc_ctx *ctx = NULL;
-	struct guest *g = NULL;
-	int rc;
+	static struct wrap_cmd q = { .name = "qemu", .vmm_name = "QEMU", .shared_on = "share=on",
+				     .shared_off = "share=off", .page_size = PREALLOC_PAGE_2M,
+				     .usage = usage, .options = qemu_options };
 
-	snprintf(q.id, sizeof(q.id), "prealloc-%d", (int)getpid());
-	rc = wrap_parse(&q, argc, argv, usage);
-	if (rc)
-		return rc < 0 ? EXIT_OK : rc;
-	ctx = cli_context();
-	g = calloc(1, sizeof(*g));
-	rc = ctx && g ? wrap_guest(ctx, &q, g) : EXIT_FAILURE_RUN;
-	if (rc == 0)
-		rc = qemu_options(&q, g);
-	if (rc == 0)
-		rc = wrap_run(&q, g);
-	wrap_free(&q);
-	free(g);
-	prealloc_ctx_free(ctx);
-	return rc;
+	return wrap_main(&q, argc, argv);
 }

@@ -25,6 +25,13 @@
 
 static const char *log_name = "";
 static bool verbose;
+/* What a wrapper's messages call its things: its options are this file's, its VMM its own. */
+static struct guest_words words = {
+	.noun = "guest",
+	.dir = "--dir",
+	.reserve_off = "give --reserve to grow the pool, or shrink the guest",
+	.warm_off = "warm is off (--warm)",
+};
 
 /*
  * The front-end layer's messages: errors as the CLI's (cli_error), warnings
@@ -129,7 +136,7 @@ static int split_size(struct wrap_cmd *w)
 	return 0;
 }
 
-int wrap_parse(struct wrap_cmd *w, int argc, char **argv, int (*usage)(FILE *f, int rc))
+static int wrap_parse(struct wrap_cmd *w, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "node", required_argument, NULL, 'n' },
@@ -151,7 +158,7 @@ int wrap_parse(struct wrap_cmd *w, int argc, char **argv, int (*usage)(FILE *f, 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, short_opts, opts, NULL)) != -1) {
 		if (c == 'h')
-			return usage(stdout, -1);	/* done: exit 0 */
+			return w->usage(stdout, -1);	/* done: exit 0 */
 		if (c == '?' || c == ':')
 			return option_error(w->name, argv, short_opts, opts);
 		r = parse_opt(w, c, optarg);
@@ -169,10 +176,10 @@ int wrap_parse(struct wrap_cmd *w, int argc, char **argv, int (*usage)(FILE *f, 
 		return EXIT_USAGE;
 	}
 	if (++optind >= argc || strcmp(argv[optind], "--") || optind + 1 >= argc) {
-		cli_error("%s: no %s command line after SIZE -- ", w->name, w->words->vmm);
+		cli_error("%s: no %s command line after SIZE -- ", w->name, w->vmm_name);
 		return EXIT_USAGE;
 	}
-	w->vmm = argv + optind + 1;
+	w->vmm_argv = argv + optind + 1;
 	return split_size(w);
 }
 
@@ -260,7 +267,8 @@ static int wrap_nodes(struct prealloc_ctx *ctx, struct wrap_cmd *w)
 	return 0;
 }
 
-int wrap_guest(struct prealloc_ctx *ctx, struct wrap_cmd *w, struct guest *g)
+/* The guest w describes, held by this process; 0 or the exit status. */
+static int wrap_guest(struct prealloc_ctx *ctx, struct wrap_cmd *w, struct guest *g)
 {
 	int rc = wrap_nodes(ctx, w);
 
@@ -268,7 +276,11 @@ int wrap_guest(struct prealloc_ctx *ctx, struct wrap_cmd *w, struct guest *g)
 		return rc;
 	log_name = w->name;
 	verbose = w->verbose;
-	*g = (struct guest){ .ctx = ctx, .words = w->words, .log = wrap_vlog,
+	words.vmm = w->vmm_name;
+	words.shared_how = w->shared_on;
+	words.private_why = w->shared_off;
+	words.private_opt = w->shared_off;
+	*g = (struct guest){ .ctx = ctx, .words = &words, .log = wrap_vlog,
 			     .reserve = w->reserve, .prefault = true, .warm = w->warm,
 			     .cancel_fd = -1, .deadline_s = 60 };
 	snprintf(g->name, sizeof(g->name), "%s-%d", w->name, (int)getpid());
@@ -320,7 +332,7 @@ static int wrap_argv(struct wrap_cmd *w, char **ret)
 {
 	unsigned int n = 0;
 
-	for (char **a = w->vmm; *a; a++) {
+	for (char **a = w->vmm_argv; *a; a++) {
 		if (n + w->nr_opts + 1 >= WRAP_ARGS_MAX) {
 			cli_error("%s: more than %u arguments", w->name, WRAP_ARGS_MAX - w->nr_opts - 1);
 			return EXIT_USAGE;
@@ -333,7 +345,8 @@ static int wrap_argv(struct wrap_cmd *w, char **ret)
 	return 0;
 }
 
-int wrap_run(struct wrap_cmd *w, struct guest *g)
+/* --dry-run's command line, or the session: the exit status. */
+static int wrap_run(struct wrap_cmd *w, struct guest *g)
 {
 	static char *args[WRAP_ARGS_MAX];
 	int rc = wrap_argv(w, args);
@@ -346,8 +359,26 @@ int wrap_run(struct wrap_cmd *w, struct guest *g)
 	return rc;
 }
 
-void wrap_free(struct wrap_cmd *w)
+int wrap_main(struct wrap_cmd *w, int argc, char **argv)
 {
+	struct prealloc_ctx *ctx = NULL;
+	struct guest *g = NULL;
+	int rc;
+
+	snprintf(w->id, sizeof(w->id), "prealloc-%d", (int)getpid());
+	rc = wrap_parse(w, argc, argv);
+	if (rc)
+		return rc < 0 ? EXIT_OK : rc;
+	ctx = cli_context();
+	g = calloc(1, sizeof(*g));
+	rc = ctx && g ? wrap_guest(ctx, w, g) : EXIT_FAILURE_RUN;
+	if (rc == 0)
+		rc = w->options(w, g);
+	if (rc == 0)
+		rc = wrap_run(w, g);
 	while (w->nr_opts)
 		free(w->opts[--w->nr_opts]);
+	free(g);
+	prealloc_ctx_free(ctx);
+	return rc;
 }
