@@ -314,13 +314,10 @@ static int record_new(struct prealloc_ctx *ctx, struct store *s, void *arg)
 	r->created = !req->exists;
 	r->size = req->length;
 	r->page_size = req->page;
-	if (req->warm) {
-		/* Written with the record, by admission's save. */
-		warm_move(ctx, NULL, r, PREALLOC_WARM_POPULATING);
-		r->warm_node = req->nodes[0];
-	} else {
+	if (!req->more.stay_staged)
 		snprintf(r->path, sizeof(r->path), "%s", req->final);
-	}
+	if (req->more.record_made)	/* written with the record, by admission's save */
+		req->more.record_made(r, req->more.arg);
 	if (req->exists) {
 		r->dev = (uint64_t)st->st_dev;
 		r->ino = (uint64_t)st->st_ino;
@@ -387,8 +384,7 @@ static struct prealloc_admit_opts admit_opts(const struct prepare_req *req, uint
 	    .flags = ((f & PREALLOC_PREPARE_RESERVE) ? PREALLOC_ADMIT_RESERVE : 0) |
 		     ((f & PREALLOC_PREPARE_NO_CHECK) ? PREALLOC_ADMIT_NO_CHECK : 0) |
 		     ((f & PREALLOC_PREPARE_CANCEL_FD) ? PREALLOC_ADMIT_CANCEL_FD : 0) |
-		     /* A warm file never takes another's pages. */
-		     (req->warm ? PREALLOC_ADMIT_KEEP_WARM : 0),
+		     req->more.admit_flags,
 	    .page_size = page,
 	    .nr_nodes = req->nr_nodes,
 	    .nodes = req->nodes,
