@@ -38,8 +38,10 @@ static int set_ready(struct prealloc_ctx *ctx, struct store *s, size_t ri, void 
 {
 	struct prepare_req *req = arg;
 	struct record *r = &s->r[ri];
+	int err = record_commit(r, &req->owner);
 
-	record_commit(r, &req->owner);
+	if (err < 0)
+		return err;	/* no longer PREPARING: not this run's to commit */
 	if (req->more.stay_staged)
 		snprintf(r->tmp, sizeof(r->tmp), "%s", req->tmp);	/* its only link */
 	else

@@ -304,11 +304,10 @@ static int record_new(struct prealloc_ctx *ctx, struct store *s, void *arg)
 	const struct prepare_new *n = arg;
 	struct prepare_req *req = n->req;
 	const struct stat *st = n->st;
-	struct record *r = store_add(s, req->id);
+	struct record *r = record_begin(s, req->id);
 
 	if (!r)
 		return -ENOMEM;
-	r->state = PREALLOC_RECORD_PREPARING;
 	owner_self(ctx, &r->owner);
 	r->has_file = true;
 	r->created = !req->exists;

@@ -30,12 +30,11 @@ struct resv_new {
 static int resv_make(struct prealloc_ctx *ctx, struct store *s, void *arg)
 {
 	const struct resv_new *n = arg;
-	struct record *rec = store_add(s, n->resv->id);
+	struct record *rec = record_begin(s, n->resv->id);
 	const char *owner = n->o->owner;
 
 	if (!rec)
 		return -ENOMEM;
-	rec->state = PREALLOC_RECORD_PREPARING;
 	owner_self(ctx, &rec->owner);
 	rec->page_size = n->o->page_size;
 	if (owner && owner[0] == '/') {
@@ -161,7 +160,8 @@ static int commit_fn(struct prealloc_ctx *ctx, struct store *s, size_t ri, void 
 	/* Growth nobody could ever give back: name a file or a holder first. */
 	if (grew && !r->has_file && owner->kind != PREALLOC_OWNER_HOLDER)
 		return -EINVAL;
-	record_commit(r, owner);
+	if (record_commit(r, owner) < 0)
+		return -EINVAL;
 	/* Only growth (or a holder's claim) needs remembering. */
 	if (!r->nr_pools && r->owner.kind != PREALLOC_OWNER_HOLDER)
 		store_del(s, ri);

@@ -431,8 +431,11 @@ int record_settle(struct prealloc_ctx *ctx, struct store *s, size_t ri, bool rem
  */
 int settle_orphans(struct prealloc_ctx *ctx, unsigned int timeout_ms,
 		   struct prealloc_release_info *info);
-/* settle.c. Commit: READY, held by its holder or file; lines that added nothing go. */
-void record_commit(struct record *r, const struct rec_owner *owner);
+/*
+ * settle.c. Commit: READY, held by its holder or file; lines that added
+ * nothing go. -EINVAL, nothing changed, when r may not become READY.
+ */
+int record_commit(struct record *r, const struct rec_owner *owner);
 /* Whether settle_matching settles r, and whether a READY file goes with it. */
 typedef bool (*settle_pick_fn)(struct prealloc_ctx *ctx, const struct record *r, const void *arg,
 			       bool *ret_remove_ready);
@@ -446,6 +449,19 @@ int settle_matching(struct prealloc_ctx *ctx, unsigned int timeout_ms, settle_pi
 		    const void *arg, struct prealloc_release_info *info, unsigned int *ret_matched);
 /* queries.c: a record's file path, its holder's name, or "-". */
 const char *owner_label(const struct record *r);
+
+/*
+ * record_move.c: the one table of a record's state moves (PREPARING,
+ * READY, RELEASING, ORPHAN; docs/records.md) and the call that makes them:
+ * record_move() sets r's state to `to` if the table holds the move, then
+ * (s not NULL) writes the store; -EINVAL, nothing changed, for a move it
+ * refuses. record_begin() adds record id to s, PREPARING: the only way a
+ * record enters. RECORD_NEW is the state of none yet (never stored).
+ */
+#define RECORD_NEW (PREALLOC_RECORD_ORPHAN + 1)
+bool record_move_allowed(int from, int to);
+int record_move(const struct prealloc_ctx *ctx, struct store *s, struct record *r, int to);
+struct record *record_begin(struct store *s, uint64_t id);
 
 /*
  * warm_move.c: the one table of warm state moves (docs/warm.md) and the
