@@ -177,14 +177,22 @@ void store_close(struct store *s, int fd);
 void store_note(struct prealloc_ctx *ctx, struct store *s, int level, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 /*
- * store_load() for a caller that keeps what it read: while the store is
- * still the file known names (NULL: none), 1 and nothing read; else 0, s
- * loaded and *ret_id the file it came from (zeroed when there was none).
+ * store_load() for a caller that keeps what it read (store_cache.c). known
+ * (NULL: none) is what it read before: while the store's file is still the
+ * one known names and known is settled (written long enough before it was
+ * read that no later file can share its identity), or while the file
+ * still holds the text known read, 1 and nothing parsed; else 0, s
+ * loaded, *ret_text (NULL: not wanted) the text it came from, the caller's
+ * to free (NULL when there was none), and *ret_id the file's identity.
  */
-int store_load_since(struct prealloc_ctx *ctx, struct store *s, const struct statx *known,
-		     struct statx *ret_id);
-/* How many saves this process made (store_lock.c): a read before the last may be stale. */
-unsigned long store_saves(void);
+struct store_known {
+	const char *text;
+	size_t len;
+	struct statx id;
+	bool settled;
+};
+int store_load_since(struct prealloc_ctx *ctx, struct store *s, const struct store_known *known,
+		     char **ret_text, size_t *ret_len, struct statx *ret_id);
 /*
  * store_cache.c: the store as store_load() reads it, not copied: *ret held
  * (ctx's records lock) until store_cache_release(); for a caller that only
