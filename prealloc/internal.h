@@ -81,6 +81,8 @@ struct prealloc_ctx {
 	pthread_mutex_t records_lock;
 	struct record_list *records;
 	void (*records_drop)(struct prealloc_ctx *ctx);
+	/* The store's file read and parsed (state/store_lock.c): what the tests count. */
+	unsigned long store_reads;
 };
 
 /* util.c */

@@ -127,12 +127,45 @@ int prepare_exit_status(int step, int admit_reason, int err);
 int clear_exit_status(int step, int err);
 int qemu_exit_status(int err);
 
-/* qemu_session.c: `prealloc qemu`'s run (qemu.c has the command). */
+/*
+ * wrap.c: what every wrapper command (`prealloc qemu`) shares: its options,
+ * the guest they describe (one shared file backend per host node) and the
+ * run through the front-end layer's session. The command's own file says
+ * what its VMM is called (words), its usage and its memory options (opts).
+ */
+#define WRAP_ARGS_MAX 4096
+#define WRAP_MAX_NODES 64	/* guest nodes: one backend, one host node each */
 struct guest;
-/* argv on one line of standard output, each word as a shell reads it back. */
-void qemu_print(char **argv);
-/* g claimed and made ready, QEMU run with argv (printed first if print), g given back: the exit status. */
-int qemu_session(struct guest *g, char **argv, bool print);
+struct wrap_cmd {
+	const char *name;	/* the command, in messages and the holder: "qemu" */
+	const char *vmm_name;	/* its VMM, in messages: "QEMU" */
+	const char *shared_on;	/* its option for a shared mapping: "share=on" */
+	const char *shared_off;	/* and for a private one: "share=off" */
+	int (*usage)(FILE *f, int rc);	/* --help's text on f, then rc */
+	/* The VMM's options that map g's backends (wrap_opt each): 0 or the exit status. */
+	int (*options)(struct wrap_cmd *w, const struct guest *g);
+	struct node_request nodes; /* none given: the first node with memory */
+	uint64_t page_size;
+	uint64_t bytes;		/* the guest's, over all its nodes */
+	const char *dir;	/* NULL: the page size's mount */
+	char id[64];
+	const char *tenant;
+	bool warm, grow_pools, print, dry_run, verbose;
+	char **vmm_argv;	/* the VMM and its arguments, NULL-terminated */
+	/* What the VMM gets after them (allocated, wrap_opt): option, value, ... */
+	char *opts[4 * WRAP_MAX_NODES];
+	unsigned int nr_opts;
+};
+/*
+ * The command: options, SIZE, "--" and the VMM's command line; the guest
+ * they describe, held by this process; the VMM's options; then --dry-run's
+ * command line or the front-end layer's session. The exit status.
+ */
+int wrap_main(struct wrap_cmd *w, int argc, char **argv);
+/* opt, then the value fmt makes, onto the VMM's options; false when out of memory or room. */
+bool wrap_opt(struct wrap_cmd *w, const char *opt, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 
 /* report.c */
 struct run_view {

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The flows, private to the library: prepare (its request as it is
- * resolved), clear a file, and what their files share (the warm pool, a
- * flow over these, has its own: warm/warm.h). Each flow is one
+ * resolved, and what a caller inside the library may ask of it beyond the
+ * public options), clear a file, and what their files share (the warm
+ * pool, a component over these, has its own: warm/warm.h). Each flow is one
  * public call over the state and engine layers (tests/tree/test-layers.sh).
  * Never installed.
  */
@@ -15,18 +16,32 @@
 #include <time.h>
 
 #include "clear.h"
-#include "counters.h"
 #include "engine.h"
 #include "state.h"
 
 /* ---- prepare (prepare.c, prepare_req.c, locate.c) ------------------------ */
 
-/* How a warm file's job runs: in the background, or as fast as it goes. */
-struct warm_pace {
-	unsigned int threads;	/* per node; 0: every allowed CPU of the node */
+/*
+ * What a caller inside the library may ask of prepare beyond the public
+ * options (prepare_start): how its workers run, more of admission, and how
+ * its record is made and committed. Zeroed: as prealloc_prepare_start.
+ */
+struct prepare_more {
 	uint64_t max_rate;	/* bytes per second per node; 0: no cap */
 	bool idle;		/* workers SCHED_IDLE */
-	int stop_fd;		/* -1, or readable: stop (a clear is cancelled, the file DIRTY again) */
+	unsigned int admit_flags; /* PREALLOC_ADMIT_* added to its admission's */
+	/*
+	 * Committed where it was made: left at its staged name, linked at no
+	 * path of its own (the record's path stays empty, its staged name its
+	 * link); info.path says where it is.
+	 */
+	bool stay_staged;
+	/* The record as it is first written, by admission's save (NULL: as it is). */
+	void (*record_made)(struct record *r, void *arg);
+	/* At commit, under the lock, r READY: saves s (NULL: store_save). */
+	int (*committed)(const struct prealloc_ctx *ctx, struct store *s, struct record *r,
+			 void *arg);
+	void *arg;
 };
 
 #define PREPARE_MAGIC 0x70726570u	/* "prep": a job's flow arg is a prepare_req */
@@ -59,13 +74,7 @@ struct prepare_req {
 	bool placed;		/* linked at its final name: others may have opened it */
 	struct prealloc_region *region;
 	struct rec_owner owner;
-	/*
-	 * A warm file (warm/file.c): recorded POPULATING, then READY in the
-	 * warm pool, and left at its staged name (the warm pool's own link)
-	 * instead of being linked at a path of its own.
-	 */
-	bool warm;
-	struct warm_pace pace;	/* warm: how its populate runs */
+	struct prepare_more more;	/* the library's own asks (prepare_start) */
 };
 
 /* Fills info.step and info.message (inline: every prepare file fails the request). */
@@ -84,9 +93,9 @@ prepare_fail(struct prepare_req *req, int step, const char *fmt, ...)
 int prepare_locate(struct prepare_req *req);
 /* prepare_req.c: the request checked and resolved; admission and the record. */
 int prepare_request(struct prepare_req *req);
-/* prepare.c: prealloc_prepare_start, or (warm not NULL) a new file of the warm pool. */
+/* prepare.c: prealloc_prepare_start, with more (NULL: none) asked beyond its options. */
 int prepare_start(struct prealloc_ctx *ctx, const struct prealloc_prepare_opts *opts,
-		  const struct warm_pace *warm, struct prealloc_job **ret_job,
+		  const struct prepare_more *more, struct prealloc_job **ret_job,
 		  struct prealloc_prepare_info *ret_info);
 /* "512M", "1G", or bytes when no binary suffix is exact. */
 void size_token(uint64_t bytes, char *buf, size_t len);

@@ -38,14 +38,16 @@ static int set_ready(struct prealloc_ctx *ctx, struct store *s, size_t ri, void 
 {
 	struct prepare_req *req = arg;
 	struct record *r = &s->r[ri];
+	int err = record_commit(r, &req->owner);
 
-	record_commit(r, &req->owner);
-	if (req->warm) {
-		/* The warm pool's link is the staged name; no path until a take. */
-		snprintf(r->tmp, sizeof(r->tmp), "%s", req->tmp);
-		return warm_move(ctx, s, r, PREALLOC_WARM_READY);
-	}
-	snprintf(r->path, sizeof(r->path), "%s", req->final);
+	if (err < 0)
+		return err;	/* no longer PREPARING: not this run's to commit */
+	if (req->more.stay_staged)
+		snprintf(r->tmp, sizeof(r->tmp), "%s", req->tmp);	/* its only link */
+	else
+		snprintf(r->path, sizeof(r->path), "%s", req->final);
+	if (req->more.committed)
+		return req->more.committed(ctx, s, r, req->more.arg);
 	return store_save(ctx, s);
 }
 
@@ -129,19 +131,19 @@ static int prepare_commit(struct prepare_req *req)
 	int r;
 
 	test_pause("before-commit");
-	if (req->info.created && !req->warm && (r = place_file(req)) < 0)
+	if (req->info.created && !req->more.stay_staged && (r = place_file(req)) < 0)
 		return r;
 	r = record_update(req, set_ready);
 	if (r < 0) {
 		prepare_fail(req, PREALLOC_STEP_COMMIT, "cannot record %s as ready in %s: %s",
 			     req->final, prealloc_ctx_state_dir(req->ctx), strerror(-r));
 		/* Its only name goes: the pages go with the region. */
-		if (req->info.created && !req->warm)
+		if (req->info.created && !req->more.stay_staged)
 			unlink_final(req);
 		return r;
 	}
 	req->recorded = false;	/* the record is the file's now, not this run's to settle */
-	if (req->warm)
+	if (req->more.stay_staged)
 		snprintf(req->info.path, sizeof(req->info.path), "%s", req->tmp);
 	else
 		qemu_option(req);
@@ -296,13 +298,13 @@ static int prepare_start_job(struct prepare_req *req, struct prealloc_job **ret_
 			 ((req->o.flags & PREALLOC_PREPARE_TOUCH) ? PREALLOC_JOB_TOUCH : 0),
 		.threads = req->o.threads,
 		.completion = req->o.completion,	/* read by the start only */
-		.max_rate = req->pace.max_rate,
+		.max_rate = req->more.max_rate,
 	};
 	struct job_flow flow = { .finish = prepare_finish, .destroy = prepare_destroy, .arg = req };
 	struct job_spec spec = { .flow = &flow };
 	int r;
 
-	if (req->pace.idle)
+	if (req->more.idle)
 		jo.flags |= PREALLOC_JOB_IDLE;
 	r = job_start_spec(req->region, &jo, &spec, ret_job);
 	if (r < 0)
@@ -311,7 +313,7 @@ static int prepare_start_job(struct prepare_req *req, struct prealloc_job **ret_
 }
 
 int prepare_start(struct prealloc_ctx *ctx, const struct prealloc_prepare_opts *opts,
-		  const struct warm_pace *warm, struct prealloc_job **ret_job,
+		  const struct prepare_more *more, struct prealloc_job **ret_job,
 		  struct prealloc_prepare_info *ret_info)
 {
 	struct prepare_req *req;
@@ -324,9 +326,8 @@ int prepare_start(struct prealloc_ctx *ctx, const struct prealloc_prepare_opts *
 		return -ENOMEM;
 	req->magic = PREPARE_MAGIC;
 	req->ctx = ctx;
-	req->warm = warm != NULL;
-	if (warm)
-		req->pace = *warm;
+	if (more)
+		req->more = *more;
 	req->dir_fd = req->stage_fd = -1;
 	req->info.size = sizeof(req->info);
 	r = copy_sized_in(&req->o, sizeof(req->o), opts);

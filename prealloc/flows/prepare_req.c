@@ -304,23 +304,19 @@ static int record_new(struct prealloc_ctx *ctx, struct store *s, void *arg)
 	const struct prepare_new *n = arg;
 	struct prepare_req *req = n->req;
 	const struct stat *st = n->st;
-	struct record *r = store_add(s, req->id);
+	struct record *r = record_begin(s, req->id);
 
 	if (!r)
 		return -ENOMEM;
-	r->state = PREALLOC_RECORD_PREPARING;
 	owner_self(ctx, &r->owner);
 	r->has_file = true;
 	r->created = !req->exists;
 	r->size = req->length;
 	r->page_size = req->page;
-	if (req->warm) {
-		/* Written with the record, by admission's save. */
-		warm_move(ctx, NULL, r, PREALLOC_WARM_POPULATING);
-		r->warm_node = req->nodes[0];
-	} else {
+	if (!req->more.stay_staged)
 		snprintf(r->path, sizeof(r->path), "%s", req->final);
-	}
+	if (req->more.record_made)	/* written with the record, by admission's save */
+		req->more.record_made(r, req->more.arg);
 	if (req->exists) {
 		r->dev = (uint64_t)st->st_dev;
 		r->ino = (uint64_t)st->st_ino;
@@ -387,8 +383,7 @@ static struct prealloc_admit_opts admit_opts(const struct prepare_req *req, uint
 	    .flags = ((f & PREALLOC_PREPARE_GROW_POOLS) ? PREALLOC_ADMIT_GROW_POOLS : 0) |
 		     ((f & PREALLOC_PREPARE_NO_CHECK) ? PREALLOC_ADMIT_NO_CHECK : 0) |
 		     ((f & PREALLOC_PREPARE_CANCEL_FD) ? PREALLOC_ADMIT_CANCEL_FD : 0) |
-		     /* A warm file never takes another's pages. */
-		     (req->warm ? PREALLOC_ADMIT_KEEP_WARM : 0),
+		     req->more.admit_flags,
 	    .page_size = page,
 	    .nr_nodes = req->nr_nodes,
 	    .nodes = req->nodes,

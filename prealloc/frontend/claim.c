@@ -121,8 +121,10 @@ int guest_claim(struct guest *g)
 	struct prealloc_claim *claims[GUEST_MAX_NEEDS] = { 0 };
 	uint64_t sizes[GUEST_MAX_NEEDS];
 	unsigned int nr = 0;
-	int r = 0;
+	int r = guest_rules(g);
 
+	if (r < 0)
+		return r;
 	/* Backends with a warm file of their own claim nothing more. */
 	guest_warm_reserve(g);
 	drop_prefaulted(g);

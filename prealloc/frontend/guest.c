@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* A guest's clock and log, and what its holder holds already. */
+/* A guest's clock and log, its rules, its directory's page size, what its holder holds already. */
+#include <errno.h>
+#include <linux/magic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/vfs.h>
 #include <time.h>
 
 #include <prealloc.h>
@@ -29,20 +32,44 @@ bool guest_prefaulted(const struct guest *g, unsigned int i)
 	return g->prefault && g->demand.backends[i].file && g->mount_page;
 }
 
+int guest_rules(struct guest *g)
+{
+	for (unsigned int i = 0; i < g->demand.nr_backends; i++) {
+		const struct guest_backend *be = &g->demand.backends[i];
+
+		/* Access as the VMM maps each backend (the front end said which). */
+		if (g->prefault && be->file && !be->shared) {
+			snprintf(g->msg, sizeof(g->msg), "%s %s: prefault needs %s: %s is private "
+				 "(%s), and %s maps a private (%s) file with a second copy of every "
+				 "page and fails with ENOMEM", g->words->noun, g->name,
+				 g->words->shared_how, be->alias, g->words->private_why, g->words->vmm,
+				 g->words->private_opt);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+int guest_dir_page(const char *dir, uint64_t *ret_page)
+{
+	struct statfs fs;
+
+	*ret_page = 0;
+	if (statfs(dir, &fs) < 0)
+		return -errno;
+	if ((unsigned long)fs.f_type == HUGETLBFS_MAGIC)
+		*ret_page = (uint64_t)fs.f_bsize;
+	else if ((unsigned long)fs.f_type == TMPFS_MAGIC)
+		*ret_page = GUEST_PAGE_4K;
+	return 0;
+}
+
 uint64_t guest_claimed(struct guest *g, int node, uint64_t page_size)
 {
-	struct prealloc_store_entry e = { .size = sizeof(e) };
-	struct prealloc_record_info info = { .size = sizeof(info) };
-	uint64_t pages = 0, warm = 0;
+	uint64_t pages = 0;
 
-	/* The holder's claims, its warm files apart (their pages serve their own backend). */
-	for (unsigned int i = 0; prealloc_store_entry(g->ctx, i, &e) == 0; i++)
-		if (e.state == PREALLOC_STORE_HELD && !strcmp(e.tag, g->holder) &&
-		    e.node == node && e.page_size == page_size)
-			pages += e.pages;
-	for (unsigned int k = 0; prealloc_record(g->ctx, k, &info) == 0; k++)
-		if (info.warm && info.warm_node == node && info.page_size == page_size &&
-		    info.owner == PREALLOC_OWNER_HOLDER && !strcmp(info.holder, g->holder))
-			warm += info.pages;
-	return pages > warm ? pages - warm : 0;
+	/* Unreadable: none claimed, and the claim asks for all (admission says why not). */
+	if (prealloc_holder_claimed(g->ctx, g->holder, node, page_size, &pages) < 0)
+		return 0;
+	return pages;
 }

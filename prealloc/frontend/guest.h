@@ -2,11 +2,12 @@
 /*
  * The front-end layer: one guest's memory as a VMM front end describes it
  * (the libvirt hook from domain XML, `prealloc qemu` from its command line),
- * and the per-guest calls over it: demand per host node, claim or refuse,
- * pre-fault, warm reserve, link and give per backend, release. Written
- * against the public API only; nothing here knows libvirt or a command
- * line. Messages go through the front end's log function; a refusal, for
- * people, to guest->msg.
+ * and the per-guest calls over it: the guest's rules, demand per host node,
+ * claim or refuse, pre-fault, warm reserve, link and give per backend,
+ * release, and a wrapper front end's whole session. Written against the
+ * public API only; nothing here knows libvirt or a command line. Messages
+ * go through the front end's log function; a refusal, for people, to
+ * guest->msg. docs/design.md, "Front ends", says what a front end is.
  */
 #ifndef PREALLOC_FRONTEND_GUEST_H
 #define PREALLOC_FRONTEND_GUEST_H
@@ -15,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "clock.h"
 
@@ -70,6 +72,10 @@ struct guest_words {
 	const char *dir;	 /* the memory directory: "memory_backing_dir" */
 	const char *grow_off;	 /* a refusal's advice when pools may not grow */
 	const char *warm_off;	 /* why no backend starts warm when warm is off */
+	const char *vmm;	 /* the VMM that maps the memory: "QEMU" */
+	const char *shared_how;	 /* what makes a backend shared: "<access mode='shared'/>" */
+	const char *private_why; /* what made one private: "its cell's memAccess or ..." */
+	const char *private_opt; /* the VMM's own word for a private mapping: "share=off" */
 };
 
 struct guest {
@@ -95,7 +101,7 @@ struct guest {
 	char msg[1024];		/* the refusal, for people */
 };
 
-/* ---- guest.c: the clock, the log, what the holder holds ---- */
+/* ---- guest.c: the clock, the log, the rules, what the holder holds ---- */
 
 /* Monotonic seconds, as guest->deadline counts them. */
 /* A wait's bound: want_ms, or what is left before the deadline (share of it). */
@@ -104,6 +110,16 @@ void guest_log(const struct guest *g, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* Whether backend i is a file pre-faulted at start. */
 bool guest_prefaulted(const struct guest *g, unsigned int i);
+/*
+ * The guest's rules, before anything is claimed (guest_claim asks): a
+ * file to pre-fault is mapped shared. 0, or -EINVAL with the refusal in msg.
+ */
+int guest_rules(struct guest *g);
+/*
+ * The page size of the filesystem dir is on: hugetlbfs's, 4K on tmpfs, 0
+ * on any other (a disk); 0, or -errno when it cannot be asked.
+ */
+int guest_dir_page(const char *dir, uint64_t *ret_page);
 /* Pages of (node, size) the holder has claimed already, warm files apart. */
 uint64_t guest_claimed(struct guest *g, int node, uint64_t page_size);
 
@@ -147,5 +163,24 @@ int guest_warm_link(struct guest *g, unsigned int i, int dir_fd, const char *dir
 int guest_warm_give(struct guest *g);
 /* Whether a start now would be warm for backend i, why in why. */
 bool guest_warm_plan(struct guest *g, unsigned int i, char *why, size_t len);
+
+/* ---- session.c: a wrapper front end's run of its VMM ---- */
+
+/* What a wrapper front end (it runs the VMM itself) tells its session. */
+struct guest_wrapper {
+	bool print;			/* the VMM's command line on stdout before it runs */
+	int run_failure;		/* the exit status when the VMM cannot run or its memory
+					 * cannot be given back after a clean exit */
+	int (*exit_status)(int err);	/* the exit status of a failure (-errno) before it runs */
+};
+/* argv on one line of f, each word as a shell reads it back. */
+void guest_print_argv(FILE *f, char **argv);
+/*
+ * The guest's memory claimed and made ready in g->mount (opened one step
+ * at a time), the VMM run with argv, SIGINT, SIGTERM and SIGHUP passed on
+ * to it, the memory given back however it ends: the VMM's exit status
+ * (128 + a signal), or the wrapper's for a failure of the session's own.
+ */
+int guest_session(struct guest *g, char **argv, const struct guest_wrapper *w);
 
 #endif

@@ -108,8 +108,9 @@ static int start_one(struct guest *g, unsigned int i, int dir_fd, const char *di
 		r = guest_warm_link(g, i, dir_fd, dir);
 		if (r != -ENOENT)
 			return r;
-		guest_log(g, 6, "%s: %s has no warm file reserved for it: %s", g->name, be->alias,
-			  guest_prefaulted(g, i) ? "pre-faulting it" : "QEMU allocates it");
+		guest_log(g, 6, "%s: %s has no warm file reserved for it: %s%s", g->name, be->alias,
+			  guest_prefaulted(g, i) ? "pre-faulting it" : g->words->vmm,
+			  guest_prefaulted(g, i) ? "" : " allocates it");
 		/*
 		 * A file reserved at the claim and lost since (expired, or
 		 * quarantined at its take) left its hugepages unclaimed: claimed

@@ -40,7 +40,8 @@ int guest_warm_eligible(const struct guest *g, unsigned int i, char *why, size_t
 	else if (!g->mount_page)
 		snprintf(why, len, "%s %s is on disk", g->words->dir, g->mount);
 	else if (!be->shared)
-		snprintf(why, len, "QEMU maps it private (share=off): a copy of every page");
+		snprintf(why, len, "%s maps it private (%s): a copy of every page", g->words->vmm,
+			 g->words->private_opt);
 	else if (be->nr_nodes != 1)
 		snprintf(why, len, "bound to %u host nodes: one warm file serves one node",
 			 be->nr_nodes);

@@ -217,7 +217,7 @@ static int act(virConnectPtr conn, const char *name, int what, bool json, unsign
 	}
 	if (r == 0 && what == 'r') {
 		run->g.expires = (int64_t)time(NULL) + for_s;
-		r = run_claim(run);
+		r = guest_claim(&run->g);
 		if (r == 0)
 			printf("claimed for %s until it starts, or %u s\n", run->g.holder, for_s);
 	} else if (r == 0 && what == 'R') {

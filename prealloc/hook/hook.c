@@ -127,7 +127,7 @@ static int stage(struct hook_run *run, const char *op, const char *sub, char *xm
 	}
 	if (prepare) {
 		alarm(run->set.deadline_s + 5);
-		r = run_claim(run);
+		r = guest_claim(&run->g);
 	} else if (start) {
 		/* Guests of one uid: said, never refused (a cold guest is as open). */
 		run_sharing_check(run);

@@ -1,20 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * One invocation: libvirt's settings, domain and host turned into the
- * front-end layer's guest; prepare begin's check of the domain's access.
+ * front-end layer's guest.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "run.h"
-
-#define HUGETLBFS_MAGIC 0x958458f6
-#define TMPFS_MAGIC 0x01021994
 
 static uint64_t default_hugepage(void)
 {
@@ -30,24 +26,16 @@ static uint64_t default_hugepage(void)
 	return (uint64_t)kb << 10;
 }
 
-/* The page size of memory_backing_dir's filesystem: hugetlbfs, 4K tmpfs, 0 disk. */
-static uint64_t backing_page(const char *top)
-{
-	struct statfs fs;
-
-	if (statfs(top, &fs) < 0)
-		return 0;
-	if ((unsigned long)fs.f_type == HUGETLBFS_MAGIC)
-		return (uint64_t)fs.f_bsize;
-	return (unsigned long)fs.f_type == TMPFS_MAGIC ? 4096 : 0;
-}
-
 static const struct guest_words libvirt_words = {
 	.noun = "domain",
 	.dir = "memory_backing_dir",
 	.grow_off = "set grow_pools = yes in " HOOK_CONF " to grow the pool, or shrink the guest",
 	.warm_off = "warm is off (warm = yes in " HOOK_CONF ", or warm='yes' in the domain's "
 		    "<metadata>)",
+	.vmm = "QEMU",
+	.shared_how = "<access mode='shared'/>",
+	.private_why = "its cell's memAccess or the domain's access",
+	.private_opt = "share=off",
 };
 
 static int host_fill(struct hook_run *run)
@@ -60,7 +48,8 @@ static int host_fill(struct hook_run *run)
 		run->host.nodes[run->host.nr_nodes++] = nodes[i];
 	run->host.default_page = settings_libvirt_default_page(&run->set, default_hugepage());
 	run->host.auto_rule = run->set.auto_rule;
-	run->host.backing_page = backing_page(run->g.mount);
+	/* Unreadable: on disk, as far as the hook goes (nothing to pre-fault or link). */
+	guest_dir_page(run->g.mount, &run->host.backing_page);
 	return 0;
 }
 
@@ -136,24 +125,4 @@ void run_free(struct hook_run *run)
 {
 	prealloc_ctx_free(run->g.ctx);
 	run->g.ctx = NULL;
-}
-
-int run_claim(struct hook_run *run)
-{
-	struct guest *g = &run->g;
-
-	for (unsigned int i = 0; i < g->demand.nr_backends; i++) {
-		const struct guest_backend *be = &g->demand.backends[i];
-
-		/* Access as QEMU maps each backend: a cell's memAccess overrides the domain's. */
-		if (g->prefault && be->file && !be->shared) {
-			snprintf(g->msg, sizeof(g->msg), "domain %s: prefault needs "
-				 "<access mode='shared'/>: %s is private (its cell's memAccess or "
-				 "the domain's access), and QEMU maps a private (share=off) file "
-				 "with a second copy of every page and fails with ENOMEM",
-				 g->name, be->alias);
-			return -EINVAL;
-		}
-	}
-	return guest_claim(g);
 }

@@ -28,8 +28,6 @@ struct hook_run {
 /* Settings, domain, host view and guest; 0 or -errno with run->g.msg. */
 int run_init(struct hook_run *run, guest_log_fn *log, const char *xml, size_t len);
 void run_free(struct hook_run *run);
-/* prepare begin: claim every hugepage the domain needs, or refuse. */
-int run_claim(struct hook_run *run);
 /*
  * start begin: each file backend at the path QEMU opens, linked from its
  * warm file (warm) or pre-faulted (prefault).

@@ -5,11 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <mntent.h>
-#include <sys/vfs.h>
 
 #include <prealloc.h>
 
 #include "domain.h"
+#include "guest.h"
 #include "settings.h"
 
 static char *trim(char *s)
@@ -158,15 +158,12 @@ int settings_backing_dir(const struct hook_settings *s, char *buf, size_t len, c
 	return 0;
 }
 
-#define HUGETLBFS_MAGIC 0x958458f6
-
 static uint64_t hugetlbfs_page(const char *path)
 {
-	struct statfs fs;
+	uint64_t page = 0;
 
-	if (statfs(path, &fs) < 0 || (unsigned long)fs.f_type != HUGETLBFS_MAGIC)
-		return 0;
-	return (uint64_t)fs.f_bsize;
+	/* The front-end layer's one question (guest_dir_page): tmpfs's 4K is no hugetlbfs. */
+	return guest_dir_page(path, &page) == 0 && page > GUEST_PAGE_4K ? page : 0;
 }
 
 /*

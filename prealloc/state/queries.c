@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the store says, for callers: pool status, the records (read once per
- * version of the store file), and the store's shares one by one.
+ * What the store says, for callers: pool status, the records and the
+ * store's shares one by one, what a holder claimed (each read once per
+ * version of the store file: store_cache.c).
  */
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,18 +60,18 @@ EXPORT int prealloc_store_entry(struct prealloc_ctx *ctx, unsigned int index,
 				struct prealloc_store_entry *ret_entry)
 {
 	struct prealloc_store_entry out = { .size = sizeof(out) };
-	struct store s;
+	const struct store *s;
 	unsigned int n = 0;
 	int r;
 
 	if (!ctx || !ret_entry || ret_entry->size < sizeof(size_t))
 		return -EINVAL;
-	r = store_load(ctx, &s);
+	r = store_cache_hold(ctx, &s);
 	if (r < 0)
 		return r;
 	r = -ENOENT;
-	for (size_t i = 0; i < s.nr && r == -ENOENT; i++) {
-		const struct record *rec = &s.r[i];
+	for (size_t i = 0; i < s->nr && r == -ENOENT; i++) {
+		const struct record *rec = &s->r[i];
 
 		if (index >= n + rec->nr_pools) {
 			n += rec->nr_pools;
@@ -95,72 +95,60 @@ EXPORT int prealloc_store_entry(struct prealloc_ctx *ctx, unsigned int index,
 		snprintf(out.tag, sizeof(out.tag), "%s", owner_label(rec));
 		r = 0;
 	}
-	store_free(&s);
+	store_cache_release(ctx);
 	if (r == 0)
 		copy_sized_out(ret_entry, &out, sizeof(out));
 	return r;
 }
+EXPORT int prealloc_holder_claimed(struct prealloc_ctx *ctx, const char *holder, int node,
+				   uint64_t page_size, uint64_t *ret_pages)
+{
+	const struct store *s;
+	uint64_t pages = 0;
+	int r;
+
+	if (!ctx || !holder || !ret_pages)
+		return -EINVAL;
+	r = store_cache_hold(ctx, &s);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < s->nr; i++) {
+		const struct record *rec = &s->r[i];
+
+		if (rec->state != PREALLOC_RECORD_READY || rec->has_file ||
+		    rec->owner.kind != PREALLOC_OWNER_HOLDER || strcmp(rec->owner.holder, holder))
+			continue;
+		for (unsigned int k = 0; k < rec->nr_pools; k++)
+			if (rec->pools[k].node == node && rec->pools[k].page_size == page_size)
+				pages += rec->pools[k].pages;
+	}
+	store_cache_release(ctx);
+	*ret_pages = pages;
+	return 0;
+}
+
 /* 0.1's name, still exported at PREALLOC_0.1 (docs/abi.md). */
 #undef prealloc_ledger_entry
 EXPORT_ALIAS(prealloc_ledger_entry, prealloc_store_entry);
-
-/*
- * prealloc_record's copy of the store, kept while the store file is the
- * one it was read from (every save renames a new file into place): a
- * caller listing n records reads and parses the store once, not n times.
- */
-struct record_list {
-	struct store s;
-	struct statx id;	/* of the store file it was read from */
-};
-
-static void record_list_free(struct prealloc_ctx *ctx)
-{
-	if (!ctx->records)
-		return;
-	store_free(&ctx->records->s);
-	free(ctx->records);
-	ctx->records = NULL;
-}
-
-/* The store as it is now, into ctx->records (under its lock); a store of 0.1's files is not kept. */
-static int record_list_load(struct prealloc_ctx *ctx)
-{
-	struct record_list *now;
-	int r;
-
-	now = calloc(1, sizeof(*now));
-	if (!now)
-		return -ENOMEM;
-	r = store_load_since(ctx, &now->s, ctx->records ? &ctx->records->id : NULL, &now->id);
-	if (r != 0) {
-		free(now);
-		return r < 0 ? r : 0;	/* 1: the copy kept is the store's file still */
-	}
-	record_list_free(ctx);
-	ctx->records = now;
-	ctx->records_drop = record_list_free;
-	return 0;
-}
 
 EXPORT int prealloc_record(struct prealloc_ctx *ctx, unsigned int index,
 			   struct prealloc_record_info *ret_info)
 {
 	struct prealloc_record_info out = { .size = sizeof(out) };
 	const struct record *rec;
+	const struct store *s;
 	int r;
 
 	if (!ctx || !ret_info || ret_info->size < sizeof(size_t))
 		return -EINVAL;
-	pthread_mutex_lock(&ctx->records_lock);
-	r = record_list_load(ctx);
-	if (r == 0 && index >= ctx->records->s.nr)
-		r = -ENOENT;
-	if (r < 0) {
-		pthread_mutex_unlock(&ctx->records_lock);
+	r = store_cache_hold(ctx, &s);
+	if (r < 0)
 		return r;
+	if (index >= s->nr) {
+		store_cache_release(ctx);
+		return -ENOENT;
 	}
-	rec = &ctx->records->s.r[index];
+	rec = &s->r[index];
 	out.id = rec->id;
 	out.state = rec->state;
 	out.owner = rec->owner.kind;
@@ -184,7 +172,7 @@ EXPORT int prealloc_record(struct prealloc_ctx *ctx, unsigned int index,
 	/* A caller's tenant only: the pool's own labels ('@') are any take's. */
 	if (rec->tenant[0] != '@')
 		snprintf(out.tenant, sizeof(out.tenant), "%s", rec->tenant);
-	pthread_mutex_unlock(&ctx->records_lock);
+	store_cache_release(ctx);
 	copy_sized_out(ret_info, &out, sizeof(out));
 	return 0;
 }

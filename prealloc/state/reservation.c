@@ -31,12 +31,11 @@ struct claim_new {
 static int claim_make(struct prealloc_ctx *ctx, struct store *s, void *arg)
 {
 	const struct claim_new *n = arg;
-	struct record *rec = store_add(s, n->claim->id);
+	struct record *rec = record_begin(s, n->claim->id);
 	const char *tag = n->o->tag;
 
 	if (!rec)
 		return -ENOMEM;
-	rec->state = PREALLOC_RECORD_PREPARING;
 	owner_self(ctx, &rec->owner);
 	rec->page_size = n->o->page_size;
 	if (tag && tag[0] == '/') {
@@ -162,7 +161,8 @@ static int commit_fn(struct prealloc_ctx *ctx, struct store *s, size_t ri, void 
 	/* Growth nobody could ever give back: name a file or a holder first. */
 	if (grew && !r->has_file && owner->kind != PREALLOC_OWNER_HOLDER)
 		return -EINVAL;
-	record_commit(r, owner);
+	if (record_commit(r, owner) < 0)
+		return -EINVAL;
 	/* Only growth (or a holder's claim) needs remembering. */
 	if (!r->nr_pools && r->owner.kind != PREALLOC_OWNER_HOLDER)
 		store_del(s, ri);

@@ -175,8 +175,7 @@ static int settle_file(struct prealloc_ctx *ctx, struct store *s, size_t ri, boo
 	names = record_file_names(r);
 	if (names) {
 		*ret_in_use = lease_names(r, names, &fd) < 0;
-		r->state = PREALLOC_RECORD_RELEASING;
-		ret = store_save(ctx, s);
+		ret = record_move(ctx, s, r, PREALLOC_RECORD_RELEASING);
 		if (ret == 0 && (names & RECORD_AT_PATH))
 			ret = unlink_record_file(r, r->path, false);
 		if (ret == 0 && (names & RECORD_AT_TMP))
@@ -253,7 +252,9 @@ static int settle_record(struct prealloc_ctx *ctx, struct store *s, size_t ri, b
 		 * take or a target counts) once its file is gone: QUARANTINED,
 		 * which the next fill settles again.
 		 */
-		s->r[ri].state = PREALLOC_RECORD_ORPHAN;
+		r = record_move(ctx, NULL, &s->r[ri], PREALLOC_RECORD_ORPHAN);
+		if (r < 0)
+			return r;
 		s->r[ri].owner.kind = PREALLOC_OWNER_NONE;
 		if (s->r[ri].warm != WARM_NONE)
 			return warm_move(ctx, s, &s->r[ri], PREALLOC_WARM_QUARANTINED);
@@ -344,9 +345,12 @@ int settle_orphans(struct prealloc_ctx *ctx, unsigned int timeout_ms,
 	return settle_matching(ctx, timeout_ms, pick_orphan, NULL, info, &matched);
 }
 
-void record_commit(struct record *r, const struct rec_owner *owner)
+int record_commit(struct record *r, const struct rec_owner *owner)
 {
 	unsigned int n = 0;
+
+	if (!record_move_allowed(r->state, PREALLOC_RECORD_READY))
+		return -EINVAL;
 
 	/* A holder's lines stay whole: its claim counts until its guest takes it up. */
 	for (unsigned int k = 0; k < r->nr_pools; k++)
@@ -354,12 +358,13 @@ void record_commit(struct record *r, const struct rec_owner *owner)
 					  !r->has_file))
 			r->pools[n++] = r->pools[k];
 	r->nr_pools = n;
-	r->state = PREALLOC_RECORD_READY;
+	record_move(NULL, NULL, r, PREALLOC_RECORD_READY);
 	if (owner && owner->kind == PREALLOC_OWNER_HOLDER)
 		r->owner = *owner;
 	else
 		memset(&r->owner, 0, sizeof(r->owner));
 	r->tmp[0] = '\0';
+	return 0;
 }
 
 /* What gc removed, said through the log once the lock is released. */

@@ -152,7 +152,9 @@ struct store {
  *                  finding one never looks for 0.1's files. Shares a dead
  *                  run left marked growing are settled (and saved).
  *   store_load()   the store read without the lock (a snapshot, for status);
- *                  missing is empty, 0.1's files are read, not converted.
+ *                  missing is empty, 0.1's files are read, not converted;
+ *                  a copy of what this ctx read last while the file is the
+ *                  same and this process saved none since (store_cache.c).
  *   store_save()   the store written whole and atomically, ahead of the
  *                  change it describes; under the lock.
  *   store_close()  the store freed, the directory closed, the lock dropped.
@@ -163,7 +165,7 @@ int store_open(struct prealloc_ctx *ctx, unsigned int timeout_ms, struct store *
 /* store_open() whose lock wait cancel_fd ends (-ECANCELED; -1: none, as store_open). */
 int store_open_cancel(struct prealloc_ctx *ctx, unsigned int timeout_ms, int cancel_fd,
 		      struct store *s, int *ret_fd);
-int store_load(const struct prealloc_ctx *ctx, struct store *s);
+int store_load(struct prealloc_ctx *ctx, struct store *s);
 int store_save(const struct prealloc_ctx *ctx, const struct store *s);
 void store_close(struct store *s, int fd);
 /*
@@ -175,12 +177,29 @@ void store_close(struct store *s, int fd);
 void store_note(struct prealloc_ctx *ctx, struct store *s, int level, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 /*
- * store_load() for a caller that keeps what it read: while the store is
- * still the file known names (NULL: none), 1 and nothing read; else 0, s
- * loaded and *ret_id the file it came from (zeroed when there was none).
+ * store_load() for a caller that keeps what it read (store_cache.c). known
+ * (NULL: none) is what it read before: while the store's file is still the
+ * one known names and known is settled (written long enough before it was
+ * read that no later file can share its identity), or while the file
+ * still holds the text known read, 1 and nothing parsed; else 0, s
+ * loaded, *ret_text (NULL: not wanted) the text it came from, the caller's
+ * to free (NULL when there was none), and *ret_id the file's identity.
  */
-int store_load_since(const struct prealloc_ctx *ctx, struct store *s, const struct statx *known,
-		     struct statx *ret_id);
+struct store_known {
+	const char *text;
+	size_t len;
+	struct statx id;
+	bool settled;
+};
+int store_load_since(struct prealloc_ctx *ctx, struct store *s, const struct store_known *known,
+		     char **ret_text, size_t *ret_len, struct statx *ret_id);
+/*
+ * store_cache.c: the store as store_load() reads it, not copied: *ret held
+ * (ctx's records lock) until store_cache_release(); for a caller that only
+ * looks.
+ */
+int store_cache_hold(struct prealloc_ctx *ctx, const struct store **ret);
+void store_cache_release(struct prealloc_ctx *ctx);
 /* Runs fn on record id between store_open() and store_close() (fn saves); -ENOENT: none. */
 int store_update(struct prealloc_ctx *ctx, unsigned int timeout_ms, uint64_t id,
 		 int (*fn)(struct prealloc_ctx *ctx, struct store *s, size_t ri, void *arg),
@@ -427,8 +446,11 @@ int record_settle_as(struct prealloc_ctx *ctx, struct store *s, size_t ri, bool 
  */
 int settle_orphans(struct prealloc_ctx *ctx, unsigned int timeout_ms,
 		   struct prealloc_release_info *info);
-/* settle.c. Commit: READY, held by its holder or file; lines that added nothing go. */
-void record_commit(struct record *r, const struct rec_owner *owner);
+/*
+ * settle.c. Commit: READY, held by its holder or file; lines that added
+ * nothing go. -EINVAL, nothing changed, when r may not become READY.
+ */
+int record_commit(struct record *r, const struct rec_owner *owner);
 /* Whether settle_matching settles r, and whether a READY file goes with it. */
 typedef bool (*settle_pick_fn)(struct prealloc_ctx *ctx, const struct record *r, const void *arg,
 			       bool *ret_remove_ready);
@@ -444,6 +466,19 @@ int settle_matching(struct prealloc_ctx *ctx, unsigned int timeout_ms, settle_pi
 		    const void *arg, struct prealloc_release_info *info, unsigned int *ret_matched);
 /* queries.c: a record's file path, its holder's name, or "-". */
 const char *owner_label(const struct record *r);
+
+/*
+ * record_move.c: the one table of a record's state moves (PREPARING,
+ * READY, RELEASING, ORPHAN; docs/records.md) and the call that makes them:
+ * record_move() sets r's state to `to` if the table holds the move, then
+ * (s not NULL) writes the store; -EINVAL, nothing changed, for a move it
+ * refuses. record_begin() adds record id to s, PREPARING: the only way a
+ * record enters. RECORD_NEW is the state of none yet (never stored).
+ */
+#define RECORD_NEW (PREALLOC_RECORD_ORPHAN + 1)
+bool record_move_allowed(int from, int to);
+int record_move(const struct prealloc_ctx *ctx, struct store *s, struct record *r, int to);
+struct record *record_begin(struct store *s, uint64_t id);
 
 /*
  * warm_move.c: the one table of warm state moves (docs/warm.md) and the

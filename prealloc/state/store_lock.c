@@ -47,29 +47,51 @@ static int resolve_growing(struct prealloc_ctx *ctx, struct store *s)
 	return changed;
 }
 
+/* The store's text parsed into s, counted (ctx->store_reads: what the tests count). */
+static int store_from_text(struct prealloc_ctx *ctx, const char *text, size_t len, struct store *s)
+{
+	__atomic_fetch_add(&ctx->store_reads, 1, __ATOMIC_RELAXED);
+	return strlen(text) == len ? store_parse(text, s) : -EBADMSG;
+}
+
 /*
  * The store in the state directory dir: its file; where there is none,
  * 0.1's files if any is there (a stat each to find out); else empty.
- * ret_id (may be NULL): the store file read, zeroed when none was.
+ * ret_text (may be NULL): the file's text, kept for the caller (NULL when
+ * none was read or it was refused), ret_id (may be NULL) the file's
+ * identity; a text equal to known (known_len) is not parsed again: 1, s
+ * empty.
  */
-static int store_read(int dir, struct store *s, struct statx *ret_id)
+static int store_read(struct prealloc_ctx *ctx, int dir, struct store *s, const char *known,
+		      size_t known_len, char **ret_text, size_t *ret_len, struct statx *ret_id)
 {
 	char *text;
 	size_t len;
 	int r;
 
 	memset(s, 0, sizeof(*s));
-	if (ret_id)
-		memset(ret_id, 0, sizeof(*ret_id));
+	if (ret_text)
+		*ret_text = NULL;
 	r = statedir_read_at(dir, STORE_LEAF, &text, &len, ret_id);
+	if (r == -ENOENT && legacy_present(dir)) {
+		__atomic_fetch_add(&ctx->store_reads, 1, __ATOMIC_RELAXED);
+		return legacy_load(dir, s);
+	}
 	if (r == -ENOENT)
-		return legacy_present(dir) ? legacy_load(dir, s) : 0;
+		return 0;
 	if (r < 0)
 		return r;
-	r = strlen(text) == len ? store_parse(text, s) : -EBADMSG;
-	free(text);
-	if (r < 0 && ret_id)
-		memset(ret_id, 0, sizeof(*ret_id));
+	if (known && len == known_len && !memcmp(text, known, len)) {
+		free(text);
+		return 1;	/* the same store as known: nothing parsed */
+	}
+	r = store_from_text(ctx, text, len, s);
+	if (r == 0 && ret_text) {
+		*ret_text = text;
+		*ret_len = len;
+	} else {
+		free(text);
+	}
 	return r;
 }
 
@@ -84,7 +106,7 @@ int store_open_cancel(struct prealloc_ctx *ctx, unsigned int timeout_ms, int can
 	if (r == 0)
 		r = statedir_lock_at(dir, "lock", timeout_ms, cancel_fd, ret_fd);
 	if (r == 0)
-		r = store_read(dir, s, NULL);
+		r = store_read(ctx, dir, s, NULL, 0, NULL, NULL, NULL);
 	s->has_dir = dir >= 0;
 	s->dir = dir;
 	/* 0.1's files and no store: converted at this first open, the store says so from now on. */
@@ -114,32 +136,30 @@ static bool same_version(const struct statx *a, const struct statx *b)
 	       a->stx_mtime.tv_nsec == b->stx_mtime.tv_nsec;
 }
 
-int store_load_since(const struct prealloc_ctx *ctx, struct store *s, const struct statx *known,
-		     struct statx *ret_id)
+int store_load_since(struct prealloc_ctx *ctx, struct store *s, const struct store_known *known,
+		     char **ret_text, size_t *ret_len, struct statx *ret_id)
 {
 	struct statx now;
 	int dir, r;
 
 	memset(s, 0, sizeof(*s));
-	if (ret_id)
-		memset(ret_id, 0, sizeof(*ret_id));
+	if (ret_text)
+		*ret_text = NULL;
+	memset(ret_id, 0, sizeof(*ret_id));
 	r = statedir_open(ctx, false, &dir);
 	if (r == -ENOENT)
 		return 0;	/* no state directory yet: an empty store */
 	if (r < 0)
 		return r;
-	/* Every save renames a new file into place: the same file is the same store. */
-	if (known && file_statx(dir, STORE_LEAF, 0, &now) == 0 && same_version(&now, known))
+	/* Every save renames a new file into place: the same file, long settled, is the same store. */
+	if (known && known->settled && file_statx(dir, STORE_LEAF, 0, &now) == 0 &&
+	    same_version(&now, &known->id))
 		r = 1;
 	else
-		r = store_read(dir, s, ret_id);
+		r = store_read(ctx, dir, s, known ? known->text : NULL, known ? known->len : 0,
+			       ret_text, ret_len, ret_id);
 	close(dir);
 	return r;
-}
-
-int store_load(const struct prealloc_ctx *ctx, struct store *s)
-{
-	return store_load_since(ctx, s, NULL, NULL);
 }
 
 int store_save(const struct prealloc_ctx *ctx, const struct store *s)

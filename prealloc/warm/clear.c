@@ -1,16 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The warm pool's files coming back, for the pass (fill.c,
- * docs/warm.md): files given back are DIRTY; each DIRTY file is marked
- * CLEARING (this pass's), then renewed: it leaves the warm pool and a new file,
- * populated on its node and verified, takes its place, with the growth it
- * had added. A holder may keep references to its file that no /proc file
- * shows (an fd in flight, pipe buffers, pins): only fresh pages never
- * reach the next holder. A file its tenant gave back to itself is cleared
- * in place instead, by its node's workers, under a write lease, and
- * verified (every byte zero, every page present on its node), then READY
- * for that tenant. A file whose clear or verify fails, or that its holder
- * resized, is removed; one whose clear was stopped is DIRTY again.
+ * The pass's clears (fill.c, docs/warm.md): each DIRTY file is marked
+ * CLEARING (this pass's), then cleared in place or renewed (renew.c). A
+ * file its tenant gave back to itself, or of a target declared
+ * single-tenant, is cleared in place, by its node's workers, under a write
+ * lease, and verified (every byte zero, every page present on its node),
+ * then READY for that tenant. Any other, or one whose lease is refused,
+ * is renewed: a holder may keep references to its file that no /proc file
+ * shows (an fd in flight, pipe buffers, pins), and only fresh pages never
+ * reach the next holder. A file whose clear or verify fails, or that its
+ * holder resized, is removed; one whose clear was stopped is DIRTY again.
  */
 #include <fcntl.h>
 #include <poll.h>
@@ -21,74 +20,6 @@
 #include <unistd.h>
 
 #include "warm.h"
-
-#define WARM_CLEARS_LEAF "warm-clears"
-
-void warm_note(struct prealloc_warm_fill_info *info, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (info->message[0])
-		return;		/* the first failure */
-	va_start(ap, fmt);
-	vsnprintf(info->message, sizeof(info->message), fmt, ap);
-	va_end(ap);
-}
-
-/*
- * Under the lock: CLEARING left by a fill that died is DIRTY again; a new
- * file whose run died goes; QUARANTINED files removed with their growth.
- * (Files back from their holders: warm_returns_pass, before it, with the
- * holders' side done outside the lock.)
- */
-int warm_returns(struct prealloc_ctx *ctx, struct store *s,
-			struct prealloc_warm_fill_info *info)
-{
-	struct prealloc_release_info rel = { .size = sizeof(rel) };
-	int err = 0;
-
-	for (size_t i = 0; i < s->nr; i++) {
-		struct record *r = &s->r[i];
-
-		/*
-		 * Only a dead fill's, or this process's own left by a step that
-		 * failed (a pass here starts none before this): a live one (another
-		 * pass, now) is still clearing it.
-		 */
-		if (err == 0 && r->warm == PREALLOC_WARM_CLEARING &&
-		    (!owner_alive(ctx, &r->owner) || r->owner.pid == getpid())) {
-			memset(&r->owner, 0, sizeof(r->owner));
-			err = warm_move(ctx, s, r, PREALLOC_WARM_DIRTY);
-		}
-		/* A new file whose run died (a serve stopped by SIGKILL): its file and growth go. */
-		if (err == 0 && r->warm == PREALLOC_WARM_POPULATING && !owner_alive(ctx, &r->owner)) {
-			size_t before = s->nr;
-
-			err = record_settle(ctx, s, i, true, &rel);
-			if (s->nr < before) {
-				i--;
-				continue;
-			}
-		}
-		/* Kept, and shown, while a link of its holder's holds its memory. */
-		if (err == 0 && r->warm == PREALLOC_WARM_QUARANTINED && !warm_linked_elsewhere(r)) {
-			size_t before = s->nr;
-			uint64_t bytes = r->size;
-
-			warm_release_if_sole(r);	/* nothing left to an O_PATH fd */
-			err = record_settle(ctx, s, i, true, &rel);
-			/* Else its pages are still someone's: settled again by a later pass. */
-			if (s->nr < before) {
-				info->dropped++;
-				info->dropped_bytes += bytes;
-				i--;	/* the record left the store */
-			}
-		}
-		if (err < 0)
-			return err;
-	}
-	return 0;
-}
 
 /* The next DIRTY file, marked CLEARING under the lock: its copy in *ret; 0 none. */
 static int next_dirty(struct prealloc_ctx *ctx, unsigned int timeout_ms, struct record *ret)
@@ -170,35 +101,6 @@ static int warm_clear(struct prealloc_ctx *ctx, const struct record *r,
 	return err;
 }
 
-/* The clear's rate here, for status: "<dev> <node> <page size> <GB/s>" lines. */
-static void note_rate(struct prealloc_ctx *ctx, const struct record *r, double gbps)
-{
-	char *old = NULL, *text = NULL, *line, *save = NULL;
-	size_t len = 0, cap = 0;
-	FILE *f;
-
-	statedir_read(ctx, WARM_CLEARS_LEAF, &old, &len);
-	f = open_memstream(&text, &cap);
-	if (!f) {
-		free(old);
-		return;
-	}
-	for (line = old ? strtok_r(old, "\n", &save) : NULL; line; line = strtok_r(NULL, "\n", &save)) {
-		unsigned long long dev, ps;
-		int node;
-
-		if (sscanf(line, "%llu %d %llu", &dev, &node, &ps) == 3 &&
-		    (dev != r->dev || node != r->warm_node || ps != r->page_size))
-			fprintf(f, "%s\n", line);
-	}
-	fprintf(f, "%llu %d %llu %.3f\n", (unsigned long long)r->dev, r->warm_node,
-		(unsigned long long)r->page_size, gbps);
-	fclose(f);
-	statedir_write(ctx, WARM_CLEARS_LEAF, text, cap);
-	free(text);
-	free(old);
-}
-
 /* The cleared file's end: READY, or removed (with its growth) when it failed. */
 static int clear_done(struct prealloc_ctx *ctx, unsigned int timeout_ms, const struct record *c,
 		      int result, double seconds, struct prealloc_warm_fill_info *info)
@@ -220,7 +122,7 @@ static int clear_done(struct prealloc_ctx *ctx, unsigned int timeout_ms, const s
 			err = warm_move(ctx, &s, &s.r[i], PREALLOC_WARM_READY);
 			/* Under the lock: two passes never lose each other's rates. */
 			if (err == 0 && seconds > 0)
-				note_rate(ctx, c, (double)c->size / seconds / 1e9);
+				counter_clear_rate(ctx, c, (double)c->size / seconds / 1e9);
 		} else if (result == -ECANCELED) {
 			/* Stopped, not failed: cleared again from the start by the next pass. */
 			err = warm_move(ctx, &s, &s.r[i], PREALLOC_WARM_DIRTY);
@@ -232,123 +134,6 @@ static int clear_done(struct prealloc_ctx *ctx, unsigned int timeout_ms, const s
 		}
 	}
 	store_close(&s, lock);
-	return err;
-}
-
-/* Whether fd (-1: none) is readable now: serve was asked to stop. */
-bool warm_stop_asked(int fd)
-{
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-
-	return fd >= 0 && poll(&p, 1, 0) > 0;
-}
-
-/*
- * Under the lock: c (CLEARING, this pass's) leaves the warm pool. The growth its
- * file had added moves to the record of its replacement (new_id; 0: none)
- * as far as the replacement used pages it did not grow the pool for; the
- * rest goes back as far as the pool has free pages. Written before its
- * file is unlinked; its pages go back when the last reference to them goes.
- */
-static int retire(struct prealloc_ctx *ctx, unsigned int timeout_ms, const struct record *c,
-		  uint64_t new_id, struct prealloc_warm_fill_info *info)
-{
-	struct prealloc_release_info rel = { .size = sizeof(rel) };
-	uint64_t room = 0;
-	struct store s;
-	long i, n;
-	int lock, err;
-
-	err = store_open(ctx, timeout_ms, &s, &lock);
-	if (err < 0)
-		return err;
-	i = store_find(&s, c->id);
-	n = new_id ? store_find(&s, new_id) : -1;
-	if (i < 0 || s.r[i].warm != PREALLOC_WARM_CLEARING || s.r[i].owner.pid != c->owner.pid ||
-	    s.r[i].owner.start != c->owner.start)
-		goto out;	/* no longer this pass's to finish */
-	/*
-	 * Only as much as the new file took of the pool without growing it
-	 * itself: where the old pages were still held when it was populated,
-	 * its own admission grew the pool, and the old growth goes back (as
-	 * far as pages are free) with the old record instead of being counted
-	 * twice.
-	 */
-	if (n >= 0) {
-		uint64_t added = 0;
-
-		for (unsigned int k = 0; k < s.r[n].nr_pools; k++)
-			if (s.r[n].pools[k].node == c->warm_node &&
-			    s.r[n].pools[k].page_size == c->page_size)
-				added += s.r[n].pools[k].added;
-		room = s.r[n].size / s.r[n].page_size;
-		room = room > added ? room - added : 0;
-	}
-	for (unsigned int k = 0; n >= 0 && err == 0 && k < s.r[i].nr_pools; k++) {
-		struct rec_pool moved = s.r[i].pools[k];
-
-		moved.pages = 0;	/* the growth alone: the new file names its own pages */
-		moved.base = 0;
-		moved.added = MIN(moved.added, room);
-		if (moved.added && (err = record_add_pool(&s.r[n], &moved)) == 0) {
-			s.r[i].pools[k].added -= moved.added;
-			room -= moved.added;
-		}
-	}
-	if (err == 0)
-		err = record_settle(ctx, &s, (size_t)i, true, &rel);
-	if (err == 0 && !new_id) {
-		info->dropped++;
-		info->dropped_bytes += c->size;
-	}
-out:
-	store_close(&s, lock);
-	return err;
-}
-
-/*
- * c's file leaves the warm pool and a new one of its node, page size, mount and
- * size takes its place: made through prepare's own flow (populated on the
- * node, verified, READY; the pool grows for it where c's pages are not
- * free, as prepare's admission grows it), then c's pages released (with a
- * lease) and c retired. A holder may still reach c's
- * pages by ways no /proc file shows; the new file's pages are the kernel's
- * fresh ones. Returns what clear_done would: 0, -ECANCELED, or the failure.
- */
-static int warm_renew(struct prealloc_ctx *ctx, const struct warm_pass *p, const struct record *c,
-		      struct prealloc_warm_fill_info *info)
-{
-	char mount[PATH_MAX], why[512];
-	uint64_t new_id = 0;
-	double t0 = now_seconds();
-	int err;
-
-	warm_record_mount(c, mount, sizeof(mount));
-	test_pause("warm-renew-before-create");
-	/*
-	 * The new file first, while the old one still holds its pages: what
-	 * the pool grows for it is its own growth, and a kill anywhere leaves
-	 * every record's growth backed by its own file's pages (the old file's
-	 * go back, with what it had added, at its retirement).
-	 */
-	err = warm_create(ctx, c->warm_node, c->page_size, mount, c->size, &p->pace, why,
-			  sizeof(why), &new_id);
-	if (err == -ECANCELED)
-		return err;	/* DIRTY again: renewed by the next pass */
-	if (err < 0)
-		warm_note(info, "warm file %s: no new file took its place (%s): removed", c->tmp,
-			  why);
-	warm_release_if_sole(c);	/* with a lease: its pages go back now (holder.c) */
-	test_pause("warm-renew-before-retire");
-	if (retire(ctx, p->lock_timeout_ms, c, err == 0 ? new_id : 0, info) == 0 && err == 0) {
-		double seconds = now_seconds() - t0;
-
-		info->renewed++;
-		counter_add(ctx, c->dev, c->warm_node, c->page_size, COUNTER_RENEWALS, 1);
-		info->renewed_bytes += c->size;
-		info->renew_seconds += seconds;
-		note_rate(ctx, c, (double)c->size / seconds / 1e9);
-	}
 	return err;
 }
 

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -201,6 +202,25 @@ int warm_grow(struct prealloc_ctx *ctx, struct record *r, int fd, uint64_t lengt
 	return 0;
 }
 
+void warm_note(struct prealloc_warm_fill_info *info, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (info->message[0])
+		return;		/* the first failure */
+	va_start(ap, fmt);
+	vsnprintf(info->message, sizeof(info->message), fmt, ap);
+	va_end(ap);
+}
+
+/* Whether fd (-1: none) is readable now: serve was asked to stop. */
+bool warm_stop_asked(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return fd >= 0 && poll(&p, 1, 0) > 0;
+}
+
 /* The job to its end; a readable stop_fd cancels it first (-ECANCELED). */
 int warm_job_finish(struct prealloc_job *job, int stop_fd)
 {
@@ -220,6 +240,21 @@ int warm_job_finish(struct prealloc_job *job, int stop_fd)
 	return prealloc_job_wait(job);
 }
 
+/* A new warm file's record as admission first writes it: POPULATING, of its node. */
+static void created_record(struct record *r, void *arg)
+{
+	warm_move(NULL, NULL, r, PREALLOC_WARM_POPULATING);
+	r->warm_node = *(const int *)arg;
+}
+
+/* Its commit: READY in the warm pool (saved: the move writes it). */
+static int created_ready(const struct prealloc_ctx *ctx, struct store *s, struct record *r,
+			 void *arg)
+{
+	(void)arg;
+	return warm_move(ctx, s, r, PREALLOC_WARM_READY);
+}
+
 int warm_create(struct prealloc_ctx *ctx, int node, uint64_t page_size, const char *mount,
 		uint64_t length, const struct warm_pace *pace, char *why, size_t why_len,
 		uint64_t *ret_id)
@@ -235,11 +270,17 @@ int warm_create(struct prealloc_ctx *ctx, int node, uint64_t page_size, const ch
 		.dir = mount,
 		.threads = pace->threads,
 	};
+	/* Staged (its staged name is the warm pool's link), never another's pages. */
+	struct prepare_more more = {
+		.max_rate = pace->max_rate, .idle = pace->idle, .stay_staged = true,
+		.admit_flags = PREALLOC_ADMIT_KEEP_WARM, .record_made = created_record,
+		.committed = created_ready, .arg = &node,
+	};
 	struct prealloc_job *job;
 	double t0 = now_seconds();
 	int err;
 
-	err = prepare_start(ctx, &po, pace, &job, &pinfo);
+	err = prepare_start(ctx, &po, &more, &job, &pinfo);
 	if (err == 0) {
 		err = warm_job_finish(job, pace->stop_fd);	/* stopped: rolled back, nothing left */
 		prealloc_prepare_info(job, &pinfo);

@@ -15,7 +15,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "counters.h"
 #include "warm.h"
 
 /* Reserved hugepages of page_size (not yet faulted), system-wide; 0 for 4k or unreadable. */

@@ -9,7 +9,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "counters.h"
 #include "warm.h"
 
 static int status_cmp(const void *a, const void *b)
@@ -43,7 +42,7 @@ static void status_rate(struct prealloc_ctx *ctx, struct prealloc_warm_status *e
 	char *text = NULL, *line, *save = NULL;
 	size_t len;
 
-	if (statedir_read(ctx, "warm-clears", &text, &len) < 0)
+	if (statedir_read(ctx, CLEARS_LEAF, &text, &len) < 0)
 		return;
 	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		unsigned long long dev, ps;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The warm pool, private to the library (docs/warm.md): its targets
- * (conf.c, conf_parse.c), what its files share (file.c), which file a
+ * The warm pool, private to the library (docs/warm.md): its counters
+ * (counters.c), its targets (conf.c, conf_parse.c), what its files share (file.c), which file a
  * take gets (pick.c), take and give (handover.c), whether a single-tenant
  * declaration stands (declared.c), the pass that fill and
  * serve run (fill.c, clear.c, serve.c), status (status.c). A flow over
@@ -14,6 +14,72 @@
 #define PREALLOC_WARM_H
 
 #include "flows.h"
+
+/* ---- the counters (counters.c) ------------------------------------------ */
+
+/*
+ * The warm pool's counters (counters.c): takes by what they found, pressure
+ * give-backs, renewals, quarantines, what holders added past their records,
+ * the last fill's rate, kept in the state directory
+ * by mount device, node and page size, so that every process that takes or
+ * gives adds to them and a one-shot status reads them. They reset when the
+ * state directory does (/run: at boot).
+ */
+/* What a counter is kept by: the mount's device, the page size, the node. */
+struct record_key {
+	uint64_t dev, page_size;
+	int node;
+};
+
+#define COUNTERS_LEAF "warm-counters"
+
+/* The names a counters line may carry; status reads them by these. */
+#define COUNTER_TAKE_MISS "take_miss"		/* no READY file: refused, nothing touched */
+#define COUNTER_TAKE_REFUSED "take_refused"	/* a file found, the take refused (growth, ...) */
+#define COUNTER_RENEWALS "renewals"
+#define COUNTER_PRESSURE_FILES "pressure_files"
+#define COUNTER_PRESSURE_BYTES "pressure_bytes"
+#define COUNTER_FILL_RATE "fill_bytes_per_second"	/* a gauge: the last fill's */
+#define COUNTER_QUARANTINES "quarantines"	/* files quarantined, once each */
+#define COUNTER_TRIMMED "trimmed_bytes"		/* cut past a record as its file came back */
+
+/* "take_full", "take_cut", "take_partial", "take_cold" by enum prealloc_warm_hit; NULL past. */
+const char *counter_take_name(int hit);
+
+/*
+ * Adds n to name's counter of (dev, node, page_size) (set: replaces it), under
+ * the counters' own lock; best effort: 0 or a negative errno that no caller
+ * needs to act on (a count lost is never a take refused).
+ */
+int counter_add(struct prealloc_ctx *ctx, uint64_t dev, int node, uint64_t page_size,
+		const char *name, uint64_t n);
+int counter_set(struct prealloc_ctx *ctx, uint64_t dev, int node, uint64_t page_size,
+		const char *name, uint64_t v);
+/* A take's end: its hit kind counted, or a miss (-ENOENT), or a refusal (other errors). */
+void counter_take(struct prealloc_ctx *ctx, uint64_t dev, int node, uint64_t page_size, int r,
+		  int hit);
+/* A file of bytes given back under memory pressure. */
+void counter_pressure(struct prealloc_ctx *ctx, uint64_t dev, int node, uint64_t page_size,
+		      uint64_t bytes);
+/* The same, by the mount's path (its device from stat). */
+int counter_set_at(struct prealloc_ctx *ctx, const char *mount, int node, uint64_t page_size,
+		   const char *name, uint64_t v);
+/* name's value for (dev, node, page_size) in text (counters_read's); 0 when absent. */
+uint64_t counter_get(const char *text, uint64_t dev, int node, uint64_t page_size,
+		     const char *name);
+/* The whole counters file, NUL-terminated (*ret_text to free; NULL when there is none). */
+int counters_read(struct prealloc_ctx *ctx, char **ret_text);
+/* The last clear's rate of r's node, page size and mount (GB/s), for status. */
+void counter_clear_rate(struct prealloc_ctx *ctx, const struct record *r, double gbps);
+#define CLEARS_LEAF "warm-clears"	/* those rates: "<dev> <node> <page size> <GB/s>" lines */
+
+/* How a warm file's job runs: in the background, or as fast as it goes. */
+struct warm_pace {
+	unsigned int threads;	/* per node; 0: every allowed CPU of the node */
+	uint64_t max_rate;	/* bytes per second per node; 0: no cap */
+	bool idle;		/* workers SCHED_IDLE */
+	int stop_fd;		/* -1, or readable: stop (a clear is cancelled, the file DIRTY again) */
+};
 
 /* ---- the targets (conf.c, conf_parse.c) ------------------------------------- */
 
@@ -275,7 +341,7 @@ int warm_declared_withdraw(const struct prealloc_ctx *ctx, struct store *s, stru
 int warm_declared_check(struct prealloc_ctx *ctx, struct store *s,
 			const struct prealloc_warm_take_opts *o, uint64_t dev, bool save);
 
-/* ---- a pass over the warm pool (fill.c, clear.c), for fill and serve ------ */
+/* ---- a pass over the warm pool (fill.c, leftovers.c, clear.c, renew.c) -- */
 
 #define WARM_MAX_SHARE 50	/* percent of a node's memory, when warm.conf sets none */
 
@@ -299,19 +365,29 @@ void warm_limits(struct prealloc_ctx *ctx, const struct warm_conf *conf, const u
  */
 int warm_pass_run(struct prealloc_ctx *ctx, const struct warm_pass *p,
 		  struct prealloc_warm_fill_info *info);
-/* fill.c, for the pass: the first failure into info->message. */
+/* file.c, for the pass: the first failure into info->message. */
 __attribute__((format(printf, 2, 3))) void warm_note(struct prealloc_warm_fill_info *info,
 						     const char *fmt, ...);
 /* Whether fd (-1: none) is readable now: serve was asked to stop. */
 bool warm_stop_asked(int fd);
 /*
- * Under the lock: dead fills' and runs' leftovers settled, quarantined
- * files removed (files back from holders: warm_returns_pass, before it).
+ * leftovers.c, under the lock: dead fills' and runs' leftovers settled,
+ * quarantined files removed (files back from holders: warm_returns_pass,
+ * before it).
  */
 int warm_returns(struct prealloc_ctx *ctx, struct store *s, struct prealloc_warm_fill_info *info);
-/* Every DIRTY file: CLEARING, cleared and verified, then READY (or removed, or DIRTY if stopped). */
+/* clear.c: every DIRTY file: CLEARING, cleared and verified, then READY (or renewed,
+ * removed, or DIRTY if stopped). */
 int warm_clears(struct prealloc_ctx *ctx, const struct warm_pass *p, const uint64_t *devs,
 		struct prealloc_warm_fill_info *info);
+/*
+ * renew.c: c (CLEARING, this pass's) leaves the warm pool and a new file of
+ * its node, page size, mount and size takes its place; 0, -ECANCELED
+ * (stopped: c is DIRTY again for clear.c to write), or the failure (c
+ * retired all the same).
+ */
+int warm_renew(struct prealloc_ctx *ctx, const struct warm_pass *p, const struct record *c,
+	       struct prealloc_warm_fill_info *info);
 
 /*
  * Memory pressure: warm files given back until bytes are (or none can go

@@ -59,6 +59,24 @@ static inline uint64_t add_warm_in(const char *dir, struct prealloc_ctx *ctx, co
 	return id;
 }
 
+/* Record id as the store on disk says (its pools not kept), in *ret; false when it is not there. */
+static inline bool record_on_disk(struct prealloc_ctx *ctx, uint64_t id, struct record *ret)
+{
+	struct store s;
+	long i;
+
+	if (store_load(ctx, &s) < 0)
+		return false;
+	i = store_find(&s, id);
+	if (i >= 0) {
+		*ret = s.r[i];
+		ret->pools = NULL;
+		ret->nr_pools = 0;
+	}
+	store_free(&s);
+	return i >= 0;
+}
+
 /*
  * Record id made a file cleared in place under a single-tenant declaration
  * (WARM_TENANT_SINGLE) by the warm.conf at conf, whose text (written there

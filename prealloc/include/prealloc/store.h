@@ -98,6 +98,15 @@ struct prealloc_store_entry {
  */
 int prealloc_store_entry(struct prealloc_ctx *ctx, unsigned int index,
 			 struct prealloc_store_entry *ret_entry);
+/*
+ * The pages of node's pool of page_size that holder has claimed and holds
+ * (its READY records without a file: what prealloc_admit committed for
+ * it), its files apart (a pre-faulted file, a warm file: their pages serve
+ * their own backends), in *ret_pages. A front end's "what does this guest
+ * hold already", in one read of the store.
+ */
+int prealloc_holder_claimed(struct prealloc_ctx *ctx, const char *holder, int node,
+			    uint64_t page_size, uint64_t *ret_pages);
 
 /* ---- garbage collection --------------------------------------------------- */
 

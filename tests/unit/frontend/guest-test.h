@@ -26,6 +26,10 @@ static const struct guest_words test_words = {
 	.dir = "memory_backing_dir",
 	.grow_off = "set grow_pools = yes to grow the pool",
 	.warm_off = "warm is off here",
+	.vmm = "QEMU",
+	.shared_how = "<access mode='shared'/>",
+	.private_why = "its cell's memAccess or the domain's access",
+	.private_opt = "share=off",
 };
 
 /*

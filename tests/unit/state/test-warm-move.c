@@ -91,17 +91,9 @@ static void test_table(void)
 /* The state of record id as the store on disk says; -1 none. */
 static int state_on_disk(struct prealloc_ctx *ctx, uint64_t id)
 {
-	struct store s;
-	int st = -1;
-	long i;
+	struct record r;
 
-	if (store_load(ctx, &s) < 0)
-		return -1;
-	i = store_find(&s, id);
-	if (i >= 0)
-		st = s.r[i].warm;
-	store_free(&s);
-	return st;
+	return record_on_disk(ctx, id, &r) ? r.warm : -1;
 }
 
 static void test_written(struct prealloc_ctx *ctx, const char *dir)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The warm pool's counters (counters.h): one file in the state directory,
+ * The warm pool's counters (warm.h): one file in the state directory,
  * "warm-counters", a line per counter:
  *
  *	<mount dev> <node> <page size> <name> <value>
@@ -16,8 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "counters.h"
-#include "state.h"
+#include "warm.h"
 
 #define COUNTERS_LOCK_LEAF "warm-counters.lock"
 #define COUNTERS_LOCK_MS 1000
@@ -154,4 +153,37 @@ int counters_read(struct prealloc_ctx *ctx, char **ret_text)
 	int r = statedir_read(ctx, COUNTERS_LEAF, ret_text, &len);
 
 	return r == -ENOENT ? 0 : r;
+}
+
+/*
+ * The last clear's rate of r's mount, node and page size, for status: one
+ * line each in CLEARS_LEAF. Called under the store's lock: two passes
+ * never lose each other's rates.
+ */
+void counter_clear_rate(struct prealloc_ctx *ctx, const struct record *r, double gbps)
+{
+	char *old = NULL, *text = NULL, *line, *save = NULL;
+	size_t len = 0, cap = 0;
+	FILE *f;
+
+	statedir_read(ctx, CLEARS_LEAF, &old, &len);
+	f = open_memstream(&text, &cap);
+	if (!f) {
+		free(old);
+		return;
+	}
+	for (line = old ? strtok_r(old, "\n", &save) : NULL; line; line = strtok_r(NULL, "\n", &save)) {
+		unsigned long long dev, ps;
+		int node;
+
+		if (sscanf(line, "%llu %d %llu", &dev, &node, &ps) == 3 &&
+		    (dev != r->dev || node != r->warm_node || ps != r->page_size))
+			fprintf(f, "%s\n", line);
+	}
+	fprintf(f, "%llu %d %llu %.3f\n", (unsigned long long)r->dev, r->warm_node,
+		(unsigned long long)r->page_size, gbps);
+	fclose(f);
+	statedir_write(ctx, CLEARS_LEAF, text, cap);
+	free(text);
+	free(old);
 }

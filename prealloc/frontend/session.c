@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `prealloc qemu`'s session (qemu.c parses and describes the guest): the
- * memory claimed and made ready through the front-end layer, QEMU run with
- * SIGINT, SIGTERM and SIGHUP passed on to it, and the memory given back
- * however QEMU ends; and the command line as a shell would read it back.
+ * A wrapper front end's session (`prealloc qemu`: cli/qemu.c parses and
+ * describes the guest; any VMM run the same way): the memory claimed and
+ * made ready in the guest's memory directory, the VMM run with SIGINT,
+ * SIGTERM and SIGHUP passed on to it, and the memory given back however
+ * the VMM ends; and the command line as a shell would read it back.
+ * Messages go through the guest's log: errors at LOG_ERR (3).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,8 +18,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <prealloc.h>
+
 #include "guest.h"
-#include "cli.h"
 
 /* One word of a command line as a shell reads it back: quoted unless plain. */
 static void print_word(FILE *f, const char *w)
@@ -33,16 +36,15 @@ static void print_word(FILE *f, const char *w)
 	fputc('\'', f);
 }
 
-/* The command line on one line of standard output, as a shell would take it back. */
-void qemu_print(char **argv)
+void guest_print_argv(FILE *f, char **argv)
 {
 	for (unsigned int i = 0; argv[i]; i++) {
 		if (i)
-			putchar(' ');
-		print_word(stdout, argv[i]);
+			fputc(' ', f);
+		print_word(f, argv[i]);
 	}
-	putchar('\n');
-	fflush(stdout);
+	fputc('\n', f);
+	fflush(f);
 }
 
 /* A signal that came (SIGINT, SIGTERM, SIGHUP), read from sfd; 0 none. */
@@ -58,12 +60,12 @@ static int signal_came(int sfd)
 }
 
 /*
- * DIR opened step by step (prealloc_dir_open), the memory claimed, then
- * linked warm or pre-faulted at DIR/ID (the front-end layer's calls, as
- * the hook's prepare and start begin); on a failure or a signal, all of it
+ * The memory directory opened step by step (prealloc_dir_open), the
+ * memory claimed, then each file linked warm or pre-faulted in it (as the
+ * hook's prepare and start begin); on a failure or a signal, all of it
  * given back. 0, or the exit status.
  */
-static int qemu_prepare(struct guest *g, int sfd)
+static int session_prepare(struct guest *g, int sfd, const struct guest_wrapper *w)
 {
 	char why[512];
 	int dir_fd, sig, r;
@@ -72,7 +74,7 @@ static int qemu_prepare(struct guest *g, int sfd)
 	dir_fd = r = prealloc_dir_open(AT_FDCWD, g->mount, (unsigned int)geteuid(), why,
 				       sizeof(why));
 	if (r < 0)
-		snprintf(g->msg, sizeof(g->msg), "--dir %.400s: %.500s", g->mount, why);
+		snprintf(g->msg, sizeof(g->msg), "%s %.400s: %.500s", g->words->dir, g->mount, why);
 	else
 		r = guest_claim(g);
 	if (r == 0)
@@ -85,16 +87,17 @@ static int qemu_prepare(struct guest *g, int sfd)
 	guest_release(g, &(uint64_t){ 0 });
 	if (sig)
 		return 128 + sig;
-	cli_error("qemu: %s", g->msg[0] ? g->msg : strerror(-r));
-	return qemu_exit_status(r);
+	guest_log(g, 3, "%s", g->msg[0] ? g->msg : strerror(-r));
+	return w->exit_status(r);
 }
 
 /*
- * Runs QEMU, forwarding SIGINT, SIGTERM and SIGHUP to it: its exit status,
- * 128 + the signal that ended it, or 128 + the signal forwarded when QEMU
- * shut down cleanly on it.
+ * Runs the VMM, forwarding SIGINT, SIGTERM and SIGHUP to it: its exit
+ * status, 128 + the signal that ended it, or 128 + the signal forwarded
+ * when it shut down cleanly on it.
  */
-static int qemu_run(char **argv, int sfd, const sigset_t *old)
+static int session_run(struct guest *g, char **argv, int sfd, const sigset_t *old,
+		       const struct guest_wrapper *w)
 {
 	struct signalfd_siginfo si;
 	pid_t parent = getpid(), pid;
@@ -103,11 +106,11 @@ static int qemu_run(char **argv, int sfd, const sigset_t *old)
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0) {
-		cli_error("qemu: fork: %s", strerror(errno));
-		return EXIT_FAILURE_RUN;
+		guest_log(g, 3, "fork: %s", strerror(errno));
+		return w->run_failure;
 	}
 	if (pid == 0) {
-		/* QEMU goes when this command goes, even by SIGKILL: no mapping outlives it. */
+		/* The VMM goes when this command goes, even by SIGKILL: no mapping outlives it. */
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		if (getppid() != parent)
 			_exit(127);
@@ -115,8 +118,7 @@ static int qemu_run(char **argv, int sfd, const sigset_t *old)
 		signal(SIGIO, SIG_DFL);
 		sigprocmask(SIG_SETMASK, old, NULL);
 		execvp(argv[0], argv);
-		fprintf(stderr, "%s qemu: cannot run %s: %s\n", program_name, argv[0],
-			strerror(errno));
+		guest_log(g, 4, "cannot run %s: %s", argv[0], strerror(errno));
 		_exit(127);
 	}
 	for (;;) {
@@ -140,8 +142,7 @@ static int qemu_run(char **argv, int sfd, const sigset_t *old)
 	return WEXITSTATUS(status) == 0 && forwarded ? 128 + forwarded : WEXITSTATUS(status);
 }
 
-/* Prepared, run, given back; rc is QEMU's unless the release fails after a clean exit. */
-int qemu_session(struct guest *g, char **args, bool print)
+int guest_session(struct guest *g, char **args, const struct guest_wrapper *w)
 {
 	uint64_t returned = 0;
 	sigset_t mask, old;
@@ -155,24 +156,24 @@ int qemu_session(struct guest *g, char **args, bool print)
 	sigprocmask(SIG_BLOCK, &mask, &old);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 	if (sfd < 0) {
-		cli_error("qemu: signalfd: %s", strerror(errno));
+		guest_log(g, 3, "signalfd: %s", strerror(errno));
 		sigprocmask(SIG_SETMASK, &old, NULL);
-		return EXIT_FAILURE_RUN;
+		return w->run_failure;
 	}
 	g->cancel_fd = sfd;
-	rc = qemu_prepare(g, sfd);
+	rc = session_prepare(g, sfd, w);
 	if (rc == 0) {
-		if (print)
-			qemu_print(args);
-		rc = qemu_run(args, sfd, &old);
+		if (w->print)
+			guest_print_argv(stdout, args);
+		rc = session_run(g, args, sfd, &old, w);
 		r = guest_release(g, &returned);
 		if (r < 0)
-			cli_error("qemu: giving back %s: %s ('prealloc gc' finishes it)",
+			guest_log(g, 3, "giving back %s: %s ('prealloc gc' finishes it)",
 				  g->name, strerror(-r));
 		else
 			guest_log(g, 6, "%s: gave back %llu hugepages", g->name,
 				  (unsigned long long)returned);
-		rc = rc == 0 && r < 0 ? EXIT_FAILURE_RUN : rc;
+		rc = rc == 0 && r < 0 ? w->run_failure : rc;
 	}
 	close(sfd);
 	sigprocmask(SIG_SETMASK, &old, NULL);
