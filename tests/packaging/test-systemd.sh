@@ -156,8 +156,8 @@ check "systemd made /run/prealloc 0700 and /var/lib/prealloc 0755, root's ($mode
 	test "$modes" = "/run/prealloc 700 root,/var/lib/prealloc 755 root"
 check "the pool filled to warm.conf: two 16 MiB files READY" wait_for 30 status_is $((32 << 20)) ||
 	in_box prealloc warm status 2>&1 | diag
-check "the metrics file written: the 32 MiB target in it" wait_for 10 \
-	grep -q '^prealloc_warm_target_bytes{.*node="0".*} 33554432$' "$mnt$prom" ||
+prom_target() { grep -qs '^prealloc_warm_target_bytes{.*node="0".*} 33554432$' "$mnt$prom"; }
+check "the metrics file written: the 32 MiB target in it" wait_for 10 prom_target ||
 	head -n 20 "$mnt$prom" 2>&1 | diag
 
 # ---- reload with a broken warm.conf ------------------------------------------
