@@ -15,7 +15,8 @@
 #    /run/prealloc and /var/lib/prealloc made by systemd with their modes,
 #    the pool filled to the target, the metrics file written;
 #  - a broken warm.conf and `systemctl reload`: still active, the journal
-#    says why, and the old target holds (a take is made up for);
+#    says why, and the old target holds (a file given back is renewed, not
+#    removed);
 #  - a reboot of the container: active again on an empty /run, the pool
 #    filled again;
 #  - an upgrade to the higher version while it runs: restarted on the new
@@ -163,17 +164,19 @@ check "the metrics file written: the 32 MiB target in it" wait_for 10 prom_targe
 # ---- reload with a broken warm.conf ------------------------------------------
 
 cp "$mnt/etc/prealloc/warm.conf" "$tmp/warm.conf.good"
+# A guest holds one file (a target counts the files handed out too).
+in_box prealloc warm take --node 0 --page-size 4k 16M --to /dev/shm/guest > /dev/null 2>&1
 echo "node0.4k = 2 x sixteen" > "$mnt/etc/prealloc/warm.conf"
 in_box systemctl reload prealloc-warm > "$tmp/reload.log" 2>&1
 check "reload with a broken warm.conf: the journal says why, the targets stay" wait_for 10 \
 	grep -q "warm.conf.*line 1.*the targets stay as they were" <(journal) || journal | tail -n 5 | diag
 check "still active after the broken reload" in_box systemctl -q is-active prealloc-warm
-# A take leaves one READY: the old target, still held, makes another.
-in_box prealloc warm take --node 0 --page-size 4k 16M --to /dev/shm/guest > /dev/null 2>&1
-cp "$tmp/warm.conf.good" "$mnt/etc/prealloc/warm.conf"
-check "the old target still held: a take made up for (two READY again)" \
-	wait_for 30 status_is $((32 << 20)) || in_box prealloc warm status 2>&1 | diag
+# Given back, the file is renewed while a target wants it (removed were the
+# targets gone): two READY again. The good file back on disk for status.
 in_box prealloc warm give /dev/shm/guest > /dev/null 2>&1
+cp "$tmp/warm.conf.good" "$mnt/etc/prealloc/warm.conf"
+check "the old target still held: the file given back renewed, two READY again" \
+	wait_for 30 status_is $((32 << 20)) || in_box prealloc warm status 2>&1 | diag
 in_box systemctl reload prealloc-warm > "$tmp/reload.log" 2>&1
 
 # ---- a reboot ------------------------------------------------------------------
