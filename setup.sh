@@ -23,7 +23,7 @@ PACKAGES=(meson ninja-build pkg-config gcc clang libc6-dev libnuma-dev libjson-c
 	liburing-dev qemu-system-x86 linux-image-amd64 busybox-static kmod cpio gzip
 	libxml2-dev libvirt-dev libvirt-daemon libvirt-daemon-driver-qemu libvirt-daemon-system
 	libvirt-clients scdoc strace systemd prometheus
-	build-essential dpkg-dev debhelper chrpath lintian debootstrap)
+	build-essential dpkg-dev debhelper chrpath lintian debootstrap systemd-container)
 
 install_packages() {
 	local missing=()

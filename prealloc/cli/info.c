@@ -7,6 +7,7 @@
 #include <sys/utsname.h>
 
 #include "cli.h"
+#include "installs.h"
 
 static const struct {
 	uint64_t bit;
@@ -304,6 +305,7 @@ int cmd_info(int argc, char **argv)
 	};
 	static const char short_opts[] = "h";
 	struct prealloc_ctx *ctx;
+	struct installs in;
 	bool json = false;
 	json_object *o;
 	int c;
@@ -316,8 +318,9 @@ int cmd_info(int argc, char **argv)
 			break;
 		case 'h':
 			printf("Usage: prealloc info [--json]\n"
-			       "Show nodes, their CPUs, memory and hugepage pools, hugetlbfs mounts\n"
-			       "and the CPU's identity and features.\n");
+			       "Show nodes, their CPUs, memory and hugepage pools, hugetlbfs mounts,\n"
+			       "the CPU's identity and features, and the binary and libprealloc that\n"
+			       "run (a warning for each other one on the search paths).\n");
 			return EXIT_OK;
 		default:
 			return option_error("info", argv, short_opts, opts);
@@ -329,11 +332,16 @@ int cmd_info(int argc, char **argv)
 	if (!ctx)
 		return EXIT_FAILURE_RUN;
 	o = info_json(ctx);
-	if (json)
+	installs_here(&in);
+	json_object_object_add(o, "installs", installs_json(&in));
+	if (json) {
 		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
 								       JSON_C_TO_STRING_NOSLASHESCAPE));
-	else
+	} else {
 		print_human(o);
+		installs_print(&in);
+	}
+	installs_warn(&in);
 	json_object_put(o);
 	prealloc_ctx_free(ctx);
 	return EXIT_OK;

@@ -42,8 +42,8 @@ static int hook_exec(const char *action, int argc, char **argv)
 		args[i + 1] = argv[i];
 	fflush(stdout);
 	execv(hook, args);
-	cli_error("cannot run the libvirt hook %s: %s (built only with libxml2: -Dlibvirt_hook)",
-		  hook, strerror(errno));
+	cli_error("cannot run the libvirt hook %s: %s (the prealloc-libvirt package; a build: "
+		  "-Dlibvirt_hook)", hook, strerror(errno));
 	return EXIT_ENVIRONMENT;
 }
 

@@ -1,10 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * prealloc-libvirt-hook --install | --uninstall [--root DIR]: puts this
- * binary where libvirt looks for hooks (/etc/libvirt/hooks/qemu.d/prealloc,
- * whatever meson's prefix), writes an example /etc/prealloc/libvirt.conf
- * when none exists, and makes a running libvirtd or virtqemud rescan its
- * hooks (SIGHUP). --root DIR does it under DIR and signals nobody (a
+ * prealloc-libvirt-hook --install | --uninstall | --refresh [--root DIR]:
+ * puts a copy of this binary where libvirt looks for hooks
+ * (/etc/libvirt/hooks/qemu.d/prealloc, whatever meson's prefix), writes an
+ * example /etc/prealloc/libvirt.conf when none exists, and makes a running
+ * libvirtd or virtqemud rescan its hooks (SIGHUP). A copy, not a link:
+ * libvirtd's AppArmor profile lets it run what lies under
+ * /etc/libvirt/hooks, not a link's target under /usr/libexec. --refresh
+ * copies this binary over an installed copy and does nothing where none is
+ * (the package's postinst: after an upgrade the hook libvirt runs is the
+ * packaged one). --root DIR does it under DIR and signals nobody (a
  * package build or a test). Run by a person: it prints to stdout.
  */
 #include <errno.h>
@@ -150,13 +155,59 @@ static void rescan_hooks(void)
 
 static int usage(FILE *f, int rc)
 {
-	fprintf(f, "Usage: prealloc-libvirt-hook --install | --uninstall [--root DIR]\n"
+	fprintf(f, "Usage: prealloc-libvirt-hook --install | --uninstall | --refresh [--root DIR]\n"
 		   "       prealloc-libvirt-hook DOMAIN OP SUBOP - < domain.xml   (run by libvirt)\n"
-		   "--install puts this binary at " HOOK_PATH ", an example\n"
+		   "--install puts a copy of this binary at " HOOK_PATH ", an example\n"
 		   CONF_PATH " where none exists, and sends libvirtd SIGHUP;\n"
-		   "--uninstall removes the hook (the settings stay). --root DIR: under DIR,\n"
+		   "--uninstall removes the hook (the settings stay); --refresh copies this binary\n"
+		   "over an installed hook, none installed: nothing. --root DIR: under DIR,\n"
 		   "no signal. See prealloc-libvirt-hook(8).\n");
 	return rc;
+}
+
+/* This binary's path into buf: 0, or -errno. */
+static int self_path(char *buf, size_t len)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return 0;
+}
+
+/*
+ * --refresh: an installed copy replaced by this binary (an upgrade's new
+ * build), atomically; no hook, or a link an operator made: left as it is.
+ * 0 done (or nothing to do), 1 failed.
+ */
+static int refresh(const char *hook)
+{
+	char self[PATH_MAX];
+	struct stat st;
+	int r;
+
+	if (lstat(hook, &st) < 0) {
+		if (errno != ENOENT) {
+			fprintf(stderr, "prealloc-libvirt-hook: %s: %s\n", hook, strerror(errno));
+			return 1;
+		}
+		printf("no hook at %s: nothing to refresh\n", hook);
+		return 0;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		printf("%s is no copy of the hook (a link?): left as it is\n", hook);
+		return 0;
+	}
+	r = self_path(self, sizeof(self));
+	if (r == 0 && strcmp(self, hook))
+		r = copy_file(self, hook, 0755);
+	if (r < 0) {
+		fprintf(stderr, "prealloc-libvirt-hook: refreshing %s: %s\n", hook, strerror(-r));
+		return 1;
+	}
+	printf("refreshed %s from %s\n", hook, self);
+	return 0;
 }
 
 /* --uninstall: the hook goes, the settings stay; 0 done, 1 failed. */
@@ -176,15 +227,13 @@ static int uninstall(const char *hook, const char *conf)
 static int install(const char *hook, const char *conf)
 {
 	char self[PATH_MAX];
-	ssize_t n;
 	int r;
 
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n < 0) {
-		fprintf(stderr, "prealloc-libvirt-hook: /proc/self/exe: %s\n", strerror(errno));
+	r = self_path(self, sizeof(self));
+	if (r < 0) {
+		fprintf(stderr, "prealloc-libvirt-hook: /proc/self/exe: %s\n", strerror(-r));
 		return 1;
 	}
-	self[n] = '\0';
 	r = make_parents(hook);
 	if (r == 0 && strcmp(self, hook))
 		r = copy_file(self, hook, 0755);
@@ -209,6 +258,7 @@ int hook_install_main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "install", no_argument, NULL, 'i' },
 		{ "uninstall", no_argument, NULL, 'u' },
+		{ "refresh", no_argument, NULL, 'f' },
 		{ "root", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -222,7 +272,7 @@ int hook_install_main(int argc, char **argv)
 		if (!strcmp(argv[i], "--help"))
 			return usage(stdout, 0);
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		if (c == 'i' || c == 'u') {
+		if (c == 'i' || c == 'u' || c == 'f') {
 			if (action && action != c)
 				return usage(stderr, 2);
 			action = c;
@@ -239,6 +289,8 @@ int hook_install_main(int argc, char **argv)
 		fprintf(stderr, "prealloc-libvirt-hook: --root %s: path too long\n", root);
 		return 2;
 	}
+	if (action == 'f')
+		return refresh(hook);
 	r = action == 'u' ? uninstall(hook, conf) : install(hook, conf);
 	if (r)
 		return r;

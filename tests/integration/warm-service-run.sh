@@ -4,9 +4,13 @@
 # used as $PREALLOC, it runs `prealloc warm serve` under the unit's
 # sandbox (PID 1 is not systemd here: systemd-run cannot), every other
 # command as it is. From the unit file $WARM_UNIT:
+#  - RuntimeDirectory=, StateDirectory=, ConfigurationDirectory=: made
+#    with their modes (the first on an empty /run of its own, as at boot);
 #  - ProtectSystem=strict: every mount read-only but /dev, /proc, /sys,
 #    then ReadWritePaths (and, as an operator's drop-in would, the state
-#    directory and the mounts $PREALLOC_WARM_CONF names) writable again;
+#    directory and the mounts $PREALLOC_WARM_CONF names) writable again; a
+#    ReadWritePaths= path that does not exist, without "-", fails as
+#    systemd fails it (exit 226, 226/NAMESPACE);
 #  - ProtectHome=yes: /home, /root, /run/user empty and read-only;
 #  - PrivateNetwork=yes: a network namespace of its own;
 #  - CapabilityBoundingSet: the bounding set (setpriv), nothing inheritable;
@@ -78,11 +82,30 @@ if [ -n "${SECCOMP_EXEC:-}" ]; then
 	filter+=(--)
 fi
 
-# Step 2: ProtectSystem=strict, ProtectHome=yes, ReadWritePaths=.
+# Step 2: the unit's directories, ProtectSystem=strict, ProtectHome=yes,
+# ReadWritePaths=. As systemd does at a fresh boot: /run is empty (a tmpfs of
+# this namespace's own: the daemon's store is $PREALLOC_STATE_DIR, its
+# notify socket the test's), RuntimeDirectory= and StateDirectory= are made
+# with their modes and writable, and a ReadWritePaths= entry that does not
+# exist fails the start (226/NAMESPACE) unless it has a "-".
 rw=()
+mount -t tmpfs -o mode=0755 prealloc-service-run /run || exit 1
+for kind in Runtime:/run State:/var/lib Configuration:/etc; do
+	mode=$(unit_values "${kind%%:*}DirectoryMode")
+	for d in $(unit_values "${kind%%:*}Directory"); do
+		mkdir -p -m "${mode:-0755}" "${kind#*:}/$d" || exit 1
+		chmod "${mode:-0755}" "${kind#*:}/$d"
+		[ "${kind%%:*}" = Configuration ] || rw+=("${kind#*:}/$d")
+	done
+done
 while read -r p; do
-	p=${p#-}
-	[ -e "$p" ] && rw+=("$(realpath "$p")")
+	if [ -e "${p#-}" ]; then
+		rw+=("$(realpath "${p#-}")")
+	elif [ "${p#-}" = "$p" ]; then
+		echo "warm-service-run.sh: ReadWritePaths=$p does not exist: the start fails" \
+			"(status=226/NAMESPACE, as systemd refuses it)" >&2
+		exit 226
+	fi
 done < <(unit_values ReadWritePaths)
 [ -n "${PREALLOC_STATE_DIR:-}" ] && mkdir -p "$PREALLOC_STATE_DIR" && rw+=("$PREALLOC_STATE_DIR")
 [ -n "${PREALLOC_CALIBRATION:-}" ] && rw+=("$(dirname "$PREALLOC_CALIBRATION")")

@@ -21,39 +21,10 @@
 # store of the host is touched (4k pages only), so no lock is needed, and
 # every mount goes with the namespace, whatever ends the test.
 #
-# Usage: test-packages.sh SOURCE_ROOT. Root. Prints TAP.
-set -u
-export LC_ALL=C
+# Usage: test-packages.sh SOURCE_ROOT [BUILD_ROOT]. Root. Prints TAP.
+. "$(dirname "$0")/lib-packages.sh"
+build_root=${2:-}
 
-# A session of its own under a forwarder, as tests/integration/lib.sh does:
-# meson's SIGTERM reaches the test, which still gets to clean up.
-if [ -z "${PKGTEST_SESSION:-}" ]; then
-	PKGTEST_SESSION=$$ setsid unshare --mount --propagation private "$BASH" "$0" "$@" &
-	test_pid=$!
-	trap 'kill -TERM -- "-$test_pid" 2> /dev/null' TERM INT HUP
-	while :; do
-		wait "$test_pid"
-		rc=$?
-		kill -0 "$test_pid" 2> /dev/null || exit "$rc"
-	done
-fi
-
-src=${1:?usage: test-packages.sh SOURCE_ROOT}
-here=$(cd "$(dirname "$0")" && pwd)
-count=0 fails=0
-ok() { count=$((count + 1)); echo "ok $count - $*"; }
-fail() { count=$((count + 1)); fails=$((fails + 1)); echo "not ok $count - $*"; }
-# check DESC CMD...: ok or not ok, and the verdict.
-check() { local d=$1; shift; if "$@"; then ok "$d"; else fail "$d"; return 1; fi; }
-diag() { sed 's/^/# /'; }
-all_of() { eval "$1"; }
-finish() { echo "1..$count"; [ "$fails" = 0 ]; exit $?; }
-bail() { fail "$*"; finish; }
-
-[ "$(id -u)" = 0 ] || { echo "1..0 # SKIP needs root (dpkg-buildpackage, debootstrap, chroot)"; exit 0; }
-
-tmp=$(mktemp -d /tmp/prealloc-packaging.XXXXXX) || exit 1
-mnt=$tmp/root
 holder_pid=
 cleanup() {
 	# A holder of a file in the root's /dev/shm would keep it busy.
@@ -67,54 +38,10 @@ trap cleanup EXIT
 trap 'exit 143' TERM
 trap 'exit 130' INT
 
-# in_root CMD...: CMD in the root, apt without questions.
-in_root() { chroot "$mnt" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
-	HOME=/root LC_ALL=C.UTF-8 "$@"; }
-
 # ---- the packages, from a copy of the tree ---------------------------------
 
-# copy_tree DIR: the tree's files (git's view where there is one: tracked and
-# untracked, not ignored; build directories never).
-copy_tree() {
-	mkdir -p "$1"
-	if git -C "$src" rev-parse --git-dir > /dev/null 2>&1; then
-		(cd "$src" && git ls-files -co --exclude-standard -z | tar --null -T - -cf -) | tar -C "$1" -xf -
-	else
-		# A scratch copy (the mutation harness's): its build directories left out.
-		local d excludes=(--exclude=./obj-*)
-		for d in "$src"/*/; do
-			[ -d "$d/meson-private" ] && excludes+=("--exclude=./$(basename "$d")")
-		done
-		tar -C "$src" "${excludes[@]}" -cf - . | tar -C "$1" -xf -
-	fi
-}
-
-# build DIR: dpkg-buildpackage, its log kept; the .debs land in DIR/..
-build() {
-	(cd "$1" && DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" \
-		dpkg-buildpackage -us -uc -b > ../build.log 2>&1)
-}
-
 start=$SECONDS
-mkdir -p "$tmp/v1" "$tmp/v2"
-copy_tree "$tmp/v1/src"
-version=$(cd "$tmp/v1/src" && dpkg-parsechangelog -S Version)
-if ! deps=$(cd "$tmp/v1/src" && dpkg-checkbuilddeps 2>&1); then
-	echo "$deps" | diag
-	bail "the build dependencies are installed (apt-get build-dep ./; setup.sh installs them)"
-fi
-build "$tmp/v1/src" || { tail -n 30 "$tmp/v1/build.log" | diag; bail "dpkg-buildpackage -us -uc -b"; }
-debs=$(cd "$tmp/v1" && find . -maxdepth 1 -name '*.deb' ! -name '*-dbgsym_*' -printf '%f ' | sort)
-ok "dpkg-buildpackage -us -uc -b from a copy of the tree: $debs($((SECONDS - start)) s)"
-
-# The same tree at a higher version, for the upgrade.
-copy_tree "$tmp/v2/src"
-newer=$version+pkgtest1
-{ printf 'prealloc (%s) UNRELEASED; urgency=medium\n\n  * The packaging test'"'"'s upgrade.\n\n -- %s  %s\n\n' \
-	"$newer" "$(cd "$tmp/v2/src" && dpkg-parsechangelog -S Maintainer)" "$(date -R)"
-  cat "$tmp/v2/src/debian/changelog"; } > "$tmp/v2/changelog" && mv "$tmp/v2/changelog" "$tmp/v2/src/debian/changelog"
-build "$tmp/v2/src" || { tail -n 30 "$tmp/v2/build.log" | diag; bail "dpkg-buildpackage of $newer"; }
-ok "rebuilt at $newer ($((SECONDS - start)) s)"
+build_both
 
 if out=$(lintian --fail-on error "$tmp"/v1/*.changes 2>&1); then
 	ok "lintian: no error ($(grep -c '^W:' <<< "$out") warnings)"
@@ -132,33 +59,16 @@ check "postinst never starts the service" \
 
 # ---- a fresh Debian 12 root --------------------------------------------------
 
-base=$("$here/make-root.sh") || bail "a fresh Debian 12 root (make-root.sh)"
-cache=$(dirname "$base")
-mkdir -p "$mnt" "$tmp/upper" "$tmp/work" "$cache/apt-archives/partial"
-mount -t overlay overlay -o "lowerdir=$base,upperdir=$tmp/upper,workdir=$tmp/work" "$mnt" ||
-	bail "overlay over $base"
+lay_root
 mount -t proc proc "$mnt/proc"
 mount --rbind /sys "$mnt/sys"
 mount --rbind /dev "$mnt/dev"
 for d in run tmp dev/shm; do mount -t tmpfs -o mode=1777 "pkgtest-$d" "$mnt/$d"; done
 # The downloaded .debs kept between runs (the root's own lists say which).
 mount --bind "$cache/apt-archives" "$mnt/var/cache/apt/archives"
-cp /etc/resolv.conf "$mnt/etc/resolv.conf"
 mkdir -p "$mnt/tmp/v1" "$mnt/tmp/v2"
 cp "$tmp"/v1/*.deb "$mnt/tmp/v1/" && cp "$tmp"/v2/*.deb "$mnt/tmp/v2/"
-arch=$(dpkg --print-architecture)
 ok "a fresh Debian 12 root: $base ($((SECONDS - start)) s)"
-
-# apt_install ARGS...: apt-get install in the root (the built .debs and
-# their dependencies; gcc and pkg-config for the C program, removed after
-# it); the lists fetched again once if stale.
-apt_install() {
-	# apt-packages: gcc pkg-config (and the built .debs, in the test's root only)
-	in_root apt-get install -y -q --no-install-recommends "$@" > "$tmp/apt.log" 2>&1 && return 0
-	in_root apt-get update -qq >> "$tmp/apt.log" 2>&1 &&
-		# apt-packages: gcc pkg-config (as above)
-		in_root apt-get install -y -q --no-install-recommends "$@" >> "$tmp/apt.log" 2>&1
-}
 
 if ! apt_install "/tmp/v1/libprealloc0_${version}_$arch.deb" "/tmp/v1/prealloc_${version}_$arch.deb"; then
 	tail -n 20 "$tmp/apt.log" | diag
@@ -168,6 +78,11 @@ ok "apt installs libprealloc0 and prealloc: $(grep -c '^Setting up' "$tmp/apt.lo
 wants=$(find "$mnt/etc/systemd/system" -name prealloc-warm.service 2> /dev/null)
 check "installing enabled nothing: no prealloc-warm.service under /etc/systemd/system" test -z "$wants" ||
 	echo "$wants" | diag
+check "prealloc pulls no libvirt0 (the hook and prealloc-domain are prealloc-libvirt's)" \
+	test "$(in_root dpkg-query -W -f='${Status}' libvirt0 2> /dev/null)" != "install ok installed"
+check "the shipped /etc/prealloc/warm.conf: a conffile, every line a comment" all_of \
+	'in_root dpkg-query -W -f="\${Conffiles}" prealloc | grep -q "^ /etc/prealloc/warm.conf " &&
+		! grep -qv "^#" "$mnt/etc/prealloc/warm.conf"'
 
 # ---- the installed programs --------------------------------------------------
 
@@ -213,6 +128,12 @@ out=$(in_root prealloc warm give /dev/shm/guest-c 2>&1)
 check "warm give of a file its holder still has open: back, 1 still in use (one READY left)" \
 	grep -q "^1 warm file given back (1 still in use" <<< "$out" || echo "$out" | diag
 
+if apt_install "/tmp/v1/prealloc-libvirt_${version}_$arch.deb"; then
+	ok "apt installs prealloc-libvirt: libvirt0 with it ($(grep -c '^Setting up' "$tmp/apt.log") set up)"
+else
+	tail -n 20 "$tmp/apt.log" | diag
+	fail "apt installs prealloc-libvirt"
+fi
 out=$(in_root prealloc-domain --help 2>&1)
 check "prealloc-domain --help: exit 0, its usage" grep -q "^usage: prealloc-domain" <<< "$out" ||
 	echo "$out" | diag
@@ -225,6 +146,11 @@ check "the hook, prepare begin, a domain without hugepages on stdin: exit 0" tes
 out=$(in_root "$hook" pkgtest prepare begin - <<< "<domain" 2>&1)
 check "the hook, prepare begin, broken XML on stdin: refused (exit 1)" test $? = 1 ||
 	echo "$out" | diag
+enabled=/etc/libvirt/hooks/qemu.d/prealloc
+out=$(in_root prealloc hook install 2>&1)
+check "prealloc hook install: the packaged hook copied to $enabled" cmp -s "$mnt$hook" "$mnt$enabled" ||
+	echo "$out" | diag
+hook_ino=$(stat -c %i "$mnt$enabled" 2> /dev/null)
 
 # ---- a C program against pkg-config libprealloc ------------------------------
 
@@ -255,6 +181,39 @@ else
 	fail "apt installs libprealloc-dev, gcc and pkg-config"
 fi
 
+# ---- a meson install under /usr/local beside the packages -------------------
+
+# local_install: the build tree's `meson install` (prefix /usr/local) laid
+# into the root beside the packages, as a developer's host has it; `prealloc
+# info` of each warns of the other; removed again after.
+local_install() {
+	local prefix dest=$tmp/local-dest local_path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+	[ -n "$build_root" ] || { fail "a meson install beside the packages: no BUILD_ROOT given"; return; }
+	prefix=$(meson introspect "$build_root" --buildoptions |
+		python3 -c 'import json, sys; print([o["value"] for o in json.load(sys.stdin) if o["name"] == "prefix"][0])')
+	if [ "$prefix" != /usr/local ]; then
+		skip "a meson install beside the packages: $build_root's prefix is $prefix, not /usr/local"
+		return
+	fi
+	if ! meson install -C "$build_root" --destdir "$dest" --no-rebuild --quiet > "$tmp/install.log" 2>&1; then
+		diag < "$tmp/install.log"
+		fail "meson install --destdir of $build_root"
+		return
+	fi
+	cp -a "$dest/usr/local/." "$mnt/usr/local/"
+	out=$(in_root env PATH="$local_path" /usr/bin/prealloc info 2>&1)
+	check "/usr/bin/prealloc info: names the package's library, warns of /usr/local's" all_of \
+		'grep -q "^library: /usr/lib/.*/libprealloc.so.0" <<< "$out" &&
+		grep -q "warning: another libprealloc on the loader.s search path: /usr/local/lib/.*libprealloc.so.0" <<< "$out" &&
+		grep -q "warning: another prealloc on \$PATH: /usr/local/bin/prealloc" <<< "$out"' || echo "$out" | diag
+	out=$(in_root env PATH="$local_path" prealloc info 2>&1)
+	check "prealloc (/usr/local/bin first on PATH) info: names /usr/local's, warns of the package's" all_of \
+		'grep -q "^binary: /usr/local/bin/prealloc" <<< "$out" &&
+		grep -q "^library: /usr/local/lib/.*libprealloc.so.0" <<< "$out" &&
+		grep -Eq "warning: another libprealloc .*: /(usr/)?lib/.*libprealloc.so.0 " <<< "$out"' || echo "$out" | diag
+	(cd "$dest" && find . ! -type d -print0) | (cd "$mnt" && xargs -0 rm -f)
+}
+
 # ---- upgrade, remove, purge --------------------------------------------------
 
 cp "$mnt/etc/prealloc/warm.conf" "$tmp/warm.conf.before"
@@ -264,7 +223,7 @@ check "before the upgrade: the store the installed build wrote is format 3 ($sto
 	test "$store_line" = "prealloc-store 3"
 status_before=$(in_root prealloc warm status --json 2>&1)
 out=$(in_root dpkg -i "/tmp/v2/libprealloc0_${newer}_$arch.deb" "/tmp/v2/prealloc_${newer}_$arch.deb" \
-	"/tmp/v2/libprealloc-dev_${newer}_$arch.deb" 2>&1)
+	"/tmp/v2/libprealloc-dev_${newer}_$arch.deb" "/tmp/v2/prealloc-libvirt_${newer}_$arch.deb" 2>&1)
 check "dpkg -i of $newer over $version" test "$(in_root dpkg-query -W -f='${Version}' prealloc)" = "$newer" ||
 	echo "$out" | diag
 check "after the upgrade: the created file and its record kept" \
@@ -280,6 +239,16 @@ check "after the upgrade: /etc/prealloc/warm.conf and /var/lib/prealloc untouche
 	all_of 'cmp -s "$tmp/warm.conf.before" "$mnt/etc/prealloc/warm.conf" &&
 		grep -qx "pkgtest $$" "$mnt/var/lib/prealloc/pkgtest-marker"'
 
+# The hook libvirt runs is the new package's: postinst refreshed the copy.
+check "after the upgrade: the enabled hook refreshed, the same as the packaged one" all_of \
+	'cmp -s "$mnt$hook" "$mnt$enabled" && [ "$(stat -c %i "$mnt$enabled")" != "$hook_ino" ]' ||
+	echo "$out" | diag
+
+local_install
+
+out=$(in_root dpkg -r prealloc-libvirt 2>&1)
+check "remove prealloc-libvirt: the enabled hook removed with it (its settings kept)" all_of \
+	'[ ! -e "$mnt$enabled" ] && [ -f "$mnt/etc/prealloc/libvirt.conf" ]' || echo "$out" | diag
 out=$(in_root dpkg -r prealloc 2>&1)
 check "remove: prerm drained the warm pool (the READY and the DIRTY file given back)" \
 	grep -q "warm drain: 2 warm files given back (32 MiB)" <<< "$out" || echo "$out" | diag

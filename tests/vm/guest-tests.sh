@@ -878,7 +878,10 @@ libvirt_two_node() {
 		fail libvirt-root "cannot lay an overlay over the host's root"
 		return
 	fi
-	cp -a /dest/. "$lr/" || { fail libvirt-root "cannot copy the installed tree"; return; }
+	# -f: a host that has prealloc installed already (a meson install in
+	# /usr/local) has the same names in the lower layer; busybox cp -a
+	# refuses to replace a link there ("File exists") without it.
+	cp -af /dest/. "$lr/" || { fail libvirt-root "cannot copy the installed tree"; return; }
 	mount -t proc proc "$lr/proc"
 	mount -t sysfs sysfs "$lr/sys"
 	mount -t devtmpfs devtmpfs "$lr/dev"

@@ -129,6 +129,11 @@ void cli_error(const char *fmt, ...)
 	(void)fmt;
 }
 
+void cli_warn(const char *fmt, ...)
+{
+	(void)fmt;
+}
+
 int option_error(const char *cmd, char *const argv[], const char *optstring,
 		 const struct option *longopts)
 {

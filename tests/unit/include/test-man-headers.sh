@@ -6,7 +6,10 @@
 # that header), and every function the library exports (libprealloc.map) is
 # in some page's SYNOPSIS.
 #
-# Usage: test-man-headers.sh SRCDIR. Prints TAP.
+# With BUILDDIR (the man pages built there), `meson install --tags man`
+# must give every exported function its own `man 3 NAME`, a page or a link.
+#
+# Usage: test-man-headers.sh SRCDIR [BUILDDIR]. Prints TAP.
 set -u
 export LC_ALL=C
 src=${1:?source dir}
@@ -98,6 +101,24 @@ if [ -n "$missing" ]; then
 	not_ok "exported but in no manual page's SYNOPSIS: $(paste -sd" " <<< "$missing")"
 else
 	ok "every function of $(basename "$map") is in a manual page's SYNOPSIS"
+fi
+# One `man 3 NAME` per exported function, as installed (a page or a link to
+# one: docs/man/man3_links.py); only where the pages are built (BUILDDIR).
+if [ -n "${2:-}" ]; then
+	if meson install -C "$2" --destdir "$tmp/inst" --tags man --no-rebuild --quiet \
+		> "$tmp/install.log" 2>&1; then
+		man3=$(find "$tmp/inst" -type d -name man3 | head -n 1)
+		none=$(sed -n 's/^[[:space:]]*\(prealloc_[a-z0-9_]*\);.*/\1/p' "$map" | sort -u |
+			while read -r f; do [ -e "$man3/$f.3" ] || echo "$f"; done)
+		if [ -n "$man3" ] && [ -z "$none" ]; then
+			ok "every function of $(basename "$map") has its man 3 page, installed ($(ls "$man3" | wc -l) in man3)"
+		else
+			not_ok "exported but no man 3 page installed: ${none:-no man3 directory}"
+		fi
+	else
+		sed 's/^/# /' "$tmp/install.log"
+		not_ok "meson install --tags man of $2"
+	fi
 fi
 echo "1..$n"
 exit $fails
