@@ -7,7 +7,8 @@
 # in some page's SYNOPSIS.
 #
 # With BUILDDIR (the man pages built there), `meson install --tags man`
-# must give every exported function its own `man 3 NAME`, a page or a link.
+# must give every exported function its own `man 3 NAME`, a page or a link,
+# and `--tags doc` every document a page cites, where it says it is.
 #
 # Usage: test-man-headers.sh SRCDIR [BUILDDIR]. Prints TAP.
 set -u
@@ -105,7 +106,7 @@ fi
 # One `man 3 NAME` per exported function, as installed (a page or a link to
 # one: docs/man/man3_links.py); only where the pages are built (BUILDDIR).
 if [ -n "${2:-}" ]; then
-	if meson install -C "$2" --destdir "$tmp/inst" --tags man --no-rebuild --quiet \
+	if meson install -C "$2" --destdir "$tmp/inst" --tags man,doc --no-rebuild --quiet \
 		> "$tmp/install.log" 2>&1; then
 		man3=$(find "$tmp/inst" -type d -name man3 | head -n 1)
 		none=$(sed -n 's/^[[:space:]]*\(prealloc_[a-z0-9_]*\);.*/\1/p' "$map" | sort -u |
@@ -114,6 +115,15 @@ if [ -n "${2:-}" ]; then
 			ok "every function of $(basename "$map") has its man 3 page, installed ($(ls "$man3" | wc -l) in man3)"
 		else
 			not_ok "exported but no man 3 page installed: ${none:-no man3 directory}"
+		fi
+		# What the pages cite (/usr/share/doc/prealloc/X.md) is installed there.
+		doc=$(find "$tmp/inst" -type d -path '*/share/doc/prealloc' | head -n 1)
+		cited=$(grep -oh '/usr/share/doc/prealloc/[A-Za-z0-9_.]*' "$src"/docs/man/*.scd | sort -u)
+		unshipped=$(for c in $cited; do [ -e "$doc/${c##*/}" ] || echo "${c##*/}"; done)
+		if [ -n "$cited" ] && [ -n "$doc" ] && [ -z "$unshipped" ]; then
+			ok "every document a manual page cites is installed ($(wc -w <<< "$cited") cited)"
+		else
+			not_ok "cited by a manual page, not installed: ${unshipped:-no share/doc/prealloc}"
 		fi
 	else
 		sed 's/^/# /' "$tmp/install.log"
