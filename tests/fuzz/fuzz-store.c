@@ -82,15 +82,6 @@ static void round_trip(const struct store *s, bool strict)
 	free(text);
 }
 
-static uint64_t fnv1a(const char *p, size_t len)
-{
-	uint64_t h = UINT64_C(0xcbf29ce484222325);
-
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (unsigned char)p[i]) * UINT64_C(0x100000001b3);
-	return h;
-}
-
 static void parse_store(const char *text, size_t len)
 {
 	struct store s;
