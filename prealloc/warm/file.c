@@ -226,10 +226,11 @@ int warm_job_finish(struct prealloc_job *job, const struct warm_pace *pace)
 {
 	struct pollfd p[2] = { { .fd = prealloc_job_eventfd(job), .events = POLLIN },
 			       { .fd = pace->stop_fd, .events = POLLIN } };
-	int timeout = pace->progress ? 100 : -1;
-
+	int timeout = pace->progress ? 100 : -1, err;
 	uint64_t count;
 
+	if (pace->progress)
+		pace->progress(pace->userdata, job);	/* its start: the rate's clock */
 	while ((pace->stop_fd >= 0 || pace->progress) && !prealloc_job_done(job)) {
 		if (poll(p, pace->stop_fd >= 0 ? 2 : 1, timeout) < 0 && errno != EINTR)
 			break;
@@ -245,7 +246,10 @@ int warm_job_finish(struct prealloc_job *job, const struct warm_pace *pace)
 		if (pace->progress)
 			pace->progress(pace->userdata, job);
 	}
-	return prealloc_job_wait(job);
+	err = prealloc_job_wait(job);
+	if (pace->progress)
+		pace->progress(pace->userdata, job);	/* its end: the bar at its last */
+	return err;
 }
 
 /* A new warm file's record as admission first writes it: POPULATING, of its node. */

@@ -6,9 +6,10 @@
 #  - a node that does not exist: one answer, exit 2 and the same words,
 #    from the main command and from `prealloc qemu`;
 #  - 1.5G is a size (QEMU's -m takes it), rounded up to the page;
-#  - a long prepare and a long fill on a terminal (a pty, through script)
+#  - a long prepare and a long fill on a terminal (a pty)
 #    draw done/total, GB/s and the time left; nothing of it when standard
-#    error is not a terminal. The run is held at its first chunk
+#    error is not a terminal (python's pty.spawn: script(1) outlives its
+#    command when run in the background). The run is held at its first chunk
 #    (PREALLOC_TEST_PAUSE=mid-op) for more than the second the bar waits.
 TAP=1
 . "$(dirname "$0")/lib.sh"
@@ -22,9 +23,11 @@ records() { "$PREALLOC" pool --json 2> /dev/null | python3 -c 'import json,sys; 
 
 # ---- QEMU missing: before any memory is touched -------------------------------
 r0=$(records)
+echo "not a program" > "$TMP/noexec"
+chmod 644 "$TMP/noexec"
 for t in "127|/nonexistent/qemu-system-x86_64|cannot run /nonexistent/qemu-system-x86_64: No such file" \
 	"127|no-such-qemu-$$|cannot run no-such-qemu-$$: not found in \$PATH" \
-	"126|/etc/hostname|cannot run /etc/hostname: Permission denied"; do
+	"126|$TMP/noexec|cannot run $TMP/noexec: Permission denied"; do
 	IFS='|' read -r want bin msg <<< "$t"
 	"$PREALLOC" qemu --page-size 4k --dir "$T" --id g 8M -- "$bin" > "$TMP/out" 2> "$TMP/err"
 	rc=$?
@@ -32,6 +35,17 @@ for t in "127|/nonexistent/qemu-system-x86_64|cannot run /nonexistent/qemu-syste
 		all_of '[ $rc = $want ] && grep -qF -- "$msg" "$TMP/err" && [ -z "$(ls -A "$T")" ] &&
 			[ "$(records)" = "$r0" ]'
 done
+
+# Looked up before memory: on a tmpfs too small for the guest, a missing QEMU is 127,
+# never the prepare's 3 (the memory was tried first).
+S=$TMP/small
+mkdir -p "$S"
+mount -t tmpfs -o size=4m,mode=755 prealloc-operator-small "$S" || bail "cannot mount a tmpfs at $S"
+track_mount "$S"
+"$PREALLOC" qemu --page-size 4k --dir "$S" --id g 8M -- /nonexistent/qemu > /dev/null 2> "$TMP/err"
+rc=$?
+check "qemu -- /nonexistent/qemu, memory that cannot be had: 127 before the memory is tried (rc $rc: $(cat "$TMP/err"))" \
+	[ $rc = 127 ]
 
 # ---- a node that does not exist: one answer ----------------------------------
 none=$(($(ls -d "$NODE_SYSFS"/node[0-9]* | sed 's/.*node//' | sort -n | tail -1) + 1))
@@ -59,21 +73,25 @@ check "prealloc 1.5M: a file of 1572864 bytes (rc $?: $(cat "$TMP/err"))" \
 # ---- progress: on a terminal, and not elsewhere --------------------------------
 # held CMD...: CMD (under script when TTY=1) held at its first chunk for 1.5 s.
 held() {
-	local pid
+	local pid bg
 	rm -f "$TMP/held.out" "$TMP/held.err"
-	if [ "$TTY" = 1 ]; then
-		PREALLOC_TEST_PAUSE=mid-op script -qefc "$*" "$TMP/held.out" > /dev/null 2>&1 &
+	if [ "$TTY" = 1 ]; then	# a pty of its own (script(1) outlives its command here)
+		PREALLOC_TEST_PAUSE=mid-op python3 -c 'import pty, sys; pty.spawn(sys.argv[1:])' \
+			"$@" < /dev/null > "$TMP/held.out" 2>&1 &
 	else
 		PREALLOC_TEST_PAUSE=mid-op "$@" > "$TMP/held.out" 2> "$TMP/held.err" &
 	fi
+	bg=$!
 	for _ in $(seq 100); do
 		pid=$(pgrep -f -n "^$1 ")
 		[ -n "$pid" ] && [ "$(proc_state "$pid")" = T ] && break
 		sleep 0.05
 	done
+	echo "# held: pid '$pid' state $(proc_state "$pid")"
 	sleep 1.5
-	kill -CONT "$pid" 2> /dev/null
-	wait
+	[ -n "$pid" ] && kill -CONT "$pid" 2> /dev/null
+	timeout 30 tail --pid="$bg" -f /dev/null
+	kill "$bg" 2> /dev/null
 }
 for TTY in 1 0; do
 	held "$PREALLOC" --page-size 4k --threads 1 --file "$T/p$TTY" 64M
@@ -84,7 +102,7 @@ for TTY in 1 0; do
 			echo "$out" | tr '\r\033' '|~' | sed 's/^/# /' | head -5
 	else
 		check "... and nothing of it when stderr is not one" \
-			all_of '[[ "$out" != *"GB/s  "* ]] && [[ "$out" != *"/ 64 MiB"* ]] && [[ "$out" != *$'"'"'\033'"'"'* ]]'
+			all_of '[[ "$out" != *"/ 64 MiB"* ]] && [[ "$out" != *" s left"* ]] && [[ "$out" != *$'"'"'\033'"'"'* ]]'
 	fi
 	"$PREALLOC" rm "$T/p$TTY" > /dev/null 2>&1
 done
