@@ -171,9 +171,55 @@ EXPORT const char *prealloc_page_name(uint64_t page)
 	}
 }
 
+/*
+ * The fraction of "1.5G" at p ('.'): its first 18 digits into *ret_frac,
+ * their count into *ret_digits, and whether a later digit is not 0
+ * (*ret_more: rounded up); p moved past them. -EINVAL with no digit.
+ */
+static int parse_fraction(const char **p, uint64_t *ret_frac, unsigned int *ret_digits,
+			  bool *ret_more)
+{
+	const char *q = *p + 1;
+	uint64_t f = 0;
+	unsigned int n = 0;
+
+	*ret_more = false;
+	for (; isdigit((unsigned char)*q); q++, n++)
+		if (n < 18)
+			f = f * 10 + (uint64_t)(*q - '0');
+		else if (*q != '0')
+			*ret_more = true;
+	if (!n)
+		return -EINVAL;
+	*ret_frac = f;
+	*ret_digits = MIN(n, 18u);
+	*p = q;
+	return 0;
+}
+
+/* K, M, G, T (each with B or iB, all binary), B alone, or nothing: its multiple, or 0. */
+static uint64_t parse_unit(const char *p)
+{
+	static const char units[] = "KMGT";
+	const char *u = *p ? strchr(units, toupper((unsigned char)*p)) : NULL;
+
+	if (!*p)
+		return 1;
+	if (toupper((unsigned char)*p) == 'B')
+		return p[1] ? 0 : 1;
+	if (!u)
+		return 0;
+	p++;
+	if (*p && strcasecmp(p, "ib") && strcasecmp(p, "b"))
+		return 0;
+	return UINT64_C(1) << (10 * (u - units + 1));
+}
+
 EXPORT int prealloc_parse_size(const char *s, uint64_t *ret_bytes)
 {
-	uint64_t value = 0, mult = 1;
+	uint64_t value = 0, mult, frac = 0, scale = 1, part;
+	unsigned int digits = 0;
+	bool more = false;
 	const char *p = s;
 
 	if (!s || !ret_bytes)
@@ -187,39 +233,21 @@ EXPORT int prealloc_parse_size(const char *s, uint64_t *ret_bytes)
 			return -ERANGE;
 		value = value * 10 + d;
 	}
-	switch (toupper((unsigned char)*p)) {
-	case '\0':
-		break;
-	case 'K':
-		mult = UINT64_C(1) << 10;
-		break;
-	case 'M':
-		mult = UINT64_C(1) << 20;
-		break;
-	case 'G':
-		mult = UINT64_C(1) << 30;
-		break;
-	case 'T':
-		mult = UINT64_C(1) << 40;
-		break;
-	case 'B':
-		if (p[1])
-			return -EINVAL;
-		break;
-	default:
+	if (*p == '.' && parse_fraction(&p, &frac, &digits, &more) < 0)
 		return -EINVAL;
-	}
-	if (*p && toupper((unsigned char)*p) != 'B') {
-		p++;
-		/* Accept K, KB, KiB (all binary). */
-		if (!strcasecmp(p, "ib") || !strcasecmp(p, "b"))
-			p += strlen(p);
-		if (*p)
-			return -EINVAL;
-	}
+	mult = parse_unit(p);
+	/* A fraction needs a unit of K or more: bytes are whole. */
+	if (!mult || (digits && mult < 1024))
+		return -EINVAL;
 	if (value > UINT64_MAX / mult)
 		return -ERANGE;
-	*ret_bytes = value * mult;
+	while (digits--)
+		scale *= 10;
+	/* frac/scale of mult, rounded up to a whole byte: 128-bit, as 10^18 x 2^40 needs. */
+	part = (uint64_t)(((unsigned __int128)frac * mult + scale - 1 + more) / scale);
+	if (value * mult > UINT64_MAX - part)
+		return -ERANGE;
+	*ret_bytes = value * mult + part;
 	return 0;
 }
 

@@ -19,6 +19,9 @@ enum {
 	EXIT_NO_MEMORY = 3,	/* not enough memory or hugepages on a node */
 	EXIT_ENVIRONMENT = 4,	/* no hugetlbfs, wrong filesystem, file exists, in use */
 	EXIT_VERIFY = 5,	/* --verify found non-zero or misplaced pages */
+	/* A wrapper's VMM (`prealloc qemu`): as a shell says it. */
+	EXIT_CANNOT_EXEC = 126,	/* found, not executable by this user */
+	EXIT_NOT_FOUND = 127,	/* not found (in $PATH, or at the path given) */
 	/* Interrupted runs exit 128 + the signal: 129 SIGHUP, 130 SIGINT, 143 SIGTERM. */
 };
 
@@ -41,6 +44,12 @@ int parse_node(const char *s, int *ret, char *err, size_t err_len);
 #define EXPIRES_MAX_SECONDS (10 * 365 * 86400)
 /* Seconds: decimal digits only, 1 to max (-ERANGE past it). */
 int parse_seconds(const char *s, unsigned int max, unsigned int *ret, char *err, size_t err_len);
+/*
+ * A SIZE written with a fraction (text "1.3G", bytes as prealloc_parse_size
+ * gave them): rounded up to a whole page of page (4k for auto and thp), as
+ * docs/prealloc.1.md says; a SIZE without one is bytes as given.
+ */
+uint64_t size_round_fraction(const char *text, uint64_t bytes, uint64_t page);
 /* "4k", "2M", "1G", "thp" or "auto" for a page size as parse_page_size gives it. */
 #define page_label prealloc_page_name
 /*
@@ -74,6 +83,12 @@ int signals_catch(sigset_t *ret_old);
 void signals_release(int sfd, const sigset_t *old);
 /* A signal that arrived while blocked, or 0; does not wait. */
 int signal_pending(int sfd);
+/*
+ * Whether execvp(name) would find a program to run: 0; -ENOENT none (name
+ * with a '/' as it is, else each directory of $PATH, or the system's
+ * default path); -EACCES one found but not executable by this user.
+ */
+int program_find(const char *name);
 /*
  * The CLI's completion path (wait.c): a ring of its own when io_uring is
  * allowed, whose completion the job starts with (opts.completion =
@@ -192,8 +207,20 @@ struct json_object *report_json(const struct prealloc_report *rep,
 void report_human(FILE *f, const struct prealloc_report *rep,
 		  const struct prealloc_node_report *nodes, unsigned int nr_nodes,
 		  const struct run_view *view);
-/* Draws per-node progress on stderr when it is a terminal and the run is slow. */
+/*
+ * Draws per-node progress on stderr when it is a terminal and the run is
+ * slow: progress_line for each node, redrawn in place (final: the last).
+ */
 void progress_draw(struct prealloc_job *job, double elapsed, bool final);
+/* The next progress_draw starts below what was drawn (a new job's lines). */
+void progress_forget(void);
+/*
+ * A node's progress line: bar, percent, bytes done / total, the rate so
+ * far (decimal GB/s), seconds since the start and the time left at that
+ * rate ("done" at the end).
+ */
+void progress_line(char *buf, size_t len, int node, uint64_t done, uint64_t total,
+		   double elapsed);
 
 /*
  * create.c: what the create report takes from the prepare flow (the rest

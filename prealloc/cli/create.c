@@ -96,6 +96,7 @@ static int parse_operands(int argc, char **argv, struct create_args *a)
 			cli_error("size must be greater than zero");
 			return -EXIT_USAGE;
 		}
+		a->size = size_round_fraction(argv[optind], a->size, a->page);
 		a->have_size = true;
 		optind++;
 	}

@@ -19,6 +19,7 @@
 
 #include "cli.h"
 #include "config.h"
+#include "metrics.h"
 
 static const char *const metric_states[] = {
 	[PREALLOC_WARM_POPULATING] = "populating", [PREALLOC_WARM_READY] = "ready",
@@ -122,6 +123,37 @@ static void put_takes(FILE *f, const struct prealloc_warm_status *e, unsigned in
 		}
 }
 
+/*
+ * The take-duration histogram: cumulative buckets (le, the bounds of
+ * PREALLOC_WARM_TAKE_BOUNDS, then +Inf), _sum and _count of each entry.
+ */
+static void put_take_histogram(FILE *f, const struct prealloc_warm_status *e, unsigned int nr)
+{
+	static const double bounds[] = { PREALLOC_WARM_TAKE_BOUNDS };
+	const char *name = "prealloc_warm_take_duration_seconds";
+	char le[32];
+
+	put_family(f, name, "histogram",
+		   "Takes handed over (full, cut, partial, cold) by their seconds, lock to link.");
+	for (unsigned int i = 0; i < nr; i++) {
+		uint64_t sum = 0;
+
+		for (unsigned int b = 0; b < PREALLOC_WARM_TAKE_BUCKETS; b++) {
+			sum += e[i].take_buckets[b];
+			if (b < PREALLOC_WARM_TAKE_BUCKETS - 1)
+				snprintf(le, sizeof(le), "%g", bounds[b]);
+			else
+				snprintf(le, sizeof(le), "+Inf");
+			put_sample(f, "prealloc_warm_take_duration_seconds_bucket", &e[i], "le", le);
+			fprintf(f, " %llu\n", (unsigned long long)sum);
+		}
+		put_sample(f, "prealloc_warm_take_duration_seconds_sum", &e[i], NULL, NULL);
+		fprintf(f, " %.17g\n", e[i].take_seconds_sum);
+		put_sample(f, "prealloc_warm_take_duration_seconds_count", &e[i], NULL, NULL);
+		fprintf(f, " %llu\n", (unsigned long long)sum);
+	}
+}
+
 /* One value per entry: field read by get. */
 static void put_each(FILE *f, const char *name, const char *type, const char *help,
 		     const struct prealloc_warm_status *e, unsigned int nr,
@@ -154,6 +186,30 @@ static double get_quarantines(const struct prealloc_warm_status *e)
 	return (double)e->quarantines;
 }
 static double get_trimmed(const struct prealloc_warm_status *e) { return (double)e->trimmed_bytes; }
+static double get_gives(const struct prealloc_warm_status *e) { return (double)e->gives; }
+static double get_created(const struct prealloc_warm_status *e) { return (double)e->created; }
+static double get_clears(const struct prealloc_warm_status *e) { return (double)e->inplace_clears; }
+static double get_pass(const struct prealloc_warm_status *e) { return (double)e->last_pass; }
+static double get_unmet(const struct prealloc_warm_status *e) { return (double)e->unmet_bytes; }
+
+/* The counters of each file's way through the pool, and the pass's gauges. */
+static void metrics_put_flow(FILE *f, const struct prealloc_warm_status *e, unsigned int nr)
+{
+	put_each(f, "prealloc_warm_gives_total", "counter",
+		 "Warm files given back by their holders.", e, nr, get_gives);
+	put_each(f, "prealloc_warm_files_made_total", "counter",
+		 "New warm files made, populated and verified (targets, renewals, cold takes).",
+		 e, nr, get_created);
+	put_each(f, "prealloc_warm_inplace_clears_total", "counter",
+		 "Given-back files cleared in place for their tenant.", e, nr, get_clears);
+	put_take_histogram(f, e, nr);
+	put_each(f, "prealloc_warm_last_pass_timestamp_seconds", "gauge",
+		 "When a pass last ended without failure for the target; 0 none yet.", e, nr,
+		 get_pass);
+	put_each(f, "prealloc_warm_target_unmet_bytes", "gauge",
+		 "Bytes of the target its node's share cannot hold in whole files.", e, nr,
+		 get_unmet);
+}
 
 /* The whole exposition of entries e[0..nr) to f. */
 static void metrics_put(FILE *f, const struct prealloc_warm_status *e, unsigned int nr)
@@ -186,6 +242,7 @@ static void metrics_put(FILE *f, const struct prealloc_warm_status *e, unsigned 
 	put_each(f, "prealloc_warm_trimmed_bytes_total", "counter",
 		 "Bytes holders added past their files' records, cut when given back.", e, nr,
 		 get_trimmed);
+	metrics_put_flow(f, e, nr);
 }
 
 int metrics_render(struct prealloc_ctx *ctx, const char *conf, FILE *f, char *why, size_t len)
@@ -253,6 +310,16 @@ bool status_format_given(int argc, char **argv)
 }
 
 /* `prealloc warm status [--conf FILE] --format=prometheus` (warm.c sends it here). */
+bool status_conf_missing(const char *conf)
+{
+	struct stat st;
+
+	if (!conf || stat(conf, &st) == 0)
+		return false;
+	cli_error("warm status: --conf %s: %s", conf, strerror(errno));
+	return true;
+}
+
 int cmd_warm_status_format(int argc, char **argv)
 {
 	const char *conf = NULL, *format = NULL;
@@ -275,6 +342,8 @@ int cmd_warm_status_format(int argc, char **argv)
 			  "neither for the table");
 		return EXIT_USAGE;
 	}
+	if (status_conf_missing(conf))
+		return EXIT_USAGE;
 	ctx = cli_context();
 	if (!ctx)
 		return EXIT_ENVIRONMENT;
@@ -309,4 +378,7 @@ void status_human_counters(const struct prealloc_warm_status *st)
 	if (st->trimmed_bytes)
 		printf(", %s cut past records",
 		       prealloc_format_size(st->trimmed_bytes, b, sizeof(b)));
+	if (st->unmet_bytes)
+		printf(", cannot be met: %s short (the node's share)",
+		       prealloc_format_size(st->unmet_bytes, b, sizeof(b)));
 }

@@ -226,3 +226,12 @@ int parse_page_size(const char *s, uint64_t *ret, char *err, size_t err_len)
 	return fail(err, err_len, -EINVAL, "invalid page size '%s' (expected 4k, 2M, 1G, thp or auto)",
 		    s);
 }
+
+uint64_t size_round_fraction(const char *text, uint64_t bytes, uint64_t page)
+{
+	if (page != PREALLOC_PAGE_2M && page != PREALLOC_PAGE_1G)
+		page = PREALLOC_PAGE_4K;	/* 4k, auto, thp: the smallest page */
+	if (!strchr(text, '.') || bytes > UINT64_MAX - (page - 1))
+		return bytes;
+	return (bytes + page - 1) / page * page;
+}

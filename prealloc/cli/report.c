@@ -236,10 +236,40 @@ void report_print(FILE *f, struct prealloc_job *job, const struct run_view *view
 	fflush(f);
 }
 
+void progress_line(char *buf, size_t len, int node, uint64_t done, uint64_t total,
+		   double elapsed)
+{
+	double rate = elapsed > 0 ? (double)done / elapsed : 0;
+	double pct = total ? 100.0 * (double)done / (double)total : 100.0;
+	int fill = total ? (int)(40.0 * (double)done / (double)total) : 40;
+	char bar[41], d[32], t[32], left[32];
+
+	fill = fill < 0 ? 0 : fill > 40 ? 40 : fill;
+	memset(bar, '#', (size_t)fill);
+	memset(bar + fill, '.', (size_t)(40 - fill));
+	bar[40] = '\0';
+	if (done >= total)
+		snprintf(left, sizeof(left), "done");
+	else if (rate > 0)
+		snprintf(left, sizeof(left), "%.0f s left", (double)(total - done) / rate + 0.5);
+	else
+		snprintf(left, sizeof(left), "? s left");
+	snprintf(buf, len, "node %-3d [%s] %5.1f%% %s / %s %6.2f GB/s %6.1f s, %s", node, bar, pct,
+		 prealloc_format_size(done, d, sizeof(d)), prealloc_format_size(total, t, sizeof(t)),
+		 rate / 1e9, elapsed, left);
+}
+
+static unsigned int lines_drawn;
+
+void progress_forget(void)
+{
+	lines_drawn = 0;
+}
+
 void progress_draw(struct prealloc_job *job, double elapsed, bool final)
 {
-	static unsigned int lines_drawn;
 	int nodes[64];
+	char line[256];
 	int nr;
 
 	if (!isatty(STDERR_FILENO))
@@ -252,16 +282,10 @@ void progress_draw(struct prealloc_job *job, double elapsed, bool final)
 	lines_drawn = 0;
 	for (int i = 0; i < nr && i < 64; i++) {
 		uint64_t done = 0, total = 1;
-		char bar[41];
-		int fill;
 
 		prealloc_job_node_progress(job, nodes[i], &done, &total);
-		fill = total ? (int)(40.0 * done / total) : 40;
-		memset(bar, '#', (size_t)fill);
-		memset(bar + fill, '.', (size_t)(40 - fill));
-		bar[40] = '\0';
-		fprintf(stderr, "\rnode %-3d [%s] %5.1f%% %6.1f s\033[K\n", nodes[i], bar,
-			total ? 100.0 * done / total : 100.0, elapsed);
+		progress_line(line, sizeof(line), nodes[i], done, total, elapsed);
+		fprintf(stderr, "\r%s\033[K\n", line);
 		lines_drawn++;
 	}
 	if (final)

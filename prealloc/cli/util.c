@@ -9,7 +9,10 @@
 #include <signal.h>
 #include <stdio.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -175,4 +178,41 @@ struct prealloc_ctx *cli_context(void)
 	}
 	prealloc_ctx_set_log(ctx, cli_log, NULL);
 	return ctx;
+}
+
+/* Whether path is a regular file this process may execute: 0, -EACCES, or -ENOENT. */
+static int program_at(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0)
+		return errno == ENOENT || errno == ENOTDIR ? -ENOENT : -errno;
+	return S_ISREG(st.st_mode) && access(path, X_OK) == 0 ? 0 : -EACCES;
+}
+
+int program_find(const char *name)
+{
+	const char *path = getenv("PATH"), *dir;
+	char def[256], file[PATH_MAX];
+	int r = -ENOENT;
+
+	if (!name || !*name)
+		return -ENOENT;
+	if (strchr(name, '/'))
+		return program_at(name);
+	/* execvp's search: $PATH, else the system's default; an empty entry is ".". */
+	if (!path && confstr(_CS_PATH, def, sizeof(def)) > 0)
+		path = def;
+	for (dir = path ? path : "/bin:/usr/bin"; dir;) {
+		int n = (int)strcspn(dir, ":"), k;
+
+		k = snprintf(file, sizeof(file), "%.*s%s%s", n, dir, n ? "/" : "", name);
+		k = k >= 0 && (size_t)k < sizeof(file) ? program_at(file) : -ENOENT;
+		if (k == 0)
+			return 0;
+		if (k == -EACCES)
+			r = k;	/* execvp says EACCES when nothing later runs */
+		dir = dir[n] ? dir + n + 1 : NULL;
+	}
+	return r;
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "clock.h"
 #include "metrics.h"
 
 /* Each subcommand's synopses, after "Usage: " or its indent (take's three forms). */
@@ -100,6 +101,9 @@ static void take_print(const struct prealloc_warm_take_info *info, uint64_t leng
 
 		json_object_object_add(o, "path", json_object_new_string(info->path));
 		json_object_object_add(o, "id", json_object_new_uint64(info->id));
+		/* A double holds 53 bits: jq and JavaScript round a larger id, never its text. */
+		snprintf(a, sizeof(a), "%llu", (unsigned long long)info->id);
+		json_object_object_add(o, "id_str", json_object_new_string(a));
 		json_object_object_add(o, "hit", json_object_new_string(
 			info->hit == PREALLOC_WARM_HIT ? "full" :
 			info->hit == PREALLOC_WARM_HIT_CUT ? "cut" :
@@ -232,6 +236,7 @@ static int take_args(int argc, char **argv, struct prealloc_warm_take_opts *o, b
 			  "(or --reserve --holder NAME, without --to)");
 		return EXIT_USAGE;
 	}
+	o->length = size_round_fraction(argv[optind], o->length, o->page_size);
 	return 0;
 }
 
@@ -307,10 +312,61 @@ static int cmd_warm_give(int argc, char **argv)
 	return EXIT_OK;
 }
 
+/* fill's progress on a terminal: the job of the file under way, since when, how far. */
+struct fill_progress {
+	struct prealloc_job *job;
+	double start;
+	uint64_t done;
+};
+
+/* Each file's job drawn as a prepare's is, once it has run a second; a new one below. */
+static void fill_progress(void *userdata, struct prealloc_job *job)
+{
+	struct fill_progress *fp = userdata;
+	int nodes[1];
+	uint64_t done = 0, total = 0;
+
+	if (prealloc_job_node_count(job, nodes, 1) > 0)
+		prealloc_job_node_progress(job, nodes[0], &done, &total);
+	/* Another file: its own start (an address may be reused, bytes never go back). */
+	if (job != fp->job || done < fp->done) {
+		progress_forget();
+		*fp = (struct fill_progress){ .job = job, .start = now_seconds() };
+	}
+	fp->done = done;
+	if (now_seconds() - fp->start > 1.0)
+		progress_draw(job, now_seconds() - fp->start, false);
+}
+
+/* What a fill did (r, info), the targets it cannot meet, its failure; the exit status. */
+static int fill_report(int r, const struct prealloc_warm_fill_info *info)
+{
+	if (r != -EINVAL)	/* a refused conf did nothing to report */
+		printf("warm fill: %u returned, %u renewed (%.2f GB/s), %u cleared (%.2f GB/s), "
+		       "%u created, %u removed\n",
+		       info->returned, info->renewed,
+		       info->renew_seconds > 0
+			       ? (double)info->renewed_bytes / info->renew_seconds / 1e9 : 0.0,
+		       info->cleared,
+		       info->clear_seconds > 0
+			       ? (double)info->cleared_bytes / info->clear_seconds / 1e9 : 0.0,
+		       info->created, info->dropped);
+	fflush(stdout);	/* the summary, then why */
+	if (info->unmet)
+		cli_warn("warm fill: %s%s", info->unmet_message,
+			 info->unmet > 1 ? " (and other targets: 'prealloc warm status')" : "");
+	if (r < 0 || info->message[0])
+		cli_error("warm fill: %s", info->message[0] ? info->message : strerror(-r));
+	return r == -EINVAL ? EXIT_USAGE : r == -ENOMEM || r == -ENOSPC ? EXIT_NO_MEMORY
+				       : r < 0				  ? EXIT_ENVIRONMENT
+									  : EXIT_OK;
+}
+
 static int cmd_warm_fill(int argc, char **argv)
 {
 	struct prealloc_warm_fill_opts o = { .size = sizeof(o) };
 	struct prealloc_warm_fill_info info = { .size = sizeof(info) };
+	struct fill_progress fp = { 0 };
 	struct prealloc_ctx *ctx;
 	char err[128];
 	int r;
@@ -348,23 +404,14 @@ static int cmd_warm_fill(int argc, char **argv)
 	ctx = cli_context();
 	if (!ctx)
 		return EXIT_ENVIRONMENT;
+	if (isatty(STDERR_FILENO)) {
+		o.progress = fill_progress;
+		o.userdata = &fp;
+	}
 	r = prealloc_warm_fill(ctx, &o, &info);
 	prealloc_ctx_free(ctx);
-	if (r != -EINVAL)	/* a refused conf did nothing to report */
-		printf("warm fill: %u returned, %u renewed (%.2f GB/s), %u cleared (%.2f GB/s), "
-		       "%u created, %u removed\n",
-		       info.returned, info.renewed,
-		       info.renew_seconds > 0 ? (double)info.renewed_bytes / info.renew_seconds / 1e9
-					      : 0.0,
-		       info.cleared,
-		       info.clear_seconds > 0 ? (double)info.cleared_bytes / info.clear_seconds / 1e9
-					      : 0.0,
-		       info.created, info.dropped);
-	if (r < 0 || info.message[0])
-		cli_error("warm fill: %s", info.message[0] ? info.message : strerror(-r));
-	return r == -EINVAL ? EXIT_USAGE : r == -ENOMEM || r == -ENOSPC ? EXIT_NO_MEMORY
-				       : r < 0				  ? EXIT_ENVIRONMENT
-									  : EXIT_OK;
+	progress_forget();
+	return fill_report(r, &info);
 }
 
 const struct cli_command warm_commands[] = {

@@ -7,6 +7,7 @@
  * FILE: the warm pool's metrics rewritten there after each pass (metrics.c).
  */
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -95,15 +96,39 @@ static void serve_metrics(void *userdata)
 	m->failed = r < 0;
 }
 
-/* serve's command line into o and *ret_metrics: 0, -1 after --help (done), or EXIT_USAGE. */
+/*
+ * --metrics FILE as serve writes it: a relative one in the working
+ * directory of its start, whatever serve does later; NULL (said) when the
+ * directory cannot be named.
+ */
+static const char *metrics_absolute(const char *path)
+{
+	static char abs[PATH_MAX];
+	char cwd[PATH_MAX];
+
+	if (path[0] == '/')
+		return path;
+	errno = 0;
+	if (!getcwd(cwd, sizeof(cwd)) ||
+	    (size_t)snprintf(abs, sizeof(abs), "%s/%s", cwd, path) >= sizeof(abs)) {
+		cli_error("warm serve: --metrics %s: %s", path,
+			  strerror(errno ? errno : ENAMETOOLONG));
+		return NULL;
+	}
+	return abs;
+}
+
+/* serve's command line into o and *ret_metrics: 0, -1 after --help (done), or the exit status. */
 static int serve_args(int argc, char **argv, struct prealloc_warm_serve_opts *o,
 		      const char **ret_metrics)
 {
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--conf") && i + 1 < argc) {
 			o->conf_path = argv[++i];
-		} else if (!strcmp(argv[i], "--metrics") && i + 1 < argc && argv[i + 1][0] == '/') {
-			*ret_metrics = argv[++i];
+		} else if (!strcmp(argv[i], "--metrics") && i + 1 < argc) {
+			*ret_metrics = metrics_absolute(argv[++i]);
+			if (!*ret_metrics)
+				return EXIT_ENVIRONMENT;
 		} else if (!strcmp(argv[i], "--help")) {
 			printf("Usage: %sThe warm pool's daemon: fill's pass when there may be work,\n"
 			       "files given back under memory pressure; SIGHUP reads warm.conf again,\n"
@@ -112,7 +137,7 @@ static int serve_args(int argc, char **argv, struct prealloc_warm_serve_opts *o,
 			       warm_serve_synopsis);
 			return -1;
 		} else {
-			cli_error("warm serve: unknown argument '%s' (--conf FILE, --metrics /PATH)",
+			cli_error("warm serve: unknown argument '%s' (--conf FILE, --metrics FILE)",
 				  argv[i]);
 			return EXIT_USAGE;
 		}

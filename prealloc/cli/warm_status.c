@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "metrics.h"
@@ -72,39 +74,59 @@ static void status_human(const struct prealloc_warm_status *st)
 	printf("\n");
 }
 
-int cmd_warm_status(int argc, char **argv)
+/* No entry at all: say so, and where the targets would come from. */
+static void status_none(const char *conf)
 {
-	struct json_object *arr = json_object_new_array();
-	const char *conf = NULL;
-	char why[512] = "";
-	struct prealloc_ctx *ctx;
-	bool json = false;
-	int r = 0;
+	const char *env = getenv("PREALLOC_WARM_CONF");
+	struct stat st;
 
-	if (status_format_given(argc, argv)) {
-		json_object_put(arr);
-		return cmd_warm_status_format(argc, argv);
-	}
+	if (!conf)
+		conf = env && *env ? env : "/etc/prealloc/warm.conf";
+	if (stat(conf, &st) < 0)
+		printf("no warm files, and no targets: %s: %s (docs/warm.md)\n", conf,
+		       strerror(errno));
+	else
+		printf("no warm files, and no targets in %s\n", conf);
+}
+
+/* status's command line: 0, -1 after --help (done), or EXIT_USAGE. */
+static int status_args(int argc, char **argv, const char **ret_conf, bool *ret_json)
+{
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json")) {
-			json = true;
+			*ret_json = true;
 		} else if (!strcmp(argv[i], "--conf") && i + 1 < argc) {
-			conf = argv[++i];
+			*ret_conf = argv[++i];
 		} else if (!strcmp(argv[i], "--help")) {
 			printf("Usage: %s%s", warm_status_synopsis, WARM_ABOUT);
-			json_object_put(arr);
-			return EXIT_OK;
+			return -1;
 		} else {
 			cli_error("warm status: unknown argument '%s' (--conf FILE, --json)", argv[i]);
-			json_object_put(arr);
 			return EXIT_USAGE;
 		}
 	}
+	return status_conf_missing(*ret_conf) ? EXIT_USAGE : 0;
+}
+
+int cmd_warm_status(int argc, char **argv)
+{
+	struct json_object *arr;
+	const char *conf = NULL;
+	char why[512] = "";
+	struct prealloc_ctx *ctx;
+	unsigned int shown = 0;
+	bool json = false;
+	int r;
+
+	if (status_format_given(argc, argv))
+		return cmd_warm_status_format(argc, argv);
+	r = status_args(argc, argv, &conf, &json);
+	if (r)
+		return r < 0 ? EXIT_OK : r;
 	ctx = cli_context();
-	if (!ctx) {
-		json_object_put(arr);
+	if (!ctx)
 		return EXIT_ENVIRONMENT;
-	}
+	arr = json_object_new_array();
 	for (unsigned int i = 0;; i++) {
 		struct prealloc_warm_status st = { .size = sizeof(st) };
 
@@ -117,6 +139,7 @@ int cmd_warm_status(int argc, char **argv)
 			json_object_array_add(arr, status_json(&st));
 		else
 			status_human(&st);
+		shown++;
 	}
 	prealloc_ctx_free(ctx);
 	if (r != -ENOENT) {
@@ -129,6 +152,8 @@ int cmd_warm_status(int argc, char **argv)
 	}
 	if (json)
 		printf("%s\n", json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PRETTY));
+	else if (!shown)
+		status_none(conf);
 	json_object_put(arr);
 	return EXIT_OK;
 }

@@ -170,8 +170,10 @@ static int wrap_parse(struct wrap_cmd *w, int argc, char **argv)
 		cli_error("%s: no SIZE given", w->name);
 		return EXIT_USAGE;
 	}
-	if (prealloc_parse_size(argv[optind], &w->bytes) < 0 || !w->bytes ||
-	    w->bytes % w->page_size) {
+	r = prealloc_parse_size(argv[optind], &w->bytes);
+	if (r == 0)
+		w->bytes = size_round_fraction(argv[optind], w->bytes, w->page_size);
+	if (r < 0 || !w->bytes || w->bytes % w->page_size) {
 		cli_error("%s: %s is not a size of whole %s pages", w->name, argv[optind],
 			  prealloc_page_name(w->page_size));
 		return EXIT_USAGE;
@@ -256,14 +258,22 @@ static int wrap_nodes(struct prealloc_ctx *ctx, struct wrap_cmd *w)
 		w->nodes.bytes[0] = w->bytes;
 	}
 	for (unsigned int i = 0; i < w->nodes.nr; i++) {
-		int k = 0;
+		int k = 0, node = w->nodes.nodes[i];
+		char list[256], path[64];
 
-		while (k < n && nodes[k] != w->nodes.nodes[i])
+		while (k < n && nodes[k] != node)
 			k++;
-		if (k == n) {
-			cli_error("%s: --node: node %d has no memory", w->name, w->nodes.nodes[i]);
-			return EXIT_ENVIRONMENT;
-		}
+		if (k < n)
+			continue;
+		/* The main command's words and status (prepare's request check): one answer. */
+		prealloc_format_list(nodes, (unsigned int)MIN_LEN(n, PREALLOC_MAX_NODES), list,
+				     sizeof(list));
+		snprintf(path, sizeof(path), "/sys/devices/system/node/node%d", node);
+		cli_error(access(path, F_OK) == 0
+				  ? "%s: node %d has no memory (nodes with memory: %s)"
+				  : "%s: node %d does not exist or is offline (nodes with memory: %s)",
+			  w->name, node, list);
+		return EXIT_USAGE;
 	}
 	return 0;
 }
@@ -370,6 +380,14 @@ int wrap_main(struct wrap_cmd *w, int argc, char **argv)
 	rc = wrap_parse(w, argc, argv);
 	if (rc)
 		return rc < 0 ? EXIT_OK : rc;
+	rc = w->dry_run ? 0 : program_find(w->vmm_argv[0]);
+	if (rc < 0) {
+		/* Before any memory is touched: the VMM could never have run on it. */
+		cli_error("%s: cannot run %s: %s", w->name, w->vmm_argv[0],
+			  rc == -ENOENT && !strchr(w->vmm_argv[0], '/') ? "not found in $PATH"
+									: strerror(-rc));
+		return rc == -ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC;
+	}
 	ctx = cli_context();
 	g = calloc(1, sizeof(*g));
 	rc = ctx && g ? wrap_guest(ctx, w, g) : EXIT_FAILURE_RUN;

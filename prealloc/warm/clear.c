@@ -89,7 +89,7 @@ static int warm_clear(struct prealloc_ctx *ctx, const struct record *r,
 	test_pause("warm-fill-before-clear");
 	err = prealloc_job_start(region, &jo, &job);
 	if (err == 0) {
-		err = warm_job_finish(job, pace->stop_fd);
+		err = warm_job_finish(job, pace);
 		prealloc_job_report(job, report);
 		prealloc_job_free(job);
 	}
@@ -123,6 +123,8 @@ static int clear_done(struct prealloc_ctx *ctx, unsigned int timeout_ms, const s
 			/* Under the lock: two passes never lose each other's rates. */
 			if (err == 0 && seconds > 0)
 				counter_clear_rate(ctx, c, (double)c->size / seconds / 1e9);
+			if (err == 0)
+				counter_add(ctx, c->dev, c->warm_node, c->page_size, COUNTER_CLEARS, 1);
 		} else if (result == -ECANCELED) {
 			/* Stopped, not failed: cleared again from the start by the next pass. */
 			err = warm_move(ctx, &s, &s.r[i], PREALLOC_WARM_DIRTY);

@@ -38,13 +38,23 @@ static bool counter_line(const char *line, unsigned long long *dev, int *node,
 	return sscanf(line, "%llu %d %llu %63s %llu", dev, node, ps, name, v) == 5;
 }
 
-/* Under the lock: the file in dir again, with (dev, node, ps, name) added to (or set to) n. */
-static int counter_change(int dir, uint64_t dev, int node, uint64_t ps, const char *name,
-			  uint64_t n, bool set)
+/* Whether line's key is change c's. */
+static bool counter_is(const struct counter_change *c, unsigned long long d, int nd,
+		       unsigned long long p, const char *key, uint64_t dev, int node, uint64_t ps)
+{
+	return d == dev && nd == node && p == ps && !strcmp(key, c->name);
+}
+
+/*
+ * Under the lock: the file in dir again, with each of c[0..n) applied to
+ * its line of (dev, node, ps): its n added, or (set) its value replaced.
+ */
+static int counter_change(int dir, uint64_t dev, int node, uint64_t ps,
+			  const struct counter_change *c, size_t n)
 {
 	char *old = NULL, *text = NULL, *line, *save = NULL, key[64];
-	unsigned long long d, p, v, now = n;
-	size_t len = 0, cap = 0;
+	unsigned long long d, p, v, now[COUNTER_CHANGES_MAX];
+	size_t len = 0, cap = 0, k;
 	FILE *f;
 	int r, nd;
 
@@ -56,29 +66,33 @@ static int counter_change(int dir, uint64_t dev, int node, uint64_t ps, const ch
 		free(old);
 		return -ENOMEM;
 	}
+	for (k = 0; k < n; k++)
+		now[k] = c[k].n;
 	for (line = old ? strtok_r(old, "\n", &save) : NULL; line; line = strtok_r(NULL, "\n", &save)) {
 		if (!counter_line(line, &d, &nd, &p, key, &v))
 			continue;	/* a line no build of ours wrote: dropped */
-		if (d == dev && nd == node && p == ps && !strcmp(key, name)) {
-			now = set ? n : v + n;
-			continue;
-		}
-		fprintf(f, "%s\n", line);
+		for (k = 0; k < n && !counter_is(&c[k], d, nd, p, key, dev, node, ps); k++)
+			;
+		if (k < n)
+			now[k] = c[k].set ? c[k].n : v + c[k].n;
+		else
+			fprintf(f, "%s\n", line);
 	}
-	fprintf(f, "%llu %d %llu %s %llu\n", (unsigned long long)dev, node,
-		(unsigned long long)ps, name, now);
+	for (k = 0; k < n; k++)
+		fprintf(f, "%llu %d %llu %s %llu\n", (unsigned long long)dev, node,
+			(unsigned long long)ps, c[k].name, now[k]);
 	r = fclose(f) ? -ENOMEM : statedir_write_at(dir, COUNTERS_LEAF, text, cap);
 	free(text);
 	free(old);
 	return r;
 }
 
-static int counter_locked(struct prealloc_ctx *ctx, uint64_t dev, int node, uint64_t ps,
-			  const char *name, uint64_t n, bool set)
+int counter_change_all(struct prealloc_ctx *ctx, uint64_t dev, int node, uint64_t page_size,
+		       const struct counter_change *c, size_t n)
 {
 	int dir, lock, r;
 
-	if (!ctx || !name || !dev)
+	if (!ctx || !c || !n || n > COUNTER_CHANGES_MAX || !dev)
 		return -EINVAL;
 	/* The state directory resolved once: the lock, the read and the write in it. */
 	r = statedir_open(ctx, true, &dir);
@@ -86,7 +100,7 @@ static int counter_locked(struct prealloc_ctx *ctx, uint64_t dev, int node, uint
 		return r;
 	r = statedir_lock_at(dir, COUNTERS_LOCK_LEAF, COUNTERS_LOCK_MS, -1, &lock);
 	if (r == 0) {
-		r = counter_change(dir, dev, node, ps, name, n, set);
+		r = counter_change(dir, dev, node, page_size, c, n);
 		statedir_unlock(lock);
 	}
 	close(dir);
@@ -96,31 +110,61 @@ static int counter_locked(struct prealloc_ctx *ctx, uint64_t dev, int node, uint
 int counter_add(struct prealloc_ctx *ctx, uint64_t dev, int node, uint64_t page_size,
 		const char *name, uint64_t n)
 {
-	return counter_locked(ctx, dev, node, page_size, name, n, false);
+	struct counter_change c = { name, n, false };
+
+	return name ? counter_change_all(ctx, dev, node, page_size, &c, 1) : -EINVAL;
 }
 
 int counter_set(struct prealloc_ctx *ctx, uint64_t dev, int node, uint64_t page_size,
 		const char *name, uint64_t v)
 {
-	return counter_locked(ctx, dev, node, page_size, name, v, true);
+	struct counter_change c = { name, v, true };
+
+	return name ? counter_change_all(ctx, dev, node, page_size, &c, 1) : -EINVAL;
+}
+
+static const char *const take_buckets[] = { COUNTER_TAKE_BUCKETS };
+_Static_assert(sizeof(take_buckets) / sizeof(take_buckets[0]) == PREALLOC_WARM_TAKE_BUCKETS,
+	       "a bucket name for each bound, and one over the last");
+
+const char *counter_take_bucket_name(unsigned int i)
+{
+	return i < PREALLOC_WARM_TAKE_BUCKETS ? take_buckets[i] : NULL;
+}
+
+/* The take histogram's bucket of seconds: its counter's name (the bounds in prealloc.h). */
+static const char *take_bucket(double seconds)
+{
+	static const double bounds[] = { COUNTER_TAKE_BOUNDS };
+	unsigned int i = 0;
+
+	while (i < sizeof(bounds) / sizeof(bounds[0]) && seconds > bounds[i])
+		i++;
+	return take_buckets[i];
 }
 
 void counter_take(struct prealloc_ctx *ctx, uint64_t dev, int node, uint64_t page_size, int r,
-		  int hit)
+		  int hit, double seconds)
 {
-	const char *name = r == -ENOENT ? COUNTER_TAKE_MISS
-			   : r < 0	? COUNTER_TAKE_REFUSED
-					: counter_take_name(hit);
+	struct counter_change c[3] = {
+		{ r == -ENOENT ? COUNTER_TAKE_MISS : r < 0 ? COUNTER_TAKE_REFUSED
+							   : counter_take_name(hit), 1, false },
+		{ take_bucket(seconds), 1, false },
+		{ COUNTER_TAKE_SECONDS_US, (uint64_t)(seconds * 1e6 + 0.5), false },
+	};
 
-	if (name)
-		counter_add(ctx, dev, node, page_size, name, 1);
+	/* A take handed over is observed in the histogram too: one write for both. */
+	if (c[0].name)
+		counter_change_all(ctx, dev, node, page_size, c, r < 0 ? 1 : 3);
 }
 
 void counter_pressure(struct prealloc_ctx *ctx, uint64_t dev, int node, uint64_t page_size,
 		      uint64_t bytes)
 {
-	counter_add(ctx, dev, node, page_size, COUNTER_PRESSURE_FILES, 1);
-	counter_add(ctx, dev, node, page_size, COUNTER_PRESSURE_BYTES, bytes);
+	const struct counter_change c[] = { { COUNTER_PRESSURE_FILES, 1, false },
+					    { COUNTER_PRESSURE_BYTES, bytes, false } };
+
+	counter_change_all(ctx, dev, node, page_size, c, 2);
 }
 
 int counter_set_at(struct prealloc_ctx *ctx, const char *mount, int node, uint64_t page_size,

@@ -222,22 +222,34 @@ bool warm_stop_asked(int fd)
 }
 
 /* The job to its end; a readable stop_fd cancels it first (-ECANCELED). */
-int warm_job_finish(struct prealloc_job *job, int stop_fd)
+int warm_job_finish(struct prealloc_job *job, const struct warm_pace *pace)
 {
 	struct pollfd p[2] = { { .fd = prealloc_job_eventfd(job), .events = POLLIN },
-			       { .fd = stop_fd, .events = POLLIN } };
+			       { .fd = pace->stop_fd, .events = POLLIN } };
+	int timeout = pace->progress ? 100 : -1, err;
+	uint64_t count;
 
-	while (stop_fd >= 0 && !prealloc_job_done(job)) {
-		if (poll(p, 2, -1) < 0 && errno != EINTR)
+	if (pace->progress)
+		pace->progress(pace->userdata, job);	/* its start: the rate's clock */
+	while ((pace->stop_fd >= 0 || pace->progress) && !prealloc_job_done(job)) {
+		if (poll(p, pace->stop_fd >= 0 ? 2 : 1, timeout) < 0 && errno != EINTR)
 			break;
-		if (p[1].revents) {
+		if (pace->stop_fd >= 0 && p[1].revents) {
 			prealloc_job_cancel(job);
 			break;
 		}
-		if (p[0].revents)
-			break;
+		if (p[0].revents && !pace->progress)
+			break;	/* its end: the wait below returns at once */
+		/* Read, or poll would say readable again at once; the end is job_done's. */
+		if (p[0].revents && read(p[0].fd, &count, sizeof(count)) < 0)
+			count = 0;
+		if (pace->progress)
+			pace->progress(pace->userdata, job);
 	}
-	return prealloc_job_wait(job);
+	err = prealloc_job_wait(job);
+	if (pace->progress)
+		pace->progress(pace->userdata, job);	/* its end: the bar at its last */
+	return err;
 }
 
 /* A new warm file's record as admission first writes it: POPULATING, of its node. */
@@ -278,11 +290,12 @@ int warm_create(struct prealloc_ctx *ctx, int node, uint64_t page_size, const ch
 	};
 	struct prealloc_job *job;
 	double t0 = now_seconds();
+	struct stat ms;
 	int err;
 
 	err = prepare_start(ctx, &po, &more, &job, &pinfo);
 	if (err == 0) {
-		err = warm_job_finish(job, pace->stop_fd);	/* stopped: rolled back, nothing left */
+		err = warm_job_finish(job, pace);	/* stopped: rolled back, nothing left */
 		prealloc_prepare_info(job, &pinfo);
 		prealloc_job_free(job);
 	}
@@ -290,8 +303,13 @@ int warm_create(struct prealloc_ctx *ctx, int node, uint64_t page_size, const ch
 		snprintf(why, why_len, "%s", pinfo.message[0] ? pinfo.message : strerror(-err));
 	if (err == 0 && ret_id)
 		*ret_id = pinfo.record_id;
-	if (err == 0)
-		counter_set_at(ctx, mount, node, page_size, COUNTER_FILL_RATE,
-			       (uint64_t)((double)length / (now_seconds() - t0)));
+	if (err == 0 && stat(mount, &ms) == 0) {
+		struct counter_change c[] = {
+			{ COUNTER_FILL_RATE, (uint64_t)((double)length / (now_seconds() - t0)), true },
+			{ COUNTER_CREATED, 1, false },
+		};
+
+		counter_change_all(ctx, (uint64_t)ms.st_dev, node, page_size, c, 2);
+	}
 	return err;
 }

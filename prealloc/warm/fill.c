@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "warm.h"
 
@@ -154,6 +155,67 @@ void warm_limits(struct prealloc_ctx *ctx, const struct warm_conf *conf, const u
 }
 
 /*
+ * Target i's share of its node cannot hold what it asks (limit: its bytes
+ * within max_share, no cut): the bytes short in whole files, said once in
+ * info (the first one).
+ */
+static uint64_t target_unmet(struct prealloc_ctx *ctx, const struct warm_conf *conf, unsigned int i,
+			     uint64_t limit, struct prealloc_warm_fill_info *info)
+{
+	const struct warm_target *t = &conf->t[i];
+	struct prealloc_node_info ni = { .size = sizeof(ni) };
+	uint64_t whole = t->file_bytes ? MIN(t->files, limit / t->file_bytes) * t->file_bytes
+				       : t->bytes, unmet = t->bytes - MIN(whole, t->bytes);
+	char f[32], h[32], m[32];
+
+	if (!unmet)
+		return 0;
+	info->unmet++;
+	info->unmet_bytes += unmet;
+	if (info->unmet_message[0])
+		return unmet;
+	prealloc_node_info(ctx, t->node, &ni);
+	snprintf(info->unmet_message, sizeof(info->unmet_message),
+		 "node%d.%s (line %u) cannot be met: %u x %s asked, node %d's share (max_share "
+		 "%llu%% of %s, less the targets before it on the node: %s) holds %llu of them",
+		 t->node, prealloc_page_name(t->page_size), t->line, t->files,
+		 prealloc_format_size(t->file_bytes, f, sizeof(f)), t->node,
+		 (unsigned long long)warm_setting(conf->set.max_share, WARM_MAX_SHARE),
+		 prealloc_format_size(ni.mem_total, m, sizeof(m)),
+		 prealloc_format_size(limit, h, sizeof(h)),
+		 (unsigned long long)(t->file_bytes ? whole / t->file_bytes : 0));
+	return unmet;
+}
+
+/*
+ * The pass's end, per target with a mount: the bytes it cannot have
+ * (COUNTER_UNMET) and, when its growth ended without failure (result 0)
+ * and the pass did, the time (COUNTER_LAST_PASS).
+ */
+static void pass_outcome(struct prealloc_ctx *ctx, const struct warm_pass *p,
+			 const uint64_t *devs, const int *result, int err,
+			 struct prealloc_warm_fill_info *info)
+{
+	uint64_t *limit = calloc(p->conf->nr + 1, sizeof(*limit));
+
+	if (!limit)
+		return;
+	warm_limits(ctx, p->conf, NULL, limit);
+	for (unsigned int i = 0; i < p->conf->nr; i++) {
+		const struct warm_target *t = &p->conf->t[i];
+		struct counter_change c[] = {
+			{ COUNTER_UNMET, target_unmet(ctx, p->conf, i, limit[i], info), true },
+			{ COUNTER_LAST_PASS, (uint64_t)time(NULL), true },
+		};
+
+		if (devs[i])
+			counter_change_all(ctx, devs[i], t->node, t->page_size, c,
+					   err == 0 && result[i] == 0 ? 2 : 1);
+	}
+	free(limit);
+}
+
+/*
  * Files back from their holders (the holders' side with no lock held),
  * then under the lock what dead fills and runs left and quarantined files,
  * then growth whose file has no name left, once no process holds it.
@@ -181,11 +243,15 @@ int warm_pass_run(struct prealloc_ctx *ctx, const struct warm_pass *p,
 		  struct prealloc_warm_fill_info *info)
 {
 	uint64_t *devs = calloc(p->conf->nr + 1, sizeof(*devs));
+	int *result = calloc(p->conf->nr + 1, sizeof(*result));
 	const char *mount;
 	int err, first = 0;
 
-	if (!devs)
+	if (!devs || !result) {
+		free(devs);
+		free(result);
 		return -ENOMEM;
+	}
 	for (unsigned int i = 0; i < p->conf->nr; i++) {
 		const struct warm_target *t = &p->conf->t[i];
 
@@ -223,9 +289,13 @@ int warm_pass_run(struct prealloc_ctx *ctx, const struct warm_pass *p,
 					 (r = target_grow(ctx, p, i, devs, info)) > 0;
 		     n++)
 			;
+		result[i] = r < 0 ? r : warm_stop_asked(p->pace.stop_fd) ? -ECANCELED : 0;
 		if (r < 0 && !first)
 			first = r;
 	}
+	if (!warm_stop_asked(p->pace.stop_fd))
+		pass_outcome(ctx, p, devs, result, err, info);
+	free(result);
 	free(devs);
 	return err < 0 ? err : first;
 }
@@ -293,7 +363,7 @@ EXPORT int prealloc_warm_fill(struct prealloc_ctx *ctx, const struct prealloc_wa
 					     : (unsigned int)warm_setting(conf.set.clear_threads, 0),
 			.max_rate = o.clear_rate ? o.clear_rate : warm_setting(conf.set.clear_rate, 0),
 			.idle = o.flags & PREALLOC_WARM_FILL_IDLE,
-			.stop_fd = -1,
+			.stop_fd = -1, .progress = o.progress, .userdata = o.userdata,
 		};
 		p.lock_timeout_ms = o.lock_timeout_ms ? o.lock_timeout_ms : ADMIT_LOCK_TIMEOUT_MS;
 		p.drop_untargeted = conf.found;

@@ -55,6 +55,7 @@ static int returns_record(struct prealloc_ctx *ctx, unsigned int timeout_ms,
 		if (check[k] == LINK_KEPT)
 			continue;
 		warm_returned(ctx, &s, r, check[k]);
+		counter_add(ctx, r->dev, r->warm_node, r->page_size, COUNTER_GIVES, 1);
 		count->files++;
 		count->in_use += check[k] == -EBUSY;
 		count->dirty += r->warm == PREALLOC_WARM_DIRTY;

@@ -362,6 +362,26 @@ static int take_hand(struct prealloc_ctx *ctx, const struct prealloc_warm_take_o
 	return r;
 }
 
+/*
+ * Whether a take's end (r) is counted: one start, one count, whichever
+ * front end. A request refused by its check, or a path that exists, is the
+ * caller's error, not a take. A front end reserves (RESERVE) and then
+ * links (RESERVED): the reserve counts what it found (full, cut, partial,
+ * cold) and the link counts only its failure (a miss: no file was
+ * reserved, the start is cold; or a refusal), so that a warm start counts
+ * one hit and a cold one one miss.
+ */
+static bool take_counted(const struct prealloc_warm_take_opts *o, bool checked, int r)
+{
+	if (!checked || r == -EEXIST)
+		return false;
+	if (o->flags & PREALLOC_WARM_TAKE_RESERVE)
+		return r == 0;
+	if (o->flags & PREALLOC_WARM_TAKE_RESERVED)
+		return r < 0;
+	return true;
+}
+
 EXPORT int prealloc_warm_take(struct prealloc_ctx *ctx, const struct prealloc_warm_take_opts *opts,
 			      struct prealloc_warm_take_info *ret_info)
 {
@@ -370,12 +390,14 @@ EXPORT int prealloc_warm_take(struct prealloc_ctx *ctx, const struct prealloc_wa
 	double t0 = now_seconds();
 	int dir = -1, r, hit = PREALLOC_WARM_HIT;
 	uint64_t dev = 0;
+	bool checked;
 
 	if (!ctx || !opts || (ret_info && ret_info->size < sizeof(size_t)))
 		return -EINVAL;
 	r = copy_sized_in(&o, sizeof(o), opts);
 	if (r == 0)
 		r = warm_take_check(ctx, &o, info.message, sizeof(info.message), &dev, &dir);
+	checked = r == 0;
 	if (r == 0)
 		r = take_hand(ctx, &o, dev, dir, &info);
 	/* FALLBACK: a file made now, populated and proven zero as fill would, then taken. */
@@ -396,7 +418,8 @@ EXPORT int prealloc_warm_take(struct prealloc_ctx *ctx, const struct prealloc_wa
 		snprintf(info.path, sizeof(info.path), "%s", o.path ? o.path : "");
 		warm_take_shared(ctx, &o, &info);	/* holders of one uid: said, not parted */
 	}
-	counter_take(ctx, dev, o.node, o.page_size, r, info.hit);
+	if (take_counted(&o, checked, r))
+		counter_take(ctx, dev, o.node, o.page_size, r, info.hit, info.seconds);
 	if (ret_info)
 		copy_sized_out(ret_info, &info, sizeof(info));
 	else if (info.fd >= 0)

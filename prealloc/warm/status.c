@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "warm.h"
 
@@ -63,13 +64,12 @@ static void status_rate(struct prealloc_ctx *ctx, struct prealloc_warm_status *e
 }
 
 /* The counters of the entry's mount, node and page size (counters.c). */
-static void status_counters(struct prealloc_ctx *ctx, struct prealloc_warm_status *e)
+static void status_counters(struct prealloc_warm_status *e, const char *text)
 {
 	uint64_t ps = e->page_size, dev;
-	char *text = NULL;
 	struct stat st;
 
-	if (stat(e->mount, &st) < 0 || counters_read(ctx, &text) < 0 || !text)
+	if (stat(e->mount, &st) < 0 || !text)
 		return;
 	dev = (uint64_t)st.st_dev;
 	e->takes[0] = counter_get(text, dev, e->node, ps, COUNTER_TAKE_MISS);
@@ -82,7 +82,75 @@ static void status_counters(struct prealloc_ctx *ctx, struct prealloc_warm_statu
 	e->last_fill_gbps = (double)counter_get(text, dev, e->node, ps, COUNTER_FILL_RATE) / 1e9;
 	e->quarantines = counter_get(text, dev, e->node, ps, COUNTER_QUARANTINES);
 	e->trimmed_bytes = counter_get(text, dev, e->node, ps, COUNTER_TRIMMED);
-	free(text);
+	e->gives = counter_get(text, dev, e->node, ps, COUNTER_GIVES);
+	e->created = counter_get(text, dev, e->node, ps, COUNTER_CREATED);
+	e->inplace_clears = counter_get(text, dev, e->node, ps, COUNTER_CLEARS);
+	for (unsigned int b = 0; b < PREALLOC_WARM_TAKE_BUCKETS; b++)
+		e->take_buckets[b] = counter_get(text, dev, e->node, ps, counter_take_bucket_name(b));
+	e->take_seconds_sum = (double)counter_get(text, dev, e->node, ps, COUNTER_TAKE_SECONDS_US) / 1e6;
+	e->last_pass = (int64_t)counter_get(text, dev, e->node, ps, COUNTER_LAST_PASS);
+	e->unmet_bytes = counter_get(text, dev, e->node, ps, COUNTER_UNMET);
+}
+
+/* The mount point of device dev (a filesystem's root mounted there, the first), from mountinfo. */
+static int mount_of_dev(const struct prealloc_ctx *ctx, uint64_t dev, char *buf, size_t len)
+{
+	char path[PATH_MAX], mnt[PATH_MAX], root[PATH_MAX], *line = NULL;
+	unsigned int maj, min;
+	size_t cap = 0;
+	int r = -ENOENT;
+	FILE *f;
+
+	if (proc_path(ctx, path, sizeof(path), "/self/mountinfo") < 0 || !(f = fopen(path, "re")))
+		return -ENOENT;
+	while (r < 0 && getline(&line, &cap, f) > 0)
+		if (sscanf(line, "%*s %*s %u:%u %4095s %4095s", &maj, &min, root, mnt) == 4 &&
+		    makedev(maj, min) == dev && !strcmp(root, "/") &&
+		    (size_t)snprintf(buf, len, "%s", mnt) < len)
+			r = 0;
+	free(line);
+	fclose(f);
+	return r;
+}
+
+/* The mount of device dev: an entry's of e[0..nr), else the page size's own, else /proc's word. */
+static bool counted_mount(struct prealloc_ctx *ctx, const struct prealloc_warm_status *e,
+			  unsigned int nr, uint64_t dev, uint64_t ps, char *buf, size_t len)
+{
+	const char *m = warm_mount(ctx, NULL, ps);
+	struct stat st;
+
+	for (unsigned int i = 0; i < nr; i++)
+		if (stat(e[i].mount, &st) == 0 && (uint64_t)st.st_dev == dev) {
+			snprintf(buf, len, "%s", e[i].mount);
+			return true;
+		}
+	if (m && stat(m, &st) == 0 && (uint64_t)st.st_dev == dev) {
+		snprintf(buf, len, "%s", m);
+		return true;
+	}
+	return mount_of_dev(ctx, dev, buf, len) == 0;
+}
+
+/*
+ * An entry for each mount, node and page size the counters name that no
+ * target and no file made (a take missed there: an untargeted node, page
+ * size or mount), so that what was counted is reported. At most max in all.
+ */
+static unsigned int status_counted(struct prealloc_ctx *ctx, struct prealloc_warm_status *e,
+				   unsigned int nr, unsigned int max, const char *text)
+{
+	char key[64], mount[PATH_MAX];
+	unsigned long long d, p, v;
+	int node;
+
+	for (const char *l = text; l && *l && nr < max; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+		if (sscanf(l, "%llu %d %llu %63s %llu", &d, &node, &p, key, &v) != 5 ||
+		    !counted_mount(ctx, e, nr, d, p, mount, sizeof(mount)))
+			continue;
+		status_entry(e, &nr, mount, node, p);
+	}
+	return nr;
 }
 
 /* Whether e[i]'s node is the lowest of the entries of its page size. */
@@ -125,13 +193,58 @@ static void status_unrecorded(struct prealloc_ctx *ctx, const struct store *s,
 	e->unrecorded_pages = total - free_pages > recorded ? total - free_pages - recorded : 0;
 }
 
+/*
+ * The entries of conf's targets, of s's warm files and of what the
+ * counters (text) name, unsorted, into *ret (to free) and *ret_nr.
+ */
+static int status_entries(struct prealloc_ctx *ctx, const struct warm_conf *conf,
+			  const struct store *s, const char *text,
+			  struct prealloc_warm_status **ret, unsigned int *ret_nr)
+{
+	size_t lines = 0;
+	struct prealloc_warm_status *e;
+	char mount[PATH_MAX];
+	unsigned int nr = 0;
+
+	for (const char *l = text; l && (l = strchr(l, '\n')); l++)
+		lines++;
+	e = calloc(s->nr + conf->nr + lines + 1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	for (unsigned int i = 0; i < conf->nr; i++) {
+		const struct warm_target *t = &conf->t[i];
+		const char *m = warm_mount(ctx, t->mount, t->page_size);
+
+		status_entry(e, &nr, m ? m : "-", t->node, t->page_size)->target_bytes += t->bytes;
+	}
+	for (size_t i = 0; i < s->nr; i++) {
+		const struct record *rec = &s->r[i];
+		struct prealloc_warm_status *x;
+
+		if (rec->warm == WARM_NONE)
+			continue;
+		warm_record_mount(rec, mount, sizeof(mount));
+		x = status_entry(e, &nr, mount, rec->warm_node, rec->page_size);
+		x->bytes[rec->warm] += rec->size;
+		x->files[rec->warm]++;
+		if (rec->warm == PREALLOC_WARM_QUARANTINED)
+			x->quarantined_held_bytes += warm_held_bytes(rec);
+	}
+	nr = status_counted(ctx, e, nr, (unsigned int)(s->nr + conf->nr + lines), text);
+	for (unsigned int i = 0; i < nr; i++)
+		status_unrecorded(ctx, s, &e[i], lowest_node(e, nr, i));
+	*ret = e;
+	*ret_nr = nr;
+	return 0;
+}
+
 EXPORT int prealloc_warm_status(struct prealloc_ctx *ctx, const char *conf_path, unsigned int index,
 				struct prealloc_warm_status *ret_status)
 {
-	struct prealloc_warm_status *e;
+	struct prealloc_warm_status *e = NULL;
 	struct warm_conf conf;
 	unsigned int nr = 0;
-	char err[512], mount[PATH_MAX];
+	char err[512], *text = NULL;
 	struct store s;
 	int r;
 
@@ -146,43 +259,23 @@ EXPORT int prealloc_warm_status(struct prealloc_ctx *ctx, const char *conf_path,
 		return r;
 	}
 	r = store_load(ctx, &s);
-	if (r < 0) {
-		warm_conf_free(&conf);
-		return r;
+	if (r == 0) {
+		if (counters_read(ctx, &text) < 0)
+			text = NULL;	/* no counters to trust: none reported */
+		r = status_entries(ctx, &conf, &s, text, &e, &nr);
+		store_free(&s);
 	}
-	e = calloc(s.nr + conf.nr + 1, sizeof(*e));
-	for (unsigned int i = 0; e && i < conf.nr; i++) {
-		const struct warm_target *t = &conf.t[i];
-		const char *m = warm_mount(ctx, t->mount, t->page_size);
-
-		status_entry(e, &nr, m ? m : "-", t->node, t->page_size)->target_bytes += t->bytes;
-	}
-	for (size_t i = 0; e && i < s.nr; i++) {
-		const struct record *rec = &s.r[i];
-		struct prealloc_warm_status *x;
-
-		if (rec->warm == WARM_NONE)
-			continue;
-		warm_record_mount(rec, mount, sizeof(mount));
-		x = status_entry(e, &nr, mount, rec->warm_node, rec->page_size);
-		x->bytes[rec->warm] += rec->size;
-		x->files[rec->warm]++;
-		if (rec->warm == PREALLOC_WARM_QUARANTINED)
-			x->quarantined_held_bytes += warm_held_bytes(rec);
-	}
-	for (unsigned int i = 0; e && i < nr; i++)
-		status_unrecorded(ctx, &s, &e[i], lowest_node(e, nr, i));
-	store_free(&s);
 	warm_conf_free(&conf);
-	if (!e)
-		return -ENOMEM;
-	qsort(e, nr, sizeof(*e), status_cmp);
-	r = index < nr ? 0 : -ENOENT;
+	if (r == 0) {
+		qsort(e, nr, sizeof(*e), status_cmp);
+		r = index < nr ? 0 : -ENOENT;
+	}
 	if (r == 0) {
 		status_rate(ctx, &e[index], 1);
-		status_counters(ctx, &e[index]);
+		status_counters(&e[index], text);
 		copy_sized_out(ret_status, &e[index], sizeof(*e));
 	}
+	free(text);
 	free(e);
 	return r;
 }

@@ -43,8 +43,36 @@ struct record_key {
 #define COUNTER_QUARANTINES "quarantines"	/* files quarantined, once each */
 #define COUNTER_TRIMMED "trimmed_bytes"		/* cut past a record as its file came back */
 
+#define COUNTER_GIVES "gives"		/* files given back by their holders */
+#define COUNTER_CREATED "created"		/* new files made, populated and verified */
+#define COUNTER_CLEARS "inplace_clears"		/* files cleared in place for their tenant */
+#define COUNTER_TAKE_SECONDS_US "take_us"	/* the histogram's sum, in microseconds */
+#define COUNTER_LAST_PASS "last_pass"		/* a gauge: a target's last pass without failure */
+#define COUNTER_UNMET "unmet_bytes"		/* a gauge: a target's bytes its node's share cannot hold */
+/* The take histogram's buckets, by PREALLOC_WARM_TAKE_BOUNDS, then over the last. */
+#define COUNTER_TAKE_BUCKETS \
+	"take_le_0.001", "take_le_0.005", "take_le_0.01", "take_le_0.05", "take_le_0.1", \
+	"take_le_0.5", "take_le_1", "take_le_5", "take_le_30", "take_le_inf"
+#define COUNTER_TAKE_BOUNDS PREALLOC_WARM_TAKE_BOUNDS
+
 /* "take_full", "take_cut", "take_partial", "take_cold" by enum prealloc_warm_hit; NULL past. */
 const char *counter_take_name(int hit);
+/* The i-th bucket's name (0 to PREALLOC_WARM_TAKE_BUCKETS - 1). */
+const char *counter_take_bucket_name(unsigned int i);
+
+/* One change of counter_change_all: n added to name's counter, or (set) put in its place. */
+struct counter_change {
+	const char *name;
+	uint64_t n;
+	bool set;
+};
+#define COUNTER_CHANGES_MAX 8
+/*
+ * c[0..n) applied to the counters of (dev, node, page_size) in one
+ * rewrite of the file, under the counters' own lock; best effort, as below.
+ */
+int counter_change_all(struct prealloc_ctx *ctx, uint64_t dev, int node, uint64_t page_size,
+		       const struct counter_change *c, size_t n);
 
 /*
  * Adds n to name's counter of (dev, node, page_size) (set: replaces it), under
@@ -55,9 +83,12 @@ int counter_add(struct prealloc_ctx *ctx, uint64_t dev, int node, uint64_t page_
 		const char *name, uint64_t n);
 int counter_set(struct prealloc_ctx *ctx, uint64_t dev, int node, uint64_t page_size,
 		const char *name, uint64_t v);
-/* A take's end: its hit kind counted, or a miss (-ENOENT), or a refusal (other errors). */
+/*
+ * A take's end: its hit kind counted and its seconds observed in the
+ * histogram, or a miss (-ENOENT), or a refusal (other errors).
+ */
 void counter_take(struct prealloc_ctx *ctx, uint64_t dev, int node, uint64_t page_size, int r,
-		  int hit);
+		  int hit, double seconds);
 /* A file of bytes given back under memory pressure. */
 void counter_pressure(struct prealloc_ctx *ctx, uint64_t dev, int node, uint64_t page_size,
 		      uint64_t bytes);
@@ -79,6 +110,9 @@ struct warm_pace {
 	uint64_t max_rate;	/* bytes per second per node; 0: no cap */
 	bool idle;		/* workers SCHED_IDLE */
 	int stop_fd;		/* -1, or readable: stop (a clear is cancelled, the file DIRTY again) */
+	/* NULL, or told of the job about every 100 ms (prealloc_warm_fill_opts'). */
+	void (*progress)(void *userdata, struct prealloc_job *job);
+	void *userdata;
 };
 
 /* ---- the targets (conf.c, conf_parse.c) ------------------------------------- */
@@ -209,8 +243,11 @@ int warm_region(struct prealloc_ctx *ctx, const struct record *r, uint64_t lengt
  * the whole verified; r->size follows. On failure the file is cut back.
  */
 int warm_grow(struct prealloc_ctx *ctx, struct record *r, int fd, uint64_t length);
-/* job to its end; a readable stop_fd (-1: none) cancels it first (-ECANCELED). */
-int warm_job_finish(struct prealloc_job *job, int stop_fd);
+/*
+ * job to its end; a readable pace->stop_fd (-1: none) cancels it first
+ * (-ECANCELED); pace->progress told of it meanwhile.
+ */
+int warm_job_finish(struct prealloc_job *job, const struct warm_pace *pace);
 /*
  * r's state after warm_check said check: DIRTY, or QUARANTINED
  * (warm_quarantine, s the store r is of); no holder, no path.

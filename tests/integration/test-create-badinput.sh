@@ -52,7 +52,8 @@ case_ 2 "invalid size '12Q'" 12Q
 case_ 2 "size '99999999999999999999G' is too large" 99999999999999999999G
 case_ 2 "size '16777216T' is too large" 16777216T
 case_ 2 "size must be greater than zero" 0
-case_ 2 "invalid size '1.5G'" 1.5G
+case_ 2 "invalid size '1.5'" 1.5
+case_ 2 "invalid size '1.5B'" 1.5B
 case_ 2 "no size given" --node 0
 case_ 2 "unexpected argument 'extra'" 1G extra
 case_ 2 "node 7 does not exist or is offline" --node 7 1G

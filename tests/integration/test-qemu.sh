@@ -89,10 +89,10 @@ check "--dry-run prints the exact options and prepares nothing (rc $rc: $(cat "$
 		[ ! -e "$MNT/ram0" ] && [ "$(hp_free)" -eq $free0 ] && [ "$(records)" -eq $recs0 ]'
 
 # Several nodes (the two-node rig runs them, docs/testing.md): each must have
-# memory (4), the sizes given add up to SIZE and SIZE splits into equal whole
+# memory (2, in the main command's words), the sizes given add up to SIZE and SIZE splits into equal whole
 # pages (2); nothing prepared either way.
 none=$(($(ls -d "$NODE_SYSFS"/node[0-9]* 2> /dev/null | sed 's/.*node//' | sort -n | tail -1) + 1))
-for t in "4|--node 0,$none $SZ|node $none has no memory" \
+for t in "2|--node 0,$none $SZ|node $none does not exist or is offline (nodes with memory: " \
 	"2|--node 0:16M,$none:8M $SZ|add up to 25165824 bytes, SIZE is $SZB" \
 	"2|--node 0,$none 34M|SIZE does not split into 2 equal parts of whole 2M pages"; do
 	IFS='|' read -r want args msg <<< "$t"

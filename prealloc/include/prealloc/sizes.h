@@ -29,7 +29,9 @@ const char *prealloc_page_name(uint64_t page_size);
 
 /*
  * Parses "512M", "1G", "4GiB", "4096"; K/M/G/T are binary (1024) multiples.
- * -EINVAL on garbage, -ERANGE on overflow.
+ * A decimal fraction with one of them ("1.5G", "0.25T", as QEMU's -m takes)
+ * is rounded up to a whole byte (the CLI then rounds it up to the page size).
+ * -EINVAL on garbage (a fraction of bytes too), -ERANGE on overflow.
  */
 int prealloc_parse_size(const char *s, uint64_t *ret_bytes);
 /* bytes as "512 MiB", "1.50 GiB", "4 KiB" (binary units) into buf; returns buf. */

@@ -255,6 +255,13 @@ struct prealloc_warm_fill_opts {
 	unsigned int lock_timeout_ms;	/* 0: 30000 */
 	/* Bytes per second per node; 0: warm.conf's clear_rate, else no cap. */
 	uint64_t clear_rate;
+	/*
+	 * Called in the caller's thread about every 100 ms while a file is
+	 * cleared or made, with its job (prealloc_job_node_progress reads its
+	 * bytes done and total); NULL: none.
+	 */
+	void (*progress)(void *userdata, struct prealloc_job *job);
+	void *userdata;
 };
 
 struct prealloc_warm_fill_info {
@@ -271,6 +278,14 @@ struct prealloc_warm_fill_info {
 	unsigned int renewed;
 	uint64_t renewed_bytes;
 	double renew_seconds;	/* the new files' own time */
+	/*
+	 * Targets that cannot be met: their node's share (max_share, less the
+	 * targets before them on the node) holds fewer whole files than they
+	 * ask for; the bytes short, and the first one's why.
+	 */
+	unsigned int unmet;
+	uint64_t unmet_bytes;
+	char unmet_message[512];
 };
 
 /*
@@ -347,6 +362,10 @@ int prealloc_warm_serve_run(struct prealloc_warm_serve *serve,
 			    struct prealloc_warm_serve_info *ret_info);
 void prealloc_warm_serve_free(struct prealloc_warm_serve *serve);
 
+/* The take-duration histogram's upper bounds, in seconds (prealloc_warm_status). */
+#define PREALLOC_WARM_TAKE_BOUNDS 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0
+#define PREALLOC_WARM_TAKE_BUCKETS 10	/* the bounds, and one bucket over the last */
+
 struct prealloc_warm_status {
 	size_t size;		/* sizeof(struct prealloc_warm_status) */
 	int node;
@@ -394,6 +413,28 @@ struct prealloc_warm_status {
 	 * the file came back; counted as takes are (reservations: best effort).
 	 */
 	uint64_t trimmed_bytes;
+	/*
+	 * Counted as takes are: files given back by their holders, new files
+	 * made (for a target, a renewal or a cold take), files cleared in
+	 * place for their tenant.
+	 */
+	uint64_t gives, created, inplace_clears;
+	/*
+	 * The takes counted full, cut, partial or cold by their seconds
+	 * (prealloc_warm_take_info's): take_buckets[i] those over bound i - 1
+	 * and at most bound i of PREALLOC_WARM_TAKE_BOUNDS, the last those
+	 * over every bound (not cumulative); take_seconds_sum their sum.
+	 */
+	uint64_t take_buckets[PREALLOC_WARM_TAKE_BUCKETS];
+	double take_seconds_sum;
+	/* When a pass last ended without failure for this target (seconds since the epoch); 0 none. */
+	int64_t last_pass;
+	/*
+	 * Bytes of the target that its node's share (warm.conf's max_share,
+	 * less the targets before it on the node) cannot hold in whole
+	 * files, as the last pass found: a target that cannot be met.
+	 */
+	uint64_t unmet_bytes;
 };
 
 /*

@@ -58,6 +58,19 @@ while IFS= read -r path; do
 		--no-such-option --help
 done <<< "$(printf '\n%s' "$paths")"
 
+# The man page's SYNOPSIS names every top-level command the CLI dispatches.
+manual="$(dirname "$0")/../../../docs/prealloc.1.md"
+synopsis=$(awk '/^## Synopsis/ { on = 1; next } on && /^## / { exit } on' "$manual")
+missing=
+for word in $(printf '%s\n' "$paths" | awk '{ print $1 }' | sort -u); do
+	grep -Eq "^prealloc $word( |\$)" <<< "$synopsis" || missing+=" $word"
+done
+if [ -z "$missing" ]; then
+	point 1 "docs/prealloc.1.md's SYNOPSIS names every command"
+else
+	point 0 "docs/prealloc.1.md's SYNOPSIS names every command" "missing:$missing"
+fi
+
 # The programs beside the CLI: their own usage, whatever stands before --help.
 for prog in "$@"; do
 	name=$(basename -- "$prog")

@@ -66,7 +66,22 @@ static void test_sizes(void)
 	size_case("+1G", -EINVAL, 0);
 	size_case(" 1G", -EINVAL, 0);
 	size_case("1G ", -EINVAL, 0);
-	size_case("1.5G", -EINVAL, 0);
+	/* A decimal fraction with a binary unit (QEMU's -m 1.5G), rounded up to a whole byte. */
+	size_case("1.5G", 0, 3 * G / 2);
+	size_case("0.25T", 0, T / 4);
+	size_case("1.5GiB", 0, 3 * G / 2);
+	size_case("2.5k", 0, 2560);
+	size_case("0.001K", 0, 2);
+	size_case("1.000000000000000000001G", 0, G + 1);
+	size_case("16777215.5T", 0, 16777215 * T + T / 2);
+	size_case("16777215.99999999999999999999T", -ERANGE, 0);
+	size_case("16777216.0T", -ERANGE, 0);
+	size_case("1.5", -EINVAL, 0);
+	size_case("1.5B", -EINVAL, 0);
+	size_case("1.G", -EINVAL, 0);
+	size_case(".5G", -EINVAL, 0);
+	size_case("1.5.5G", -EINVAL, 0);
+	size_case("1,5G", -EINVAL, 0);
 	size_case("1X", -EINVAL, 0);
 	size_case("1GG", -EINVAL, 0);
 	size_case("1GiBx", -EINVAL, 0);

@@ -49,7 +49,11 @@ static const struct prealloc_warm_status fake_status[] = {
 	  /* The counters: takes by result (miss, full, cut, partial, cold), each its own. */
 	  .takes = { 19, 23, 29, 31, 41 }, .take_refusals = 43, .renewals = 47,
 	  .pressure_files = 53, .pressure_bytes = 640 * MiB, .last_fill_gbps = 4.5,
-	  .quarantines = 59, .quarantined_held_bytes = 96 * MiB, .trimmed_bytes = 112 * MiB },
+	  .quarantines = 59, .quarantined_held_bytes = 96 * MiB, .trimmed_bytes = 112 * MiB,
+	  /* Gives, files made, in-place clears; the histogram's buckets, each its own. */
+	  .gives = 61, .created = 67, .inplace_clears = 71,
+	  .take_buckets = { 2, 3, 5, 7, 11, 13, 17, 19, 23, 29 }, .take_seconds_sum = 12.375,
+	  .last_pass = 1700000003, .unmet_bytes = 8 * GiB },
 	{ .node = 1, .page_size = PREALLOC_PAGE_1G, .mount = "/dev/hugepages-1G",
 	  .target_bytes = 16 * GiB,
 	  .bytes = { [PREALLOC_WARM_READY] = 8 * GiB, [PREALLOC_WARM_DIRTY] = 4 * GiB },
@@ -86,16 +90,22 @@ int prealloc_warm_fill(struct prealloc_ctx *ctx, const struct prealloc_warm_fill
 	return 0;
 }
 
+/* How many of fake_status the library reports (0: a host with no target and no file). */
+static unsigned int fake_entries = sizeof(fake_status) / sizeof(fake_status[0]);
+
 int prealloc_warm_status(struct prealloc_ctx *ctx, const char *conf_path, unsigned int index,
 			 struct prealloc_warm_status *ret_status)
 {
 	(void)ctx, (void)conf_path;
-	if (index >= sizeof(fake_status) / sizeof(fake_status[0]))
+	if (index >= fake_entries)
 		return -ENOENT;
 	*ret_status = fake_status[index];
 	ret_status->size = sizeof(*ret_status);
 	return 0;
 }
+
+/* The serve's pass hook, run once by the fake run as a pass would (--metrics FILE). */
+static struct prealloc_warm_serve_opts serve_opts;
 
 int prealloc_warm_serve_new(struct prealloc_ctx *ctx, const struct prealloc_warm_serve_opts *opts,
 			    struct prealloc_warm_serve **ret_serve,
@@ -103,7 +113,8 @@ int prealloc_warm_serve_new(struct prealloc_ctx *ctx, const struct prealloc_warm
 {
 	static char fake;
 
-	(void)ctx, (void)opts, (void)ret_info;
+	(void)ctx, (void)ret_info;
+	serve_opts = *opts;
 	*ret_serve = (struct prealloc_warm_serve *)&fake;
 	return 0;
 }
@@ -112,7 +123,32 @@ int prealloc_warm_serve_run(struct prealloc_warm_serve *serve,
 			    struct prealloc_warm_serve_info *ret_info)
 {
 	(void)serve;
+	if (serve_opts.pass_done)
+		serve_opts.pass_done(serve_opts.userdata);
 	*ret_info = serve_answer;
+	return 0;
+}
+
+/* fill's progress: drawn only on a terminal, which a test's stderr is not. */
+void progress_draw(struct prealloc_job *job, double elapsed, bool final)
+{
+	(void)job, (void)elapsed, (void)final;
+}
+
+void progress_forget(void)
+{
+}
+
+int prealloc_job_node_count(struct prealloc_job *job, int *ret_nodes, unsigned int max)
+{
+	(void)job, (void)ret_nodes, (void)max;
+	return 0;
+}
+
+int prealloc_job_node_progress(struct prealloc_job *job, int node, uint64_t *ret_done,
+			       uint64_t *ret_total)
+{
+	(void)job, (void)node, (void)ret_done, (void)ret_total;
 	return 0;
 }
 
@@ -254,11 +290,55 @@ static void test_status(void)
 			 "clearing 3 GiB (3), quarantined 512 MiB (7), last clear 9.25 GB/s, "
 			 "37 pages in use by no record, quarantined files hold 96 MiB, "
 			 "53 given back under pressure (640 MiB), 47 renewed, 19 takes missed, "
-			 "43 refused, 59 quarantined, 112 MiB cut past records");
+			 "43 refused, 59 quarantined, 112 MiB cut past records, "
+			 "cannot be met: 8 GiB short (the node's share)");
 	is_line(text, 1, "/dev/hugepages-1G node 1 1G: target 16 GiB, ready 8 GiB (8), "
 			 "dirty 4 GiB (2)");
 	is_line(text, 2, "");
 	free(text);
+}
+
+/* No target and no file: one line that says so; --conf naming no file: exit 2. */
+static void test_status_empty(void)
+{
+	char *human[] = { "status", NULL }, *missing[] = { "status", "--conf", "/nonexistent", NULL };
+	char *prom[] = { "status", "--format=prometheus", "--conf", "/nonexistent", NULL };
+	char buf[512], *text;
+	int status;
+
+	fake_entries = 0;
+	setenv("PREALLOC_WARM_CONF", "/nonexistent/warm.conf", 1);
+	text = run_cmd(cmd_warm_status, human, STDOUT_FILENO, &status);
+	tap_ok(status == EXIT_OK && text &&
+		       !strcmp(line_of(text, 0, buf, sizeof(buf)),
+			       "no warm files, and no targets: /nonexistent/warm.conf: No such file or "
+			       "directory (docs/warm.md)"),
+	       "warm status, no warm.conf and no file: says so (exit %d, '%s')", status,
+	       text ? buf : "nothing");
+	free(text);
+	unsetenv("PREALLOC_WARM_CONF");
+	fake_entries = sizeof(fake_status) / sizeof(fake_status[0]);
+	text = run_cmd(cmd_warm_status, missing, STDOUT_FILENO, &status);
+	tap_ok(status == EXIT_USAGE && text && !text[0],
+	       "warm status --conf /nonexistent: exit 2 (got %d), no table", status);
+	free(text);
+	text = run_cmd(cmd_warm_status, prom, STDOUT_FILENO, &status);
+	tap_ok(status == EXIT_USAGE && text && !text[0],
+	       "warm status --format=prometheus --conf /nonexistent: exit 2 (got %d), no metrics",
+	       status);
+	free(text);
+}
+
+/* The metrics file's temporary name is PATH.XXXXXX (mkostemp's), as docs/operations.md says. */
+static void test_metrics_tmp_name(void)
+{
+	char why[512] = "", *end;
+	int r = metrics_write(cli_context(), NULL, "/nonexistent-dir/m.prom", why, sizeof(why));
+
+	end = strstr(why, ": ");
+	tap_ok(r == -ENOENT && !strncmp(why, "/nonexistent-dir/m.prom.", 24) && end &&
+		       end - why == 24 + 6 && !strcmp(end, ": No such file or directory"),
+	       "metrics_write's temporary file is PATH and six characters (got %d, '%s')", r, why);
 }
 
 /* ---- status --format=prometheus ------------------------------------------ */
@@ -295,6 +375,29 @@ static void sample_u64(const char *text, const struct prealloc_warm_status *e, c
 
 	snprintf(v, sizeof(v), "%llu", (unsigned long long)value);
 	sample_is(text, e, name, key, val, v);
+}
+
+/* The flow counters, the pass's gauges and the take histogram (cumulative) of entry e. */
+static void metrics_flow_match(const char *text, const struct prealloc_warm_status *e)
+{
+	static const char *const le[] = { "0.001", "0.005", "0.01", "0.05", "0.1", "0.5", "1",
+					  "5", "30", "+Inf" };
+	uint64_t sum = 0;
+	char v[64];
+
+	sample_u64(text, e, "prealloc_warm_gives_total", NULL, NULL, e->gives);
+	sample_u64(text, e, "prealloc_warm_files_made_total", NULL, NULL, e->created);
+	sample_u64(text, e, "prealloc_warm_inplace_clears_total", NULL, NULL, e->inplace_clears);
+	sample_u64(text, e, "prealloc_warm_last_pass_timestamp_seconds", NULL, NULL,
+		   (uint64_t)e->last_pass);
+	sample_u64(text, e, "prealloc_warm_target_unmet_bytes", NULL, NULL, e->unmet_bytes);
+	for (unsigned int b = 0; b < PREALLOC_WARM_TAKE_BUCKETS; b++) {
+		sum += e->take_buckets[b];
+		sample_u64(text, e, "prealloc_warm_take_duration_seconds_bucket", "le", le[b], sum);
+	}
+	sample_u64(text, e, "prealloc_warm_take_duration_seconds_count", NULL, NULL, sum);
+	snprintf(v, sizeof(v), "%.17g", e->take_seconds_sum);
+	sample_is(text, e, "prealloc_warm_take_duration_seconds_sum", NULL, NULL, v);
 }
 
 static void test_metrics(void)
@@ -345,6 +448,7 @@ static void test_metrics(void)
 		sample_u64(text, e, "prealloc_warm_quarantines_total", NULL, NULL, e->quarantines);
 		sample_u64(text, e, "prealloc_warm_trimmed_bytes_total", NULL, NULL,
 			   e->trimmed_bytes);
+		metrics_flow_match(text, e);
 	}
 	free(text);
 }
@@ -362,8 +466,8 @@ static void take_answer_set(int hit, uint64_t file_bytes, const char *path)
 
 static void test_take_json(void)
 {
-	static const char *const keys[] = { "path", "id", "hit", "bytes", "file_bytes", "seconds",
-		"shared_uid_files", "shared_uid_with", NULL };
+	static const char *const keys[] = { "path", "id", "id_str", "hit", "bytes", "file_bytes",
+		"seconds", "shared_uid_files", "shared_uid_with", NULL };
 	static const struct {
 		int hit;
 		uint64_t file_bytes;
@@ -383,12 +487,15 @@ static void test_take_json(void)
 
 		snprintf(what, sizeof(what), "take %s --json", rows[i].name);
 		take_answer_set(rows[i].hit, rows[i].file_bytes, "/dev/hugepages/vm-a");
+		/* An id past 2^53, which a double (jq, JavaScript) rounds: its text too. */
+		take_answer.id = UINT64_C(16051414354294001446);
 		o = run_json(cmd_warm_take, argv, what);
 		if (!o)
 			continue;
 		has_keys(o, what, keys);
 		is_string(o, what, "path", "/dev/hugepages/vm-a");
-		is_u64(o, what, "id", 77);
+		is_u64(o, what, "id", UINT64_C(16051414354294001446));
+		is_string(o, what, "id_str", "16051414354294001446");
 		is_string(o, what, "hit", rows[i].name);
 		/* bytes: what was asked; file_bytes: the file's size before a cut. */
 		is_u64(o, what, "bytes", 3 * GiB);
@@ -533,6 +640,14 @@ static void test_fill(void)
 	one_line(cmd_warm_fill, argv, STDOUT_FILENO,
 		 "warm fill: 2 returned, 3 renewed (3.00 GB/s), 5 cleared (2.50 GB/s), "
 		 "7 created, 11 removed");
+	one_line(cmd_warm_fill, argv, STDERR_FILENO, "");
+	/* A target its node cannot hold: said on stderr, the summary as it was. */
+	fill_answer.unmet = 2;
+	snprintf(fill_answer.unmet_message, sizeof(fill_answer.unmet_message), "node0.1G cannot be met");
+	one_line(cmd_warm_fill, argv, STDERR_FILENO,
+		 "prealloc: warning: warm fill: node0.1G cannot be met (and other targets: "
+		 "'prealloc warm status')");
+	fill_answer.unmet = 0;
 }
 
 static void test_drain(void)
@@ -569,6 +684,25 @@ static void test_serve(void)
 		 "(3072 MiB, 1024 MiB of it under 17 pressure events)");
 }
 
+/* --metrics m.prom: written in the working directory serve started in. */
+static void serve_metrics_relative(char **relative)
+{
+	char dir[] = "/tmp/render-warm-XXXXXX", cwd[4096], path[64];
+	struct stat st;
+	int status;
+
+	if (!tap_ok(mkdtemp(dir) && getcwd(cwd, sizeof(cwd)) && chdir(dir) == 0,
+		    "a directory to serve in"))
+		return;
+	free(run_cmd(cmd_warm_serve, relative, STDOUT_FILENO, &status));
+	snprintf(path, sizeof(path), "%s/m.prom", dir);
+	tap_ok(status == EXIT_OK && stat(path, &st) == 0 && st.st_size > 0,
+	       "serve --metrics RELATIVE: exit 0 (got %d), the file written there", status);
+	unlink(path);
+	(void)!chdir(cwd);
+	rmdir(dir);
+}
+
 /* serve's command line: --help says its synopsis and exits 0, a bad argument 2. */
 static void test_serve_args(void)
 {
@@ -582,14 +716,15 @@ static void test_serve_args(void)
 	free(text);
 	free(run_cmd(cmd_warm_serve, bad, STDOUT_FILENO, &status));
 	tap_ok(status == EXIT_USAGE, "serve --bogus: exit 2 (got %d)", status);
-	free(run_cmd(cmd_warm_serve, relative, STDOUT_FILENO, &status));
-	tap_ok(status == EXIT_USAGE, "serve --metrics RELATIVE: exit 2 (got %d)", status);
+	serve_metrics_relative(relative);
 }
 
 int main(void)
 {
 	test_status();
+	test_status_empty();
 	test_metrics();
+	test_metrics_tmp_name();
 	test_take_json();
 	test_take_human();
 	test_take_shared();
