@@ -603,9 +603,15 @@ static void test_take_human(void)
 static void one_line(int (*cmd)(int, char **), char **argv, int fd, const char *want)
 {
 	char buf[512], *text;
+	struct capture out;
 	int status;
 
+	/* stderr read: what goes to stdout meanwhile is not TAP's to see. */
+	if (fd == STDERR_FILENO)
+		capture_begin_fd(&out, STDOUT_FILENO);
 	text = run_cmd(cmd, argv, fd, &status);
+	if (fd == STDERR_FILENO)
+		free(capture_end(&out));
 	tap_ok(status == EXIT_OK, "%s: exit 0 (got %d)", argv[0], status);
 	tap_ok(text && !strcmp(line_of(text, 0, buf, sizeof(buf)), want), "%s: '%s' (got '%s')",
 	       argv[0], want, text ? buf : "nothing");
