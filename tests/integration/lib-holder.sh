@@ -25,3 +25,26 @@ holder_mounts() {
 	reserve_2m "$2" || bail "cannot make $2 more 2M pages free"
 	export PREALLOC_WARM_CONF=$TMP/warm.conf
 }
+
+# attacker_hold FILE MODE: the attacker (uid 65534) holds FILE by MODE
+# (warm-attacker.c) in the background, its control on fd 7, its pid in
+# APID; 0 once it says it is ready, else 1 with its stderr said.
+attacker_hold() {
+	local i
+	rm -f "$TMP/ctl" "$TMP/att.out"
+	mkfifo "$TMP/ctl"
+	"${NOBODY[@]}" "$ATTACKER" hold "$1" "$MARK" "$2" < "$TMP/ctl" > "$TMP/att.out" \
+		2> "$TMP/att.err" &
+	APID=$!
+	on_exit "kill $APID 2> /dev/null"
+	exec 7> "$TMP/ctl"
+	for ((i = 0; i < 200; i++)); do
+		grep -q ready "$TMP/att.out" && return 0
+		kill -0 $APID 2> /dev/null || break
+		sleep 0.05
+	done
+	# A mode that exits once it is ready may have between the grep and kill -0.
+	grep -q ready "$TMP/att.out" && return 0
+	echo "# attacker: $(cat "$TMP/att.err")"
+	return 1
+}

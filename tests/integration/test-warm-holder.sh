@@ -59,27 +59,12 @@ take() {	# take PAGE NAME [ARGS...]: a 16M take at DIR/NAME; its inode, or nothi
 # hold PAGE MODE [TAKE ARGS...]: A takes DIR/a as uid 65534 and does MODE
 # (warm-attacker.c) in the background, its control on fd 7; APID, INO_A.
 hold() {
-	local page=$1 mode=$2 dir i
+	local page=$1 mode=$2 dir
 	dir=$(dir_of "$page")
 	shift 2
 	INO_A=$(take "$page" a --owner 65534:65534 --holder guest-a "$@")
 	[ -n "$INO_A" ] || return 1
-	rm -f "$TMP/ctl" "$TMP/att.out"
-	mkfifo "$TMP/ctl"
-	"${NOBODY[@]}" "$ATTACKER" hold "$dir/a" "$MARK" "$mode" < "$TMP/ctl" > "$TMP/att.out" \
-		2> "$TMP/att.err" &
-	APID=$!
-	on_exit "kill $APID 2> /dev/null"
-	exec 7> "$TMP/ctl"
-	for ((i = 0; i < 200; i++)); do
-		grep -q ready "$TMP/att.out" && return 0
-		kill -0 $APID 2> /dev/null || break
-		sleep 0.05
-	done
-	# link= exits once it is ready: it may have between the grep and kill -0.
-	grep -q ready "$TMP/att.out" && return 0
-	echo "# attacker: $(cat "$TMP/att.err")"
-	return 1
+	attacker_hold "$dir/a" "$mode"
 }
 release() {	# A lets go of whatever it kept (if it is still there to)
 	kill -0 $APID 2> /dev/null && echo go >&7

@@ -36,22 +36,9 @@ take() {	# take PAGE DIR NAME [ARGS...]: a 16M take at DIR/NAME; its inode, or n
 # hold PAGE DIR MODE: A takes DIR/a as uid 65534 and holds it by MODE
 # (warm-attacker.c) in the background, its control on fd 7; APID, INO_A.
 hold() {
-	local page=$1 dir=$2 mode=$3 i
+	local page=$1 dir=$2 mode=$3
 	INO_A=$(take "$page" "$dir" a --owner 65534:65534 --holder guest-a "${TAKE_ARGS[@]}")
-	rm -f "$TMP/ctl" "$TMP/att.out"
-	mkfifo "$TMP/ctl"
-	"${NOBODY[@]}" "$ATTACKER" hold "$dir/a" "$MARK" "$mode" < "$TMP/ctl" > "$TMP/att.out" \
-		2> "$TMP/att.err" &
-	APID=$!
-	on_exit "kill $APID 2> /dev/null"
-	exec 7> "$TMP/ctl"
-	for ((i = 0; i < 200; i++)); do
-		grep -q ready "$TMP/att.out" && return 0
-		kill -0 $APID 2> /dev/null || break
-		sleep 0.05
-	done
-	echo "# attacker: $(cat "$TMP/att.err")"
-	return 1
+	attacker_hold "$dir/a" "$mode"
 }
 
 # verdict: A reads through what it kept; its one-word verdict in V.

@@ -93,15 +93,9 @@ for page in 4k 2M; do
 	conf "$PREALLOC_WARM_CONF" " single-tenant"
 	fill
 	INO_A=$(take $page a --owner 65534:65534 --holder guest-a)
-	rm -f "$TMP/ctl" "$TMP/att.out"
-	mkfifo "$TMP/ctl"
-	"${NOBODY[@]}" "$ATTACKER" hold "$dir/a" "$MARK" vmsplice < "$TMP/ctl" \
-		> "$TMP/att.out" 2> "$TMP/att.err" &
-	apid=$!
-	on_exit "kill $apid 2> /dev/null"
-	exec 7> "$TMP/ctl"
-	wait_for 10 grep -q ready "$TMP/att.out" ||
+	attacker_hold "$dir/a" vmsplice ||
 		fail "$page: A holds its file through a pipe ($(cat "$TMP/att.err"))"
+	apid=$APID
 	give --holder guest-a
 	fill
 	check "$page: A's file is cleared in place for the declared target ($(cat "$TMP/fill.out"); $(rec "$INO_A"))" \
