@@ -138,6 +138,31 @@ interrupted_run() {
 	done
 }
 
+# The suites' own processes, for the leftovers check: this shell moves into a
+# cgroup of its own (the pids hierarchy of a v1 or hybrid host, else the
+# unified one), which every process a test starts inherits, at any depth and
+# whatever session it makes; another program's processes on the host are in
+# none of it, so they are never counted (tests/leftovers.sh).
+SUITE_CGROUP=
+suite_cgroup() {
+	local root=/sys/fs/cgroup/pids
+	[ -d "$root" ] || root=/sys/fs/cgroup
+	[ -w "$root" ] || return 0
+	SUITE_CGROUP=$root/prealloc-suite.$$
+	if mkdir -p "$SUITE_CGROUP" && echo $$ > "$SUITE_CGROUP/cgroup.procs"; then
+		export PREALLOC_SUITE_CGROUP=$SUITE_CGROUP PREALLOC_SUITE_PID=$$
+	else
+		rmdir "$SUITE_CGROUP" 2> /dev/null
+		SUITE_CGROUP=
+	fi
+}
+# Back to where it came from; the cgroup goes if nothing is left in it.
+suite_cgroup_end() {
+	[ -n "$SUITE_CGROUP" ] || return 0
+	echo $$ > "$(dirname "$SUITE_CGROUP")/cgroup.procs"
+	rmdir "$SUITE_CGROUP" 2> /dev/null || true
+}
+
 # run_tests DIR [meson test options...]; failures are counted, not fatal.
 # LOGBASE names the log (meson's testlog by default), for a build run twice.
 run_tests() {
@@ -175,6 +200,7 @@ test)
 	fi
 	# The main build runs every default suite.
 	build build
+	suite_cgroup
 	tests/leftovers.sh snapshot build/leftovers.before
 	run_tests build
 	# Sanitizers over the suites that exercise the library without a VM.
@@ -209,6 +235,7 @@ test)
 	else
 		FAILED=$((FAILED + 1))
 	fi
+	suite_cgroup_end
 	print_slowest
 	echo
 	echo "$PASSED passed, $FAILED failed, $SKIPPED skipped"

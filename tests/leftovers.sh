@@ -10,8 +10,10 @@
 # /dev/shm, mounts of hugetlbfs, tmpfs and overlays made for tests, every
 # node's hugepage pools, the default record store's records, the sysctls tests
 # flip (io_uring_disabled, lease-break-time), the libvirt hook and settings files, and processes a test
-# starts (libvirtd, virtlogd, qemu, prealloc). A test that fails half-way,
-# or is stopped by SIGTERM, must still undo all of it.
+# starts and leaves running: those in setup.sh's cgroup (any kind, never
+# another program's), else processes of the kinds tests start (libvirtd,
+# virtlogd, qemu, prealloc, sleep). A test that fails half-way, or is stopped
+# by SIGTERM, must still undo all of it.
 set -u
 
 state() {
@@ -41,8 +43,25 @@ state() {
 	done
 	ls /etc/libvirt/hooks/qemu.d 2> /dev/null | grep -v '^prealloc$' | sed 's/^/qemu.d: /'
 	echo "# processes"
-	ps -eo comm= | grep -xE 'libvirtd|virtlogd|qemu-system-x86|qemu-system-x86_64|prealloc|sleep' |
-		sort | uniq -c
+	suite_processes | sort | uniq -c
+}
+
+# The name of each process the suites started and left running: those of
+# setup.sh's cgroup ($PREALLOC_SUITE_CGROUP) but setup.sh itself and this
+# script (read with builtins: no child of ours is listed). Without one (run
+# by hand, or no cgroup to be had), processes of the kinds tests start,
+# machine-wide: another program's count as well there.
+suite_processes() {
+	local p c pids=()
+	if [ -n "${PREALLOC_SUITE_CGROUP:-}" ] && [ -r "$PREALLOC_SUITE_CGROUP/cgroup.procs" ]; then
+		mapfile -t pids < "$PREALLOC_SUITE_CGROUP/cgroup.procs"
+		for p in "${pids[@]}"; do
+			[ "$p" = $$ ] || [ "$p" = "${PREALLOC_SUITE_PID:-}" ] && continue
+			read -r c < "/proc/$p/comm" 2> /dev/null && echo "$c"
+		done
+		return
+	fi
+	ps -eo comm= | grep -xE 'libvirtd|virtlogd|qemu-system-x86|qemu-system-x86_64|prealloc|sleep'
 }
 
 case "${1:-}" in
@@ -68,9 +87,14 @@ check)
 	echo "leftovers: the suites left these behind (- before, + now):"
 	grep '^[-+][^-+]' "$2.diff"
 	# Which processes, with their parents and states (T: stopped), to find the test.
-	echo "processes of the kinds counted, now:"
-	ps -eo pid=,ppid=,stat=,etime=,args= |
-		awk '{ n = $5; sub(".*/", "", n) } n ~ /^(libvirtd|virtlogd|qemu-system-x86(_64)?|prealloc|sleep)$/'
+	echo "processes counted, now:"
+	if [ -n "${PREALLOC_SUITE_CGROUP:-}" ] && [ -r "$PREALLOC_SUITE_CGROUP/cgroup.procs" ]; then
+		ps -o pid=,ppid=,stat=,etime=,args= -p "$(paste -sd, "$PREALLOC_SUITE_CGROUP/cgroup.procs")" |
+			awk -v me=$$ -v suite="${PREALLOC_SUITE_PID:-}" '$1 != me && $1 != suite && $2 != me'
+	else
+		ps -eo pid=,ppid=,stat=,etime=,args= |
+			awk '{ n = $5; sub(".*/", "", n) } n ~ /^(libvirtd|virtlogd|qemu-system-x86(_64)?|prealloc|sleep)$/'
+	fi
 	exit 1
 	;;
 *)

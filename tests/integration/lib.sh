@@ -23,6 +23,27 @@ if [ -z "${PREALLOC_TEST_SESSION:-}" ]; then
 	done
 fi
 
+# The suite's lock (docs/testing.md, "One root test at a time"): a test here
+# changes system-wide hugepage pools and sysctls, so none runs beside another,
+# whoever started it (meson, a helper, a second checkout). Held already when
+# an ancestor took it (flock(1) and setup.sh pass their descriptor on: the
+# same open file, so flock -n on it succeeds); else taken here, 15 minutes
+# at most (the longest test's timeout is 10), and held until this test and
+# what it started are gone.
+SUITE_LOCK=/var/tmp/prealloc-suite.lock
+suite_lock() {
+	local f
+	for f in /proc/$$/fd/*; do
+		[ "$(readlink "$f" 2> /dev/null)" = "$SUITE_LOCK" ] && flock -n "${f##*/}" && return 0
+	done
+	exec {SUITE_LOCK_FD}>> "$SUITE_LOCK" && flock -w 900 "$SUITE_LOCK_FD"
+}
+if [ "$(id -u)" -eq 0 ] && ! suite_lock; then
+	echo "not ok 1 - $SUITE_LOCK held for 15 minutes by another test (its holders: the processes with it in /proc/PID/fd)"
+	echo "1..1"
+	exit 1
+fi
+
 PREALLOC=${PREALLOC:?set PREALLOC to the CLI binary}
 CHECK_FILE=${CHECK_FILE:-}
 NODE_SYSFS=/sys/devices/system/node
