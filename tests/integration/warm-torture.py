@@ -439,6 +439,13 @@ def read_store(state_dir):
     return recs
 
 
+def proc_state(pid):
+    try:
+        return open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None
+
+
 def wait_stopped(p, limit=10.0):
     """True once p stops itself (its pause point), False once it exits or after limit."""
     end = time.monotonic() + limit
@@ -494,6 +501,8 @@ class Run:
     def finish(self, p, limit=90):
         end = time.monotonic() + limit
         while p.poll() is None:
+            if proc_state(p.pid) == "T":
+                os.kill(p.pid, signal.SIGCONT)  # a pause point it reached again
             if time.monotonic() > end:
                 p.kill()
                 raise Violation("prealloc %s hung for %d s" % (" ".join(p.args[1:]), limit))
@@ -608,10 +617,11 @@ class Run:
     def take_end(self, op, p):
         h = p.holder
         h["t1"] = p.t1
+        if p.returncode == -signal.SIGKILL and self.killed_take(op, p):
+            p.returncode = 0
         if p.returncode != 0 and h["kind"] == "check":
             os.unlink(h["check"])  # its guest never started: the reservation goes back
         if p.returncode == -signal.SIGKILL:
-            self.killed_take(op, p)
             return
         self.legal_rc(p, (0, 3), "take h%d" % h["id"])
         if p.returncode != 0:
@@ -645,8 +655,20 @@ class Run:
 
     def killed_take(self, op, p):
         """A take killed after its record: a party of its own, whose file no one may get
-        as it is (its holder may have opened it)."""
-        for r in read_store(self.state):
+        as it is (its holder may have opened it); or killed once it was done (its record
+        HANDED, no longer busy, the link in place): the holder has its file and gives it
+        back as any other (its front end saw the take end)."""
+        h = p.holder
+        recs = read_store(self.state)
+        try:
+            ino = os.stat(h["path"]).st_ino
+        except OSError:
+            ino = None
+        done = [r for r in recs if r["ino"] == ino and r["warm"] == "handed" and not r["busy"]]
+        if done:
+            self.note("take of h%d killed once done (inode %d)" % (h["id"], ino))
+            return True
+        for r in recs:
             if r["busy"] == p.pid:
                 k = {"id": "k%d" % op["h"], "party": "killed take", "tenant": None,
                      "t0": p.t0, "t1": p.t1, "release": p.t1, "give_tenants": [],
@@ -879,7 +901,9 @@ class Run:
             self.give_end(op, p)
         else:
             self.legal_rc(p, (0,), kind)
-        self.trace.append("  -> %s rc %s" % (kind, p.returncode))
+        said = " ".join(p.text.split())
+        self.trace.append("  -> %s rc %s%s" % (kind, p.returncode, ": " + said[-160:]
+                                               if kind in ("fill", "gc") and said else ""))
 
     def fault(self, op, p):
         """op's process p, stopped at its pause point (or running: rkill): its fault."""
@@ -998,6 +1022,25 @@ class Run:
                 files.append("%s:%d:%d:%dl" % (n, st.st_ino, st.st_blocks * 512, st.st_nlink))
         keeps = ["h%s:%s:%s" % (h["id"], h["ino"], h["refs"] or h["link"])
                  for h in self.holders.values() if h["proc"] and h["proc"].alive]
+        dev = os.stat(self.mnt).st_dev
+        seen = {}
+        for x in list(self.holders.values()) + self.snoops:
+            if not x["proc"] or not x["proc"].alive:
+                continue
+            for d in ("fd", "map_files"):
+                base = "/proc/%d/%s" % (x["proc"].pid, d)
+                try:
+                    names = os.listdir(base)
+                except OSError:
+                    continue
+                for n in names:
+                    try:
+                        st = os.stat(os.path.join(base, n))
+                    except OSError:
+                        continue
+                    if st.st_dev == dev:
+                        seen["%s:%d" % (x["id"], st.st_ino)] = st.st_blocks * 512
+        keeps.append("(by /proc: %s)" % seen)
         return "; files %s; records %s; holders keep %s" % (
             " ".join(files), " ".join("%d:%s:%d" % (r["ino"], r["warm"], r["size"])
                                       for r in recs), " ".join(keeps))
@@ -1014,9 +1057,9 @@ class Run:
         if (st.get("ready_bytes") != self.target or bad or used != self.target or left
                 or len(recs) != self.target // self.fs or st.get("quarantined_held_bytes")):
             raise Violation("at the end: ready %s of target %d, %s, the mount uses %d, "
-                            "%d records, left on the mount: %s" % (
+                            "%d records, left on the mount: %s%s" % (
                                 st.get("ready_bytes"), self.target, bad or "nothing else",
-                                used, len(recs), left))
+                                used, len(recs), left, self.inventory(recs)))
         self.check_quiet()
 
     def stop_actors(self):
