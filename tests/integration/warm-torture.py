@@ -719,6 +719,10 @@ class Run:
         h = p.holder
         if p.returncode == -signal.SIGKILL:
             return
+        if h["pathgone"] and p.returncode == 4 and "is gone (removed after its take)" in p.text:
+            h["release"] = None  # nothing given: it holds the file until it lets go
+            h["give_tenants"].pop()
+            return
         # Given back already (the pass found its path gone): nothing to give, exit 3.
         self.legal_rc(p, (0, 3), "give h%d" % h["id"])
         m = re.search(r"(\d+) warm files? given back \((\d+) still in use, (\d+) quarantined",
