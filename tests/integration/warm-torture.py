@@ -325,10 +325,10 @@ class Schedule:
     def take(self):
         r, h = self.rng, self.next_h
         self.next_h += 1
-        keeps = ["none", "fd", "map", "opath", "link", "scm",
+        keeps = ["none", "none", "fd", "map", "opath", "link", "scm",
                  "splice" if self.page == "4k" else "vmsplice"]
         op = {"op": "take", "h": h, "kind": r.choice(["named", "named", "nameless", "check"]),
-              "tenant": r.choice([None, None, "ta", "tb"]),
+              "tenant": r.choice([None, "ta", "ta", "tb"]),
               "size": r.choice(["full", "full", "full", "cut", "partial"]),
               "fallback": r.random() < 0.2, "write": r.random() < 0.9,
               "keep": r.choice(keeps)}
@@ -390,7 +390,7 @@ class Schedule:
                 op["snoop"] = True
             return op
         if kind == "conf":
-            return {"op": "conf", "n": r.choice([1, 2, 2, 3]), "single": r.random() < 0.3}
+            return {"op": "conf", "n": r.choice([2, 3, 3, 4]), "single": r.random() < 0.45}
         if kind == "serve":
             return self.serve()
         if kind in ("gc", "snoopread"):
@@ -952,6 +952,10 @@ class Run:
         file a holder's link keeps is recorded; no inode is recorded twice."""
         self.status()
         recs = read_store(self.state)
+        self.note("store: " + " ".join("%d:%s%s%s" % (r["ino"], r["warm"], "/" + r["tenant"]
+                                                      if r["tenant"] else "",
+                                                      "*" if r["busy"] else "")
+                                       for r in recs))
         by_ino = {}
         for r in recs:
             if r["warm"] and r["ino"] in by_ino:
@@ -991,8 +995,15 @@ class Run:
         used = (vfs.f_blocks - vfs.f_bfree) * vfs.f_frsize
         recorded = sum(st.get(s + "_bytes", 0) for s in STATES if s != "populating")
         recorded += st.get("quarantined_held_bytes", 0)
-        for r in recs:  # a file a killed run was populating: its pages so far
-            if r["warm"] == "populating" and os.path.exists(r["tmp"]):
+        for r in recs:
+            # A file a killed run was populating: its pages so far. A take or give
+            # killed with its record busy (the next fill settles it): its file as it
+            # is, for a take killed inside a cut or a growth left it so.
+            dead = r["busy"] and proc_state(r["busy"]) in (None, "Z")
+            if ((r["warm"] == "populating" or dead and r["warm"] in STATES)
+                    and os.path.exists(r["tmp"])):
+                if dead:
+                    recorded -= r["size"]
                 recorded += os.stat(r["tmp"]).st_blocks * 512
         hidden = self.hidden({r["ino"] for r in recs})
         used -= self.base_used
