@@ -42,7 +42,7 @@ TAKE_POINTS = ["warm-take-recorded", "warm-take-linked"]
 GIVE_POINTS = ["warm-give-recorded", "warm-give-unlinked"]
 FILL_POINTS = ["warm-fill-clearing", "warm-renew-before-create", "warm-renew-before-retire",
                "mid-op", "before-check", "warm-fill-before-clear", "warm-fill-after-verify",
-               "warm-drop", "after-admission", "after-create", "before-commit",
+               "warm-drop", "settle-releasing", "after-admission", "after-create", "before-commit",
                "after-commit"]
 SERVE_POINTS = ["warm-serve-pass", "warm-fill-clearing", "warm-renew-before-retire",
                 "warm-fill-before-clear", "mid-op"]
@@ -521,6 +521,15 @@ class Run:
             return
         raise Violation("%s exited %d: %s" % (what, p.returncode, p.text.strip()[-300:]))
 
+    def note_store(self):
+        recs = read_store(self.state)
+        self.note("store: " + " ".join("%d:%s%s%s%s" % (r["ino"], r["warm"] or "cold",
+                                                        "/" + r["tenant"] if r["tenant"] else "",
+                                                        "*" if r["busy"] else "",
+                                                        "" if os.path.exists(r["tmp"]) else "!")
+                                       for r in recs))
+        return recs
+
     def note(self, s):
         self.trace.append("  = " + s)
 
@@ -951,11 +960,7 @@ class Run:
         """After every step: the store reads; every live holder's file is HANDED; every
         file a holder's link keeps is recorded; no inode is recorded twice."""
         self.status()
-        recs = read_store(self.state)
-        self.note("store: " + " ".join("%d:%s%s%s" % (r["ino"], r["warm"], "/" + r["tenant"]
-                                                      if r["tenant"] else "",
-                                                      "*" if r["busy"] else "")
-                                       for r in recs))
+        recs = self.note_store()
         by_ino = {}
         for r in recs:
             if r["warm"] and r["ino"] in by_ino:
@@ -999,7 +1004,9 @@ class Run:
             # A file a killed run was populating: its pages so far. A take or give
             # killed with its record busy (the next fill settles it): its file as it
             # is, for a take killed inside a cut or a growth left it so.
-            dead = r["busy"] and proc_state(r["busy"]) in (None, "Z")
+            run = re.match(r"run:(\d+):", r["owner"])
+            pid = r["busy"] or (r["warm"] == "clearing" and run and int(run.group(1)))
+            dead = (pid and proc_state(pid) in (None, "Z")) or r["state"] == "releasing"
             if ((r["warm"] == "populating" or dead and r["warm"] in STATES)
                     and os.path.exists(r["tmp"])):
                 if dead:
@@ -1137,7 +1144,9 @@ class Run:
                 self.check_step()
             self.trace.append("end: actors stopped, one fill and one gc")
             self.stop_actors()
+            self.note_store()
             self.run_one({"op": "fill"})
+            self.note_store()
             self.run_one({"op": "gc"})
             self.check_end()
             return None
