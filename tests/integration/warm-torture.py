@@ -376,7 +376,8 @@ class Schedule:
         weights = {"take": 22 if len(self.live) < MAX_LIVE else 0, "give": 15 * bool(self.live),
                    "fill": 14, "gc": 4, "conf": 8, "serve": 6, "die": 5 * bool(self.live),
                    "read": 6 * bool(self.live or self.ghosts), "rmpath": 2 * bool(self.live),
-                   "drop": 5 * bool(self.live or self.ghosts), "snoopread": 2}
+                   "drop": 5 * bool(self.live or self.ghosts), "snoopread": 2,
+                   "snoopclear": 4 * bool(self.live)}
         names = [k for k in kinds if weights[k]]
         kind = r.choices(names, [weights[k] for k in names])[0]
         if kind == "take":
@@ -386,8 +387,11 @@ class Schedule:
         if kind == "fill":
             op = {"op": "fill"}
             op.update(self.pause(FILL_POINTS, 0.45))
-            if op.get("pause") == "warm-fill-before-clear" and r.random() < 0.6:
+            if op.get("pause") and r.random() < 0.4:
+                op["pause"] = "warm-fill-before-clear"  # an in-place clear, more often
+            if op.get("pause") == "warm-fill-before-clear" and r.random() < 0.8:
                 op["snoop"] = True
+                op["fault"] = r.choice(["stop", "cont"])  # it goes on: a lease broken
             return op
         if kind == "conf":
             return {"op": "conf", "n": r.choice([2, 3, 3, 4]), "single": r.random() < 0.45}
@@ -395,6 +399,14 @@ class Schedule:
             return self.serve()
         if kind in ("gc", "snoopread"):
             return {"op": kind}
+        if kind == "snoopclear":
+            # A holder gives its file back for its tenant, and a root process opens
+            # it while the next fill clears it in place (that fill stopped, then on).
+            h = r.choice(self.live)
+            self.live.remove(h)
+            self.ghosts.append(h)
+            return {"op": "snoopclear", "h": h, "fault": r.choice(["stop", "cont"]),
+                    "stop_s": round(r.uniform(0.1, STOP_MAX), 2)}
         return self.holder_op(kind)
 
     def step(self):
@@ -408,7 +420,7 @@ class Schedule:
                     op["kind"] = "named"  # its reserve runs first, alone
             return ops
         return [self.one(["take", "give", "fill", "gc", "conf", "serve", "die", "read",
-                          "rmpath", "drop", "snoopread"])]
+                          "rmpath", "drop", "snoopread", "snoopclear"])]
 
 
 # ---- the store and status, as the model reads them ----------------------------
@@ -727,6 +739,13 @@ class Run:
     def give_end(self, op, p):
         h = p.holder
         if p.returncode == -signal.SIGKILL:
+            # Killed before its record (still HANDED, not busy): nothing was given;
+            # after it, the next fill finishes the give.
+            for r in read_store(self.state):
+                if r["ino"] == h["ino"] and r["warm"] == "handed" and not r["busy"]:
+                    self.note("give of h%d killed before its record" % h["id"])
+                    h["release"] = None
+                    h["give_tenants"].pop()
             return
         if h["pathgone"] and p.returncode == 4 and "is gone (removed after its take)" in p.text:
             h["release"] = None  # nothing given: it holds the file until it lets go
@@ -842,9 +861,33 @@ class Run:
                 self.snoops.append(s)
                 self.history.setdefault(r["ino"], []).append(s)
 
+    def op_snoopclear(self, op):
+        if self.serve:
+            self.op_serve({"act": "term"})  # else serve clears it before the fill
+        # A holder whose file may be cleared in place: of a tenant, or any while the
+        # target is declared single-tenant (op's h first).
+        live = [x for x in self.holders.values() if x["release"] is None
+                and (x["tenant"] or self.declared_now())]
+        live.sort(key=lambda x: (x["id"] != op["h"], x["id"]))
+        if not live:  # a guest of tenant ta of its own, for this
+            hid = 1000 + op["h"]
+            self.run_one({"op": "take", "h": hid, "kind": "named", "tenant": "ta",
+                          "size": "full", "write": True, "keep": "none"})
+            live = [x for x in self.holders.values() if x["id"] == hid]
+            if not live:
+                return
+        h = live[0]
+        op = dict(op, h=h["id"])
+        if h["refs"] in ("fd", "map", "scm") or h["link"]:
+            self.op_drop({"h": h["id"], "unlink": True})  # else it is renewed, not cleared
+        self.run_one({"op": "give", "h": op["h"], "tenant": "same"})
+        self.run_step([{"op": "fill", "pause": "warm-fill-before-clear", "snoop": True,
+                        "fault": op["fault"], "stop_s": op["stop_s"]}])
+
     def op_snoopread(self, op):
         for s in self.snoops:
-            self.check_markers(s, s["proc"].ask({"c": "read"})["markers"])
+            if s["proc"].alive:
+                self.check_markers(s, s["proc"].ask({"c": "read"})["markers"])
 
     # -- serve -------------------------------------------------------------------------
     def serve_start(self, op):
@@ -961,6 +1004,7 @@ class Run:
         file a holder's link keeps is recorded; no inode is recorded twice."""
         self.status()
         recs = self.note_store()
+        self.op_snoopread({})  # what the snoops' opens read now
         by_ino = {}
         for r in recs:
             if r["warm"] and r["ino"] in by_ino:
