@@ -377,7 +377,7 @@ class Schedule:
                    "fill": 14, "gc": 4, "conf": 8, "serve": 6, "die": 5 * bool(self.live),
                    "read": 6 * bool(self.live or self.ghosts), "rmpath": 2 * bool(self.live),
                    "drop": 5 * bool(self.live or self.ghosts), "snoopread": 2,
-                   "snoopclear": 4 * bool(self.live)}
+                   "snoopclear": 4 * bool(self.live), "withdraw": 3}
         names = [k for k in kinds if weights[k]]
         kind = r.choices(names, [weights[k] for k in names])[0]
         if kind == "take":
@@ -399,6 +399,13 @@ class Schedule:
             return self.serve()
         if kind in ("gc", "snoopread"):
             return {"op": kind}
+        if kind == "withdraw":
+            # A single-tenant declaration withdrawn between a file's in-place clear
+            # for one tenant and another tenant's take.
+            a, b = self.next_h, self.next_h + 1
+            self.next_h += 2
+            self.ghosts += [a, b]
+            return {"op": "withdraw", "a": a, "b": b, "n": r.choice([2, 3])}
         if kind == "snoopclear":
             # A holder gives its file back for its tenant, and a root process opens
             # it while the next fill clears it in place (that fill stopped, then on).
@@ -420,7 +427,7 @@ class Schedule:
                     op["kind"] = "named"  # its reserve runs first, alone
             return ops
         return [self.one(["take", "give", "fill", "gc", "conf", "serve", "die", "read",
-                          "rmpath", "drop", "snoopread", "snoopclear"])]
+                          "rmpath", "drop", "snoopread", "snoopclear", "withdraw"])]
 
 
 # ---- the store and status, as the model reads them ----------------------------
@@ -861,6 +868,20 @@ class Run:
                 self.snoops.append(s)
                 self.history.setdefault(r["ino"], []).append(s)
 
+    def op_withdraw(self, op):
+        if self.serve:
+            self.op_serve({"act": "term"})
+        self.op_conf({"n": op["n"], "single": True})
+        self.run_one({"op": "take", "h": op["a"], "kind": "named", "tenant": "ta",
+                      "size": "full", "write": True, "keep": "none"})
+        if op["a"] not in self.holders:
+            return
+        self.run_one({"op": "give", "h": op["a"], "tenant": "same"})
+        self.run_one({"op": "fill"})
+        self.op_conf({"n": op["n"], "single": False})
+        self.run_one({"op": "take", "h": op["b"], "kind": "named", "tenant": "tb",
+                      "size": "full", "write": True, "keep": "none"})
+
     def op_snoopclear(self, op):
         if self.serve:
             self.op_serve({"act": "term"})  # else serve clears it before the fill
@@ -1010,6 +1031,14 @@ class Run:
             if r["warm"] and r["ino"] in by_ino:
                 raise Violation("inode %d recorded twice" % r["ino"])
             by_ino[r["ino"]] = r
+        for r in recs:
+            # A READY file no tenant's label keeps (nor a declaration) is a new inode:
+            # no earlier party of it may be left (a killed take's file made READY as it
+            # was, a file cleared in place for nobody's tenant).
+            parties = self.history.get(r["ino"], [])
+            if r["warm"] == "ready" and not r["tenant"] and parties:
+                raise Violation("READY inode %d, labelled for no tenant, was %s %s's" % (
+                    r["ino"], parties[-1]["party"], parties[-1]["id"]))
         for h in self.holders.values():
             r = by_ino.get(h["ino"])
             if h["release"] is None and (not r or r["warm"] != "handed"):
