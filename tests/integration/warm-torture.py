@@ -1084,8 +1084,18 @@ class Run:
                     and os.path.exists(r["tmp"])):
                 if dead:
                     recorded -= r["size"]
-                recorded += os.stat(r["tmp"]).st_blocks * 512
-        hidden = self.hidden({r["ino"] for r in recs})
+                st = os.stat(r["tmp"])
+                # hugetlbfs: a shared mapping reserved the whole file (the populate's,
+                # the growth's), and the reservation stays with the inode.
+                recorded += st.st_size if self.page == "2M" else st.st_blocks * 512
+        named = set()  # records whose file still has its pool name (status sees those)
+        for r in recs:
+            try:
+                if os.stat(r["tmp"]).st_ino == r["ino"]:
+                    named.add(r["ino"])
+            except OSError:
+                pass
+        hidden = self.hidden(named)
         used -= self.base_used
         if used != recorded + sum(hidden.values()):
             raise Violation("the mount uses %d bytes; status records %d (%s, quarantined "
@@ -1095,7 +1105,7 @@ class Run:
                                 hidden, self.inventory(recs)))
 
     def hidden(self, inos):
-        """Bytes of the mount that actors keep of files no record holds, by inode: a whole
+        """Bytes of the mount that actors keep of files no record names, by inode: a whole
         file through an fd, a mapping, an fd in flight or the snoop's open; on hugetlbfs
         the page a pipe holds too (the mount counts a hugepage until its last reference
         goes; tmpfs uncharges a file's pages with its inode)."""
