@@ -176,6 +176,7 @@ static int settle_file(struct prealloc_ctx *ctx, struct store *s, size_t ri, boo
 	if (names) {
 		*ret_in_use = lease_names(r, names, &fd) < 0;
 		ret = record_move(ctx, s, r, PREALLOC_RECORD_RELEASING);
+		test_pause("settle-releasing");
 		if (ret == 0 && (names & RECORD_AT_PATH))
 			ret = unlink_record_file(r, r->path, false);
 		if (ret == 0 && (names & RECORD_AT_TMP))

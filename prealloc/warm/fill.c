@@ -84,8 +84,8 @@ static int fill_trims(struct prealloc_ctx *ctx, const struct warm_pass *p, const
 }
 
 /*
- * Target i, one step: 1 when a file was made, or a file of another size
- * given back to make room for one of the target's size (look again), 0
+ * Target i, one step: 1 when a file was made, 2 when a file of another size
+ * was given back to make room for one of the target's size (look again), 0
  * when it holds what its limit allows, a negative errno. Without the
  * second, a file cut for a small guest would keep its target's room for
  * good, and the warm pool would hold small files where warm.conf asks for big.
@@ -112,11 +112,17 @@ static int target_grow(struct prealloc_ctx *ctx, const struct warm_pass *p, unsi
 		long m = policy->drop(&s, p->conf, devs, i, t->file_bytes);
 		size_t before = s.nr;
 
-		/* Only where it makes the room: else it is a usable file lost for nothing. */
-		if (m >= 0 && held - s.r[m].size + t->file_bytes > p->limit[i])
+		/*
+		 * Only where giving back the files of other sizes makes the room,
+		 * one now and the rest in the next steps (two 2M files cut from
+		 * 4M ones in a pool of 3 x 4M: neither alone makes it); else
+		 * usable files are lost for nothing.
+		 */
+		if (m >= 0 && held - warm_target_other_size(&s, p->conf, devs, i, t->file_bytes) +
+				      t->file_bytes > p->limit[i])
 			m = -1;
 		err = m >= 0 ? drop_one(ctx, &s, m, info) : 0;
-		err = err < 0 ? err : m >= 0 && s.nr < before;
+		err = err < 0 ? err : m >= 0 && s.nr < before ? 2 : 0;
 		store_close(&s, lock);
 		return err;
 	}
@@ -285,9 +291,10 @@ int warm_pass_run(struct prealloc_ctx *ctx, const struct warm_pass *p,
 		int r = 0;
 
 		/* Bounded: a target needs at most its files made. */
+		/* Files made bounded by the target; files given back by the store. */
 		for (unsigned int n = 0; devs[i] && n <= p->conf->t[i].files &&
 					 (r = target_grow(ctx, p, i, devs, info)) > 0;
-		     n++)
+		     n += r == 1)
 			;
 		result[i] = r < 0 ? r : warm_stop_asked(p->pace.stop_fd) ? -ECANCELED : 0;
 		if (r < 0 && !first)

@@ -267,7 +267,10 @@ static int give_mark(struct prealloc_ctx *ctx, const struct prealloc_warm_give_o
 		if (m < 0 && !first) {
 			first = m;
 			snprintf(info->message, sizeof(info->message),
-				 "%s is not the link its take made (another file is there)", o->path);
+				 stx ? "%s is not the link its take made (another file is there)"
+				     : "%s is gone (removed after its take): nothing to give by it; "
+				       "warm fill takes the file back once its holder lets go",
+				 o->path);
 		}
 		if (m <= 0)
 			continue;

@@ -184,8 +184,13 @@ static int take_file(struct prealloc_ctx *ctx, struct store *s, size_t ri,
 		err = grow_admitted(ctx, s, r, o->length, info);
 	if (err == 0 && r->size < o->length)
 		err = warm_grow(ctx, r, fd, o->length);
-	if (err == 0 && reserve)
-		err = store_save(ctx, s);	/* the size, after a cut */
+	/*
+	 * The size, after a cut or a growth, saved before the lock goes: a take
+	 * killed before its link leaves a record of the file's size, never one
+	 * the status under-counts (only a kill inside the growth does, busy).
+	 */
+	if (err == 0 && (reserve || r->size != info->file_bytes))
+		err = store_save(ctx, s);
 	if (err < 0) {
 		take_undo(ctx, s, r, fd, run->tenant_was, false);
 		/* The growth's refusal says it best. */

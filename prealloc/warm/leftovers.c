@@ -2,7 +2,8 @@
 /*
  * What the pass (fill.c) finds left over, under the store's lock: a clear
  * whose fill died (CLEARING, DIRTY again), a new file whose run died
- * (POPULATING: its file and growth go), and QUARANTINED files no link of
+ * (POPULATING: its file and growth go), a removal that died part-way
+ * (RELEASING: finished), and QUARANTINED files no link of
  * their holders' keeps (removed with their growth). Files back from their
  * holders are give.c's (warm_returns_pass, before it, with the holders'
  * side done outside the lock).
@@ -44,6 +45,20 @@ int warm_returns(struct prealloc_ctx *ctx, struct store *s,
 		}
 		/* A new file whose run died (a serve stopped by SIGKILL): its file and growth go. */
 		if (err == 0 && r->warm == PREALLOC_WARM_POPULATING && !owner_alive(ctx, &r->owner)) {
+			size_t before = s->nr;
+
+			err = record_settle(ctx, s, i, true, &rel);
+			if (s->nr < before) {
+				i--;
+				continue;
+			}
+		}
+		/*
+		 * A file whose removal died part-way (a drop killed between its
+		 * RELEASING save and the next: its name may be gone already):
+		 * removed now, else fill would count it and gc then take it.
+		 */
+		if (err == 0 && r->warm != WARM_NONE && r->state == PREALLOC_RECORD_RELEASING) {
 			size_t before = s->nr;
 
 			err = record_settle(ctx, s, i, true, &rel);

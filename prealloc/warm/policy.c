@@ -28,6 +28,21 @@ uint64_t warm_target_held(const struct store *s, const struct warm_conf *conf,
 	return sum;
 }
 
+uint64_t warm_target_other_size(const struct store *s, const struct warm_conf *conf,
+				const uint64_t *devs, long want, uint64_t keep_size)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < s->nr; i++) {
+		const struct record *r = &s->r[i];
+
+		if ((r->warm == PREALLOC_WARM_READY || r->warm == PREALLOC_WARM_DIRTY) &&
+		    r->size != keep_size && warm_target_of(conf, devs, r) == want)
+			sum += r->size;
+	}
+	return sum;
+}
+
 /* DIRTY before READY (a dirty one saves its clear); of READY ones, the last in the store. */
 static long drop_dirty_first(const struct store *s, const struct warm_conf *conf,
 			     const uint64_t *devs, long want, uint64_t keep_size)

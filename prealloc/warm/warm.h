@@ -474,5 +474,12 @@ const struct warm_policy *warm_policy_of(const struct prealloc_ctx *ctx);
  */
 uint64_t warm_target_held(const struct store *s, const struct warm_conf *conf,
 			  const uint64_t *devs, long want);
+/*
+ * Bytes of target want's files that the pass may give back to make room
+ * (READY or DIRTY) and that are not of size keep_size: what files of another
+ * size (cut for smaller guests) keep of the room for files of keep_size.
+ */
+uint64_t warm_target_other_size(const struct store *s, const struct warm_conf *conf,
+				const uint64_t *devs, long want, uint64_t keep_size);
 
 #endif

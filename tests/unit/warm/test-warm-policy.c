@@ -162,6 +162,12 @@ static void test_refill_and_held(const struct warm_policy *p)
 	snprintf(s.r[clearing].tenant, sizeof(s.r[clearing].tenant), "tenant-a");
 	tap_ok(warm_target_held(&s, &conf, devs, 0) == 24 * MIB,
 	       "held: a file cleared in place for its tenant counts");
+	rec(&s, 0, 4 * MIB, PREALLOC_WARM_READY, NULL);
+	rec(&s, 0, 4 * MIB, PREALLOC_WARM_DIRTY, NULL);
+	rec(&s, 0, 4 * MIB, PREALLOC_WARM_HANDED, NULL);
+	rec(&s, 1, 4 * MIB, PREALLOC_WARM_READY, NULL);
+	tap_ok(warm_target_other_size(&s, &conf, devs, 0, 8 * MIB) == 8 * MIB,
+	       "other size: READY and DIRTY files of another size of this target, not one handed out");
 	store_free(&s);
 }
 
