@@ -1084,10 +1084,10 @@ class Run:
                     and os.path.exists(r["tmp"])):
                 if dead:
                     recorded -= r["size"]
-                st = os.stat(r["tmp"])
+                fst = os.stat(r["tmp"])
                 # hugetlbfs: a shared mapping reserved the whole file (the populate's,
                 # the growth's), and the reservation stays with the inode.
-                recorded += st.st_size if self.page == "2M" else st.st_blocks * 512
+                recorded += fst.st_size if self.page == "2M" else fst.st_blocks * 512
         named = set()  # records whose file still has its pool name (status sees those)
         for r in recs:
             try:
