@@ -27,14 +27,22 @@ fi
 # changes system-wide hugepage pools and sysctls, so none runs beside another,
 # whoever started it (meson, a helper, a second checkout). Held already when
 # an ancestor took it (flock(1) and setup.sh pass their descriptor on: the
-# same open file, so flock -n on it succeeds); else taken here, 15 minutes
-# at most (the longest test's timeout is 10), and held until this test and
-# what it started are gone.
+# same open file, so flock -n on it succeeds; meson test closes every
+# descriptor past 2 in what it starts, so an ancestor with the file open
+# counts too: flock(1) starts its command only once it holds the lock);
+# else taken here, 15 minutes at most (the longest test's timeout is 10),
+# and held until this test and what it started are gone.
 SUITE_LOCK=/var/tmp/prealloc-suite.lock
 suite_lock() {
-	local f
+	local f p=$PPID
 	for f in /proc/$$/fd/*; do
 		[ "$(readlink "$f" 2> /dev/null)" = "$SUITE_LOCK" ] && flock -n "${f##*/}" && return 0
+	done
+	while [ "${p:-0}" -gt 1 ]; do
+		for f in /proc/"$p"/fd/*; do
+			[ "$(readlink "$f" 2> /dev/null)" = "$SUITE_LOCK" ] && return 0
+		done
+		p=$(awk '/^PPid:/ { print $2 }' /proc/"$p"/status 2> /dev/null)
 	done
 	exec {SUITE_LOCK_FD}>> "$SUITE_LOCK" && flock -w 900 "$SUITE_LOCK_FD"
 }
