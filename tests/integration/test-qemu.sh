@@ -105,7 +105,7 @@ for t in "2|--node 0,$none $SZ|node $none does not exist or is offline (nodes wi
 		> "$TMP/out" 2> "$TMP/err"
 	rc=$?
 	check "qemu $args: exit $want, '$msg' (rc $rc: $(cat "$TMP/err"))" \
-		all_of '[ $rc -eq $want ] && grep -qF "$msg" "$TMP/err" && [ ! -s "$TMP/out" ] &&
+		all_of '[ $rc -eq $want ] && grep -qF -e "$msg" "$TMP/err" && [ ! -s "$TMP/out" ] &&
 			[ -z "$(ls "$MNT")" ] && [ "$(hp_free)" -eq $free0 ] && [ "$(records)" -eq $recs0 ]'
 done
 
@@ -124,7 +124,7 @@ for t in "4|$TMP/guest-a/to-b|guest-a/to-b is a symbolic link: not followed" \
 	rm -f "$TMP/seen"
 	"$PREALLOC" qemu --dir "$dir" --id ram0 $SZ -- "${STANDIN[@]}" > "$TMP/out" 2> "$TMP/err"
 	rc=$?
-	check "qemu --dir $dir: exit $want, '$msg', QEMU not run (rc $rc: $(cat "$TMP/err")$(tr '\n' ' ' < "$TMP/seen" 2> /dev/null))" \
+	check "qemu --dir $dir: exit $want, '$msg', QEMU not run (rc $rc: $(cat "$TMP/err")$(tr '\n' ' ' 2> /dev/null < "$TMP/seen"))" \
 		all_of '[ $rc -eq $want ] && grep -qF -e "$msg" "$TMP/err" && [ ! -s "$TMP/out" ] &&
 			[ ! -e "$TMP/seen" ] && [ -z "$(ls -A "$MNT/guest-b")" ] &&
 			[ -z "$(ls -A "$MNT/other")" ] && [ "$(hp_free)" -eq $free0 ] &&
