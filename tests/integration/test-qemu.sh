@@ -166,11 +166,11 @@ else
 fi
 
 # A signal that arrives while the memory is prepared (the run stopped at
-# after-commit: its file made, populated and recorded; SIGTERM sent, then let
-# go): everything given back, exit 128 + 15, QEMU never started (its stand-in
-# would leave a file).
+# session-prepared: its file made, pre-faulted and recorded, the prepare
+# over; SIGTERM sent, then let go): everything given back, exit 128 + 15,
+# QEMU never started (its stand-in would leave a file).
 rm -f "$TMP/seen"
-PREALLOC_TEST_PAUSE=after-commit "$PREALLOC" qemu --dir "$MNT" --id ram0 $SZ -- \
+PREALLOC_TEST_PAUSE=session-prepared "$PREALLOC" qemu --dir "$MNT" --id ram0 $SZ -- \
 	sh -c 'touch "$1"' standin "$TMP/seen" > "$TMP/out" 2> "$TMP/err" &
 pid=$!
 on_exit "kill -9 $pid 2> /dev/null"
@@ -183,7 +183,7 @@ if wait_stopped $pid; then
 		all_of '[ $rc -eq 143 ] && [ ! -e "$TMP/seen" ] && [ ! -e "$MNT/ram0" ] &&
 			[ "$(hp_free)" -eq $free0 ] && [ "$(records)" -eq $recs0 ]'
 else
-	fail "SIGTERM while the memory is prepared: never stopped at after-commit ($(cat "$TMP/err"))"
+	fail "SIGTERM while the memory is prepared: never stopped at session-prepared ($(cat "$TMP/err"))"
 fi
 
 # QEMU fails (an option it does not know): its status, and nothing left.
