@@ -181,6 +181,16 @@ struct clear_crossover {
 #define CLEAR_CROSS_LEAD 1.1
 uint64_t clear_crossover_cached_bytes(const struct clear_crossover *x, uint64_t limit);
 /*
+ * The measurement's stop rule: the size to measure after x's last point
+ * (x->nr 0: the first, the cached limit or buf_bytes if smaller), elapsed
+ * seconds into it; 0 stops. Half the last size while NT led there by
+ * CLEAR_CROSS_LEAD, down to CLEAR_PROBE_MIN, at most CLEAR_CROSS_SIZES
+ * sizes, none begun past CLEAR_CROSS_BUDGET_S. Pure.
+ */
+#define CLEAR_CROSS_BUDGET_S 0.06
+uint64_t clear_cross_next(const struct clear_crossover *x, uint64_t cached_limit,
+			  uint64_t buf_bytes, double elapsed);
+/*
  * Whether a measured crossover can change the choice for this clear: a
  * footprint the rules give cached stores, in pieces the probe would take.
  */

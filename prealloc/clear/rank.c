@@ -41,7 +41,6 @@
 #define RANK_SLICE (UINT64_C(8) << 20)
 #define RANK_LEVEL 0.03		/* within 3 %: level; the table's order decides */
 #define RANK_BUF (UINT64_C(16) << 20)
-#define CROSS_BUDGET_S 0.06
 #define CROSS_MIN_ROUNDS 5
 #define CROSS_MAX_ROUNDS 15
 #ifndef MADV_POPULATE_WRITE
@@ -183,6 +182,21 @@ static void cross_rounds(const struct clear_kernel *c, const struct clear_kernel
 	ret->nt_over_cached = quantile(ratio, r, 0.5, tmp);
 }
 
+uint64_t clear_cross_next(const struct clear_crossover *x, uint64_t cached_limit,
+			  uint64_t buf_bytes, double elapsed)
+{
+	uint64_t bytes;
+
+	if (!x->nr)
+		bytes = MIN(cached_limit, buf_bytes);
+	else if (x->at[x->nr - 1].nt_over_cached < CLEAR_CROSS_LEAD ||
+		 elapsed > CLEAR_CROSS_BUDGET_S)
+		return 0;	/* memset held there, or the time is up */
+	else
+		bytes = x->at[x->nr - 1].bytes / 2;
+	return bytes >= CLEAR_PROBE_MIN && x->nr < CLEAR_CROSS_SIZES ? bytes : 0;
+}
+
 /* The crossover: from the cached limit down by halves while NT leads, on buf. */
 static void cross_measure(const struct cpu_id *cpu, uint8_t *buf, uint64_t buf_bytes,
 			  struct clear_crossover *ret)
@@ -190,19 +204,17 @@ static void cross_measure(const struct cpu_id *cpu, uint8_t *buf, uint64_t buf_b
 	struct clear_choice probe = clear_select(cpu, clear_probe_limit(cpu->llc_bytes), 1, NULL,
 						 NULL, 0);
 	const struct clear_kernel *c = clear_kernel_find("c");
+	uint64_t limit = clear_cached_limit(cpu->llc_bytes);
 	double t0 = now_seconds();
 
 	memset(ret, 0, sizeof(*ret));
 	if (!probe.nt || !c || !c->fn)
 		return;	/* no probe here (NT slow or none): nothing it could change */
 	snprintf(ret->nt, sizeof(ret->nt), "%s", probe.nt->name);
-	for (uint64_t bytes = MIN(clear_cached_limit(cpu->llc_bytes), buf_bytes);
-	     bytes >= CLEAR_PROBE_MIN && ret->nr < CLEAR_CROSS_SIZES; bytes /= 2) {
-		cross_rounds(c, probe.nt, buf, bytes, t0 + CROSS_BUDGET_S, &ret->at[ret->nr]);
-		if (ret->at[ret->nr++].nt_over_cached < CLEAR_CROSS_LEAD ||
-		    now_seconds() - t0 > CROSS_BUDGET_S)
-			break;
-	}
+	for (uint64_t bytes = clear_cross_next(ret, limit, buf_bytes, 0); bytes;
+	     bytes = clear_cross_next(ret, limit, buf_bytes, now_seconds() - t0))
+		cross_rounds(c, probe.nt, buf, bytes, t0 + CLEAR_CROSS_BUDGET_S,
+			     &ret->at[ret->nr++]);
 	ret->seconds = now_seconds() - t0;
 }
 

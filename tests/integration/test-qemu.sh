@@ -90,18 +90,22 @@ check "--dry-run prints the exact options and prepares nothing (rc $rc: $(cat "$
 
 # Several nodes (the two-node rig runs them, docs/testing.md): each must have
 # memory (2, in the main command's words), the sizes given add up to SIZE and SIZE splits into equal whole
-# pages (2); nothing prepared either way.
+# pages (2); nothing prepared either way. The largest list it takes is 64
+# nodes (then refused only for the nodes this host lacks), one more is refused
+# as too many.
 none=$(($(ls -d "$NODE_SYSFS"/node[0-9]* 2> /dev/null | sed 's/.*node//' | sort -n | tail -1) + 1))
 for t in "2|--node 0,$none $SZ|node $none does not exist or is offline (nodes with memory: " \
 	"2|--node 0:16M,$none:8M $SZ|add up to 25165824 bytes, SIZE is $SZB" \
-	"2|--node 0,$none 34M|SIZE does not split into 2 equal parts of whole 2M pages"; do
+	"2|--node 0,$none 34M|SIZE does not split into 2 equal parts of whole 2M pages" \
+	"2|--node 0-63 128M|does not exist or is offline (nodes with memory: " \
+	"2|--node 0-64 130M|--node: 65 nodes, at most 64"; do
 	IFS='|' read -r want args msg <<< "$t"
 	# shellcheck disable=SC2086 # args: words
 	"$PREALLOC" qemu --dir "$MNT" --id ram0 --page-size 2M $args -- "${GUEST[@]}" \
 		> "$TMP/out" 2> "$TMP/err"
 	rc=$?
 	check "qemu $args: exit $want, '$msg' (rc $rc: $(cat "$TMP/err"))" \
-		all_of '[ $rc -eq $want ] && grep -qF "$msg" "$TMP/err" && [ ! -s "$TMP/out" ] &&
+		all_of '[ $rc -eq $want ] && grep -qF -e "$msg" "$TMP/err" && [ ! -s "$TMP/out" ] &&
 			[ -z "$(ls "$MNT")" ] && [ "$(hp_free)" -eq $free0 ] && [ "$(records)" -eq $recs0 ]'
 done
 
@@ -120,7 +124,7 @@ for t in "4|$TMP/guest-a/to-b|guest-a/to-b is a symbolic link: not followed" \
 	rm -f "$TMP/seen"
 	"$PREALLOC" qemu --dir "$dir" --id ram0 $SZ -- "${STANDIN[@]}" > "$TMP/out" 2> "$TMP/err"
 	rc=$?
-	check "qemu --dir $dir: exit $want, '$msg', QEMU not run (rc $rc: $(cat "$TMP/err")$(tr '\n' ' ' < "$TMP/seen" 2> /dev/null))" \
+	check "qemu --dir $dir: exit $want, '$msg', QEMU not run (rc $rc: $(cat "$TMP/err")$(tr '\n' ' ' 2> /dev/null < "$TMP/seen"))" \
 		all_of '[ $rc -eq $want ] && grep -qF -e "$msg" "$TMP/err" && [ ! -s "$TMP/out" ] &&
 			[ ! -e "$TMP/seen" ] && [ -z "$(ls -A "$MNT/guest-b")" ] &&
 			[ -z "$(ls -A "$MNT/other")" ] && [ "$(hp_free)" -eq $free0 ] &&
@@ -159,6 +163,27 @@ if start --dir "$MNT" --id ram0; then
 			[ "$(hp_free)" -eq $free0 ] && [ "$(records)" -eq $recs0 ]'
 else
 	fail "QEMU runs for the SIGTERM case: $(cat "$TMP/err")"
+fi
+
+# A signal that arrives while the memory is prepared (the run stopped at
+# session-prepared: its file made, pre-faulted and recorded, the prepare
+# over; SIGTERM sent, then let go): everything given back, exit 128 + 15,
+# QEMU never started (its stand-in would leave a file).
+rm -f "$TMP/seen"
+PREALLOC_TEST_PAUSE=session-prepared "$PREALLOC" qemu --dir "$MNT" --id ram0 $SZ -- \
+	sh -c 'touch "$1"' standin "$TMP/seen" > "$TMP/out" 2> "$TMP/err" &
+pid=$!
+on_exit "kill -9 $pid 2> /dev/null"
+if wait_stopped $pid; then
+	kill -TERM $pid
+	kill -CONT $pid
+	wait $pid
+	rc=$?
+	check "SIGTERM while the memory is prepared: exit 143, QEMU never started, the file gone, the pages free, the records as before (rc $rc; $(cat "$TMP/err"))" \
+		all_of '[ $rc -eq 143 ] && [ ! -e "$TMP/seen" ] && [ ! -e "$MNT/ram0" ] &&
+			[ "$(hp_free)" -eq $free0 ] && [ "$(records)" -eq $recs0 ]'
+else
+	fail "SIGTERM while the memory is prepared: never stopped at session-prepared ($(cat "$TMP/err"))"
 fi
 
 # QEMU fails (an option it does not know): its status, and nothing left.

@@ -196,6 +196,97 @@ if [[ $PARTS == *3* ]]; then
 	stopline=$(grep 'stopped after' "$notify")
 	check "serve's counters at stop: 2 cleared, 3 made, 1 given back (8 MiB), 0 under pressure (rc $rc: $stopline)" \
 		all_of '[ $rc -eq 0 ] && [[ $stopline == *": 2 cleared, 3 made, 1 given back (8 MiB, 0 MiB of it under 0 pressure events)" ]]'
+	# A pass whose only work was renewals is not idle: a give saved while it
+	# ran is not told from its own saves, so serve looks once more at once
+	# instead of waiting the hour. Both files of the target taken, r given
+	# back without a tenant: serve's first pass renews it and does nothing
+	# else (the target counts the handed s). serve stops after each pass
+	# (warm-serve-pass); let go after the first, it must stop again at once,
+	# for its second look.
+	conf 2 'check_interval = 60m' 'pressure = off'
+	"$PREALLOC" warm fill > /dev/null 2>&1
+	take r > /dev/null 2>&1 && fill_pattern "$DIR/r"
+	take s > /dev/null 2>&1 && fill_pattern "$DIR/s"
+	"$PREALLOC" warm give "$DIR/r" > /dev/null 2>&1
+	PREALLOC_TEST_PAUSE=warm-serve-pass "$PREALLOC" warm serve > "$TMP/serve-r.log" 2>&1 &
+	RSERVE=$!
+	on_exit "kill -KILL $RSERVE"
+	if wait_stopped $RSERVE; then
+		first=$(grep -v '^$' "$TMP/serve-r.log" | tail -1)
+		kill -CONT $RSERVE
+		wait_stopped $RSERVE
+		again=$?
+		check "serve (check interval 60 min): a pass that only renewed ($first) looks once more at once (stopped again: $again, 0 is yes)" \
+			all_of '[[ $first == *": 0 returned, 1 renewed "*", 0 cleared "*", 0 made, 0 given back "* ]] && [ $again -eq 0 ]'
+	else
+		fail "serve never stopped at warm-serve-pass ($(cat "$TMP/serve-r.log"))"
+	fi
+	kill -KILL $RSERVE
+	wait $RSERVE 2> /dev/null
+	"$PREALLOC" warm give "$DIR/s" > /dev/null 2>&1
+	# A lease an open has broken is not a lease held: a file its tenant gave
+	# back, cleared in place under a write lease, opened (O_NONBLOCK: the open
+	# fails, the break stays pending) between the lease and the clear's end,
+	# is renewed (a new inode READY), never READY as it is.
+	conf 1 'pressure = off'
+	"$PREALLOC" warm fill > /dev/null 2>&1
+	take b --tenant t1 > /dev/null 2>&1 && fill_pattern "$DIR/b"
+	old=$(stat -c %i "$DIR/b" 2> /dev/null)
+	"$PREALLOC" warm give "$DIR/b" --tenant t1 > /dev/null 2>&1
+	PREALLOC_TEST_PAUSE=warm-fill-before-clear "$PREALLOC" warm fill > "$TMP/fill.out" 2>&1 &
+	FPID=$!
+	on_exit "kill -KILL $FPID"
+	if wait_stopped $FPID; then
+		opened=$(python3 - "$DIR/.prealloc" "$old" <<'PY'
+import errno, os, sys
+for d, _, names in os.walk(sys.argv[1]):
+  for n in names:
+    p = os.path.join(d, n)
+    if os.path.isfile(p) and os.stat(p).st_ino == int(sys.argv[2]):
+      try:
+        os.close(os.open(p, os.O_RDONLY | os.O_NONBLOCK))
+        print('opened')
+      except OSError as e:
+        print(errno.errorcode[e.errno])
+PY
+)
+		kill -CONT $FPID
+		wait $FPID
+		inos=$(find "$DIR/.prealloc" -type f -exec stat -c %i {} + | tr '\n' ' ')
+		check "a file opened while it was cleared in place (its lease broken: $opened) is renewed, not READY as it was (inode $old; now $inos; $(tr '\n' ' ' < "$TMP/fill.out"))" \
+			all_of '[ "$opened" = EAGAIN ] && ready_is $SZB && ! grep -qw "$old" <<< "$inos" &&
+				grep -q " 1 renewed" "$TMP/fill.out"'
+	else
+		fail "fill never stopped at warm-fill-before-clear ($(cat "$TMP/fill.out"))"
+	fi
+	# A step of serve's own that failed part-way: its clear done, the store's
+	# lock held by another past the lock's timeout (30 s), so that the end of
+	# the clear cannot be written; the CLEARING record it left (this live
+	# serve's) is DIRTY again at its next pass, and READY after it, never
+	# stuck.
+	conf 1 'check_interval = 1s' 'pressure = off'
+	"$PREALLOC" warm fill > /dev/null 2>&1
+	take b --tenant t1 > /dev/null 2>&1 && fill_pattern "$DIR/b"
+	"$PREALLOC" warm give "$DIR/b" --tenant t1 > /dev/null 2>&1
+	PREALLOC_TEST_PAUSE=warm-fill-after-verify "$PREALLOC" warm serve > "$TMP/serve-c.log" 2>&1 &
+	CSERVE=$!
+	on_exit "kill -KILL $CSERVE"
+	if wait_stopped $CSERVE && hold_lock "$PREALLOC_STATE_DIR/lock"; then
+		kill -CONT $CSERVE
+		sleep 33	# past the lock's timeout: the clear's end not written
+		clearing=$(status clearing_bytes)
+		kill $HOLDER
+		wait $HOLDER 2> /dev/null
+		# Its next clear of the file stops at the same point: let go.
+		wait_stopped $CSERVE && kill -CONT $CSERVE
+		wait_for 10 ready_is $SZB
+		check "serve's own step failed part-way (the lock held past its timeout: $clearing bytes CLEARING): DIRTY again, then READY within seconds ($(status ready_bytes) ready, $(status clearing_bytes) clearing; $(tail -2 "$TMP/serve-c.log" | tr '\n' ' '))" \
+			all_of '[ "$clearing" -eq $SZB ] && ready_is $SZB && [ "$(status clearing_bytes)" -eq 0 ]'
+	else
+		fail "serve never stopped at warm-fill-after-verify, or the lock was not held ($(cat "$TMP/serve-c.log"))"
+	fi
+	kill -KILL $CSERVE
+	wait $CSERVE 2> /dev/null
 fi
 
 # 4. fill's counters, each its own value: 2 returned (holders gone), 3

@@ -370,6 +370,14 @@ pq() {
 }
 # placed FILE NODE: every page of FILE allocated, on NODE (vm_placement_check).
 placed() { /tmp/rig/vm_placement_check "$1" "$2" > "$T/placed" 2>&1 || { sed 's/^/    /' "$T/placed"; return 1; }; }
+# Backend ids name the host node, not the guest node's index: --node 1,0
+# gives guest node 0 the backend of host node 1 (pq-node1, bound there).
+"$PREALLOC" qemu --dry-run --node 1,0 --dir "$MB2" --id pq 128M -- /usr/bin/qemu-system-x86_64 \
+	-m 128M > "$T/dry.out" 2> "$T/dry.err"
+check "f: --node 1,0 --dry-run: pq-node1 bound to host node 1 is guest node 0's, pq-node0 guest node 1's" \
+	"$(cat "$T/dry.out" "$T/dry.err")" all_of 'grep -q "id=pq-node1,mem-path=$MB2/pq-node1,size=67108864,share=on,prealloc=off,host-nodes=1,policy=bind" "$T/dry.out" &&
+		grep -q "id=pq-node0,mem-path=$MB2/pq-node0,size=67108864,share=on,prealloc=off,host-nodes=0,policy=bind" "$T/dry.out" &&
+		grep -q -- "-numa node,nodeid=0,memdev=pq-node1 -numa node,nodeid=1,memdev=pq-node0$" "$T/dry.out"'
 # Warm first: the READY files (d) left, one per node, become the guest's.
 f0="$(pools)"
 ready=$(find "$MB2/.prealloc" -maxdepth 1 -type f -exec stat -c %i {} + | sort | tr '\n' ' ')

@@ -92,6 +92,99 @@ static struct clear_crossover crossover_here(unsigned int nr, const double *rati
 	return x;
 }
 
+/* x with its points at sizes[i] (0 ends), NT over memset ratio[i] at each. */
+static struct clear_crossover cross_points(const uint64_t *sizes, const double *ratio)
+{
+	struct clear_crossover x = { .nr = 0 };
+
+	for (; x.nr < CLEAR_CROSS_SIZES && sizes[x.nr]; x.nr++)
+		x.at[x.nr] = (struct clear_cross_point){ .bytes = sizes[x.nr], .rounds = 5,
+							 .nt_over_cached = ratio[x.nr] };
+	return x;
+}
+
+/* The stop rule: from the cached limit down by halves while NT leads, within its bounds. */
+static void test_cross_next(void)
+{
+	static const double led[] = { 1.4, 1.4, 1.4, 1.4 };
+	static const struct {
+		const char *what;
+		uint64_t limit, buf, sizes[5];
+		double ratio_last, elapsed;
+		uint64_t want;
+	} t[] = {
+		{ "the first size: the cached limit", 8 * MiB, 16 * MiB, { 0 }, 0, 0, 8 * MiB },
+		{ "the first size: the buffer, when smaller", 8 * MiB, 4 * MiB, { 0 }, 0, 0, 4 * MiB },
+		{ "the first size: none under the probe's minimum", MiB, 16 * MiB, { 0 }, 0, 0, 0 },
+		{ "the first size: the probe's minimum itself", 2 * MiB, 16 * MiB, { 0 }, 0, 0,
+		  2 * MiB },
+		{ "NT led at 8 MiB: half of it next", 8 * MiB, 16 * MiB, { 8 * MiB, 0 }, 1.4, 0.01,
+		  4 * MiB },
+		{ "NT led by exactly the lead: half of it next", 8 * MiB, 16 * MiB, { 8 * MiB, 0 },
+		  CLEAR_CROSS_LEAD, 0.01, 4 * MiB },
+		{ "NT led at 8 and 4 MiB: the probe's minimum, 2 MiB, next", 8 * MiB, 16 * MiB,
+		  { 8 * MiB, 4 * MiB, 0 }, 1.4, 0.01, 2 * MiB },
+		{ "NT led at the probe's minimum: nothing under it", 8 * MiB, 16 * MiB,
+		  { 8 * MiB, 4 * MiB, 2 * MiB, 0 }, 1.4, 0.01, 0 },
+		{ "memset held (NT a hair under the lead): stop", 8 * MiB, 16 * MiB, { 8 * MiB, 0 },
+		  CLEAR_CROSS_LEAD - 0.001, 0.01, 0 },
+		{ "NT led, but the budget is spent: stop", 8 * MiB, 16 * MiB, { 8 * MiB, 0 }, 1.4,
+		  CLEAR_CROSS_BUDGET_S + 0.001, 0 },
+		{ "NT led at the budget exactly: half of it next", 8 * MiB, 16 * MiB, { 8 * MiB, 0 },
+		  1.4, CLEAR_CROSS_BUDGET_S, 4 * MiB },
+		{ "NT led at every size it keeps (4): stop though 2 MiB is left", 32 * MiB, 64 * MiB,
+		  { 32 * MiB, 16 * MiB, 8 * MiB, 4 * MiB, 0 }, 1.4, 0.01, 0 },
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		double ratio[CLEAR_CROSS_SIZES];
+		struct clear_crossover x;
+		uint64_t got;
+
+		memcpy(ratio, led, sizeof(ratio));
+		x = cross_points(t[i].sizes, ratio);
+		if (x.nr)
+			x.at[x.nr - 1].nt_over_cached = t[i].ratio_last;
+		got = clear_cross_next(&x, t[i].limit, t[i].buf, t[i].elapsed);
+		tap_ok(got == t[i].want, "crossover stop rule: %s (%llu KiB, got %llu KiB)", t[i].what,
+		       (unsigned long long)(t[i].want >> 10), (unsigned long long)(got >> 10));
+	}
+}
+
+/*
+ * A measured crossover holds to the stop rule: from the cached limit down
+ * by halves, each size at least CLEAR_PROBE_MIN and timed over at least 5
+ * rounds (rank.c's CROSS_MIN_ROUNDS), NT leading at every size but the
+ * last, and the last the rule's (memset held, the minimum reached, every
+ * size kept, or the budget spent). The file keeps ratios to 3 places.
+ */
+static void check_cross_rule(const struct clear_crossover *x, uint64_t limit)
+{
+	bool ok = true;
+	char why[256] = "";
+
+	for (unsigned int i = 0; ok && i < x->nr; i++) {
+		const struct clear_cross_point *a = &x->at[i];
+
+		if (a->bytes != (i ? x->at[i - 1].bytes / 2 : limit) || a->bytes < CLEAR_PROBE_MIN)
+			snprintf(why, sizeof(why), "size %u is %llu KiB", i,
+				 (unsigned long long)(a->bytes >> 10));
+		else if (a->rounds < 5)
+			snprintf(why, sizeof(why), "size %u: %u rounds", i, a->rounds);
+		else if (i + 1 < x->nr && a->nt_over_cached < CLEAR_CROSS_LEAD - 0.0005)
+			snprintf(why, sizeof(why), "went on past %llu KiB, where memset held (%.3f)",
+				 (unsigned long long)(a->bytes >> 10), a->nt_over_cached);
+		else if (i + 1 == x->nr && a->nt_over_cached >= CLEAR_CROSS_LEAD + 0.0005 &&
+			 a->bytes / 2 >= CLEAR_PROBE_MIN && x->nr < CLEAR_CROSS_SIZES &&
+			 x->seconds < CLEAR_CROSS_BUDGET_S - 0.0005)
+			snprintf(why, sizeof(why), "stopped at %llu KiB, where NT led (%.3f), %.3f s in",
+				 (unsigned long long)(a->bytes >> 10), a->nt_over_cached, x->seconds);
+		ok = !why[0];
+	}
+	tap_ok(ok, "... measured by the stop rule: %u sizes from %llu KiB%s%s", x->nr,
+	       (unsigned long long)(limit >> 10), why[0] ? ": " : "", why);
+}
+
 static void test_crossover_format(void)
 {
 	static const double ratio[] = { 1.4, 0.9 };
@@ -367,6 +460,8 @@ static void test_choice(void)
 							     clear_cached_limit(cpu->llc_bytes) :
 					 x.nr == 0),
 		       "... with the crossover from the cached limit down where a probe runs here");
+		if (probes)
+			check_cross_rule(&x, clear_cached_limit(cpu->llc_bytes));
 		for (unsigned int i = 0; i < x.nr; i++)
 			printf("# crossover: %llu KiB, %u rounds: c %.1f, %s %.1f GB/s (%.2f), %.0f ms in all\n",
 			       (unsigned long long)(x.at[i].bytes >> 10), x.at[i].rounds,
@@ -392,6 +487,7 @@ int main(void)
 {
 	test_format();
 	test_crossover_format();
+	test_cross_next();
 	test_choice();
 	return tap_done();
 }

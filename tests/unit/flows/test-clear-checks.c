@@ -11,7 +11,10 @@
  * with FORCE, cleared and written back; a process that maps the file, or
  * only holds it open (its fd in the fake /proc), named with its comm (or
  * "?"), refused and with FORCE cleared; the info of a clear (length, the
- * partial tail, page size, filesystem, VERIFY's nonzero_offset); a file of
+ * partial tail, page size, filesystem, VERIFY's nonzero_offset); what
+ * /proc does not let it read (an fd it cannot stat, maps it cannot open)
+ * counted unreadable, never "not this file", and a /proc it cannot read at
+ * all refused at MAPPERS (fail closed), the bytes kept; a file of
  * one partial page done without a job; the arguments refused. The
  * integration test clear-file holds a link, a real child that maps the
  * file, an unknown kernel and a missing file.
@@ -160,6 +163,54 @@ static void test_info(void)
 	       "an info of size 0, no opts, no path, no ctx: -EINVAL");
 }
 
+/* pid's /proc entry rel (fd/9, maps) a link to itself: any open or stat of it fails (ELOOP). */
+static int fake_unreadable(int pid, const char *rel)
+{
+	char path[400];
+
+	snprintf(path, sizeof(path), "%d/placeholder", pid);
+	if (!strcmp(rel, "fd/9"))
+		snprintf(path, sizeof(path), "%d/fd/placeholder", pid);
+	if (fr_write(fr.proc, path, "x") < 0)
+		return -1;
+	snprintf(path, sizeof(path), "%s/%d/%s", fr.proc, pid, rel);
+	return symlink(strrchr(rel, '/') ? strrchr(rel, '/') + 1 : rel, path);
+}
+
+/* What /proc does not show: unreadable, counted; no /proc at all: refused. */
+static void test_unreadable(void)
+{
+	struct prealloc_clear_file_info info;
+	char path[400], away[400];
+	int r;
+
+	snprintf(path, sizeof(path), "%s/unreadable", shm);
+	make_file_at(path, 0600, 2 * K4, 0x77);
+	r = fake_unreadable(4444, "fd/9");
+	r = r < 0 ? r : clear(path, 0, &info);
+	tap_ok(r == 0 && info.unreadable == 1 && info.mapper_pid == 0,
+	       "fake pid 4444's fd 9 cannot be stat'ed (ELOOP): counted unreadable, not 'not this "
+	       "file' (r %d, unreadable %u)", r, info.unreadable);
+	unlink(path);
+	make_file_at(path, 0600, 2 * K4, 0x77);
+	r = fake_unreadable(4545, "maps");
+	r = r < 0 ? r : clear(path, 0, &info);
+	tap_ok(r == 0 && info.unreadable == 2 && info.mapper_pid == 0,
+	       "... and fake pid 4545's maps cannot be opened: 2 unreadable (r %d, unreadable %u)",
+	       r, info.unreadable);
+
+	unlink(path);
+	make_file_at(path, 0600, 2 * K4, 0x77);
+	snprintf(away, sizeof(away), "%s.away", fr.proc);
+	r = rename(fr.proc, away) < 0 ? -errno : clear(path, 0, &info);
+	tap_ok(r < 0 && info.error_step == PREALLOC_CLEAR_STEP_MAPPERS &&
+		       nonzero_bytes(path) == 2 * K4,
+	       "no /proc to read at all: refused at MAPPERS, the bytes kept (fail closed; r %d "
+	       "step %d)", r, (int)info.error_step);
+	rename(away, fr.proc);
+	unlink(path);
+}
+
 int main(void)
 {
 	if (shm_dir(shm, sizeof(shm)) < 0)
@@ -176,6 +227,7 @@ int main(void)
 	test_disk();
 	test_users();
 	test_info();
+	test_unreadable();
 	prealloc_ctx_free(ctx);
 	return tap_done();
 }

@@ -4,7 +4,9 @@
  * domains: cells, numatune (modes, memnode), hugepage nodesets naming guest
  * cells, every memory device model, the default page size, 1G,
  * placement='auto', file backing, access per domain, cell and device, and
- * the XML that must be refused. The host is described, not read: a
+ * the XML that must be refused, and the tenant labels the warm pool
+ * refuses (refused here, when the domain is read, not at the start's
+ * take). The host is described, not read: a
  * two-cell guest on two host nodes is checked here on any machine.
  *
  * What libvirt backs each piece with was read from libvirt 9.0's own QEMU
@@ -360,6 +362,59 @@ static int metadata_grow_case(const char *attrs, int want)
 	return d.grow_pools == want ? 0 : -1;
 }
 
+/*
+ * tenant='LABEL' read as the library bounds it (warm.h's tenant_valid, which
+ * take and give apply): 1 to 63 printable ASCII bytes, not starting with
+ * '@' (the warm pool's own labels). 1: taken, 0: refused with why, -1: wrong.
+ */
+static int tenant_case(const char *label)
+{
+	char xml[1024], why[512] = "";
+	struct domain d;
+	int r;
+
+	snprintf(xml, sizeof(xml), HEAD "<memory unit='MiB'>128</memory><metadata>"
+		 "<p:config xmlns:p='" DOM_NAMESPACE "' tenant='%s'/></metadata></domain>", label);
+	r = domain_parse(xml, strlen(xml), &d, why, sizeof(why));
+	if (r == 0)
+		return !strcmp(d.tenant, label) ? 1 : -1;
+	return r == -EINVAL && strstr(why, "tenant") ? 0 : -1;
+}
+
+static void test_tenant_bounds(void)
+{
+	static const struct {
+		const char *label;
+		int taken;
+	} t[] = {
+		{ "acme", 1 },
+		{ "a", 1 },
+		{ "acme-2.prod_x~!", 1 },
+		{ "@single", 0 },	/* the warm pool's own label */
+		{ "@", 0 },
+		{ "a@b", 1 },		/* only a first '@' is the pool's */
+		{ "ac me", 0 },
+		{ " acme", 0 },
+		{ "acm\xc3\xa9", 0 },	/* not ASCII */
+	};
+	char at63[64], at64[65];
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		int r = tenant_case(t[i].label);
+
+		tap_ok(r == t[i].taken, "tenant='%s': %s when the domain is read (got %d)",
+		       t[i].label, t[i].taken ? "taken" : "refused, as take and give refuse it", r);
+	}
+	memset(at63, 'a', 63);
+	at63[63] = '\0';
+	memset(at64, 'b', 64);
+	at64[64] = '\0';
+	tap_ok(tenant_case(at63) == 1, "a tenant of 63 bytes (the library's most): taken");
+	tap_ok(tenant_case(at64) == 0,
+	       "a tenant of 64 bytes (one past the library's most): refused when the domain is read");
+	tap_ok(tenant_case("") == 0, "an empty tenant='': refused");
+}
+
 int main(void)
 {
 	char got[1024];
@@ -377,5 +432,6 @@ int main(void)
 	       "reserve= and grow_pools= both: grow_pools wins");
 	tap_ok(metadata_grow_case("prefault='yes'", TRI_UNSET) == 0,
 	       "neither: the host's setting decides");
+	test_tenant_bounds();
 	return tap_done();
 }

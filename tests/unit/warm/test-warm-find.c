@@ -187,6 +187,37 @@ static void test_refused(struct prealloc_ctx *ctx)
 	tap_ok(r == -EINVAL, "RESERVED with no holder: %d (%s)", r, fi.message);
 }
 
+/* Give refuses exactly the tenant labels take (and find) refuse: a label's life has one bound. */
+static void test_tenant_labels(struct prealloc_ctx *ctx)
+{
+	static const struct {
+		const char *label;
+		bool valid;
+	} t[] = {
+		{ "acme", true }, { "a@b", true }, { "@single", false }, { "@", false },
+		{ "", false }, { "ac me", false }, { "acm\xc3\xa9", false }, { "tab\there", false },
+		{ "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", true },
+		{ "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", false },
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct prealloc_warm_take_opts o = request(0, 8 * MIB, 0);
+		struct prealloc_warm_give_opts g = { .size = sizeof(g), .tenant = t[i].label };
+		char path[400];
+		int fr_ret, gr_ret;
+
+		o.tenant = t[i].label;
+		find(ctx, &o, &fr_ret);
+		snprintf(path, sizeof(path), "%s/nothing-here", fr.dir);
+		g.path = path;
+		gr_ret = prealloc_warm_give_with(ctx, &g, NULL);
+		tap_ok(t[i].valid ? fr_ret != -EINVAL && gr_ret == -ENOENT
+				  : fr_ret == -EINVAL && gr_ret == -EINVAL,
+		       "tenant '%s' (%zu bytes): %s by take's find (%d) and by give (%d)", t[i].label,
+		       strlen(t[i].label), t[i].valid ? "taken" : "refused", fr_ret, gr_ret);
+	}
+}
+
 int main(void)
 {
 	struct prealloc_ctx *ctx;
@@ -197,6 +228,7 @@ int main(void)
 	test_ready(ctx);
 	test_reserved(ctx);
 	test_refused(ctx);
+	test_tenant_labels(ctx);
 	prealloc_ctx_free(ctx);
 	fakeroot_remove(&fr);
 	return tap_done();
