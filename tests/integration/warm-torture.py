@@ -1080,10 +1080,10 @@ class Run:
             run = re.match(r"run:(\d+):", r["owner"])
             pid = r["busy"] or (r["warm"] == "clearing" and run and int(run.group(1)))
             dead = (pid and proc_state(pid) in (None, "Z")) or r["state"] == "releasing"
+            if dead and r["warm"] in STATES and r["warm"] != "populating":
+                recorded -= r["size"]  # its name gone: what a holder keeps, if any
             if ((r["warm"] == "populating" or dead and r["warm"] in STATES)
                     and os.path.exists(r["tmp"])):
-                if dead:
-                    recorded -= r["size"]
                 fst = os.stat(r["tmp"])
                 # hugetlbfs: a shared mapping reserved the whole file (the populate's,
                 # the growth's), and the reservation stays with the inode.
