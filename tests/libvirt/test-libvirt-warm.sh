@@ -37,9 +37,12 @@ print(sum(e['$1'] for e in d if e['mount'] == sys.argv[1]) >> 20)" "$MB"
 }
 # pool_link INODE: the pool's own link to that file in the staging directory, or nothing.
 pool_link() { find "$MB/.prealloc" -maxdepth 1 -inum "$1" 2> /dev/null; }
-claimed() {	# claimed UUID: 2M pages of node 0 the store's shares tagged with UUID hold
+claimed() {	# claimed UUID [claims]: 2M pages of node 0 the store's shares tagged with UUID hold
+	# (claims: only those still promised to QEMU, not a warm file reserved for it)
+	local only=True
+	[ "${2:-}" = claims ] && only="o['outstanding'] > 0"
 	"$PREALLOC" pool --json > "$TMP/pool.json" 2> /dev/null
-	json_get "$TMP/pool.json" "sum(o['pages'] for p in d['pools'] if p['node'] == 0 and p['page_size'] == 2097152 for o in p['owners'] if '$1' in o['tag'])"
+	json_get "$TMP/pool.json" "sum(o['pages'] for p in d['pools'] if p['node'] == 0 and p['page_size'] == 2097152 for o in p['owners'] if '$1' in o['tag'] and $only)"
 }
 # plan DOMAIN: what prealloc-domain says a start now would do with pc.ram.
 plan() {
@@ -202,9 +205,11 @@ lost=$(find "$MB/.prealloc" -maxdepth 1 -type f | head -1)
 ln "$lost" "$MB/lost"
 ( cd / && "$HOOK" we start begin - < "$TMP/we.xml" 2> "$TMP/we.err" )
 rc=$?
-# Claimed, whether the pool grew for it or had free pages of another user's.
-check "start begin without its file: exit 0, we's 32 pages claimed now ($(claimed "$weuuid") claimed; pool $nr1 -> $(pool))" \
-	all_of '[ $rc -eq 0 ] && [ "$(claimed "$weuuid")" -eq 32 ]' ||
+# Claimed, whether the pool grew for it or had free pages of another user's;
+# the file reserved for it at prepare stays recorded, quarantined, with the
+# growth it was made with (32 more pages when the pool grew for it).
+check "start begin without its file: exit 0, we's 32 pages claimed now ($(claimed "$weuuid" claims) claimed; pool $nr1 -> $(pool))" \
+	all_of '[ $rc -eq 0 ] && [ "$(claimed "$weuuid" claims)" -eq 32 ]' ||
 	sed 's/^/# /' "$TMP/we.err"
 check "... the file quarantined, nothing linked where QEMU opens ($(wstate quarantined_bytes) MiB)" \
 	all_of '[ "$(wstate quarantined_bytes)" = 64 ] && [ ! -e "$MB/libvirt/qemu/88-we/pc.ram" ]'
