@@ -290,8 +290,7 @@ int warm_pass_run(struct prealloc_ctx *ctx, const struct warm_pass *p,
 	for (unsigned int i = 0; err == 0 && i < p->conf->nr; i++) {
 		int r = 0;
 
-		/* Bounded: a target needs at most its files made. */
-		/* Files made bounded by the target; files given back by the store. */
+		/* Bounded: files made by the target's count; files given back by the store. */
 		for (unsigned int n = 0; devs[i] && n <= p->conf->t[i].files &&
 					 (r = target_grow(ctx, p, i, devs, info)) > 0;
 		     n += r == 1)
