@@ -277,16 +277,9 @@ int record_settle_as(struct prealloc_ctx *ctx, struct store *s, size_t ri, bool 
 	return settle_record(ctx, s, ri, remove_ready, unnamed_free, info);
 }
 
-/*
- * A record whose file has no name left and whose growth waits on its last
- * user; or a warm file's with no name left, growth or none: its record
- * goes once a walk finds the file free (else a quarantined file whose
- * pool had free pages stayed recorded, and shown, for good).
- */
+/* A record whose file has no name left and whose growth waits on its last user. */
 static bool orphaned(const struct record *r)
 {
-	if (r->warm != WARM_NONE)
-		return unnamed_file(r);
 	for (unsigned int k = 0; k < r->nr_pools; k++)
 		if (r->pools[k].added)
 			return unnamed_file(r);
