@@ -1234,6 +1234,11 @@ class Run:
             self.check_end()
             return None
         except Violation as v:
+            # The store as the violation found it, for a look (teardown empties it).
+            if os.path.exists(os.path.join(self.state, "store")):
+                with open(os.path.join(self.state, "store")) as f, \
+                        open(os.path.join(self.dir, "store.failed"), "w") as g:
+                    g.write(f.read())
             return str(v)
         finally:
             self.teardown()
