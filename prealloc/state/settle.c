@@ -214,6 +214,36 @@ static bool unnamed_file(const struct record *r)
 	return r->ino && (!r->has_file || (r->created && !record_file_names(r)));
 }
 
+/*
+ * Record ri's file is free, yet pool k's growth could not all go back: its
+ * pages were freed and then taken, before this settle, by a file made from
+ * free pages (a cold take, a prepare), whose record counts them as found,
+ * not grown. The growth follows the pages: moved to such records (pages
+ * beyond their growth), so that it goes back when they do, instead of this
+ * record staying, shown, for good. What no record took stays here.
+ */
+static void growth_follow_pages(struct store *s, size_t ri, unsigned int k)
+{
+	struct rec_pool *p = &s->r[ri].pools[k];
+
+	for (size_t j = 0; p->added && j < s->nr; j++) {
+		struct record *o = &s->r[j];
+
+		if (j == ri || o->state == PREALLOC_RECORD_ORPHAN || !o->has_file)
+			continue;
+		for (unsigned int m = 0; p->added && m < o->nr_pools; m++) {
+			struct rec_pool *q = &o->pools[m];
+			uint64_t move;
+
+			if (q->node != p->node || q->page_size != p->page_size || q->pages <= q->added)
+				continue;
+			move = MIN(p->added, q->pages - q->added);
+			q->added += move;
+			p->added -= move;
+		}
+	}
+}
+
 static int settle_record(struct prealloc_ctx *ctx, struct store *s, size_t ri, bool remove_ready,
 			 bool unnamed_free, struct prealloc_release_info *info)
 {
@@ -243,6 +273,8 @@ static int settle_record(struct prealloc_ctx *ctx, struct store *s, size_t ri, b
 				return r;
 		}
 		info->returned += returned;
+		if (!in_use)
+			growth_follow_pages(s, ri, k);
 		left += s->r[ri].pools[k].added;
 	}
 	info->in_use += left;
