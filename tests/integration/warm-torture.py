@@ -1117,6 +1117,26 @@ class Run:
                 hidden[x["ino"]] = x.get("size") or self.fs
             elif x["refs"] in ("splice", "vmsplice") and self.page == "2M":
                 hidden[x["ino"]] = PAGE_BYTES["2M"]
+        # What /proc shows they keep, the pages as they are: an O_PATH fd keeps a file's
+        # pages when it was retired while another holder had it open (no lease, so no
+        # punch), until the O_PATH goes too.
+        dev = os.stat(self.mnt).st_dev
+        for x in list(self.holders.values()) + self.snoops:
+            if not x["proc"] or not x["proc"].alive:
+                continue
+            for d in ("fd", "map_files"):
+                base = "/proc/%d/%s" % (x["proc"].pid, d)
+                try:
+                    names = os.listdir(base)
+                except OSError:
+                    continue
+                for n in names:
+                    try:
+                        st = os.stat(os.path.join(base, n))
+                    except OSError:
+                        continue
+                    if st.st_dev == dev and st.st_ino not in inos:
+                        hidden[st.st_ino] = max(hidden.get(st.st_ino, 0), st.st_blocks * 512)
         return hidden
 
     def inventory(self, recs):
