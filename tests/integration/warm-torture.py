@@ -10,13 +10,15 @@ hidden reference (fd, mapping, O_PATH, hard link, fd in flight, pipe), give
 back early or late, or die; fill passes and a serve daemon; warm.conf
 edits with SIGHUP; gc; SIGKILL and SIGSTOP at PREALLOC_TEST_PAUSE points
 and at random moments; a root process that opens a file while it is
-cleared in place. A reference model (model.py's rules, here in Model) is
-checked after every step, at quiet points and at the end. See
+cleared in place; a declaration withdrawn between an in-place clear and
+another tenant's take. A model of what must hold (Run's check_step,
+check_quiet and check_end, and what every take and read is checked
+against) runs after every step, at quiet points and at the end. See
 docs/testing.md, "The warm pool under load".
 
   warm-torture.py --mount-4k DIR --mount-2m DIR --tmp DIR [--page 4k|2M]...
                   [--seed S]... [--steps N] [--minutes M] [--trace FILE]
-                  [--replays N] [--shrink]
+                  [--replays N] [--shrink] [--verbose]
 """
 import argparse
 import ctypes
