@@ -392,6 +392,50 @@ static void test_gc_runs(struct prealloc_ctx *ctx)
 	clear_store(ctx);
 }
 
+/*
+ * A dead run's growth whose pages are all taken, and not by a promise: a
+ * file of ours made from free pages took them (pages beyond its growth).
+ * The growth follows the pages to that file's record, the dead one goes;
+ * none goes back now (nothing is free), and the sum of growth is kept.
+ */
+static void test_gc_growth_follows(struct prealloc_ctx *ctx)
+{
+	int dead = (int)getpid() + 100003;
+	uint64_t returned = 0, file_id;
+	unsigned int settled = 0;
+	char file[300];
+	struct store s;
+	int r;
+
+	snprintf(file, sizeof(file), "%s/took-free-pages", fr.dir);
+	fr_write(fr.dir, "took-free-pages", "x\n");
+	fr_set_pool(&fr, 0, 30, 0);
+	add_run_record(ctx, dead, 555, 8, 8);	/* no stat for dead: gone */
+	file_id = add_shares_record(ctx, (int)getpid() + 100004, 1,
+				    file, &(struct rec_pool){ .node = 0, .page_size = MB2,
+							      .pages = 10, .added = 2 }, 1);
+	if (store_load(ctx, &s) == 0) {	/* READY, its run done: held by its file */
+		long i = store_find(&s, file_id);
+
+		if (i >= 0) {
+			s.r[i].state = PREALLOC_RECORD_READY;
+			s.r[i].owner.kind = PREALLOC_OWNER_NONE;
+			store_save(ctx, &s);
+		}
+		store_free(&s);
+	}
+	r = prealloc_store_gc(ctx, &returned, &settled);
+	struct prealloc_record_info info = { .size = sizeof(info) };
+	int got = nr_records(ctx) == 1 ? prealloc_record(ctx, 0, &info) : -1;
+	tap_ok(r == 0 && settled == 1 && returned == 0 && got == 0 && info.id == file_id &&
+		       info.added == 10 && fr_pool_nr(&fr, 0) == 30,
+	       "gc: a dead run's growth whose pages a file took from the free ones follows them "
+	       "(settled %u, returned %llu, %u records, the file's growth %llu, nr %llu)",
+	       settled, (unsigned long long)returned, nr_records(ctx),
+	       (unsigned long long)info.added, (unsigned long long)fr_pool_nr(&fr, 0));
+	clear_store(ctx);
+}
+
 static int holder_answer;
 static int holder_calls;
 
@@ -1305,6 +1349,7 @@ int main(void)
 	test_cgroup(ctx);
 	test_memcg(ctx);
 	test_gc_runs(ctx);
+	test_gc_growth_follows(ctx);
 	test_holder(ctx);
 	test_foreign_one_node(ctx);
 	test_pool_1g(ctx);
