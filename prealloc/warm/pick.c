@@ -57,7 +57,9 @@ long warm_pick(const struct store *s, const struct prealloc_warm_take_opts *o, u
 				held = (long)i;
 			continue;
 		}
-		if (r->warm != PREALLOC_WARM_READY || !tenant_may_take(r, o->tenant))
+		/* Not one whose removal began (RELEASING: a drop killed part-way, or under way). */
+		if (r->warm != PREALLOC_WARM_READY || r->state != PREALLOC_RECORD_READY ||
+		    !tenant_may_take(r, o->tenant))
 			continue;
 		if (r->size < o->length) {
 			smaller++;
