@@ -6,22 +6,10 @@
 # it all on any exit, including SIGINT and SIGTERM (meson's timeout), and
 # puts every hugepage pool (each node, both sizes) back as it found them.
 
-# The test runs in a session of its own, under a small forwarder that meson
-# knows as the test: meson stops a test (^C, SIGTERM, its timeout) with
-# SIGTERM to the test's process group and SIGKILL 0.5 s later, and a cleanup
-# that unmounts, runs gc and puts pools back takes longer than that. The
-# forwarder passes the signal on and waits; if it is killed, the test's
-# cleanup still runs to its end, writing to a reader that may be gone.
-if [ -z "${PREALLOC_TEST_SESSION:-}" ]; then
-	PREALLOC_TEST_SESSION=$$ setsid "$BASH" "$0" "$@" &
-	test_pid=$!
-	trap 'kill -TERM -- "-$test_pid" 2> /dev/null' TERM INT HUP
-	while :; do
-		wait "$test_pid"
-		rc=$?
-		kill -0 "$test_pid" 2> /dev/null || exit "$rc"
-	done
-fi
+# The test runs in a session of its own, under a forwarder meson knows as
+# the test, so that its cleanup outlives meson's SIGKILL (tests/lib/session.sh).
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/session.sh"
+own_session PREALLOC_TEST_SESSION -- "$@"
 
 # The suite's lock (docs/testing.md, "One root test at a time"): a test here
 # changes system-wide hugepage pools and sysctls, so none runs beside another,

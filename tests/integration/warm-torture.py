@@ -1128,35 +1128,15 @@ class Run:
         # What /proc shows they keep, the pages as they are: an O_PATH fd keeps a file's
         # pages when it was retired while another holder had it open (no lease, so no
         # punch), until the O_PATH goes too.
-        dev = os.stat(self.mnt).st_dev
-        for x in list(self.holders.values()) + self.snoops:
-            if not x["proc"] or not x["proc"].alive:
-                continue
-            for d in ("fd", "map_files"):
-                base = "/proc/%d/%s" % (x["proc"].pid, d)
-                try:
-                    names = os.listdir(base)
-                except OSError:
-                    continue
-                for n in names:
-                    try:
-                        st = os.stat(os.path.join(base, n))
-                    except OSError:
-                        continue
-                    if st.st_dev == dev and st.st_ino not in inos:
-                        hidden[st.st_ino] = max(hidden.get(st.st_ino, 0), st.st_blocks * 512)
+        for _, ino, size in self.proc_keeps():
+            if ino not in inos:
+                hidden[ino] = max(hidden.get(ino, 0), size)
         return hidden
 
-    def inventory(self, recs):
-        files = []
-        for root, _, names in os.walk(self.mnt):
-            for n in names:
-                st = os.lstat(os.path.join(root, n))
-                files.append("%s:%d:%d:%dl" % (n, st.st_ino, st.st_blocks * 512, st.st_nlink))
-        keeps = ["h%s:%s:%s" % (h["id"], h["ino"], h["refs"] or h["link"])
-                 for h in self.holders.values() if h["proc"] and h["proc"].alive]
+    def proc_keeps(self):
+        """(actor, inode, bytes) for each file of the mount a live actor's fds and
+        mappings reach, as /proc shows them (an fd in flight or a pipe's page: not)."""
         dev = os.stat(self.mnt).st_dev
-        seen = {}
         for x in list(self.holders.values()) + self.snoops:
             if not x["proc"] or not x["proc"].alive:
                 continue
@@ -1172,7 +1152,17 @@ class Run:
                     except OSError:
                         continue
                     if st.st_dev == dev:
-                        seen["%s:%d" % (x["id"], st.st_ino)] = st.st_blocks * 512
+                        yield x, st.st_ino, st.st_blocks * 512
+
+    def inventory(self, recs):
+        files = []
+        for root, _, names in os.walk(self.mnt):
+            for n in names:
+                st = os.lstat(os.path.join(root, n))
+                files.append("%s:%d:%d:%dl" % (n, st.st_ino, st.st_blocks * 512, st.st_nlink))
+        keeps = ["h%s:%s:%s" % (h["id"], h["ino"], h["refs"] or h["link"])
+                 for h in self.holders.values() if h["proc"] and h["proc"].alive]
+        seen = {"%s:%d" % (x["id"], ino): size for x, ino, size in self.proc_keeps()}
         keeps.append("(by /proc: %s)" % seen)
         return "; files %s; records %s; holders keep %s" % (
             " ".join(files), " ".join("%d:%s:%d" % (r["ino"], r["warm"], r["size"])

@@ -8,18 +8,11 @@
 set -u
 export LC_ALL=C
 
-# A session of its own under a forwarder, as tests/integration/lib.sh does:
-# meson's SIGTERM reaches the test, which still gets to clean up.
-if [ -z "${PKGTEST_SESSION:-}" ]; then
-	PKGTEST_SESSION=$$ setsid unshare --mount --propagation private "$BASH" "$0" "$@" &
-	test_pid=$!
-	trap 'kill -TERM -- "-$test_pid" 2> /dev/null' TERM INT HUP
-	while :; do
-		wait "$test_pid"
-		rc=$?
-		kill -0 "$test_pid" 2> /dev/null || exit "$rc"
-	done
-fi
+# A session of its own under a forwarder (tests/lib/session.sh), in a mount
+# namespace of its own: meson's SIGTERM reaches the test, which still gets
+# to clean up.
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/session.sh"
+own_session PKGTEST_SESSION unshare --mount --propagation private -- "$@"
 
 src=${1:?usage: $0 SOURCE_ROOT}
 here=$(cd "$(dirname "$0")" && pwd)
