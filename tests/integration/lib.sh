@@ -14,12 +14,13 @@ own_session PREALLOC_TEST_SESSION -- "$@"
 # The suite's lock (docs/testing.md, "One root test at a time"): a test here
 # changes system-wide hugepage pools and sysctls, so none runs beside another,
 # whoever started it (meson, a helper, a second checkout). Held already when
-# an ancestor took it (flock(1) and setup.sh pass their descriptor on: the
+# an ancestor took it (flock(1) passes its descriptor on: the
 # same open file, so flock -n on it succeeds; meson test closes every
-# descriptor past 2 in what it starts, so an ancestor with the file open
-# counts too: flock(1) starts its command only once it holds the lock);
-# else taken here, 15 minutes at most (the longest test's timeout is 10),
-# and held until this test and what it started are gone.
+# descriptor past 2 in what it starts, so an ancestor's descriptor counts
+# too, when it is the one that holds the lock: its fdinfo shows the FLOCK,
+# which a descriptor merely open on the file, or one still waiting, does
+# not); else taken here, 15 minutes at most (the longest test's timeout is
+# 10), and held until this test and what it started are gone.
 SUITE_LOCK=/var/tmp/prealloc-suite.lock
 suite_lock() {
 	local f p=$PPID
@@ -28,7 +29,9 @@ suite_lock() {
 	done
 	while [ "${p:-0}" -gt 1 ]; do
 		for f in /proc/"$p"/fd/*; do
-			[ "$(readlink "$f" 2> /dev/null)" = "$SUITE_LOCK" ] && return 0
+			[ "$(readlink "$f" 2> /dev/null)" = "$SUITE_LOCK" ] &&
+				grep -q '^lock:.*FLOCK.*WRITE' "/proc/$p/fdinfo/${f##*/}" 2> /dev/null &&
+				return 0
 		done
 		p=$(awk '/^PPid:/ { print $2 }' /proc/"$p"/status 2> /dev/null)
 	done
