@@ -43,8 +43,8 @@ static uint64_t warm_ready_pages(const struct store *s, int node, uint64_t ps)
 	for (size_t i = 0; i < s->nr; i++) {
 		const struct record *w = &s->r[i];
 
-		if (w->warm != PREALLOC_WARM_READY || w->state != PREALLOC_RECORD_READY ||
-		    w->warm_node != node || w->page_size != ps || (fd = warm_link_open(w)) < 0)
+		if (!warm_ready(w) || w->warm_node != node || w->page_size != ps ||
+		    (fd = warm_link_open(w)) < 0)
 			continue;
 		close(fd);
 		n += w->size / ps;
@@ -145,8 +145,7 @@ static int take_warm(struct prealloc_ctx *ctx, struct store *s, uint64_t id, uns
 		uint64_t pages = w->size / ps, cut = MIN(pages, short_pages - *ret_freed);
 		int fd, r;
 
-		if (w->warm != PREALLOC_WARM_READY || w->state != PREALLOC_RECORD_READY ||
-		    w->warm_node != node || w->page_size != ps || !pages ||
+		if (!warm_ready(w) || w->warm_node != node || w->page_size != ps || !pages ||
 		    (fd = warm_link_open(w)) < 0)
 			continue;
 		r = warm_cut(ctx, s, i, fd, id, line, cut);

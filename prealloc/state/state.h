@@ -495,6 +495,15 @@ enum warm_move_kind {
 	WARM_MOVE_BACK,		/* a write-ahead taken back */
 };
 int warm_move_kind(int from, int to);
+/*
+ * A READY warm file that may be handed out or cut: its record READY too,
+ * not one whose removal began (RELEASING, its write-ahead, which leaves
+ * the warm state as it was: a drop killed there is finished by the pass).
+ */
+static inline bool warm_ready(const struct record *r)
+{
+	return r->warm == PREALLOC_WARM_READY && r->state == PREALLOC_RECORD_READY;
+}
 int warm_move(const struct prealloc_ctx *ctx, struct store *s, struct record *r, int to);
 int warm_move_back(const struct prealloc_ctx *ctx, struct store *s, struct record *r, int to);
 /*

@@ -57,9 +57,7 @@ long warm_pick(const struct store *s, const struct prealloc_warm_take_opts *o, u
 				held = (long)i;
 			continue;
 		}
-		/* Not one whose removal began (RELEASING: a drop killed part-way, or under way). */
-		if (r->warm != PREALLOC_WARM_READY || r->state != PREALLOC_RECORD_READY ||
-		    !tenant_may_take(r, o->tenant))
+		if (!warm_ready(r) || !tenant_may_take(r, o->tenant))
 			continue;
 		if (r->size < o->length) {
 			smaller++;

@@ -269,6 +269,33 @@ wait $POP 2> /dev/null
 check "once its run is dead and every file given back, an empty warm.conf leaves nothing ($(states))" \
 	[ "$(states)" = "ready=0 handed=0 returning=0 dirty=0 clearing=0 quarantined=0 populating=0" ]
 
+# ---- A removal killed after its write-ahead ---------------------------------
+# A fill that drops a file over a lowered target, SIGKILLed between the
+# record's RELEASING save and the unlink (settle-releasing): the record still
+# says READY for the warm pool, but the file's removal began. No take may get
+# it (the next pass removes it, under its holder); the next fill finishes it.
+printf 'node0.4k = 2 x 4M @ %s\n' "$SHM" > "$PREALLOC_WARM_CONF"
+"$PREALLOC" warm fill > /dev/null 2>&1
+printf 'node0.4k = 1 x 4M @ %s\n' "$SHM" > "$PREALLOC_WARM_CONF"
+paused settle-releasing "$PREALLOC" warm fill
+kill -9 $PPID_
+wait $PPID_ 2> /dev/null
+releasing=$(python3 - "$PREALLOC_STATE_DIR/store" <<'PY'
+import sys
+print(' '.join(l.split()[6] for l in open(sys.argv[1]) if l.startswith('rec ') and l.split()[2] == 'releasing'))
+PY
+)
+got1=$(take 4M rel1 --owner 65534:65534) ino1=$(stat -c %i "$SHM/rel1" 2> /dev/null)
+got2=$(take 4M rel2 --owner 65534:65534) ino2=$(stat -c %i "$SHM/rel2" 2> /dev/null)
+check "a fill killed after a drop's write-ahead: no take gets that file (releasing inode '$releasing'; takes got '$got1' $ino1 and '$got2' $ino2)" \
+	all_of '[ -n "$releasing" ] && [ "$ino1" != "$releasing" ] && [ "$ino2" != "$releasing" ] &&
+		[ -z "$got2" ]'
+"$PREALLOC" warm give "$SHM/rel1" > /dev/null 2>&1
+: > "$PREALLOC_WARM_CONF"
+"$PREALLOC" warm fill > /dev/null 2>&1
+check "... and the next fill finishes its removal: nothing left recorded ($(states))" \
+	[ "$(states)" = "ready=0 handed=0 returning=0 dirty=0 clearing=0 quarantined=0 populating=0" ]
+
 # ---- A holder that is a process -------------------------------------------
 # `prealloc qemu`'s holder, qemu:PID:START with the check path /proc/PID
 # (prealloc_holder_process): kept while that process runs, given back once
