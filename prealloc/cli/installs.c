@@ -50,7 +50,9 @@ static void add_other(char list[][INSTALLS_PATH], unsigned int *nr, char seen[][
 struct search {
 	const char *root;
 	char lib_real[PATH_MAX];		/* the loaded library under root */
-	char seen[INSTALLS_MAX][PATH_MAX];
+	char self_real[PATH_MAX];		/* this program under root */
+	char seen[INSTALLS_MAX][PATH_MAX];	/* the other libraries, resolved */
+	char seen_bins[INSTALLS_MAX][PATH_MAX];	/* the other programs, resolved */
 	struct installs *in;
 };
 
@@ -65,13 +67,14 @@ static void look_dir(struct search *s, const char *dir)
 		add_other(s->in->libs, &s->in->nr_libs, s->seen, s->lib_real, real, path);
 }
 
-/* Each directory of a colon-separated list. */
-static void look_list(struct search *s, const char *list)
+/* look(s, dir) for each directory of a colon-separated list (NULL: none). */
+static void look_list(struct search *s, const char *list,
+		      void (*look)(struct search *s, const char *dir))
 {
 	char *copy = list ? strdup(list) : NULL, *save = NULL;
 
 	for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d; d = strtok_r(NULL, ":", &save))
-		look_dir(s, d);
+		look(s, d);
 	free(copy);
 }
 
@@ -141,25 +144,17 @@ static void look_system(struct search *s, const char *lib)
 	}
 }
 
-/* Every other prealloc on path. */
-static void look_bins(struct search *s, const char *path)
+/* dir/prealloc, when it is there, runs, and is not this program. */
+static void look_bin(struct search *s, const char *dir)
 {
-	char *copy = path ? strdup(path) : NULL, *save = NULL, self[PATH_MAX];
-	char seen[INSTALLS_MAX][PATH_MAX];
+	char file[PATH_MAX], real[PATH_MAX], full[PATH_MAX];
 
-	if (resolve(s->root, s->in->binary, self) < 0)
-		snprintf(self, sizeof(self), "%s", s->in->binary);
-	for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d; d = strtok_r(NULL, ":", &save)) {
-		char file[PATH_MAX], real[PATH_MAX], full[PATH_MAX];
-
-		if ((size_t)snprintf(file, sizeof(file), "%s/prealloc", d) >= sizeof(file) ||
-		    resolve(s->root, file, real) < 0)
-			continue;
-		snprintf(full, sizeof(full), "%s%s", s->root, file);
-		if (access(full, X_OK) == 0)
-			add_other(s->in->bins, &s->in->nr_bins, seen, self, real, file);
-	}
-	free(copy);
+	if ((size_t)snprintf(file, sizeof(file), "%s/prealloc", dir) >= sizeof(file) ||
+	    resolve(s->root, file, real) < 0)
+		return;
+	snprintf(full, sizeof(full), "%s%s", s->root, file);
+	if (access(full, X_OK) == 0)
+		add_other(s->in->bins, &s->in->nr_bins, s->seen_bins, s->self_real, real, file);
 }
 
 void installs_find(const char *root, const char *self, const char *lib, const char *ld_path,
@@ -176,10 +171,12 @@ void installs_find(const char *root, const char *self, const char *lib, const ch
 	s->in = ret;
 	if (!lib[0] || resolve(root, lib, s->lib_real) < 0)
 		snprintf(s->lib_real, sizeof(s->lib_real), "%s", lib);
-	look_list(s, ld_path);
+	if (resolve(root, self, s->self_real) < 0)
+		snprintf(s->self_real, sizeof(s->self_real), "%s", self);
+	look_list(s, ld_path, look_dir);
 	read_ld_conf(s, "/etc/ld.so.conf", 0);
 	look_system(s, lib);
-	look_bins(s, path);
+	look_list(s, path, look_bin);
 	free(s);
 }
 

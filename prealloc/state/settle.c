@@ -220,7 +220,11 @@ static bool unnamed_file(const struct record *r)
  * free pages (a cold take, a prepare), whose record counts them as found,
  * not grown. The growth follows the pages: moved to such records (pages
  * beyond their growth), so that it goes back when they do, instead of this
- * record staying, shown, for good. What no record took stays here.
+ * record staying, shown, for good. What no record took stays here. A walk
+ * of /proc that missed a reference (a pipe's page, a pin) makes this move
+ * growth whose pages are still held: the sum of growth is kept, and the
+ * record it moved to gives back only pages that are free, so the rest
+ * stays recorded with it.
  */
 static void growth_follow_pages(struct store *s, size_t ri, unsigned int k)
 {
