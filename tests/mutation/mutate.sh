@@ -18,7 +18,9 @@
 # --no-suite leaves a suite out, only for one that fails unmutated here (say
 # why in the report: a suite that fails anyway would 'kill' every mutant).
 # --hints takes an earlier run's results.tsv: a mutant that run killed first
-# runs its killer alone, and the whole suite only if that passes; a kill is
+# runs its killer alone (or, where the third field is a comma-separated list,
+# those tests in that order, stopping at the first failure: the candidates
+# for a mutant not yet decided), and the whole suite only if that passes; a kill is
 # still a test of the default suite failing twice, so the verdicts mean what
 # they mean without it, and a run takes minutes where it took hours.
 # Root, like the suite. Prints one line per mutant, then the kill ratio and
@@ -90,9 +92,9 @@ grep -P '^\d+\t' "$LIST" | while IFS=$'\t' read -r id file expr what; do
 	elif ! ninja -C "$B" > "$WORK/logs/$id.build" 2>&1; then
 		verdict=STILLBORN by=-
 	elif [ -n "$(hint "$id")" ] &&
-		! meson test -C "$B" --no-rebuild --print-errorlogs "$(hint "$id")" > "$WORK/logs/$id.log" 2>&1; then
-		by=$(hint "$id")
-		if meson test -C "$B" --no-rebuild "$by" > "$WORK/logs/$id.confirm" 2>&1; then
+		! meson test -C "$B" --no-rebuild --maxfail 1 --print-errorlogs $(hint "$id" | tr , ' ') > "$WORK/logs/$id.log" 2>&1; then
+		by=$(first_failure "$WORK/logs/$id.log")
+		if meson test -C "$B" --no-rebuild "${by:-?}" > "$WORK/logs/$id.confirm" 2>&1; then
 			verdict=FLAKY
 		else
 			verdict=KILLED
