@@ -29,7 +29,7 @@ static const struct {
 	{ "take", "prealloc warm take --reserved --holder NAME --node N --page-size P SIZE\n"
 		  "                          --to PATH [--owner UID:GID]\n" },
 	{ "give", "prealloc warm give PATH | --holder NAME [--tenant NAME]\n" },
-	{ "fill", "prealloc warm fill [--conf FILE] [--threads N] [--rate GB/s] [--idle]\n" },
+	{ "fill", "prealloc warm fill [--conf FILE] [--threads N] [--rate GB/s] [--idle] [--json]\n" },
 	{ "serve", warm_serve_synopsis },
 	{ "status", warm_status_synopsis },
 	{ "drain", warm_drain_synopsis },
@@ -338,10 +338,60 @@ static void fill_progress(void *userdata, struct prealloc_job *job)
 		progress_draw(job, now_seconds() - fp->start, false);
 }
 
-/* What a fill did (r, info), the targets it cannot meet, its failure; the exit status. */
-static int fill_report(int r, const struct prealloc_warm_fill_info *info)
+/* fill --json: what it did, each kind of file with its bytes, and where the new files' time went. */
+static void fill_json(const struct prealloc_warm_fill_info *info, double seconds)
 {
-	if (r != -EINVAL)	/* a refused conf did nothing to report */
+	struct json_object *o = json_object_new_object(), *ph = json_object_new_object();
+	const struct {
+		const char *name;
+		unsigned int files;
+		uint64_t bytes;
+	} kinds[] = {
+		{ "returned", info->returned, 0 },
+		{ "renewed", info->renewed, info->renewed_bytes },
+		{ "cleared", info->cleared, info->cleared_bytes },
+		{ "created", info->created, info->created_bytes },
+		{ "removed", info->dropped, info->dropped_bytes },
+		{ "unmet", info->unmet, info->unmet_bytes },
+	};
+	const struct {
+		const char *name;
+		double seconds;
+	} phases[] = {
+		{ "admit", info->admit_seconds },	{ "populate", info->populate_seconds },
+		{ "verify", info->verify_seconds },	{ "commit", info->commit_seconds },
+		{ "retire", info->retire_seconds },	{ "renew", info->renew_seconds },
+		{ "clear", info->clear_seconds },
+	};
+	char key[40];
+
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		json_object_object_add(o, kinds[i].name, json_object_new_uint64(kinds[i].files));
+		if (i == 0)
+			continue;	/* a returned file's bytes are a later step's */
+		snprintf(key, sizeof(key), "%s_bytes", kinds[i].name);
+		json_object_object_add(o, key, json_object_new_uint64(kinds[i].bytes));
+	}
+	for (size_t i = 0; i < sizeof(phases) / sizeof(phases[0]); i++)
+		json_object_object_add(ph, phases[i].name, json_object_new_double(phases[i].seconds));
+	json_object_object_add(o, "seconds", json_object_new_double(seconds));
+	json_object_object_add(o, "phases", ph);
+	json_object_object_add(o, "message", json_object_new_string(info->message));
+	json_object_object_add(o, "unmet_message", json_object_new_string(info->unmet_message));
+	printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY));
+	json_object_put(o);
+}
+
+/*
+ * What a fill did (r, info; seconds, the pass's whole time), the targets it
+ * cannot meet, its failure; the exit status.
+ */
+static int fill_report(int r, const struct prealloc_warm_fill_info *info, bool json,
+		       double seconds)
+{
+	if (r != -EINVAL && json)
+		fill_json(info, seconds);
+	else if (r != -EINVAL)	/* a refused conf did nothing to report */
 		printf("warm fill: %u returned, %u renewed (%.2f GB/s), %u cleared (%.2f GB/s), "
 		       "%u created, %u removed\n",
 		       info->returned, info->renewed,
@@ -368,7 +418,9 @@ static int cmd_warm_fill(int argc, char **argv)
 	struct prealloc_warm_fill_info info = { .size = sizeof(info) };
 	struct fill_progress fp = { 0 };
 	struct prealloc_ctx *ctx;
+	bool json = false;
 	char err[128];
+	double t0;
 	int r;
 
 	for (int i = 1; i < argc; i++) {
@@ -391,12 +443,14 @@ static int cmd_warm_fill(int argc, char **argv)
 			o.clear_rate = (uint64_t)(gbps * 1e9);
 		} else if (!strcmp(argv[i], "--idle")) {
 			o.flags |= PREALLOC_WARM_FILL_IDLE;
+		} else if (!strcmp(argv[i], "--json")) {
+			json = true;
 		} else if (!strcmp(argv[i], "--help")) {
 			warm_usage(stdout, "fill");
 			return EXIT_OK;
 		} else {
 			cli_error("warm fill: unknown argument '%s' (--conf FILE, --threads N, "
-				  "--rate GB/s, --idle)",
+				  "--rate GB/s, --idle, --json)",
 				  argv[i]);
 			return EXIT_USAGE;
 		}
@@ -408,10 +462,12 @@ static int cmd_warm_fill(int argc, char **argv)
 		o.progress = fill_progress;
 		o.userdata = &fp;
 	}
+	t0 = now_seconds();
 	r = prealloc_warm_fill(ctx, &o, &info);
+	t0 = now_seconds() - t0;
 	prealloc_ctx_free(ctx);
 	progress_forget();
-	return fill_report(r, &info);
+	return fill_report(r, &info, json, t0);
 }
 
 const struct cli_command warm_commands[] = {

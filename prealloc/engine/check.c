@@ -153,13 +153,65 @@ static int zero_run(void *arg)
 	return 0;
 }
 
+/*
+ * [offset, offset + len) of the region read back for zeroes, the lowest
+ * non-zero offset kept in crew; a SIGBUS (the file shrank) fails at the
+ * page that faulted (*ret_at).
+ */
+static int zero_range(struct prealloc_job *job, struct node_crew *crew, uint64_t offset,
+		      uint64_t len, uint64_t *ret_at)
+{
+	struct zero_call z = { job->addr + offset, len, len };
+	uint64_t fault = 0;
+	int r;
+
+	r = sigbus_guarded(job->addr + offset, len, zero_run, &z, &fault);
+	if (r < 0) {
+		*ret_at = offset + ALIGN_DOWN(fault, job->page_size);
+		return r;
+	}
+	if (z.nz < len) {
+		uint64_t want = offset + z.nz + 1, cur = atomic_load(&crew->nonzero);
+
+		while ((cur == 0 || want < cur) &&
+		       !atomic_compare_exchange_weak(&crew->nonzero, &cur, want))
+			;
+	}
+	return 0;
+}
+
+/*
+ * Read back in the same worker right after each step is faulted in: the
+ * kernel's zeroes are still in cache (a 2M page is zeroed with ordinary
+ * stores), where the check phase read every byte back from memory once more.
+ */
+int check_fused_piece(struct prealloc_job *job, struct node_crew *crew, const struct job_op *op,
+		      void *state, uint64_t offset, uint64_t len, uint64_t *ret_at)
+{
+	uint64_t step = MAX(job->page_size, JOB_FUSED_STEP);
+
+	for (uint64_t off = 0; off < len; off += step) {
+		uint64_t n = MIN(step, len - off);
+		int r = op->piece(state, job->addr + offset + off, n);
+
+		if (r < 0) {
+			*ret_at = offset + off;
+			return r;
+		}
+		r = zero_range(job, crew, offset + off, n, ret_at);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 int check_chunk(struct prealloc_job *job, struct node_crew *crew, const struct job_chunk *c,
 		uint64_t *ret_at)
 {
 	uint8_t *p = job->addr + c->offset;
-	bool zeroes = (job->opts.flags & PREALLOC_JOB_VERIFY) || job->opts.op == PREALLOC_OP_VERIFY;
-	struct zero_call z = { p, c->length, c->length };
-	uint64_t fault = 0;
+	/* zero_fused: read back already, as the op went. */
+	bool zeroes = !job->zero_fused && ((job->opts.flags & PREALLOC_JOB_VERIFY) ||
+					   job->opts.op == PREALLOC_OP_VERIFY);
 	int r;
 
 	if (c->placed && !(job->opts.flags & PREALLOC_JOB_NO_PLACEMENT) &&
@@ -180,20 +232,6 @@ int check_chunk(struct prealloc_job *job, struct node_crew *crew, const struct j
 		atomic_fetch_add(&crew->off, off);
 		atomic_fetch_add(&crew->missing, missing);
 	}
-	if (!zeroes)
-		return 0;
 	/* A SIGBUS reading back (the file shrank) fails the job at the page that faulted. */
-	r = sigbus_guarded(p, c->length, zero_run, &z, &fault);
-	if (r < 0) {
-		*ret_at = c->offset + ALIGN_DOWN(fault, job->page_size);
-		return r;
-	}
-	if (z.nz < c->length) {
-		uint64_t want = c->offset + z.nz + 1, cur = atomic_load(&crew->nonzero);
-
-		while ((cur == 0 || want < cur) &&
-		       !atomic_compare_exchange_weak(&crew->nonzero, &cur, want))
-			;
-	}
-	return 0;
+	return zeroes ? zero_range(job, crew, c->offset, c->length, ret_at) : 0;
 }

@@ -48,14 +48,17 @@ static int work_chunk(struct prealloc_job *job, struct node_crew *crew, const st
 	uint64_t step = MAX(job->page_size, op->step ? op->step : JOB_STEP);
 
 	for (uint64_t off = 0; off < c->length; off += step) {
-		uint64_t len = MIN(step, c->length - off);
+		uint64_t len = MIN(step, c->length - off), at = c->offset + off;
 		int r;
 
 		if (atomic_load(&job->cancel))
 			return -ECANCELED;
-		r = op->piece(state, job->addr + c->offset + off, len);
+		if (job->zero_fused && op == job->op)
+			r = check_fused_piece(job, crew, op, state, c->offset + off, len, &at);
+		else
+			r = op->piece(state, job->addr + c->offset + off, len);
 		if (r < 0) {
-			job_fail(job, r, crew->node, c->offset + off);
+			job_fail(job, r, crew->node, at);
 			return r;
 		}
 		atomic_fetch_add(&crew->bytes_done, len);
@@ -161,7 +164,8 @@ static void *worker_main(void *arg)
 
 		if (r < 0)
 			job_fail(job, r, crew->node, at);
-		job_pace(job, crew, crew->chunks[i].length);
+		if (!job->zero_fused)	/* else only placement is left to count */
+			job_pace(job, crew, crew->chunks[i].length);
 	}
 	time_max(job, &job->t_check_end, NULL);
 	if (idle)
@@ -312,6 +316,8 @@ static int job_setup(struct prealloc_job *job, struct prealloc_region *region,
 			job->sinks[1] = *spec->sink;
 	}
 	job->rounds = job->serial ? 2 : 1;
+	job->zero_fused = job->op->op == PREALLOC_OP_POPULATE &&
+			  (job->opts.flags & PREALLOC_JOB_VERIFY);
 	if (job->op->setup) {
 		r = job->op->setup(&args, &job->op_state);
 		if (r < 0)

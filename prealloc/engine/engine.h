@@ -20,6 +20,13 @@
  * within one step (plus one page's fault) whatever the chunk size.
  */
 #define JOB_STEP (UINT64_C(16) << 20)
+/*
+ * A populate that VERIFY checks reads each piece back as soon as it is
+ * faulted in, this many bytes at a time (or one page where pages are
+ * larger), while the bytes the kernel just zeroed are still in cache; the
+ * check phase then counts placement only. docs/warm.md ("Renewal's speed").
+ */
+#define JOB_FUSED_STEP (UINT64_C(2) << 20)
 /* With max_rate, chunks no larger than this: the check phase is paced per chunk. */
 #define JOB_PACED_CHUNK (UINT64_C(64) << 20)
 
@@ -255,6 +262,7 @@ struct prealloc_job {
 	int efd;
 	pthread_mutex_t join_lock;	/* one joiner; later waiters wait for it */
 	atomic_bool joined;
+	bool zero_fused;	/* POPULATE + VERIFY: the workers read back as they go */
 	bool placement_scanned;	/* counts came from numa_maps; skip move_pages */
 	bool placement_pagemap;	/* 4K: each worker reads its chunks' frames (pagemap.c) */
 	bool start_failed;	/* workers released cancelled: no finish, no sinks */
@@ -290,6 +298,13 @@ void crews_policy_worker(struct prealloc_job *job, const struct node_crew *crew)
 void crews_policy_end(struct prealloc_job *job);
 /* check.c: the check phase. Once per job (one thread), then per chunk. */
 void check_scan_job(struct prealloc_job *job);
+/*
+ * check.c, for a zero_fused job: op's piece over [offset, offset + len),
+ * JOB_FUSED_STEP at a time, each read back for zeroes right after; the
+ * region offset of a failure in *ret_at.
+ */
+int check_fused_piece(struct prealloc_job *job, struct node_crew *crew, const struct job_op *op,
+		      void *state, uint64_t offset, uint64_t len, uint64_t *ret_at);
 /* 0, or the first error and where (region offset) into *ret_at: the caller fails the job. */
 /* pace.c: max_rate's nap after bytes more of crew's; 0 max_rate: none. */
 void job_pace(struct prealloc_job *job, struct node_crew *crew, uint64_t bytes);

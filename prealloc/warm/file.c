@@ -269,7 +269,7 @@ static int created_ready(const struct prealloc_ctx *ctx, struct store *s, struct
 
 int warm_create(struct prealloc_ctx *ctx, int node, uint64_t page_size, const char *mount,
 		uint64_t length, const struct warm_pace *pace, char *why, size_t why_len,
-		uint64_t *ret_id)
+		uint64_t *ret_id, struct prealloc_warm_fill_info *phases)
 {
 	struct prealloc_prepare_info pinfo = { .size = sizeof(pinfo) };
 	struct prealloc_prepare_opts po = {
@@ -288,17 +288,28 @@ int warm_create(struct prealloc_ctx *ctx, int node, uint64_t page_size, const ch
 		.admit_flags = PREALLOC_ADMIT_KEEP_WARM, .record_made = created_record,
 		.committed = created_ready, .arg = &node,
 	};
+	struct prealloc_report rep = { .size = sizeof(rep) };
 	struct prealloc_job *job;
-	double t0 = now_seconds();
+	double t0 = now_seconds(), t1;
 	struct stat ms;
 	int err;
 
 	err = prepare_start(ctx, &po, &more, &job, &pinfo);
+	t1 = now_seconds();
 	if (err == 0) {
 		err = warm_job_finish(job, pace);	/* stopped: rolled back, nothing left */
 		prealloc_prepare_info(job, &pinfo);
+		if (phases && prealloc_job_report(job, &rep) == 0) {
+			double rest = now_seconds() - t1 - rep.seconds - rep.verify_seconds;
+
+			phases->populate_seconds += rep.seconds;
+			phases->verify_seconds += rep.verify_seconds;
+			phases->commit_seconds += rest > 0 ? rest : 0;
+		}
 		prealloc_job_free(job);
 	}
+	if (phases)
+		phases->admit_seconds += t1 - t0;
 	if (err < 0)
 		snprintf(why, why_len, "%s", pinfo.message[0] ? pinfo.message : strerror(-err));
 	if (err == 0 && ret_id)

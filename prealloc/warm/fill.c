@@ -128,12 +128,13 @@ static int target_grow(struct prealloc_ctx *ctx, const struct warm_pass *p, unsi
 	}
 	store_close(&s, lock);
 	err = warm_create(ctx, t->node, t->page_size, mount, next, &p->pace, why, sizeof(why),
-			  NULL);
+			  NULL, info);
 	if (err < 0) {
 		warm_note(info, "node%d.%s: %s", t->node, prealloc_page_name(t->page_size), why);
 		return err;
 	}
 	info->created++;
+	info->created_bytes += next;
 	return 1;
 }
 

@@ -410,7 +410,7 @@ EXPORT int prealloc_warm_take(struct prealloc_ctx *ctx, const struct prealloc_wa
 		hit = PREALLOC_WARM_COLD;
 		r = warm_create(ctx, o.node, o.page_size, warm_mount(ctx, o.mount, o.page_size),
 				o.length, &(struct warm_pace){ .stop_fd = -1 }, info.message,
-				sizeof(info.message), NULL);
+				sizeof(info.message), NULL, NULL);
 		if (r == 0)
 			r = take_hand(ctx, &o, dev, dir, &info);
 	}

@@ -94,8 +94,8 @@ int warm_renew(struct prealloc_ctx *ctx, const struct warm_pass *p, const struct
 {
 	char mount[PATH_MAX], why[512];
 	uint64_t new_id = 0;
-	double t0 = now_seconds();
-	int err;
+	double t0 = now_seconds(), t1;
+	int err, retired;
 
 	warm_record_mount(c, mount, sizeof(mount));
 	test_pause("warm-renew-before-create");
@@ -106,15 +106,18 @@ int warm_renew(struct prealloc_ctx *ctx, const struct warm_pass *p, const struct
 	 * go back, with what it had added, at its retirement).
 	 */
 	err = warm_create(ctx, c->warm_node, c->page_size, mount, c->size, &p->pace, why,
-			  sizeof(why), &new_id);
+			  sizeof(why), &new_id, info);
 	if (err == -ECANCELED)
 		return err;	/* DIRTY again: renewed by the next pass */
 	if (err < 0)
 		warm_note(info, "warm file %s: no new file took its place (%s): removed", c->tmp,
 			  why);
+	t1 = now_seconds();
 	warm_release_if_sole(c);	/* with a lease: its pages go back now (holder.c) */
 	test_pause("warm-renew-before-retire");
-	if (retire(ctx, p->lock_timeout_ms, c, err == 0 ? new_id : 0, info) == 0 && err == 0) {
+	retired = retire(ctx, p->lock_timeout_ms, c, err == 0 ? new_id : 0, info);
+	info->retire_seconds += now_seconds() - t1;
+	if (retired == 0 && err == 0) {
 		double seconds = now_seconds() - t0;
 
 		info->renewed++;

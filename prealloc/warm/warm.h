@@ -316,11 +316,12 @@ __attribute__((format(printf, 4, 5))) int warm_fail(char *msg, size_t len, int e
 						    const char *fmt, ...);
 /*
  * A new warm file of length on node and mount, populated, verified zero
- * and on its node, recorded READY (synchronous; prepare's flow, warm).
+ * and on its node, recorded READY (synchronous; prepare's flow, warm);
+ * where its time went added to phases' *_seconds (NULL: not counted).
  */
 int warm_create(struct prealloc_ctx *ctx, int node, uint64_t page_size, const char *mount,
 		uint64_t length, const struct warm_pace *pace, char *why, size_t why_len,
-		uint64_t *ret_id);
+		uint64_t *ret_id, struct prealloc_warm_fill_info *phases);
 
 
 /* ---- a file coming back from its holder (give.c) --------------------------- */

@@ -99,6 +99,7 @@ struct opts {
 	bool want[NR_BACKINGS];
 	bool noplace;
 	bool rawbind;
+	bool raw_only;		/* --raw-only: the raw leg alone, at the thread counts asked */
 	const char *json;
 	/* --oneshot */
 	bool oneshot;
@@ -511,10 +512,12 @@ static unsigned int build_methods(const struct opts *o, struct method *m)
 
 	for (unsigned int t = 0; t < o->nr_threads; t++)
 		have1 |= o->threads[t] == 1;
-	if (!have1)
+	if (!have1 && !o->raw_only)
 		m[nr++] = (struct method){ .kind = M_RAW, .threads = 1 };
 	for (unsigned int t = 0; t < o->nr_threads; t++) {
 		m[nr++] = (struct method){ .kind = M_RAW, .threads = o->threads[t] };
+		if (o->raw_only)
+			continue;
 		m[nr++] = (struct method){ .kind = M_PREALLOC, .threads = o->threads[t] };
 		if (o->noplace)
 			m[nr++] = (struct method){ .kind = M_NOPLACE, .threads = o->threads[t] };
@@ -751,6 +754,8 @@ static void usage(FILE *f)
 		"  --backing LIST     anon4k,thp,hugetlb2m,memfd4k (default anon4k,thp,hugetlb2m)\n"
 		"  --no-placement     also time prealloc with PREALLOC_JOB_NO_PLACEMENT\n"
 		"  --raw-bind         also time raw on a mapping MPOL_BIND to the first node\n"
+		"  --raw-only         time raw alone, at the thread counts asked (another\n"
+		"                     tool's reference: bench-warm-fill.sh)\n"
 		"  --json FILE        also write the results as JSON\n"
 		"  --oneshot          populate one region (first backing, first thread count) and"
 		" exit\n"
@@ -799,6 +804,7 @@ int main(int argc, char **argv)
 		{ "backing", required_argument, NULL, 'b' },
 		{ "no-placement", no_argument, NULL, 'n' },
 		{ "raw-bind", no_argument, NULL, 'B' },
+		{ "raw-only", no_argument, NULL, 'R' },
 		{ "json", required_argument, NULL, 'j' },
 		{ "oneshot", no_argument, NULL, 'o' },
 		{ "skip-populate", no_argument, NULL, 'k' },
@@ -838,6 +844,9 @@ int main(int argc, char **argv)
 			break;
 		case 'B':
 			o.rawbind = true;
+			break;
+		case 'R':
+			o.raw_only = true;
 			break;
 		case 'j':
 			o.json = optarg;

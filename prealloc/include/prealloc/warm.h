@@ -286,6 +286,17 @@ struct prealloc_warm_fill_info {
 	unsigned int unmet;
 	uint64_t unmet_bytes;
 	char unmet_message[512];
+	/* Bytes of the files created (not renewed) to grow the targets. */
+	uint64_t created_bytes;
+	/*
+	 * Where the new files' time went (those renewed and created), summed,
+	 * seconds: admission (the store, the pool grown, the file made),
+	 * populate (faulted in on the node, each step read back for zeroes as
+	 * it went), verify (every page counted on its node), commit (the
+	 * record READY, the file's name); retire: the old files of renewals
+	 * let go and their records settled.
+	 */
+	double admit_seconds, populate_seconds, verify_seconds, commit_seconds, retire_seconds;
 };
 
 /*
