@@ -58,7 +58,7 @@ static void ident_detect(void)
 	arch_cpu_identify(&ident);
 }
 
-void cpu_read(const struct prealloc_ctx *ctx, struct cpu_id *ret)
+static void cpu_detect(const struct prealloc_ctx *ctx, struct cpu_id *ret)
 {
 	pthread_once(&ident_once, ident_detect);
 	*ret = ident;
@@ -72,11 +72,20 @@ void cpu_read(const struct prealloc_ctx *ctx, struct cpu_id *ret)
 
 static void host_detect(void)
 {
-	cpu_read(NULL, &host);
+	cpu_detect(NULL, &host);
 }
 
 const struct cpu_id *cpu_get(void)
 {
 	pthread_once(&host_once, host_detect);
 	return &host;
+}
+
+/* A ctx over the host's own /sys reads what cpu_get read once for the process. */
+void cpu_read(const struct prealloc_ctx *ctx, struct cpu_id *ret)
+{
+	if (!ctx || !strcmp(ctx->sys_root, HOST_SYS_ROOT))
+		*ret = *cpu_get();
+	else
+		cpu_detect(ctx, ret);
 }

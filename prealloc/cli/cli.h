@@ -68,6 +68,12 @@ struct json_object *json_double(double v);
 /* util.c */
 /* A context whose library messages reach stderr; NULL (said why) on failure. */
 struct prealloc_ctx *cli_context(void);
+/*
+ * When main began (the CLI's constructor) and how long cli_context took (the topology, the CPU),
+ * monotonic seconds: a report's process phases (docs/json.md), so that
+ * what is left of a whole run's time is exec, loading and exit.
+ */
+extern double cli_main_start, cli_ctx_seconds;
 struct option;
 /*
  * One line for a bad option from getopt_long (with opterr = 0): unknown, or

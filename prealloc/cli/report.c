@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "clock.h"
 
 static const char *method_name(int method)
 {
@@ -73,9 +74,15 @@ static json_object *node_json(const struct prealloc_node_report *n)
 	return o;
 }
 
-/* What the view adds: the clear's phases, the create's admission. */
+/* What the view adds: the process's phases, the clear's, the create's admission. */
 static void report_json_view(json_object *o, const struct run_view *view)
 {
+	/*
+	 * The process: the context (topology, CPU) and main's whole time up to
+	 * this report; a run's time outside main is exec, loading and exit.
+	 */
+	json_object_object_add(o, "ctx_seconds", json_double(cli_ctx_seconds));
+	json_object_object_add(o, "main_seconds", json_double(now_seconds() - cli_main_start));
 	if (view->clear) {
 		/* Where the time went (docs/json.md): checks, mapping, the job. */
 		json_object_object_add(o, "check_seconds", json_double(view->clear->check_seconds));

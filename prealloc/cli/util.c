@@ -17,8 +17,16 @@
 #include <time.h>
 
 #include "cli.h"
+#include "clock.h"
 
 const char *program_name = "prealloc";
+double cli_main_start, cli_ctx_seconds;
+
+/* Before main, once the loader is done with the libraries. */
+__attribute__((constructor)) static void cli_started(void)
+{
+	cli_main_start = now_seconds();
+}
 
 static void vmessage(const char *prefix, const char *fmt, va_list ap)
 {
@@ -170,8 +178,10 @@ int option_error(const char *cmd, char *const argv[], const char *optstring,
 struct prealloc_ctx *cli_context(void)
 {
 	struct prealloc_ctx *ctx;
+	double t0 = now_seconds();
 	int r = prealloc_ctx_new(&ctx);
 
+	cli_ctx_seconds = now_seconds() - t0;
 	if (r < 0) {
 		cli_error("cannot read the system topology: %s", strerror(-r));
 		return NULL;

@@ -3,7 +3,9 @@
  * The clear-file flow's checks that the file is the one the caller meant,
  * in order: the kernel named exists here; not a symbolic link (not even
  * with FORCE); a regular file; on hugetlbfs or tmpfs (else FORCE); no other
- * process maps it (else FORCE); the file opened is the file checked.
+ * process maps it or has it open (a write lease proves it at once; where it
+ * is refused, /proc names the user; else FORCE); the file opened is the
+ * file checked.
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -18,13 +20,43 @@
 
 #include "flows.h"
 
-/* Who else maps the file: -EBUSY naming them, unless FORCE. */
-static int check_mappers(struct clear_flow *flow)
+/*
+ * Whether a write lease proves that no other process has the file at path
+ * (flow->st's) open or mapped: granted only while no open file description
+ * of it exists but ours (an fd in flight refuses it too, which /proc never
+ * shows). It says nothing of an O_PATH descriptor, which reaches no byte.
+ * Where the ctx reads a procfs of its own (tests), the processes it lists
+ * are not the kernel's, and the lease cannot speak for them. Saves the walk
+ * over every process's fds and maps (1.5-2.7 ms on an idle host, more with
+ * more processes: issue 52). The open is O_NONBLOCK: a lease of another's
+ * is refused, never waited out, and then the walk names its holder.
+ */
+static bool sole_by_lease(struct clear_flow *flow, const char *path)
+{
+	struct stat fst;
+	bool sole;
+	int fd;
+
+	if (strcmp(flow->ctx->proc_root, HOST_PROC_ROOT))
+		return false;
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	sole = fstat(fd, &fst) == 0 && fst.st_dev == flow->st.st_dev &&
+	       fst.st_ino == flow->st.st_ino && file_sole_open(fd) == 0;
+	close(fd);
+	return sole;
+}
+
+/* Who else maps the file or has it open: -EBUSY naming them, unless FORCE. */
+static int check_mappers(struct clear_flow *flow, const char *file)
 {
 	struct prealloc_clear_file_info *info = &flow->info;
 	char path[PATH_MAX];
 	pid_t pid;
 
+	if (sole_by_lease(flow, file))
+		return 0;
 	pid = file_user(flow->ctx, flow->st.st_dev, flow->st.st_ino, getpid(), &info->unreadable);
 	if (pid < 0)
 		return flow_fail(flow, PREALLOC_CLEAR_STEP_MAPPERS, pid);
@@ -61,7 +93,7 @@ int clear_check_file(struct clear_flow *flow, const char *path)
 		return flow_fail(flow, PREALLOC_CLEAR_STEP_FILESYSTEM, -EMEDIUMTYPE);
 	info->length = (uint64_t)flow->st.st_size;
 	info->tail_bytes = info->length % info->page_size;
-	return check_mappers(flow);
+	return check_mappers(flow, path);
 }
 
 /* Opens the file checked; -ESTALE when another file took its place. */

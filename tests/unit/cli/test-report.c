@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "clock.h"
 #include "json-check.h"
 #include "tap.h"
 
@@ -173,7 +174,7 @@ static void node_json_matches(json_object *j, const struct prealloc_node_report 
 
 static const char *const report_keys[] = { "command", "bytes", "bytes_done", "seconds",
 	"gb_per_s", "page_size", "page_label", "file", "method", "threads", "verify_seconds",
-	"verified", "cancelled", "notify", "error", "nodes", NULL };
+	"verified", "cancelled", "notify", "error", "ctx_seconds", "main_seconds", "nodes", NULL };
 
 static void test_create_json(void)
 {
@@ -181,7 +182,8 @@ static void test_create_json(void)
 	static const char *const keys[] = { "command", "bytes", "bytes_done", "seconds",
 		"gb_per_s", "page_size", "page_label", "file", "method", "threads",
 		"verify_seconds", "verified", "first_nonzero_offset", "cancelled", "notify",
-		"notify_error", "error", "admission", "qemu", "note", "nodes", NULL };
+		"notify_error", "error", "ctx_seconds", "main_seconds", "admission", "qemu", "note",
+		"nodes", NULL };
 	static const char *const error_keys[] = { "errno", "message", "node", "offset", NULL };
 	static const char *const admit_keys[] = { "warm_pages", "warm_files_cut",
 		"warm_files_removed", "grown_pages", NULL };
@@ -254,8 +256,8 @@ static void test_clear_json(void)
 	static const char *const keys[] = { "command", "bytes", "bytes_done", "seconds",
 		"gb_per_s", "page_size", "page_label", "file", "method", "clear_kernel",
 		"clear_cached_bytes", "threads", "verify_seconds", "verified", "cancelled",
-		"notify", "error", "check_seconds", "map_seconds", "clear_seconds", "note",
-		"nodes", NULL };
+		"notify", "error", "ctx_seconds", "main_seconds", "check_seconds", "map_seconds",
+		"clear_seconds", "note", "nodes", NULL };
 	/* The flow's phases: each its own, none the job's seconds or verify_seconds. */
 	struct prealloc_clear_file_info phases = { .size = sizeof(phases),
 						   .check_seconds = 0.0625,
@@ -275,6 +277,7 @@ static void test_clear_json(void)
 	const char *w = "clear";
 
 	fill_clear(&rep, n);
+	cli_ctx_seconds = 0.015625;
 	o = render_parsed(&rep, n, 1, &view);
 	if (!tap_ok(o != NULL, "clear: the document parses"))
 		return;
@@ -297,6 +300,13 @@ static void test_clear_json(void)
 	is_bool(o, w, "cancelled", false);
 	is_string(o, w, "notify", "io_uring-registered");
 	is_null(o, w, "error");
+	/* The process's phases: the context's as cli_context timed it, main's since its start. */
+	is_double(o, w, "ctx_seconds", cli_ctx_seconds, 1e-6);
+	tap_ok(json_object_get_double(json_object_object_get(o, "main_seconds")) > 0 &&
+		       json_object_get_double(json_object_object_get(o, "main_seconds")) <
+			       now_seconds() - cli_main_start + 1e-6,
+	       "clear: main_seconds is the time since the CLI began (%f)",
+	       json_object_get_double(json_object_object_get(o, "main_seconds")));
 	is_double(o, w, "check_seconds", phases.check_seconds, 1e-6);
 	is_double(o, w, "map_seconds", phases.map_seconds, 1e-6);
 	is_double(o, w, "clear_seconds", phases.clear_seconds, 1e-6);
