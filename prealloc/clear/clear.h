@@ -157,8 +157,13 @@ uint64_t clear_probe_limit(uint64_t llc);
  * on buffers of the cached limit, then half of it, down to
  * CLEAR_PROBE_MIN, each written once since it left the caches (as `prealloc
  * bench` times them), until a size where memset holds. nr 0: not measured.
+ * Where memset held at the cached limit, upward too (up[], ascending: twice
+ * the cached limit, doubling up to the probe limit) until a size where NT
+ * leads: between the limits the rule probes each piece, and a Zen 5 ran
+ * memset at 125 GB/s where its probe's pair ran 56 at 16 MiB (issue 52).
  */
 #define CLEAR_CROSS_SIZES 4
+#define CLEAR_CROSS_UP_SIZES 4
 struct clear_cross_point {
 	uint64_t bytes;
 	unsigned int rounds;
@@ -169,14 +174,19 @@ struct clear_crossover {
 	char nt[CLEAR_KERNEL_NAME_MAX];	/* the NT kernel timed against memset */
 	unsigned int nr;		/* sizes measured, largest first */
 	struct clear_cross_point at[CLEAR_CROSS_SIZES];
-	double seconds;			/* the measurement */
+	double seconds;			/* the measurement, down and up */
+	unsigned int nr_up;		/* sizes measured above the cached limit, smallest first */
+	struct clear_cross_point up[CLEAR_CROSS_UP_SIZES];
+	double fault_seconds;		/* of seconds: faulting in a buffer past the ranking's */
 };
 
 /*
  * The footprint up to which cached stores keep winning here: limit (the
  * cached limit) unless NT led memset by CLEAR_CROSS_LEAD at the sizes x
  * measured, from the largest down; then the largest size where memset
- * held (half the smallest measured where NT led at every one). Pure.
+ * held (half the smallest measured where NT led at every one). Where
+ * memset held at the limit, the largest size above it where it held, up
+ * to the first where NT led. Pure.
  */
 #define CLEAR_CROSS_LEAD 1.1
 uint64_t clear_crossover_cached_bytes(const struct clear_crossover *x, uint64_t limit);
@@ -191,8 +201,18 @@ uint64_t clear_crossover_cached_bytes(const struct clear_crossover *x, uint64_t 
 uint64_t clear_cross_next(const struct clear_crossover *x, uint64_t cached_limit,
 			  uint64_t buf_bytes, double elapsed);
 /*
+ * Upward: the size to measure after x's last up point (none: twice
+ * cached_limit), elapsed seconds into the upward measurement; 0 stops.
+ * Only where memset held at the cached limit (x->at[0], measured there);
+ * doubling while memset held at the last, up to probe_limit, at most
+ * CLEAR_CROSS_UP_SIZES sizes, none begun past CLEAR_CROSS_UP_BUDGET_S. Pure.
+ */
+#define CLEAR_CROSS_UP_BUDGET_S 0.12
+uint64_t clear_cross_next_up(const struct clear_crossover *x, uint64_t cached_limit,
+			     uint64_t probe_limit, double elapsed);
+/*
  * Whether a measured crossover can change the choice for this clear: a
- * footprint the rules give cached stores, in pieces the probe would take.
+ * footprint up to the probe limit, in pieces the probe would take.
  */
 bool clear_crossover_matters(const struct cpu_id *cpu, uint64_t size, unsigned int threads);
 
@@ -205,10 +225,11 @@ struct clear_choice clear_select(const struct cpu_id *cpu, uint64_t size, unsign
 				 const struct clear_calibration *cal, char *why, size_t why_len);
 /*
  * clear_select() with no calibration, its cached limit refined by the
- * crossover x measured here (NULL or nr 0: the rules): a footprint over
- * clear_crossover_cached_bytes() and up to the cached limit gets the probe
- * (with handicap 1: the dirty lines stay in the cache, so the slices' ratio
- * is the clear's). Pure.
+ * crossover x measured here (NULL or nr 0: the rules): a footprint up to
+ * clear_crossover_cached_bytes() gets cached stores (above the cached
+ * limit too, where memset held there); over it and up to the cached limit,
+ * the probe with handicap 1 (the dirty lines stay in the cache, so the
+ * slices' ratio is the clear's); over both, the probe as the rules have it. Pure.
  */
 struct clear_choice clear_select_measured(const struct cpu_id *cpu, uint64_t size,
 					  unsigned int threads, const struct clear_crossover *x,

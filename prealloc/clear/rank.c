@@ -21,7 +21,12 @@
  * Then the crossover at and below the cached limit (where the rule keeps
  * cached stores, 0.70 of NT at 8 MiB on a 260 MiB-LLC Emerald Rapids):
  * memset against the probe's NT kernel from the cached limit down by
- * halves while NT leads, on memory drained by NT stores and written once.
+ * halves while NT leads, on memory drained by NT stores and written once;
+ * where memset held at the cached limit, from twice it up by doubling
+ * while memset holds, to the probe limit (between the limits the rule
+ * probes each piece; a Zen 5 ran memset at 2.2x its probe's pair at 16
+ * MiB). Sizes past the ranking's buffer get one of the probe limit,
+ * faulted in once (its time kept apart in the figures).
  *
  * The result is kept in a small text file beside the calibration
  * (clear/rank_file.c). This file holds the measurement; clear/auto.c
@@ -197,7 +202,60 @@ uint64_t clear_cross_next(const struct clear_crossover *x, uint64_t cached_limit
 	return bytes >= CLEAR_PROBE_MIN && x->nr < CLEAR_CROSS_SIZES ? bytes : 0;
 }
 
-/* The crossover: from the cached limit down by halves while NT leads, on buf. */
+uint64_t clear_cross_next_up(const struct clear_crossover *x, uint64_t cached_limit,
+			     uint64_t probe_limit, double elapsed)
+{
+	uint64_t bytes;
+
+	if (!x->nr || x->at[0].bytes != cached_limit ||
+	    x->at[0].nt_over_cached >= CLEAR_CROSS_LEAD || elapsed > CLEAR_CROSS_UP_BUDGET_S ||
+	    x->nr_up >= CLEAR_CROSS_UP_SIZES)
+		return 0;	/* NT led at the limit (or it was not measured), or out of time */
+	if (!x->nr_up)
+		bytes = cached_limit * 2;
+	else if (x->up[x->nr_up - 1].nt_over_cached >= CLEAR_CROSS_LEAD)
+		return 0;	/* NT leads from here up */
+	else
+		bytes = x->up[x->nr_up - 1].bytes * 2;
+	return bytes <= probe_limit ? bytes : 0;
+}
+
+/*
+ * Upward from the cached limit, on buf while it holds the size, else on
+ * one buffer of the probe limit faulted in at the first size that needs
+ * it (its time in ret->fault_seconds, not the deadline's).
+ */
+static void cross_measure_up(const struct cpu_id *cpu, const struct clear_kernel *c,
+			     const struct clear_kernel *nt, uint8_t *buf, uint64_t buf_bytes,
+			     struct clear_crossover *ret)
+{
+	uint64_t limit = clear_cached_limit(cpu->llc_bytes), probe = clear_probe_limit(cpu->llc_bytes);
+	uint8_t *big = MAP_FAILED;
+	double t0 = now_seconds();
+
+	for (uint64_t bytes = clear_cross_next_up(ret, limit, probe, 0); bytes;
+	     bytes = clear_cross_next_up(ret, limit, probe,
+					 now_seconds() - t0 - ret->fault_seconds)) {
+		if (bytes > buf_bytes && big == MAP_FAILED) {
+			double f = now_seconds();
+
+			big = mmap(NULL, probe, PROT_READ | PROT_WRITE,
+				   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+			if (big == MAP_FAILED)
+				break;
+			madvise(big, probe, MADV_HUGEPAGE);
+			madvise(big, probe, MADV_POPULATE_WRITE);
+			ret->fault_seconds += now_seconds() - f;
+		}
+		cross_rounds(c, nt, bytes > buf_bytes ? big : buf, bytes,
+			     t0 + ret->fault_seconds + CLEAR_CROSS_UP_BUDGET_S,
+			     &ret->up[ret->nr_up++]);
+	}
+	if (big != MAP_FAILED)
+		munmap(big, probe);
+}
+
+/* The crossover: from the cached limit down by halves while NT leads, on buf; then up. */
 static void cross_measure(const struct cpu_id *cpu, uint8_t *buf, uint64_t buf_bytes,
 			  struct clear_crossover *ret)
 {
@@ -215,6 +273,7 @@ static void cross_measure(const struct cpu_id *cpu, uint8_t *buf, uint64_t buf_b
 	     bytes = clear_cross_next(ret, limit, buf_bytes, now_seconds() - t0))
 		cross_rounds(c, probe.nt, buf, bytes, t0 + CLEAR_CROSS_BUDGET_S,
 			     &ret->at[ret->nr++]);
+	cross_measure_up(cpu, c, probe.nt, buf, buf_bytes, ret);
 	ret->seconds = now_seconds() - t0;
 }
 

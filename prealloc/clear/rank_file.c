@@ -4,7 +4,7 @@
  * file beside the calibration (its path + ".ranking"), one per CPU model
  * and microcode, good only on the CPU and microcode it names:
  *
- *   version 2
+ *   version 3
  *   vendor GenuineIntel
  *   family 6
  *   model 167
@@ -13,8 +13,9 @@
  *   buffer 16777216 rounds 7 seconds 0.082 level 1
  *   kernel avx2_nt 26.88
  *   kernel avx512_nt 26.75
- *   crossover avx2_nt seconds 0.021
+ *   crossover avx2_nt seconds 0.061 fault 0.000
  *   at 8388608 rounds 5 c 13.10 avx2_nt 10.05 ratio 0.77
+ *   up 16777216 rounds 5 c 11.80 avx2_nt 14.20 ratio 1.20
  *
  * Formatted and parsed here, with the small file helpers the calibration
  * shares, and the microcode revision it is matched by.
@@ -29,7 +30,11 @@
 
 #include "clear.h"
 
-#define RANK_VERSION 2	/* 2: the crossover's lines; a version 1 file is measured again */
+/*
+ * 2: the crossover's lines; 3: its points above the cached limit ("up")
+ * and the fault-in time. An older file is measured again.
+ */
+#define RANK_VERSION 3
 
 void cpu_microcode(char *buf, size_t len)
 {
@@ -85,37 +90,54 @@ int clear_rank_format(const struct clear_rank *rank, const struct clear_crossove
 	}
 	if (!x || !x->nr)
 		return (int)off;
-	n = snprintf(buf + off, len - off, "crossover %s seconds %.3f\n", x->nt, x->seconds);
-	for (unsigned int i = 0; i < x->nr && n >= 0 && (size_t)n < len - off; i++) {
+	n = snprintf(buf + off, len - off, "crossover %s seconds %.3f fault %.3f\n", x->nt,
+		     x->seconds, x->fault_seconds);
+	for (unsigned int i = 0; i < x->nr + x->nr_up && n >= 0 && (size_t)n < len - off; i++) {
+		const struct clear_cross_point *a = i < x->nr ? &x->at[i] : &x->up[i - x->nr];
+
 		off += (size_t)n;
-		n = snprintf(buf + off, len - off, "at %" PRIu64 " rounds %u c %.2f %s %.2f ratio %.3f\n",
-			     x->at[i].bytes, x->at[i].rounds, x->at[i].cached_gbps, x->nt,
-			     x->at[i].nt_gbps, x->at[i].nt_over_cached);
+		n = snprintf(buf + off, len - off, "%s %" PRIu64 " rounds %u c %.2f %s %.2f ratio %.3f\n",
+			     i < x->nr ? "at" : "up", a->bytes, a->rounds, a->cached_gbps, x->nt,
+			     a->nt_gbps, a->nt_over_cached);
 	}
 	if (n < 0 || (size_t)n >= len - off)
 		return -ENOSPC;
 	return (int)(off + (size_t)n);
 }
 
-/* A crossover line ("crossover ..." or "at ...") into x: 1 taken, 0 not one, -EINVAL malformed. */
+/*
+ * A crossover line ("crossover ...", "at ..." from the cached limit down,
+ * "up ..." from it up, after them) into x: 1 taken, 0 not one, -EINVAL malformed.
+ */
 static int cross_line(const char *line, struct clear_crossover *x)
 {
 	char name[CLEAR_KERNEL_NAME_MAX + 8];
 	struct clear_cross_point a;
+	bool up = !strncmp(line, "up ", 3);
 
 	if (!strncmp(line, "crossover ", 10)) {
-		if (sscanf(line, "crossover %31s seconds %lf", name, &x->seconds) != 2 ||
+		if (sscanf(line, "crossover %31s seconds %lf fault %lf", name, &x->seconds,
+			   &x->fault_seconds) != 3 ||
 		    strlen(name) >= sizeof(x->nt) || !clear_kernel_find(name))
 			return -EINVAL;
 		memcpy(x->nt, name, strlen(name) + 1);
 		return 1;
 	}
-	if (strncmp(line, "at ", 3))
+	if (strncmp(line, "at ", 3) && !up)
 		return 0;
-	if (sscanf(line, "at %" SCNu64 " rounds %u c %lf %31s %lf ratio %lf", &a.bytes, &a.rounds,
+	if (sscanf(line + 3, "%" SCNu64 " rounds %u c %lf %31s %lf ratio %lf", &a.bytes, &a.rounds,
 		   &a.cached_gbps, name, &a.nt_gbps, &a.nt_over_cached) != 6 ||
-	    !x->nt[0] || strcmp(name, x->nt) || x->nr >= CLEAR_CROSS_SIZES ||
-	    !(a.nt_over_cached > 0) || (x->nr && a.bytes >= x->at[x->nr - 1].bytes))
+	    !x->nt[0] || strcmp(name, x->nt) || !(a.nt_over_cached > 0))
+		return -EINVAL;
+	if (up) {
+		/* Ascending, each above every point below the limit. */
+		if (x->nr_up >= CLEAR_CROSS_UP_SIZES || !x->nr || a.bytes <= x->at[0].bytes ||
+		    (x->nr_up && a.bytes <= x->up[x->nr_up - 1].bytes))
+			return -EINVAL;
+		x->up[x->nr_up++] = a;
+		return 1;
+	}
+	if (x->nr >= CLEAR_CROSS_SIZES || x->nr_up || (x->nr && a.bytes >= x->at[x->nr - 1].bytes))
 		return -EINVAL;
 	x->at[x->nr++] = a;
 	return 1;

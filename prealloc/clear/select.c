@@ -241,6 +241,12 @@ uint64_t clear_crossover_cached_bytes(const struct clear_crossover *x, uint64_t 
 			break;		/* memset holds here, and at every smaller size */
 		upto = MIN(upto, x->at[i].bytes / 2);
 	}
+	/* Above: only from a limit where memset held, each size twice the last. */
+	for (unsigned int i = 0; x && upto == limit && i < x->nr_up; i++) {
+		if (x->up[i].bytes != upto * 2 || x->up[i].nt_over_cached >= CLEAR_CROSS_LEAD)
+			break;
+		upto = x->up[i].bytes;
+	}
 	return upto;
 }
 
@@ -257,7 +263,7 @@ bool clear_crossover_matters(const struct cpu_id *cpu, uint64_t size, unsigned i
 	threads = MAX(threads, 1u);
 	footprint = size > UINT64_MAX / threads ? UINT64_MAX : size * threads;
 	/* A piece under CLEAR_PROBE_MIN is never probed: no figure changes it. */
-	return size >= CLEAR_PROBE_MIN && footprint <= clear_cached_limit(cpu->llc_bytes) &&
+	return size >= CLEAR_PROBE_MIN && footprint <= clear_probe_limit(cpu->llc_bytes) &&
 	       select_probe_pair(cpu).nt;
 }
 
@@ -267,7 +273,7 @@ struct clear_choice clear_select_measured(const struct cpu_id *cpu, uint64_t siz
 {
 	struct clear_choice c = clear_select(cpu, size, threads, NULL, why, why_len);
 	uint64_t cached = clear_cached_limit(cpu->llc_bytes), upto;
-	uint64_t footprint = size * MAX(threads, 1u);	/* <= cached: no overflow */
+	uint64_t footprint = size * MAX(threads, 1u);	/* <= the probe limit: no overflow */
 	const struct clear_cross_point *held = NULL, *led = NULL;
 	struct clear_choice pair = select_probe_pair(cpu);
 
@@ -287,25 +293,35 @@ struct clear_choice clear_select_measured(const struct cpu_id *cpu, uint64_t siz
 		else
 			led = &x->at[i];
 	}
+	/* Above the cached limit: the largest size where memset held, the first where NT led. */
+	for (unsigned int i = 0; upto >= cached && i < x->nr_up && x->up[i].bytes <= upto * 2; i++)
+		if (x->up[i].bytes <= upto)
+			held = &x->up[i];
+		else
+			led = &x->up[i];
 	if (footprint <= upto) {
 		held = held ? held : &x->at[x->nr - 1];
 		/* Short: the public report keeps 159 characters, with how it came. */
 		if (why_len)
 			snprintf(why, why_len, "%llu KiB is within the %s, %llu KiB%s (c %.1f GB/s, "
 				 "%s %.1f at %llu KiB)", (unsigned long long)(footprint >> 10),
-				 upto < cached ? "crossover measured here" : "cached limit",
+				 upto != cached ? "crossover measured here" : "cached limit",
 				 (unsigned long long)(upto >> 10),
-				 upto < cached ? "" : ", where memset held", held->cached_gbps, x->nt,
+				 upto != cached ? "" : ", where memset held", held->cached_gbps, x->nt,
 				 held->nt_gbps, (unsigned long long)(held->bytes >> 10));
-		return c;
+		return choice_one(select_cached(cpu));
 	}
 	c = pair;
 	/*
 	 * The footprint fits the cache: the dirty lines memset leaves are not
 	 * written back on the clear's time, so the slices' ratio is the
-	 * clear's, and memset needs no handicap.
+	 * clear's, and memset needs no handicap. Over the cached limit, the
+	 * probe as the rules run it.
 	 */
-	c.handicap = 1.0;
+	if (footprint <= cached)
+		c.handicap = 1.0;
+	else if (!led)
+		return c;	/* nothing measured there: the rules' reason stands */
 	if (why_len && led)
 		snprintf(why, why_len, "%llu KiB is over the crossover measured here, %llu KiB (%s "
 			 "%.1f GB/s, c %.1f at %llu KiB): probed", (unsigned long long)(footprint >> 10),

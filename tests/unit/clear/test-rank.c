@@ -60,16 +60,18 @@ static void test_format(void)
 		       back.k[1].gbps == 12.25 && back.nr == 2 && back.buffer_bytes == 128 * MiB &&
 		       clear_rank_matches(&back, cpu_get()),
 	       "format, parse: the same ranking back, of this CPU");
-	tap_ok(clear_rank_parse("version 2\nvendor X\nkernel c 9.0\n", &back, NULL) == 0,
+	tap_ok(clear_rank_parse("version 3\nvendor X\nkernel c 9.0\n", &back, NULL) == 0,
 	       "the smallest file taken");
-	tap_ok(clear_rank_parse("version 2\nvendor X\nkernel warp_drive 9.0\n", &back, NULL) ==
+	tap_ok(clear_rank_parse("version 3\nvendor X\nkernel warp_drive 9.0\n", &back, NULL) ==
 		       -EINVAL,
 	       "an unknown kernel is refused");
 	tap_ok(clear_rank_parse("vendor X\nkernel c 9.0\n", &back, NULL) == -EINVAL,
 	       "no version: refused");
 	tap_ok(clear_rank_parse("version 1\nvendor X\nkernel c 9.0\n", &back, NULL) == -EINVAL,
 	       "version 1 (no crossover): refused, so measured again");
-	tap_ok(clear_rank_parse("version 2\nvendor X\n", &back, NULL) == -EINVAL,
+	tap_ok(clear_rank_parse("version 2\nvendor X\nkernel c 9.0\n", &back, NULL) == -EINVAL,
+	       "version 2 (no crossover above the cached limit): refused, so measured again");
+	tap_ok(clear_rank_parse("version 3\nvendor X\n", &back, NULL) == -EINVAL,
 	       "no kernel: refused");
 	rank_of_this_cpu(&r, "0xdeadbeef", "c", other_kernel());
 	tap_ok(strcmp(mc, "0xdeadbeef") && !clear_rank_matches(&r, cpu_get()),
@@ -101,6 +103,68 @@ static struct clear_crossover cross_points(const uint64_t *sizes, const double *
 		x.at[x.nr] = (struct clear_cross_point){ .bytes = sizes[x.nr], .rounds = 5,
 							 .nt_over_cached = ratio[x.nr] };
 	return x;
+}
+
+/* x's points above the cached limit: up[i] at sizes[i] (0 ends), NT over memset ratio[i]. */
+static void cross_up(struct clear_crossover *x, const uint64_t *sizes, const double *ratio)
+{
+	for (x->nr_up = 0; x->nr_up < CLEAR_CROSS_UP_SIZES && sizes[x->nr_up]; x->nr_up++)
+		x->up[x->nr_up] = (struct clear_cross_point){ .bytes = sizes[x->nr_up],
+							      .rounds = 5,
+							      .nt_over_cached = ratio[x->nr_up] };
+}
+
+/* Upward: from twice the cached limit by doubling while memset holds, to the probe limit. */
+static void test_cross_next_up(void)
+{
+	static const double held[] = { 0.5, 0.5, 0.5, 0.5 };
+	static const struct {
+		const char *what;
+		double at0;		/* the cached limit's ratio; 0: not measured */
+		uint64_t limit, probe, sizes[5];
+		double ratio_last, elapsed;
+		uint64_t want;
+	} t[] = {
+		{ "memset held at the limit: twice it next", 0.5, 8 * MiB, 64 * MiB, { 0 }, 0, 0,
+		  16 * MiB },
+		{ "NT led at the limit: nothing above", 1.4, 8 * MiB, 64 * MiB, { 0 }, 0, 0, 0 },
+		{ "NT led by exactly the lead at the limit: nothing above", CLEAR_CROSS_LEAD,
+		  8 * MiB, 64 * MiB, { 0 }, 0, 0, 0 },
+		{ "the limit not measured: nothing above", 0, 8 * MiB, 64 * MiB, { 0 }, 0, 0, 0 },
+		{ "memset held at 16 MiB: 32 next", 0.5, 8 * MiB, 64 * MiB, { 16 * MiB, 0 }, 0.45,
+		  0.01, 32 * MiB },
+		{ "memset held at 32 MiB: the probe limit, 64, next", 0.5, 8 * MiB, 64 * MiB,
+		  { 16 * MiB, 32 * MiB, 0 }, 0.8, 0.01, 64 * MiB },
+		{ "NT led at 16 MiB: stop", 0.5, 8 * MiB, 64 * MiB, { 16 * MiB, 0 }, 1.2, 0.01, 0 },
+		{ "NT led at 16 MiB by exactly the lead: stop", 0.5, 8 * MiB, 64 * MiB,
+		  { 16 * MiB, 0 }, CLEAR_CROSS_LEAD, 0.01, 0 },
+		{ "memset held at the probe limit: nothing past it", 0.5, 8 * MiB, 64 * MiB,
+		  { 16 * MiB, 32 * MiB, 64 * MiB, 0 }, 0.9, 0.01, 0 },
+		{ "memset held, but the budget is spent: stop", 0.5, 8 * MiB, 64 * MiB,
+		  { 16 * MiB, 0 }, 0.5, CLEAR_CROSS_UP_BUDGET_S + 0.001, 0 },
+		{ "memset held at the budget exactly: twice it next", 0.5, 8 * MiB, 64 * MiB,
+		  { 16 * MiB, 0 }, 0.5, CLEAR_CROSS_UP_BUDGET_S, 32 * MiB },
+		{ "every size it keeps (4): stop though the probe limit is above", 0.5, 4 * MiB,
+		  128 * MiB, { 8 * MiB, 16 * MiB, 32 * MiB, 64 * MiB, 0 }, 0.5, 0.01, 0 },
+		{ "twice the limit past the probe limit: nothing", 0.5, 8 * MiB, 12 * MiB, { 0 }, 0,
+		  0, 0 },
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		static const uint64_t none[] = { 0 };
+		double ratio[CLEAR_CROSS_UP_SIZES];
+		uint64_t down[] = { t[i].limit, 0 };
+		struct clear_crossover x = cross_points(t[i].at0 > 0 ? down : none, &t[i].at0);
+		uint64_t got;
+
+		memcpy(ratio, held, sizeof(ratio));
+		cross_up(&x, t[i].sizes, ratio);
+		if (x.nr_up)
+			x.up[x.nr_up - 1].nt_over_cached = t[i].ratio_last;
+		got = clear_cross_next_up(&x, t[i].limit, t[i].probe, t[i].elapsed);
+		tap_ok(got == t[i].want, "upward stop rule: %s (%llu KiB, got %llu KiB)", t[i].what,
+		       (unsigned long long)(t[i].want >> 10), (unsigned long long)(got >> 10));
+	}
 }
 
 /* The stop rule: from the cached limit down by halves while NT leads, within its bounds. */
@@ -181,14 +245,34 @@ static void check_cross_rule(const struct clear_crossover *x, uint64_t limit)
 				 (unsigned long long)(a->bytes >> 10), a->nt_over_cached, x->seconds);
 		ok = !why[0];
 	}
-	tap_ok(ok, "... measured by the stop rule: %u sizes from %llu KiB%s%s", x->nr,
-	       (unsigned long long)(limit >> 10), why[0] ? ": " : "", why);
+	/* Upward: only from a limit where memset held, doubling while it holds, to the probe limit. */
+	for (unsigned int i = 0; ok && i < x->nr_up; i++) {
+		const struct clear_cross_point *a = &x->up[i];
+
+		if (!x->nr || x->at[0].bytes != limit ||
+		    x->at[0].nt_over_cached >= CLEAR_CROSS_LEAD + 0.0005)
+			snprintf(why, sizeof(why), "measured above a limit where NT led");
+		else if (a->bytes != (i ? x->up[i - 1].bytes : limit) * 2 ||
+			 a->bytes > clear_probe_limit(cpu_get()->llc_bytes))
+			snprintf(why, sizeof(why), "up size %u is %llu KiB", i,
+				 (unsigned long long)(a->bytes >> 10));
+		else if (a->rounds < 5 && a->bytes <= 16 * MiB)
+			snprintf(why, sizeof(why), "up size %u: %u rounds", i, a->rounds);
+		else if (i + 1 < x->nr_up && a->nt_over_cached >= CLEAR_CROSS_LEAD - 0.0005)
+			snprintf(why, sizeof(why), "went up past %llu KiB, where NT led (%.3f)",
+				 (unsigned long long)(a->bytes >> 10), a->nt_over_cached);
+		ok = !why[0];
+	}
+	tap_ok(ok, "... measured by the stop rule: %u sizes from %llu KiB, %u above%s%s", x->nr,
+	       (unsigned long long)(limit >> 10), x->nr_up, why[0] ? ": " : "", why);
 }
 
 static void test_crossover_format(void)
 {
-	static const double ratio[] = { 1.4, 0.9 };
+	static const double ratio[] = { 1.4, 0.9 }, held[] = { 0.9 }, up_ratio[] = { 0.45, 1.25 };
 	struct clear_crossover x = crossover_here(2, ratio), back;
+	struct clear_crossover xu = crossover_here(1, held);
+	const uint64_t up_sizes[] = { xu.at[0].bytes * 2, xu.at[0].bytes * 4, 0 };
 	struct clear_rank r, rb;
 	char text[2048], mc[24];
 
@@ -198,24 +282,53 @@ static void test_crossover_format(void)
 		       clear_rank_parse(text, &rb, &back) == 0 && back.nr == 2 &&
 		       !strcmp(back.nt, x.nt) && back.at[0].bytes == x.at[0].bytes &&
 		       back.at[1].bytes == x.at[1].bytes && back.at[0].nt_over_cached == 1.4 &&
-		       back.at[1].cached_gbps == 12.5 && back.at[0].rounds == 5 && rb.nr == 2,
+		       back.at[1].cached_gbps == 12.5 && back.at[0].rounds == 5 && rb.nr == 2 &&
+		       back.nr_up == 0,
 	       "the crossover's lines round trip beside the ranking");
+	cross_up(&xu, up_sizes, up_ratio);
+	xu.fault_seconds = 0.125;
+	tap_ok(clear_rank_format(&r, &xu, text, sizeof(text)) > 0 &&
+		       clear_rank_parse(text, &rb, &back) == 0 && back.nr == 1 && back.nr_up == 2 &&
+		       back.up[0].bytes == up_sizes[0] && back.up[1].bytes == up_sizes[1] &&
+		       back.up[0].nt_over_cached == 0.45 && back.up[1].nt_over_cached == 1.25 &&
+		       back.fault_seconds == 0.125,
+	       "... and its points above the cached limit, and the fault-in's time");
+	tap_ok(clear_rank_parse("version 3\nvendor X\nkernel c 9.0\ncrossover c seconds 0.02 fault 0.000\n"
+				"up 16777216 rounds 5 c 12.00 c 10.00 ratio 0.833\n"
+				"at 8388608 rounds 5 c 12.00 c 10.00 ratio 0.833\n",
+				&rb, &back) == -EINVAL,
+	       "a point above the cached limit before the one at it: refused");
+	tap_ok(clear_rank_parse("version 3\nvendor X\nkernel c 9.0\ncrossover c seconds 0.02 fault 0.000\n"
+				"at 8388608 rounds 5 c 12.00 c 10.00 ratio 0.833\n"
+				"up 8388608 rounds 5 c 12.00 c 10.00 ratio 0.833\n",
+				&rb, &back) == -EINVAL,
+	       "a point 'above' that is not: refused");
+	tap_ok(clear_rank_parse("version 3\nvendor X\nkernel c 9.0\ncrossover c seconds 0.02 fault 0.000\n"
+				"at 8388608 rounds 5 c 12.00 c 10.00 ratio 0.833\n"
+				"up 33554432 rounds 5 c 12.00 c 10.00 ratio 0.833\n"
+				"up 16777216 rounds 5 c 12.00 c 10.00 ratio 0.833\n",
+				&rb, &back) == -EINVAL,
+	       "points above not from the smallest up: refused");
+	tap_ok(clear_rank_parse("version 3\nvendor X\nkernel c 9.0\ncrossover c seconds 0.02\n"
+				"at 8388608 rounds 5 c 12.00 c 10.00 ratio 0.833\n",
+				&rb, &back) == -EINVAL,
+	       "a crossover line without its fault-in time: refused");
 	tap_ok(clear_rank_format(&r, NULL, text, sizeof(text)) > 0 &&
 		       clear_rank_parse(text, &rb, &back) == 0 && back.nr == 0,
 	       "a file without them: no crossover (the rules)");
-	tap_ok(clear_rank_parse("version 2\nvendor X\nkernel c 9.0\n"
+	tap_ok(clear_rank_parse("version 3\nvendor X\nkernel c 9.0\n"
 				"at 8388608 rounds 5 c 12.00 c 10.00 ratio 0.833\n",
 				&rb, &back) == -EINVAL,
 	       "a point before its crossover line: refused");
-	tap_ok(clear_rank_parse("version 2\nvendor X\nkernel c 9.0\ncrossover c seconds 0.02\n"
+	tap_ok(clear_rank_parse("version 3\nvendor X\nkernel c 9.0\ncrossover c seconds 0.02 fault 0.000\n"
 				"at 4194304 rounds 5 c 12.00 c 10.00 ratio 0.833\n"
 				"at 8388608 rounds 5 c 12.00 c 10.00 ratio 0.833\n",
 				&rb, &back) == -EINVAL,
 	       "points not from the largest down: refused");
-	tap_ok(clear_rank_parse("version 2\nvendor X\nkernel c 9.0\ncrossover c seconds 0.02\n",
+	tap_ok(clear_rank_parse("version 3\nvendor X\nkernel c 9.0\ncrossover c seconds 0.02 fault 0.000\n",
 				&rb, &back) == -EINVAL,
 	       "a crossover line with no point: refused");
-	tap_ok(clear_rank_parse("version 2\nvendor X\nkernel c 9.0\ncrossover c seconds 0.02\n"
+	tap_ok(clear_rank_parse("version 3\nvendor X\nkernel c 9.0\ncrossover c seconds 0.02 fault 0.000\n"
 				"at 8388608 rounds 5 c 12.00 movnti 10.00 ratio 0.833\n",
 				&rb, &back) == -EINVAL,
 	       "a point of another kernel than its line's: refused");
@@ -462,11 +575,15 @@ static void test_choice(void)
 		       "... with the crossover from the cached limit down where a probe runs here");
 		if (probes)
 			check_cross_rule(&x, clear_cached_limit(cpu->llc_bytes));
-		for (unsigned int i = 0; i < x.nr; i++)
-			printf("# crossover: %llu KiB, %u rounds: c %.1f, %s %.1f GB/s (%.2f), %.0f ms in all\n",
-			       (unsigned long long)(x.at[i].bytes >> 10), x.at[i].rounds,
-			       x.at[i].cached_gbps, x.nt, x.at[i].nt_gbps, x.at[i].nt_over_cached,
-			       x.seconds * 1e3);
+		for (unsigned int i = 0; i < x.nr + x.nr_up; i++) {
+			const struct clear_cross_point *a = i < x.nr ? &x.at[i] : &x.up[i - x.nr];
+
+			printf("# crossover: %llu KiB, %u rounds: c %.1f, %s %.1f GB/s (%.2f), "
+			       "%.0f ms in all (%.0f of them faulting in)\n",
+			       (unsigned long long)(a->bytes >> 10), a->rounds, a->cached_gbps, x.nt,
+			       a->nt_gbps, a->nt_over_cached, x.seconds * 1e3,
+			       x.fault_seconds * 1e3);
+		}
 	}
 
 	/* none: the built-in rules alone, the file not even read. */
@@ -487,6 +604,7 @@ int main(void)
 {
 	test_format();
 	test_crossover_format();
+	test_cross_next_up();
 	test_cross_next();
 	test_choice();
 	return tap_done();

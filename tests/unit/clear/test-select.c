@@ -621,6 +621,18 @@ static struct clear_crossover crossover_of(const char *nt, uint64_t largest, uns
 	return x;
 }
 
+/* x's points above its cached limit (x->at[0]): twice it, doubling, NT over memset ratio[i]. */
+static struct clear_crossover crossover_up(struct clear_crossover x, unsigned int nr,
+					   const double *ratio, double cached_gbps)
+{
+	for (x.nr_up = 0; x.nr_up < nr; x.nr_up++)
+		x.up[x.nr_up] = (struct clear_cross_point){
+			.bytes = x.at[0].bytes << (x.nr_up + 1), .rounds = 5,
+			.cached_gbps = cached_gbps, .nt_gbps = cached_gbps * ratio[x.nr_up],
+			.nt_over_cached = ratio[x.nr_up] };
+	return x;
+}
+
 /*
  * Issue 39's Xeon: family 6 model 0xcf, a 260 MiB LLC, no quirk; memset
  * ran at 0.70 of AVX-512 NT at 8 MiB written once (the bench, four runs).
@@ -646,6 +658,27 @@ static void test_crossover(void)
 	struct clear_crossover x_edge = crossover_of("avx2_nt", 8 * MiB, 2, edge);
 	/* Measured under a 32 MiB limit (another LLC): only the sizes under this one count. */
 	struct clear_crossover x_big = crossover_of("avx2_nt", 32 * MiB, 3, all);
+	/*
+	 * Issue 52's Zen 5 (LLC 32 MiB, the cached limit 8 MiB): at 16 MiB
+	 * memset ran 125 GB/s, the probe's pair c/avx2_nt 56 (0.45); at 8 MiB
+	 * memset was the best (auto 0.99 of it).
+	 */
+	static const double zen5_8[] = { 0.5 }, zen5_up[] = { 56.0 / 125.0 };
+	struct clear_crossover x_zen5 = crossover_up(crossover_of("avx2_nt", 8 * MiB, 1, zen5_8),
+						     1, zen5_up, 125.0);
+	/*
+	 * The Zen 2 guest of this stop (EPYC 0x17 model 0x31, LLC 16 MiB), as
+	 * clear/rank.c measured it: CLZERO over memset 0.40 at 8 MiB, 0.96 at
+	 * 16, 1.51 at 32 (the probe limit).
+	 */
+	static const double zen2_8[] = { 0.40 }, zen2_up[] = { 0.96, 1.51 };
+	struct clear_crossover x_zen2 = crossover_up(crossover_of("clzero", 8 * MiB, 1, zen2_8),
+						     2, zen2_up, 23.6);
+	/* Up points above a limit where NT led, or with a gap: not taken. */
+	struct clear_crossover x_cf_up = crossover_up(x_cf, 1, zen5_up, 20.0);
+	struct clear_crossover x_gap = x_zen5;
+
+	x_gap.up[0].bytes = 32 * MiB;
 	const struct {
 		const char *what;
 		const struct clear_crossover *x;
@@ -682,6 +715,22 @@ static void test_crossover(void)
 		{ "figures of AVX2 NT, a probe of MOVNTI (AVX hidden since): the rules", &x_all,
 		  &sapphire_noavx, 8 * MiB, 1, "c" },
 		{ "no crossover measured: the rules", NULL, &xeon_cf_260, 8 * MiB, 1, "c" },
+		{ "Zen 5 16 MiB (memset 125 GB/s, c/avx2_nt 56 measured there)", &x_zen5, &zen5,
+		  16 * MiB, 1, "c" },
+		{ "Zen 5 8 MiB x 2 (16 MiB of footprint)", &x_zen5, &zen5, 8 * MiB, 2, "c" },
+		{ "Zen 5 16 MiB + 4 KiB (nothing measured past 16 MiB: the rules' probe)", &x_zen5,
+		  &zen5, 16 * MiB + 4096, 1, "c/avx2_nt" },
+		{ "Zen 5 64 MiB (the probe limit)", &x_zen5, &zen5, 64 * MiB, 1, "c/avx2_nt" },
+		{ "Zen 5 1 GiB (over the probe limit: not the crossover's)", &x_zen5, &zen5, 1 * GiB,
+		  1, "avx2_nt" },
+		{ "Zen 2 16 MiB (memset held: 0.96)", &x_zen2, &zen2, 16 * MiB, 1, "c" },
+		{ "Zen 2 16 MiB + 4 KiB (CLZERO led at 32 MiB: probed)", &x_zen2, &zen2,
+		  16 * MiB + 4096, 1, "c/clzero" },
+		{ "Zen 2 32 MiB (CLZERO 1.51x)", &x_zen2, &zen2, 32 * MiB, 1, "c/clzero" },
+		{ "0xcf 16 MiB: figures above a limit where NT led are not taken", &x_cf_up,
+		  &xeon_cf_260, 16 * MiB, 1, "c/avx2_nt" },
+		{ "Zen 5 16 MiB, its point at 32 MiB (a gap above 8): the rules", &x_gap, &zen5,
+		  16 * MiB, 1, "c/avx2_nt" },
 	};
 
 	tap_ok(clear_crossover_cached_bytes(&x_cf, 8 * MiB) == 4 * MiB &&
@@ -689,8 +738,13 @@ static void test_crossover(void)
 		       clear_crossover_cached_bytes(&x_all, 8 * MiB) == 1 * MiB &&
 		       clear_crossover_cached_bytes(&x_edge, 8 * MiB) == 4 * MiB &&
 		       clear_crossover_cached_bytes(&x_big, 8 * MiB) == 4 * MiB &&
-		       clear_crossover_cached_bytes(NULL, 8 * MiB) == 8 * MiB,
-	       "cached stores up to the largest measured size where memset held");
+		       clear_crossover_cached_bytes(NULL, 8 * MiB) == 8 * MiB &&
+		       clear_crossover_cached_bytes(&x_zen5, 8 * MiB) == 16 * MiB &&
+		       clear_crossover_cached_bytes(&x_zen2, 8 * MiB) == 16 * MiB &&
+		       clear_crossover_cached_bytes(&x_cf_up, 8 * MiB) == 4 * MiB &&
+		       clear_crossover_cached_bytes(&x_gap, 8 * MiB) == 8 * MiB,
+	       "cached stores up to the largest measured size where memset held (above the "
+	       "cached limit too, from it up)");
 	for (unsigned int i = 0; i < ARRAY_SIZE(cases); i++) {
 		const char *want = expected_built(cases[i].expect);
 		char why[256] = "";
