@@ -9,7 +9,7 @@
 # The state: directories and files a test makes under /tmp (prealloc-*) and
 # /dev/shm, mounts of hugetlbfs, tmpfs and overlays made for tests, every
 # node's hugepage pools, the default record store's records, the sysctls tests
-# flip (io_uring_disabled, lease-break-time), the libvirt hook and settings files, and processes a test
+# flip (io_uring_disabled, lease-break-time, leases-enable), the libvirt hook and settings files, and processes a test
 # starts and leaves running: those in setup.sh's cgroup (any kind, never
 # another program's), else processes of the kinds tests start (libvirtd,
 # virtlogd, qemu, prealloc, sleep). A test that fails half-way, or is stopped
@@ -37,6 +37,7 @@ state() {
 	[ -e /proc/sys/kernel/io_uring_disabled ] &&
 		echo "kernel.io_uring_disabled $(cat /proc/sys/kernel/io_uring_disabled)"
 	echo "fs.lease-break-time $(cat /proc/sys/fs/lease-break-time)"
+	echo "fs.leases-enable $(cat /proc/sys/fs/leases-enable)"
 	echo "# libvirt hook and settings"
 	for f in /etc/libvirt/hooks/qemu.d/prealloc /etc/prealloc/libvirt.conf /etc/libvirt/qemu.conf; do
 		[ -e "$f" ] && echo "$f $(md5sum < "$f" | cut -c1-12)"

@@ -7,7 +7,9 @@
 #  2. a closed pipe on stderr or stdout never kills a run before rollback;
 #  3. --reuse refuses a file another user owns, others can read, with a
 #     second link, or that another process maps or holds open;
-#  5. rm of a file a process still maps gives back no page until it is free;
+#  5. rm of a file a process still maps gives back no page until it is free,
+#     nor of one another process opens while rm removes it (its lease broken),
+#     nor, with leases off, of one a process maps (nothing proves it free);
 #  6. a state dir that fills up after the pool grew never leaves the store
 #     and the pool disagreeing: gc settles it; once the file exists, the
 #     failed run removes it itself;
@@ -223,6 +225,75 @@ check "taken back: ... saying the 32 pages were no longer in the pool" \
 	grep -q "32 hugepages it had added were no longer in the pool" "$TMP/gc.out" ||
 	sed 's/^/# /' "$TMP/gc.out"
 check "taken back: ... and counting it settled" grep -q "settled 1 records" "$TMP/gc.out"
+
+# ---- 5c. opened while rm removes it ---------------------------------------
+# rm stopped after taking its write lease (settle-releasing); another process
+# then opens the file by its name, which waits for the lease to go. The open
+# broke the lease: rm must count the file in use, punch none of its pages
+# and give none of its growth back while the opener holds it.
+"$PREALLOC" -q --grow-pools --page-size 2M --file "$M/opened" 16M
+python3 -c "
+import mmap, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR); m = mmap.mmap(fd, 16 << 20)
+m[:4096] = b'\xa5' * 4096; m.close(); os.close(fd)" "$M/opened"
+grown=$(hp nr 2048)
+PREALLOC_TEST_PAUSE=settle-releasing "$PREALLOC" rm "$M/opened" 2> "$TMP/err" &
+RP=$!
+wait_stopped $RP || fail "opened: rm stops after its lease ($(cat "$TMP/err"))"
+python3 -c "
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR)	# waits for rm's lease to go
+print('intact' if os.pread(fd, 4096, 0) == b'\xa5' * 4096 else 'punched', flush=True)
+time.sleep(60)" "$M/opened" > "$TMP/opener" 2>&1 &
+OP=$!
+on_exit "kill $OP 2> /dev/null"
+wait_for 10 grep -q 'LEASE.*BREAKING' /proc/locks || fail "opened: the open breaks rm's lease ($(cat /proc/locks))"
+kill -CONT $RP
+wait $RP
+wait_for 10 grep -q . "$TMP/opener"
+check "opened: a file opened while rm removed it keeps its bytes ($(cat "$TMP/opener"); $(cat "$TMP/err"))" \
+	all_of 'grep -qx intact "$TMP/opener" && grep -q "still in use" "$TMP/err"'
+check "opened: not a page given back while the opener holds it (nr $(hp nr 2048), was $grown)" \
+	[ "$(hp nr 2048)" -eq "$grown" ]
+kill $OP; wait $OP 2> /dev/null
+"$PREALLOC" gc > /dev/null 2>&1
+check "opened: once it closes, gc gives the growth back (nr $(hp nr 2048), base $base_nr; records $(records))" \
+	[ "$(hp nr 2048)" -eq "$base_nr" -a "$(records)" -eq 0 ]
+
+# ---- 5d. no lease to be had at all ----------------------------------------
+# With leases off (fs.leases-enable 0: F_SETLEASE fails EINVAL, not EAGAIN),
+# nothing proves the file free: rm of a file a process maps must count it in
+# use (fail closed), not punch the mapper's pages or give its growth back.
+old_le=$(cat /proc/sys/fs/leases-enable)
+on_exit "echo $old_le > /proc/sys/fs/leases-enable"
+"$PREALLOC" -q --grow-pools --page-size 2M --file "$M/nolease" 16M
+python3 -c "
+import mmap, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR); m = mmap.mmap(fd, 16 << 20); os.close(fd)
+m[:4096] = b'\xa5' * 4096
+print('mapped', flush=True)
+sys.stdin.readline()
+print('intact' if m[:4096] == b'\xa5' * 4096 else 'punched', flush=True)" "$M/nolease" \
+	< <(wait_for 60 test -e "$TMP/nolease.go"; echo go) > "$TMP/nolease.out" 2>&1 &
+NP=$!
+on_exit "kill $NP 2> /dev/null"
+wait_for 10 grep -q mapped "$TMP/nolease.out"
+# Eight free pages of another user's beside it: growth given back would come out of them.
+echo $(($(hp nr 2048) + 8)) > "$nr0"
+grown=$(hp nr 2048)
+echo 0 > /proc/sys/fs/leases-enable
+"$PREALLOC" rm "$M/nolease" 2> "$TMP/err"
+echo "$old_le" > /proc/sys/fs/leases-enable
+touch "$TMP/nolease.go"
+wait $NP
+check "no lease: a mapped file rm removes keeps its bytes ($(tail -1 "$TMP/nolease.out"); $(cat "$TMP/err"))" \
+	all_of 'grep -qx intact "$TMP/nolease.out" && grep -q "still in use" "$TMP/err"'
+check "no lease: not a page given back while it was mapped, its record kept (nr $(hp nr 2048), was $grown; records $(records))" \
+	[ "$(hp nr 2048)" -eq "$grown" -a "$(records)" -eq 1 ]
+"$PREALLOC" gc > /dev/null 2>&1
+check "no lease: once unmapped, gc gives the growth back, the other user's 8 stay (nr $(hp nr 2048), base $base_nr; records $(records))" \
+	[ "$(hp nr 2048)" -eq $((base_nr + 8)) -a "$(records)" -eq 0 ]
+echo "$base_nr" > "$nr0"
 
 # ---- 6. the state dir fills up after the pool grew -----------------------
 ST=$TMP/tinystate

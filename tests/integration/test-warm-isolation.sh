@@ -166,6 +166,16 @@ for page in 4k 2M; do
 		all_of 'grep -q " 1 renewed" "$TMP/fill.out" && [ -n "$ino" ] && [ "$ino" != "$ino_a" ]'
 	"$PREALLOC" warm give "$dir/c" > /dev/null 2>&1
 	"$PREALLOC" warm fill > /dev/null 2>&1
+	# A fresh file's take that fails before its link leaves it no tenant's.
+	touch "$dir/taken"
+	take $page "$dir" taken --tenant t2 > /dev/null
+	rc=$?
+	ino=$(take $page "$dir" d)
+	check "$page: a fresh file's take by tenant t2 that fails (rc $rc) leaves it no tenant's: a take with none gets it ('$ino': $(cat "$TMP/take.out"))" \
+		all_of '[ $rc -ne 0 ] && [ -n "$ino" ]'
+	rm -f "$dir/taken"
+	"$PREALLOC" warm give "$dir/d" > /dev/null 2>&1
+	"$PREALLOC" warm fill > /dev/null 2>&1
 done
 # The lease refused (the holder keeps its fd): no in-place clear, even for its tenant.
 TAKE_ARGS=(--tenant t1) GIVE_ARGS=(--tenant t1) LABEL=" (tenant, lease refused)"

@@ -8,7 +8,11 @@
 # administrator then withdraws the declaration; before the next pass,
 # another tenant's take must not get A's inode, and A must never read that
 # tenant's secret; the next fill renews the file. Also, for 4k (tmpfs) and
-# 2M (hugetlbfs): warm.conf edited in an unrelated line still hands the file
+# 2M (hugetlbfs): a file taken and given back by one tenant under the
+# declaration, withdrawn before the pass, is renewed; a pass killed while it clears a file in place under the
+# declaration, withdrawn before the next pass, leaves a file that pass
+# renews, not clears in place for its label; warm.conf edited
+# in an unrelated line still hands the file
 # out in place; warm.conf removed, or unreadable to the take, does not; a
 # file reserved for a holder under the declaration is not linked for it
 # once the declaration is withdrawn;
@@ -123,6 +127,48 @@ for page in 4k 2M; do
 		all_of '[ "$v" = own ] || [ "$v" = zero ]'
 	give "$dir/b"
 	fill
+done
+
+# ---- taken and given back by one tenant under the declaration, withdrawn before the pass ----
+# Under the declaration the file may have had other tenants' holders before
+# this one: it stays the declaration's (the taker's tenant is not its
+# label), and once that is withdrawn the next pass renews it.
+for page in 4k 2M; do
+	dir=$(dir_of $page)
+	conf "$PREALLOC_WARM_CONF" " single-tenant"
+	fill
+	in_place $page || fail "$page: a file cleared in place ($(cat "$TMP/fill.out"))"
+	ino=$(take $page c --tenant ta)
+	r0=$(rec "$INO_A")
+	fill_pattern "$dir/c"
+	give "$dir/c" --tenant ta
+	r1=$(rec "$INO_A")
+	conf "$PREALLOC_WARM_CONF" ""
+	fill
+	check "$page: taken by tenant ta under the declaration ($r0), given back by ta ($r1), withdrawn: renewed, not cleared in place for ta ($(cat "$TMP/fill.out"); $(rec "$INO_A"))" \
+		all_of '[ "$ino" = "$INO_A" ] && [ "${r0% * *}" = "handed @single-tenant" ] && grep -q " 1 renewed" "$TMP/fill.out" && grep -q " 0 cleared" "$TMP/fill.out" && [ "$(rec "$INO_A")" = gone ]'
+done
+
+# ---- a pass killed clearing in place, the declaration withdrawn before the next ----
+# The dead pass's record keeps its label (CLEARING, then DIRTY again): the
+# next pass must renew it, not clear it in place for a label no longer declared.
+for page in 4k 2M; do
+	dir=$(dir_of $page)
+	conf "$PREALLOC_WARM_CONF" " single-tenant"
+	fill
+	INO_A=$(take $page a --tenant ta)
+	fill_pattern "$dir/a"
+	give "$dir/a" --tenant ta
+	PREALLOC_TEST_PAUSE=warm-fill-before-clear "$PREALLOC" warm fill > "$TMP/fill.out" 2>&1 &
+	fpid=$!
+	wait_stopped $fpid || fail "$page: fill stops before its in-place clear ($(cat "$TMP/fill.out"))"
+	kill -KILL $fpid
+	wait $fpid 2> /dev/null
+	r1=$(rec "$INO_A")
+	conf "$PREALLOC_WARM_CONF" ""
+	fill
+	check "$page: killed clearing in place ($r1), withdrawn before the next pass: renewed, not cleared in place for its label ($(cat "$TMP/fill.out"); $(rec "$INO_A"))" \
+		all_of '[ "${r1% * *}" = "clearing @single-tenant" ] && grep -q " 1 renewed" "$TMP/fill.out" && grep -q " 0 cleared" "$TMP/fill.out" && [ "$(rec "$INO_A")" = gone ]'
 done
 
 # ---- the conf edited, removed, unreadable, between the clear and the take ----
