@@ -15,7 +15,9 @@
 #   until A removes its links and a fill runs;
 # - it keeps a read lease (SIGIO ignored) on a file its tenant gives back:
 #   fill never waits fs.lease-break-time (set to 20 s here; the bound of a
-#   few seconds is a hang detector, not a figure) and renews the file.
+#   few seconds is a hang detector, not a figure) and renews the file;
+#   taken with no holder name, its path removed, the lease it keeps says
+#   it is in use: fill leaves the file HANDED.
 TAP=1
 . "$(dirname "$0")/lib-admit.sh"
 . "$(dirname "$0")/lib-holder.sh"
@@ -181,6 +183,8 @@ for page in 4k 2M; do
 		continue
 	fi
 	"$PREALLOC" warm give --holder guest-a --tenant t1 > "$TMP/give.out" 2>&1
+	check "$page/lease: give counts the file A still leases in use ($(cat "$TMP/give.out"))" \
+		grep -q "(1 still in use" "$TMP/give.out"
 	t0=$(date +%s%N)
 	timeout 60 "$PREALLOC" warm fill > "$TMP/fill.out" 2>&1
 	rc=$?
@@ -192,6 +196,25 @@ for page in 4k 2M; do
 		all_of 'grep -q " 1 renewed" "$TMP/fill.out" && [ -n "$ino" ] && [ "$ino" != "$INO_A" ]'
 	release
 	"$PREALLOC" warm give "$(dir_of "$page")/b" > /dev/null 2>&1
+	"$PREALLOC" warm fill > /dev/null 2>&1
+done
+
+# ---- 6b: a holder with no name, its path gone, still leasing its file ----
+# Its liveness is its path and whether anything opens the file: fill's open
+# meets A's lease (EWOULDBLOCK), which says A has it open: kept, HANDED.
+for page in 4k 2M; do
+	dir=$(dir_of "$page")
+	INO_A=$(take "$page" a --owner 65534:65534)
+	if [ -z "$INO_A" ] || ! attacker_hold "$dir/a" lease; then
+		fail "$page/lease, no holder name: A takes its file and keeps a read lease ($(cat "$TMP/take.out"); $(cat "$TMP/att.err"))"
+		continue
+	fi
+	rm -f "$dir/a"
+	"$PREALLOC" warm fill > "$TMP/fill.out" 2>&1
+	hb=$(st "$page" "e['handed_bytes']")
+	check "$page/lease, no holder name: its path gone, its lease held: still in use, not taken back ($(cat "$TMP/fill.out"); handed $hb)" \
+		all_of 'grep -q "^warm fill: 0 returned" "$TMP/fill.out" && [ "$hb" = $M16 ]'
+	release
 	"$PREALLOC" warm fill > /dev/null 2>&1
 done
 
