@@ -201,9 +201,13 @@ void report_human(FILE *f, const struct prealloc_report *rep,
 			prealloc_format_size(n->bytes, extra, sizeof(extra)),
 			n->bytes ? 100.0 * (double)n->huge_bytes / (double)n->bytes : 0.0);
 	}
+	/* A populate reads its zeroes back as it goes; after it, placement alone is left. */
 	if (rep->verify_seconds > 0)
-		fprintf(f, "  placement%s checked in %.3f s%s\n", view->verified ? " and zeroes" : "",
+		fprintf(f, "  placement%s checked in %.3f s%s%s\n",
+			view->verified && rep->op != PREALLOC_OP_POPULATE ? " and zeroes" : "",
 			rep->verify_seconds,
+			view->verified && rep->op == PREALLOC_OP_POPULATE
+				? " (zeroes read back as it populated)" : "",
 			rep->nonzero_offset == UINT64_MAX ? "" : ": memory is NOT zero");
 	if (view->file)
 		fprintf(f, "file: %s\n", view->file);
