@@ -14,7 +14,8 @@
 # still maps it: counted still in use, never cleared or punched under it.
 # A holder that is a process (qemu:PID:START, /proc/PID): a file handed to
 # a live pid at another start time (a reused pid) is given back by fill,
-# the one at its start time kept until the process ends.
+# the one at its start time kept until the process ends. A READY file grown
+# past its record is never handed out.
 TAP=1
 . "$(dirname "$0")/lib-admit.sh"
 
@@ -295,6 +296,23 @@ check "a fill killed after a drop's write-ahead: no take gets that file (releasi
 "$PREALLOC" warm fill > /dev/null 2>&1
 check "... and the next fill finishes its removal: nothing left recorded ($(states))" \
 	[ "$(states)" = "ready=0 handed=0 returning=0 dirty=0 clearing=0 quarantined=0 populating=0" ]
+
+# ---- A READY file that no longer matches its record ------------------------
+# Grown past its record since it was verified (its bytes past the end were
+# never proven zero, nor are they the guest's to see): never handed out,
+# not even to a take its size would fit as a full hit.
+printf 'node0.4k = 1 x 4M @ %s\n' "$SHM" > "$PREALLOC_WARM_CONF"
+"$PREALLOC" warm fill > /dev/null 2>&1
+grown=$(ls "$SHM"/.prealloc/* 2> /dev/null | head -1)
+ino_g=$(stat -c %i "$grown" 2> /dev/null)
+[ -n "$grown" ] && truncate -s $((4 * M + 4096)) "$grown"
+got=$(take 4M big) ino=$(stat -c %i "$SHM/big" 2> /dev/null)
+check "a READY file grown past its record (inode '$ino_g') is not handed out (take '$got', inode '$ino', size $(stat -c %s "$SHM/big" 2> /dev/null))" \
+	all_of '[ -n "$ino_g" ] && [ "$ino" != "$ino_g" ]'
+[ -e "$SHM/big" ] && "$PREALLOC" warm give "$SHM/big" > /dev/null 2>&1
+: > "$PREALLOC_WARM_CONF"
+"$PREALLOC" warm fill > /dev/null 2>&1
+"$PREALLOC" gc > /dev/null 2>&1
 
 # ---- A holder that is a process -------------------------------------------
 # `prealloc qemu`'s holder, qemu:PID:START with the check path /proc/PID

@@ -1,0 +1,85 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# A renewal's growth (docs/warm.md, "Pages and other flows"; issue 51,
+# section 2), on a private hugetlbfs of 2M pages with a warm.conf of its own
+# (node0.2M = 1 x 16M) and node 0's pool left with no free page of its own:
+# a file given back with no tenant is renewed. The new file is made while
+# the old one still holds its pages, then the old one's pages go, and the
+# old file's growth moves to the new record only as far as the new file took
+# pages it did not grow the pool for; the rest goes back with the old one.
+#  A. no free page: the new file grows the pool by its own 8 pages; the old
+#     file's 8 go back (the pool ends at the file's 8, none free);
+#  B. 8 free pages of another user's: the new file takes them, and the old
+#     file's growth moves to it (the pool ends with the file's 8 and the
+#     other user's 8 free again, never fewer);
+#  C. a pass stopped between the steps (warm-renew-before-create): the old
+#     file still holds every page its record's growth counts; SIGKILLed
+#     there, the next fill renews it and the pool ends as in A.
+TAP=1
+. "$(dirname "$0")/lib-admit.sh"
+
+private_hugetlbfs 2M
+DIR=$MNT
+export PREALLOC_WARM_CONF=$TMP/warm.conf
+export PREALLOC_CALIBRATION=$TMP/calibration
+nr0=$NODE_SYSFS/node0/hugepages/hugepages-2048kB/nr_hugepages
+[ -e "$nr0" ] || nr0=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
+# No free page to start with (lib.sh restores the pool at exit).
+echo $(($(hp nr 2048) - $(hp free 2048))) > "$nr0"
+base=$(hp nr 2048)
+printf 'node0.2M = 1 x 16M @ %s\npressure = off\n' "$DIR" > "$PREALLOC_WARM_CONF"
+"$PREALLOC" warm fill > "$TMP/fill.out" 2>&1 || bail "the first fill failed: $(cat "$TMP/fill.out")"
+pool() { echo "nr +$(($(hp nr 2048) - base)) free $(hp free 2048)"; }
+check "the first fill grew the pool by its file's 8 pages ($(pool))" [ "$(pool)" = "nr +8 free 0" ]
+
+# give_back: the file taken by a tenant, written, given back with none (renewed next).
+give_back() {
+	"$PREALLOC" warm take --node 0 --page-size 2M --mount "$DIR" --to "$DIR/g" --tenant t1 \
+		16M > "$TMP/take.out" 2>&1 || { echo "take: $(cat "$TMP/take.out")"; return 1; }
+	fill_pattern "$DIR/g"
+	"$PREALLOC" warm give "$DIR/g" > /dev/null 2>&1
+}
+
+# ---- A: no free page ----
+give_back || fail "A: a take ($(cat "$TMP/take.out"))"
+"$PREALLOC" warm fill > "$TMP/fill.out" 2>&1
+check "A: renewed with no free page: the old file's growth goes back with it, none counted twice ($(pool); $(cat "$TMP/fill.out"))" \
+	all_of 'grep -q " 1 renewed" "$TMP/fill.out" && [ "$(pool)" = "nr +8 free 0" ]'
+
+# ---- B: 8 free pages of another user's ----
+give_back || fail "B: a take ($(cat "$TMP/take.out"))"
+echo $((base + 16)) > "$nr0"
+"$PREALLOC" warm fill > "$TMP/fill.out" 2>&1
+check "B: renewed from another user's 8 free pages: the old file's growth moves to the new one, those 8 free again ($(pool); $(cat "$TMP/fill.out"))" \
+	all_of 'grep -q " 1 renewed" "$TMP/fill.out" && [ "$(pool)" = "nr +16 free 8" ]'
+: > "$PREALLOC_WARM_CONF"
+"$PREALLOC" warm fill > /dev/null 2>&1
+check "B: the file gone, its growth goes back and the other user's 8 stay ($(pool))" \
+	[ "$(pool)" = "nr +8 free 8" ]
+echo "$base" > "$nr0"
+
+# ---- C: stopped, then killed, between the steps ----
+printf 'node0.2M = 1 x 16M @ %s\npressure = off\n' "$DIR" > "$PREALLOC_WARM_CONF"
+"$PREALLOC" warm fill > /dev/null 2>&1
+give_back || fail "C: a take ($(cat "$TMP/take.out"))"
+old=$(ls "$DIR"/.prealloc/* 2> /dev/null | head -1)
+PREALLOC_TEST_PAUSE=warm-renew-before-create "$PREALLOC" warm fill > "$TMP/fill.out" 2>&1 &
+fp=$!
+on_exit "kill -9 $fp 2> /dev/null"
+if wait_stopped $fp; then
+	held=$(($(stat -c %b "$old") * 512))
+	check "C: before the new file is made, the old one still holds all its pages ($held bytes of 16 MiB)" \
+		[ "$held" -eq 16777216 ]
+	kill -9 $fp
+	wait $fp 2> /dev/null
+	"$PREALLOC" warm fill > "$TMP/fill.out" 2>&1
+	check "C: killed there, the next fill renews it and the pool ends at the file's 8 ($(pool); $(cat "$TMP/fill.out"))" \
+		all_of 'grep -q " 1 renewed" "$TMP/fill.out" && [ "$(pool)" = "nr +8 free 0" ]'
+else
+	fail "C: fill stops before the new file ($(cat "$TMP/fill.out"))"
+fi
+: > "$PREALLOC_WARM_CONF"
+"$PREALLOC" warm fill > /dev/null 2>&1
+"$PREALLOC" gc > /dev/null 2>&1
+check "at the end: no file, the pool as it began ($(pool))" [ "$(pool)" = "nr +0 free 0" ]
+finish
