@@ -12,9 +12,15 @@
 #  B. 8 free pages of another user's: the new file takes them, and the old
 #     file's growth moves to it (the pool ends with the file's 8 and the
 #     other user's 8 free again, never fewer);
+#  D. 4 free pages of another user's: the new file takes them and grows the
+#     pool by 4; half the old file's growth moves, half goes back (the
+#     pool ends with the file's 8 and the other user's 4 free);
 #  C. a pass stopped between the steps (warm-renew-before-create): the old
 #     file still holds every page its record's growth counts; SIGKILLed
-#     there, the next fill renews it and the pool ends as in A.
+#     there, the next fill renews it and the pool ends as in A;
+#  E. stopped once the new file exists (warm-renew-before-retire): the old
+#     file holds nothing (truncated under a lease: an O_PATH descriptor
+#     would keep no memory), then the pass ends as in A.
 TAP=1
 . "$(dirname "$0")/lib-admit.sh"
 
@@ -58,6 +64,20 @@ check "B: the file gone, its growth goes back and the other user's 8 stay ($(poo
 	[ "$(pool)" = "nr +8 free 8" ]
 echo "$base" > "$nr0"
 
+# ---- D: 4 free pages of another user's: the new file takes them and grows 4 ----
+printf 'node0.2M = 1 x 16M @ %s\npressure = off\n' "$DIR" > "$PREALLOC_WARM_CONF"
+"$PREALLOC" warm fill > /dev/null 2>&1
+give_back || fail "D: a take ($(cat "$TMP/take.out"))"
+echo $((base + 12)) > "$nr0"
+"$PREALLOC" warm fill > "$TMP/fill.out" 2>&1
+check "D: renewed from 4 free pages and 4 grown: half the old file's growth moves, half goes back, the other user's 4 free again ($(pool); $(cat "$TMP/fill.out"))" \
+	all_of 'grep -q " 1 renewed" "$TMP/fill.out" && [ "$(pool)" = "nr +12 free 4" ]'
+: > "$PREALLOC_WARM_CONF"
+"$PREALLOC" warm fill > /dev/null 2>&1
+check "D: the file gone, its growth goes back and the other user's 4 stay ($(pool))" \
+	[ "$(pool)" = "nr +4 free 4" ]
+echo "$base" > "$nr0"
+
 # ---- C: stopped, then killed, between the steps ----
 printf 'node0.2M = 1 x 16M @ %s\npressure = off\n' "$DIR" > "$PREALLOC_WARM_CONF"
 "$PREALLOC" warm fill > /dev/null 2>&1
@@ -77,6 +97,24 @@ if wait_stopped $fp; then
 		all_of 'grep -q " 1 renewed" "$TMP/fill.out" && [ "$(pool)" = "nr +8 free 0" ]'
 else
 	fail "C: fill stops before the new file ($(cat "$TMP/fill.out"))"
+fi
+
+# ---- E: the new file made, the old one not yet retired ----
+give_back || fail "E: a take ($(cat "$TMP/take.out"))"
+old=$(ls "$DIR"/.prealloc/* 2> /dev/null | head -1)
+PREALLOC_TEST_PAUSE=warm-renew-before-retire "$PREALLOC" warm fill > "$TMP/fill.out" 2>&1 &
+fp=$!
+on_exit "kill -9 $fp 2> /dev/null"
+if wait_stopped $fp; then
+	held=$(stat -c '%s %b' "$old")
+	check "E: once the new file exists, the old one's pages are gone before its retirement, truncated under a lease (size and blocks: $held)" \
+		[ "$held" = "0 0" ]
+	kill -CONT $fp
+	wait $fp
+	check "E: then the pass ends, the pool at the file's 8 ($(pool); $(cat "$TMP/fill.out"))" \
+		all_of 'grep -q " 1 renewed" "$TMP/fill.out" && [ "$(pool)" = "nr +8 free 0" ]'
+else
+	fail "E: fill stops before the retirement ($(cat "$TMP/fill.out"))"
 fi
 : > "$PREALLOC_WARM_CONF"
 "$PREALLOC" warm fill > /dev/null 2>&1
