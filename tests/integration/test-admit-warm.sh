@@ -15,8 +15,10 @@
 # size, and every file in the staging directory is named by a record.
 # Written ahead the other way round (the file first), the kill at
 # admit-warm-taken left a READY record of 8M over a 4M file, handed out as
-# a full hit of 8M.
-# And a cut that fails after the pool grew: the growth goes back.
+# a full hit of 8M (a take now checks the file's size too: the store right
+# after the kill is checked as well).
+# And a cut that fails after the pool grew: the growth goes back; a cut's
+# growth moves to the request and is counted once.
 TAP=1
 . "$(dirname "$0")/lib-admit.sh"
 
@@ -136,6 +138,9 @@ for point in admit-warm-recorded admit-warm-taken; do
 		fi
 		st=$(status ready_bytes)
 		check "$leg: warm status --json exits 0 after the kill ($st READY)" [ "$st" -ge 0 ]
+		bad=$(ready_agrees)
+		check "$leg: right after the kill, no READY record over a file of another size: the cut was written ahead ($bad)" \
+			[ -z "$bad" ]
 		ALLOW_NONE=1 take_sane first
 		check "$leg: a take at once hands out nothing, or a file of the size asked that its report agrees with ($WHY)" \
 			[ $? -eq 0 ]
@@ -204,4 +209,29 @@ for ((i = 1; i <= FILLS; i++)); do "$PREALLOC" rm "$DIR/fillup$i" > /dev/null 2>
 "$PREALLOC" gc > /dev/null 2>&1
 check "at the end: the target READY again, every READY record its file's size ($(status ready_bytes) READY; $(ready_agrees))" \
 	all_of '[ "$(status ready_bytes)" -eq $SZB ] && ready_agrees > /dev/null'
+
+# A cut's growth counted once: the warm file grew the pool for all its 4
+# pages (none free before); a cold 4M request cuts 2 of them, and their
+# growth moves to the request, leaving the warm record. With 2 free pages
+# of another user's beside them, the cold file removed and the warm one
+# dropped give back exactly the 4 grown: the other user's 2 stay.
+: > "$PREALLOC_WARM_CONF"
+"$PREALLOC" warm fill > /dev/null 2>&1
+"$PREALLOC" gc > /dev/null 2>&1
+nr0=$NODE_SYSFS/node0/hugepages/hugepages-2048kB/nr_hugepages
+[ -e "$nr0" ] || nr0=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
+echo $(($(hp nr 2048) - $(hp free 2048))) > "$nr0"
+base=$(hp nr 2048)
+pool() { echo "nr +$(($(hp nr 2048) - base)) free $(hp free 2048)"; }
+printf 'node0.2M = 1 x %s @ %s\npressure = off\n' "$SZ" "$DIR" > "$PREALLOC_WARM_CONF"
+"$PREALLOC" warm fill > /dev/null 2>&1
+grew=$(pool)
+"$PREALLOC" --node 0 --page-size 2M --file "$DIR/cold" 4M > "$TMP/cold.json" 2> "$TMP/cold.err"
+rc=$?
+echo $(($(hp nr 2048) + 2)) > "$nr0"
+"$PREALLOC" rm "$DIR/cold" > /dev/null 2>&1
+: > "$PREALLOC_WARM_CONF"
+"$PREALLOC" warm fill > /dev/null 2>&1
+check "a cut's growth counted once: the warm file grew 4 ($grew), a cold 4M cut 2 of them (rc $rc), both gone: the other user's 2 free pages stay ($(pool))" \
+	all_of '[ "$grew" = "nr +4 free 0" ] && [ $rc -eq 0 ] && [ "$(pool)" = "nr +2 free 2" ]'
 finish
