@@ -52,31 +52,28 @@ give_back || fail "A: a take ($(cat "$TMP/take.out"))"
 check "A: renewed with no free page: the old file's growth goes back with it, none counted twice ($(pool); $(cat "$TMP/fill.out"))" \
 	all_of 'grep -q " 1 renewed" "$TMP/fill.out" && [ "$(pool)" = "nr +8 free 0" ]'
 
-# ---- B: 8 free pages of another user's ----
-give_back || fail "B: a take ($(cat "$TMP/take.out"))"
-echo $((base + 16)) > "$nr0"
-"$PREALLOC" warm fill > "$TMP/fill.out" 2>&1
-check "B: renewed from another user's 8 free pages: the old file's growth moves to the new one, those 8 free again ($(pool); $(cat "$TMP/fill.out"))" \
-	all_of 'grep -q " 1 renewed" "$TMP/fill.out" && [ "$(pool)" = "nr +16 free 8" ]'
-: > "$PREALLOC_WARM_CONF"
-"$PREALLOC" warm fill > /dev/null 2>&1
-check "B: the file gone, its growth goes back and the other user's 8 stay ($(pool))" \
-	[ "$(pool)" = "nr +8 free 8" ]
-echo "$base" > "$nr0"
-
-# ---- D: 4 free pages of another user's: the new file takes them and grows 4 ----
-printf 'node0.2M = 1 x 16M @ %s\npressure = off\n' "$DIR" > "$PREALLOC_WARM_CONF"
-"$PREALLOC" warm fill > /dev/null 2>&1
-give_back || fail "D: a take ($(cat "$TMP/take.out"))"
-echo $((base + 12)) > "$nr0"
-"$PREALLOC" warm fill > "$TMP/fill.out" 2>&1
-check "D: renewed from 4 free pages and 4 grown: half the old file's growth moves, half goes back, the other user's 4 free again ($(pool); $(cat "$TMP/fill.out"))" \
-	all_of 'grep -q " 1 renewed" "$TMP/fill.out" && [ "$(pool)" = "nr +12 free 4" ]'
-: > "$PREALLOC_WARM_CONF"
-"$PREALLOC" warm fill > /dev/null 2>&1
-check "D: the file gone, its growth goes back and the other user's 4 stay ($(pool))" \
-	[ "$(pool)" = "nr +4 free 4" ]
-echo "$base" > "$nr0"
+# from_free LEG FREE WANT END WHAT: renewed with FREE free pages of another
+# user's beside the pool's 8; the pool WANT after ("nr +N free M"), END once
+# the file is gone (its growth back, the other user's FREE staying).
+from_free() {
+	local leg=$1 free=$2 want=$3 end=$4 what=$5
+	printf 'node0.2M = 1 x 16M @ %s\npressure = off\n' "$DIR" > "$PREALLOC_WARM_CONF"
+	"$PREALLOC" warm fill > /dev/null 2>&1
+	give_back || fail "$leg: a take ($(cat "$TMP/take.out"))"
+	echo $((base + 8 + free)) > "$nr0"
+	"$PREALLOC" warm fill > "$TMP/fill.out" 2>&1
+	check "$leg: $what ($(pool); $(cat "$TMP/fill.out"))" \
+		all_of 'grep -q " 1 renewed" "$TMP/fill.out" && [ "$(pool)" = "$want" ]'
+	: > "$PREALLOC_WARM_CONF"
+	"$PREALLOC" warm fill > /dev/null 2>&1
+	check "$leg: the file gone, its growth goes back and the other user's $free stay ($(pool))" \
+		[ "$(pool)" = "$end" ]
+	echo "$base" > "$nr0"
+}
+from_free B 8 "nr +16 free 8" "nr +8 free 8" \
+	"renewed from another user's 8 free pages: the old file's growth moves to the new one, those 8 free again"
+from_free D 4 "nr +12 free 4" "nr +4 free 4" \
+	"renewed from 4 free pages and 4 grown: half the old file's growth moves, half goes back, the other user's 4 free again"
 
 # ---- C: stopped, then killed, between the steps ----
 printf 'node0.2M = 1 x 16M @ %s\npressure = off\n' "$DIR" > "$PREALLOC_WARM_CONF"
