@@ -23,8 +23,8 @@
 /*
  * A populate that VERIFY checks reads each piece back as soon as it is
  * faulted in, this many bytes at a time (or one page where pages are
- * larger), while the bytes the kernel just zeroed are still in cache; the
- * check phase then counts placement only. docs/warm.md ("Renewal's speed").
+ * larger), while what the kernel just zeroed may still be in the caches;
+ * the check phase then counts placement only. docs/warm.md ("Renewal's speed").
  */
 #define JOB_FUSED_STEP (UINT64_C(2) << 20)
 /* With max_rate, chunks no larger than this: the check phase is paced per chunk. */
