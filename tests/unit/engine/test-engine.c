@@ -105,6 +105,36 @@ static void test_verdict(void)
 	}
 	r = job_run(region, PREALLOC_OP_VERIFY, 0, CHUNK, &rep);
 	tap_ok(r == 0 && rep.nonzero_offset == UINT64_MAX, "verdict: clean again verifies (%d)", r);
+	/*
+	 * A populate with VERIFY reads each 2 MiB step back as it goes
+	 * (JOB_FUSED_STEP): in one chunk of the whole region, a byte at
+	 * either edge of a step, and the lowest of two in different steps.
+	 */
+	{
+		const uint64_t at[][2] = { { 2 * MiB - 1, 0 }, { 2 * MiB, 0 }, { 6 * MiB + 5, 0 },
+					   { LEN - 1, 0 }, { 5 * MiB, 3 * MiB + 7 } };
+		uint8_t *p = prealloc_region_addr(region);
+
+		for (size_t i = 0; i < ARRAY_SIZE(at); i++) {
+			uint64_t want = at[i][1] ? at[i][1] : at[i][0];
+
+			p[at[i][0]] = 0x5a;
+			if (at[i][1])
+				p[at[i][1]] = 0x5a;
+			r = job_run(region, PREALLOC_OP_POPULATE, PREALLOC_JOB_VERIFY, LEN, &rep);
+			p[at[i][0]] = 0;
+			if (at[i][1])
+				p[at[i][1]] = 0;
+			tap_ok(r == -EBADMSG && rep.nonzero_offset == want && rep.error_offset == want,
+			       "verdict: populate --verify reads each step back: a byte at %llu found "
+			       "there (%d, nonzero %llu, error at %llu)", (unsigned long long)want, r,
+			       (unsigned long long)rep.nonzero_offset,
+			       (unsigned long long)rep.error_offset);
+		}
+		r = job_run(region, PREALLOC_OP_POPULATE, PREALLOC_JOB_VERIFY, LEN, &rep);
+		tap_ok(r == 0 && rep.nonzero_offset == UINT64_MAX && rep.verify_seconds >= 0,
+		       "verdict: a clean populate --verify in one chunk passes (%d)", r);
+	}
 	prealloc_region_free(region);
 }
 
