@@ -174,6 +174,22 @@ reuse_refused "held open by another process" "held open by pid $H" "$SHM/held"
 "$PREALLOC" clear -q "$SHM/held" 2> "$TMP/err"
 check "clear: a file held open (not mapped) by another process is refused too" \
 	grep -q "held open by pid $H" "$TMP/err"
+# An O_PATH descriptor reaches no byte of the file: clear's write lease,
+# granted, proves that nothing else opens or maps it, and it clears.
+truncate -s 4M "$SHM/opath" && chmod 600 "$SHM/opath"
+python3 -c "
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_PATH); print('held', flush=True); time.sleep(30)" "$SHM/opath" \
+	> "$TMP/opath.out" &
+OPH=$!
+on_exit "kill $OPH 2> /dev/null"
+wait_for 5 grep -q held "$TMP/opath.out"
+"$PREALLOC" clear -q "$SHM/opath" 2> "$TMP/err"
+rc=$?
+check "clear: a file another process keeps only an O_PATH descriptor of is cleared (rc $rc: $(cat "$TMP/err"))" \
+	[ $rc -eq 0 ]
+kill $OPH
+wait $OPH 2> /dev/null
 "$PREALLOC" -q --force --reuse --page-size 4k --file "$SHM/held" 64M
 check "reuse --force: adopted anyway" [ $? -eq 0 -a "$(stat -c %b "$SHM/held")" -gt 0 ]
 kill $H; wait $H 2>/dev/null
