@@ -69,8 +69,11 @@ skip() {
 	echo "SKIP: $*"
 	exit 77
 }
-fail() { COUNT=$((COUNT + 1)); echo "not ok $COUNT - $*"; FAILS=$((FAILS + 1)); }
-ok() { COUNT=$((COUNT + 1)); echo "ok $COUNT - $*"; }
+# A description is one TAP line: what a command printed inside it (several
+# lines) is joined with spaces, else meson reads the rest as unknown lines.
+tap_line() { local d="$*"; echo "${d//$'\n'/ }"; }
+fail() { COUNT=$((COUNT + 1)); tap_line "not ok $COUNT - $*"; FAILS=$((FAILS + 1)); }
+ok() { COUNT=$((COUNT + 1)); tap_line "ok $COUNT - $*"; }
 # bail REASON: a failure that ends the test (exit 1) with the reason.
 bail() { fail "$*"; finish; exit 1; }
 # check DESCRIPTION COMMAND...: ok or not ok; returns the verdict, so that
