@@ -9,7 +9,7 @@
 # cleanup, the pools put back): a 1777 tmpfs (4k) and a 1777 hugetlbfs of 2M
 # pages capped at 128 MiB (its statfs counts only this test's pages), with
 # 64 more 2M pages free. Arguments go to warm-torture.py: none runs the
-# suite's fixed seeds (1-8 and one regression seed each, 4k and 2M); `--minutes N` soaks
+# suite's fixed seeds (1-8 and the regression seeds: one for 4k, two for 2M); `--minutes N` soaks
 # (docs/testing.md, "The warm pool under load").
 TAP=1
 . "$(dirname "$0")/lib-admit.sh"

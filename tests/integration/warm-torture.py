@@ -55,8 +55,9 @@ STOP_MAX = 1.5  # the longest an actor stays stopped (the store's lock: 30 s)
 
 # Seeds a soak found failing, kept in the suite's fixed set (docs/testing.md, "What it
 # found"): 2M 275587783 (an orphan's growth taken by a cold take, 4 of 4 before the
-# fix), 4k 842186337 (an O_PATH fd keeping a retired file's pages, the model's).
-REGRESSIONS = {"4k": [842186337], "2M": [275587783]}
+# fix), 4k 842186337 (an O_PATH fd keeping a retired file's pages, the model's), 2M
+# 840454920 (a pipe's page of a file a killed renewal had truncated, the model's).
+REGRESSIONS = {"4k": [842186337], "2M": [275587783, 840454920]}
 
 
 class Violation(Exception):
@@ -1096,11 +1097,12 @@ class Run:
                 # hugetlbfs: a shared mapping reserved the whole file (the populate's,
                 # the growth's), and the reservation stays with the inode.
                 recorded += fst.st_size if self.page == "2M" else fst.st_blocks * 512
-        named = set()  # records whose file still has its pool name (status sees those)
+        named = {}  # records whose file still has its pool name (status sees those): its size
         for r in recs:
             try:
-                if os.stat(r["tmp"]).st_ino == r["ino"]:
-                    named.add(r["ino"])
+                fst = os.stat(r["tmp"])
+                if fst.st_ino == r["ino"]:
+                    named[r["ino"]] = fst.st_size
             except OSError:
                 pass
         hidden = self.hidden(named)
@@ -1113,18 +1115,25 @@ class Run:
                                 hidden, self.inventory(recs)))
 
     def hidden(self, inos):
-        """Bytes of the mount that actors keep of files no record names, by inode: a whole
-        file through an fd, a mapping, an fd in flight or the snoop's open; on hugetlbfs
-        the page a pipe holds too (the mount counts a hugepage until its last reference
-        goes; tmpfs uncharges a file's pages with its inode)."""
+        """Bytes of the mount that actors keep of files no record names (inos: the named
+        ones, by inode, with their size now), by inode: a whole file through an fd, a
+        mapping, an fd in flight or the snoop's open; on hugetlbfs the page a pipe holds
+        too (the mount counts a hugepage until its last reference goes; tmpfs uncharges a
+        file's pages with its inode), also of a named file no longer holding it (a
+        renewal killed once it truncated the old file, its record CLEARING: seed
+        840454920)."""
         hidden = {}
         for x in list(self.holders.values()) + self.snoops:
-            if x["ino"] in inos or not x["proc"] or not x["proc"].alive:
+            if not x["proc"] or not x["proc"].alive:
+                continue
+            if x["party"] != "snoop" and x["refs"] in ("splice", "vmsplice"):
+                if self.page == "2M" and inos.get(x["ino"], 0) < PAGE_BYTES["2M"]:
+                    hidden[x["ino"]] = PAGE_BYTES["2M"]
+                continue
+            if x["ino"] in inos:
                 continue
             if x["party"] == "snoop" or x["refs"] in ("fd", "map", "scm"):
                 hidden[x["ino"]] = x.get("size") or self.fs
-            elif x["refs"] in ("splice", "vmsplice") and self.page == "2M":
-                hidden[x["ino"]] = PAGE_BYTES["2M"]
         # What /proc shows they keep, the pages as they are: an O_PATH fd keeps a file's
         # pages when it was retired while another holder had it open (no lease, so no
         # punch), until the O_PATH goes too.
