@@ -63,13 +63,13 @@ fi
 printf 'node0.%s = %sM @ %s\nmax_share = 95%%\n' "$page" "$mib" "$mnt" > "$PREALLOC_WARM_CONF"
 "$P" warm fill --threads "$threads" > /dev/null
 
-# field JSON KEY...: a number out of fill's --json (phases.populate and the like).
-field() {
+# phases JSON WAY: from fill's --json, "<step s> <admit> <populate> <verify> <commit>
+# <retire>", the step being populate + verify for a renewal, the clear for inplace.
+phases() {
 	python3 -c 'import json, sys
-o = json.load(open(sys.argv[1]))
-for k in sys.argv[2].split("."):
-    o = o[k]
-print(o)' "$1" "$2"
+p = json.load(open(sys.argv[1]))["phases"]
+step = p["clear"] if sys.argv[2] == "inplace" else p["populate"] + p["verify"]
+print("%.4f" % step, *(p[k] for k in ("admit", "populate", "verify", "commit", "retire")))' "$1" "$2"
 }
 
 # leg MODE: one give and the fill after it; prints "<seconds> <populate+verify s> <admit>
@@ -99,17 +99,8 @@ m.close(); os.close(fd)" "$mnt/g"
 	t0=$(date +%s.%N)
 	"$P" warm fill --json --threads "$threads" > "$out/fill.json"
 	t1=$(date +%s.%N)
-	if [ "$1" = inplace ]; then
-		echo "$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.4f", b - a}')" \
-			"$(field "$out/fill.json" phases.clear) 0 0 0 0 0"
-		return
-	fi
 	echo "$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.4f", b - a}')" \
-		"$(awk -v p="$(field "$out/fill.json" phases.populate)" \
-			-v v="$(field "$out/fill.json" phases.verify)" 'BEGIN {printf "%.4f", p + v}')" \
-		"$(field "$out/fill.json" phases.admit)" "$(field "$out/fill.json" phases.populate)" \
-		"$(field "$out/fill.json" phases.verify)" "$(field "$out/fill.json" phases.commit)" \
-		"$(field "$out/fill.json" phases.retire)"
+		"$(phases "$out/fill.json" "$1")"
 }
 
 legs=(fresh inplace raw)

@@ -254,6 +254,7 @@ import mmap, os, sys
 fd = os.open(sys.argv[1], os.O_RDWR); m = mmap.mmap(fd, 16 << 20)
 m[:4096] = b'\xa5' * 4096; m.close(); os.close(fd)" "$M/opened"
 grown=$(hp nr 2048)
+ino_o=$(stat -c %i "$M/opened")
 PREALLOC_TEST_PAUSE=settle-releasing "$PREALLOC" rm "$M/opened" 2> "$TMP/err" &
 RP=$!
 wait_stopped $RP || fail "opened: rm stops after its lease ($(cat "$TMP/err"))"
@@ -264,7 +265,9 @@ print('intact' if os.pread(fd, 4096, 0) == b'\xa5' * 4096 else 'punched', flush=
 time.sleep(60)" "$M/opened" > "$TMP/opener" 2>&1 &
 OP=$!
 on_exit "kill $OP 2> /dev/null"
-wait_for 10 grep -q 'LEASE.*BREAKING' /proc/locks || fail "opened: the open breaks rm's lease ($(cat /proc/locks))"
+# This file's lease (MAJ:MIN:INODE), not another program's breaking meanwhile.
+wait_for 10 grep -Eq "LEASE +BREAKING .*:$ino_o " /proc/locks ||
+	fail "opened: the open breaks rm's lease on inode $ino_o ($(cat /proc/locks))"
 kill -CONT $RP
 wait $RP
 wait_for 10 grep -q . "$TMP/opener"
@@ -277,10 +280,11 @@ kill $OP; wait $OP 2> /dev/null
 check "opened: once it closes, gc gives the growth back (nr $(hp nr 2048), base $base_nr; records $(records))" \
 	[ "$(hp nr 2048)" -eq "$base_nr" -a "$(records)" -eq 0 ]
 
-# ---- 5d. no lease to be had at all ----------------------------------------
-# With leases off (fs.leases-enable 0: F_SETLEASE fails EINVAL, not EAGAIN),
-# nothing proves the file free: rm of a file a process maps must count it in
-# use (fail closed), not punch the mapper's pages or give its growth back.
+# ---- 5d. rm with leases off ------------------------------------------------
+# With leases off (fs.leases-enable 0), rm of a file a process maps still
+# counts it in use: the mapping refuses the lease (EAGAIN) before the
+# setting is looked at, and rm walks /proc itself. 5e is the case where
+# the setting alone decides.
 old_le=$(cat /proc/sys/fs/leases-enable)
 on_exit "echo $old_le > /proc/sys/fs/leases-enable"
 "$PREALLOC" -q --grow-pools --page-size 2M --file "$M/nolease" 16M

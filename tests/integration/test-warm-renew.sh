@@ -46,6 +46,16 @@ give_back() {
 	"$PREALLOC" warm give "$DIR/g" > /dev/null 2>&1
 }
 
+# stopped_at POINT: a fill run until it stops at POINT (its pid in fp), the old
+# file's hidden name in old; false if it never stops there.
+stopped_at() {
+	old=$(ls "$DIR"/.prealloc/* 2> /dev/null | head -1)
+	PREALLOC_TEST_PAUSE=$1 "$PREALLOC" warm fill > "$TMP/fill.out" 2>&1 &
+	fp=$!
+	on_exit "kill -9 $fp 2> /dev/null"
+	wait_stopped $fp
+}
+
 # ---- A: no free page ----
 give_back || fail "A: a take ($(cat "$TMP/take.out"))"
 "$PREALLOC" warm fill > "$TMP/fill.out" 2>&1
@@ -79,11 +89,7 @@ from_free D 4 "nr +12 free 4" "nr +4 free 4" \
 printf 'node0.2M = 1 x 16M @ %s\npressure = off\n' "$DIR" > "$PREALLOC_WARM_CONF"
 "$PREALLOC" warm fill > /dev/null 2>&1
 give_back || fail "C: a take ($(cat "$TMP/take.out"))"
-old=$(ls "$DIR"/.prealloc/* 2> /dev/null | head -1)
-PREALLOC_TEST_PAUSE=warm-renew-before-create "$PREALLOC" warm fill > "$TMP/fill.out" 2>&1 &
-fp=$!
-on_exit "kill -9 $fp 2> /dev/null"
-if wait_stopped $fp; then
+if stopped_at warm-renew-before-create; then
 	held=$(($(stat -c %b "$old") * 512))
 	check "C: before the new file is made, the old one still holds all its pages ($held bytes of 16 MiB)" \
 		[ "$held" -eq 16777216 ]
@@ -98,11 +104,7 @@ fi
 
 # ---- E: the new file made, the old one not yet retired ----
 give_back || fail "E: a take ($(cat "$TMP/take.out"))"
-old=$(ls "$DIR"/.prealloc/* 2> /dev/null | head -1)
-PREALLOC_TEST_PAUSE=warm-renew-before-retire "$PREALLOC" warm fill > "$TMP/fill.out" 2>&1 &
-fp=$!
-on_exit "kill -9 $fp 2> /dev/null"
-if wait_stopped $fp; then
+if stopped_at warm-renew-before-retire; then
 	held=$(stat -c '%s %b' "$old")
 	check "E: once the new file exists, the old one's pages are gone before its retirement, truncated under a lease (size and blocks: $held)" \
 		[ "$held" = "0 0" ]

@@ -292,8 +292,9 @@ struct prealloc_warm_fill_info {
 	 * Where the new files' time went (those renewed and created), summed,
 	 * seconds: admission (the store, the pool grown, the file made),
 	 * populate (faulted in on the node, each step read back for zeroes as
-	 * it went), verify (every page counted on its node), commit (the
-	 * record READY, the file's name); retire: the old files of renewals
+	 * it went), verify (every page counted on its node), commit (the rest
+	 * of a new file's making: its record READY, its name, its mapping let
+	 * go); retire: the old files of renewals
 	 * let go and their records settled.
 	 */
 	double admit_seconds, populate_seconds, verify_seconds, commit_seconds, retire_seconds;
