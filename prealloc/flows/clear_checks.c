@@ -28,24 +28,28 @@
  * Where the ctx reads a procfs of its own (tests), the processes it lists
  * are not the kernel's, and the lease cannot speak for them. Saves the walk
  * over every process's fds and maps (1.5-2.7 ms on an idle host, more with
- * more processes: issue 52). The open is O_NONBLOCK: a lease of another's
- * is refused, never waited out, and then the walk names its holder.
+ * more processes: issue 52). The descriptor is the one the clear uses
+ * (flow->fd, kept when it is the file checked; clear_open_checked then
+ * opens nothing). A lease of another's is refused at the open, never
+ * waited out, and then the walk names its holder.
  */
 static bool sole_by_lease(struct clear_flow *flow, const char *path)
 {
 	struct stat fst;
-	bool sole;
 	int fd;
 
 	if (strcmp(flow->ctx->proc_root, HOST_PROC_ROOT))
 		return false;
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	fd = open_no_lease_wait(AT_FDCWD, path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return false;
-	sole = fstat(fd, &fst) == 0 && fst.st_dev == flow->st.st_dev &&
-	       fst.st_ino == flow->st.st_ino && file_sole_open(fd) == 0;
-	close(fd);
-	return sole;
+	if (fstat(fd, &fst) < 0 || fst.st_dev != flow->st.st_dev ||
+	    fst.st_ino != flow->st.st_ino) {
+		close(fd);	/* another file took its place: the open's own check says so */
+		return false;
+	}
+	flow->fd = fd;
+	return file_sole_open(fd) == 0;
 }
 
 /* Who else maps the file or has it open: -EBUSY naming them, unless FORCE. */
@@ -100,9 +104,12 @@ int clear_check_file(struct clear_flow *flow, const char *path)
 int clear_open_checked(struct clear_flow *flow, const char *path)
 {
 	struct stat fst;
-	/* A lease its holder keeps: refused (-EWOULDBLOCK), never waited out. */
-	int fd = open_no_lease_wait(AT_FDCWD, path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	int fd;
 
+	if (flow->fd >= 0)
+		return 0;	/* opened and checked by the users' check (sole_by_lease) */
+	/* A lease its holder keeps: refused (-EWOULDBLOCK), never waited out. */
+	fd = open_no_lease_wait(AT_FDCWD, path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return flow_fail(flow, PREALLOC_CLEAR_STEP_OPEN, fd);
 	flow->fd = fd;
