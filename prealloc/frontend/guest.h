@@ -90,6 +90,7 @@ struct guest {
 	bool has_owner;		/* files go to uid:gid */
 	unsigned int uid, gid;
 	bool grow_pools, prefault, warm;
+	bool pinned;		/* the VMM pins all of its RAM at start (a device passed through) */
 	char mount[512];	/* the memory directory's mount: where warm files are */
 	uint64_t mount_page;	/* its page size: hugetlbfs's, 4K tmpfs; 0 on disk */
 	unsigned int deadline_s; /* a stage's bound, before pre-fault time */

@@ -16,14 +16,9 @@
 #include <libxml/xpathInternals.h>
 
 #include "domain.h"
+#include "domain_xml.h"
 
-struct px {
-	xmlXPathContextPtr x;
-	char *why;
-	size_t why_len;
-};
-
-static int bad(struct px *p, const char *fmt, ...)
+int px_bad(struct px *p, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -33,8 +28,7 @@ static int bad(struct px *p, const char *fmt, ...)
 	return -EINVAL;
 }
 
-/* The string value of expr relative to node (NULL: the document); 1 found, 0 not. */
-static int xstr(struct px *p, xmlNodePtr node, const char *expr, char *buf, size_t len)
+int px_str(struct px *p, xmlNodePtr node, const char *expr, char *buf, size_t len)
 {
 	xmlXPathObjectPtr o;
 	xmlChar *s;
@@ -56,13 +50,13 @@ static int xstr(struct px *p, xmlNodePtr node, const char *expr, char *buf, size
 	return found;
 }
 
-static xmlXPathObjectPtr xnodes(struct px *p, const char *expr)
+xmlXPathObjectPtr px_nodes(struct px *p, const char *expr)
 {
 	p->x->node = xmlDocGetRootElement(p->x->doc);
 	return xmlXPathEvalExpression((const xmlChar *)expr, p->x);
 }
 
-static unsigned int nr_of(xmlXPathObjectPtr o)
+unsigned int px_count(xmlXPathObjectPtr o)
 {
 	return o && o->nodesetval ? (unsigned int)o->nodesetval->nodeNr : 0;
 }
@@ -94,14 +88,14 @@ static int xsize(struct px *p, xmlNodePtr node, const char *expr, const char *un
 	uint64_t scale;
 
 	*ret = 0;
-	if (!xstr(p, node, expr, num, sizeof(num)))
+	if (!px_str(p, node, expr, num, sizeof(num)))
 		return 0;
-	xstr(p, node, unit_expr, unit, sizeof(unit));
+	px_str(p, node, unit_expr, unit, sizeof(unit));
 	errno = 0;
 	v = strtoull(num, &end, 10);
 	if (errno || end == num || *end || num[0] == '-' || unit_scale(unit, &scale) < 0 ||
 	    (scale && v > UINT64_MAX / scale))
-		return bad(p, "%s: bad size '%s' unit '%s'", expr, num, unit);
+		return px_bad(p, "%s: bad size '%s' unit '%s'", expr, num, unit);
 	*ret = v * scale;
 	return 0;
 }
@@ -158,10 +152,10 @@ static int access_parse(struct px *p, xmlNodePtr node, const char *expr, const c
 	char v[32];
 
 	*ret = ACCESS_DEFAULT;
-	if (!xstr(p, node, expr, v, sizeof(v)))
+	if (!px_str(p, node, expr, v, sizeof(v)))
 		return 0;
 	if (strcmp(v, "shared") && strcmp(v, "private"))
-		return bad(p, "%s: access '%s' is neither shared nor private", what, v);
+		return px_bad(p, "%s: access '%s' is neither shared nor private", what, v);
 	*ret = !strcmp(v, "shared") ? ACCESS_SHARED : ACCESS_PRIVATE;
 	return 0;
 }
@@ -171,46 +165,46 @@ static int binding_parse(struct px *p, xmlNodePtr n, const char *what, struct do
 {
 	char mode[32] = "strict", nodeset[256] = "", placement[32] = "";
 
-	xstr(p, n, "@mode", mode, sizeof(mode));
-	xstr(p, n, "@placement", placement, sizeof(placement));
+	px_str(p, n, "@mode", mode, sizeof(mode));
+	px_str(p, n, "@placement", placement, sizeof(placement));
 	b->mode = mode_parse(mode);
 	if (b->mode < 0)
-		return bad(p, "%s: unknown mode '%s'", what, mode);
-	if (xstr(p, n, "@nodeset", nodeset, sizeof(nodeset))) {
+		return px_bad(p, "%s: unknown mode '%s'", what, mode);
+	if (px_str(p, n, "@nodeset", nodeset, sizeof(nodeset))) {
 		if (nodeset_parse(nodeset, &b->nodes) < 0 || !b->nodes)
-			return bad(p, "%s: bad nodeset '%s' (nodes 0-%d)", what, nodeset,
+			return px_bad(p, "%s: bad nodeset '%s' (nodes 0-%d)", what, nodeset,
 				   DOM_MAX_NODES - 1);
 	} else if (!strcmp(placement, "auto")) {
 		b->automatic = true;
 	} else if (!placement[0] || !strcmp(placement, "static")) {
 		b->mode = MODE_NONE;	/* no nodes named: unbound */
 	} else {
-		return bad(p, "%s: unknown placement '%s'", what, placement);
+		return px_bad(p, "%s: unknown placement '%s'", what, placement);
 	}
 	return 0;
 }
 
 static int parse_numa(struct px *p, struct domain *d)
 {
-	xmlXPathObjectPtr o = xnodes(p, "/domain/cpu/numa/cell");
+	xmlXPathObjectPtr o = px_nodes(p, "/domain/cpu/numa/cell");
 	int r = 0;
 
-	d->nr_cells = nr_of(o);
+	d->nr_cells = px_count(o);
 	if (d->nr_cells > DOM_MAX_CELLS)
-		r = bad(p, "%u NUMA cells: at most %d", d->nr_cells, DOM_MAX_CELLS);
+		r = px_bad(p, "%u NUMA cells: at most %d", d->nr_cells, DOM_MAX_CELLS);
 	for (unsigned int i = 0; r == 0 && i < d->nr_cells; i++) {
 		xmlNodePtr n = o->nodesetval->nodeTab[i];
 		char id[16];
 
 		d->cells[i].id = (int)i;
-		if (xstr(p, n, "@id", id, sizeof(id)))
+		if (px_str(p, n, "@id", id, sizeof(id)))
 			d->cells[i].id = atoi(id);
 		if (d->cells[i].id < 0 || d->cells[i].id >= DOM_MAX_CELLS)
-			r = bad(p, "cell id '%s' out of range", id);
+			r = px_bad(p, "cell id '%s' out of range", id);
 		else
 			r = xsize(p, n, "@memory", "@unit", &d->cells[i].bytes);
 		if (r == 0 && !d->cells[i].bytes)
-			r = bad(p, "cell %d: no memory", d->cells[i].id);
+			r = px_bad(p, "cell %d: no memory", d->cells[i].id);
 		if (r == 0)
 			r = access_parse(p, n, "@memAccess", "cell memAccess", &d->cells[i].access);
 		d->cells[i].bind = d->bind;
@@ -218,17 +212,17 @@ static int parse_numa(struct px *p, struct domain *d)
 	xmlXPathFreeObject(o);
 	if (r < 0)
 		return r;
-	o = xnodes(p, "/domain/numatune/memnode");
-	for (unsigned int i = 0; r == 0 && i < nr_of(o); i++) {
+	o = px_nodes(p, "/domain/numatune/memnode");
+	for (unsigned int i = 0; r == 0 && i < px_count(o); i++) {
 		xmlNodePtr n = o->nodesetval->nodeTab[i];
 		char id[16] = "";
 		unsigned int c;
 
-		xstr(p, n, "@cellid", id, sizeof(id));
+		px_str(p, n, "@cellid", id, sizeof(id));
 		for (c = 0; c < d->nr_cells && d->cells[c].id != atoi(id); c++)
 			;
 		if (!id[0] || c == d->nr_cells)
-			r = bad(p, "memnode cellid '%s' names no cell", id);
+			r = px_bad(p, "memnode cellid '%s' names no cell", id);
 		else
 			r = binding_parse(p, n, "memnode", &d->cells[c].bind);
 	}
@@ -238,23 +232,23 @@ static int parse_numa(struct px *p, struct domain *d)
 
 static int parse_pages(struct px *p, struct domain *d)
 {
-	xmlXPathObjectPtr o = xnodes(p, "/domain/memoryBacking/hugepages/page");
+	xmlXPathObjectPtr o = px_nodes(p, "/domain/memoryBacking/hugepages/page");
 	char nodeset[256];
 	int r = 0;
 
-	d->nr_pages = nr_of(o);
+	d->nr_pages = px_count(o);
 	if (d->nr_pages > DOM_MAX_PAGES)
-		r = bad(p, "%u hugepage elements: at most %d", d->nr_pages, DOM_MAX_PAGES);
+		r = px_bad(p, "%u hugepage elements: at most %d", d->nr_pages, DOM_MAX_PAGES);
 	for (unsigned int i = 0; r == 0 && i < d->nr_pages; i++) {
 		xmlNodePtr n = o->nodesetval->nodeTab[i];
 
 		r = xsize(p, n, "@size", "@unit", &d->pages[i].size);
 		if (r == 0 && d->pages[i].size & (d->pages[i].size - 1))
-			r = bad(p, "hugepage size %llu is not a power of two",
+			r = px_bad(p, "hugepage size %llu is not a power of two",
 				(unsigned long long)d->pages[i].size);
-		if (r == 0 && xstr(p, n, "@nodeset", nodeset, sizeof(nodeset)) &&
+		if (r == 0 && px_str(p, n, "@nodeset", nodeset, sizeof(nodeset)) &&
 		    (nodeset_parse(nodeset, &d->pages[i].cells) < 0 || !d->pages[i].cells))
-			r = bad(p, "hugepage nodeset '%s' is not a list of guest cells", nodeset);
+			r = px_bad(p, "hugepage nodeset '%s' is not a list of guest cells", nodeset);
 	}
 	xmlXPathFreeObject(o);
 	return r;
@@ -281,50 +275,50 @@ static int parse_memdev(struct px *p, xmlNodePtr n, unsigned int i,
 	unsigned int k;
 	int r;
 
-	xstr(p, n, "@model", model, sizeof(model));
+	px_str(p, n, "@model", model, sizeof(model));
 	for (k = 0; k < sizeof(mem_models) / sizeof(mem_models[0]); k++)
 		if (!strcmp(model, mem_models[k].model))
 			break;
 	if (k == sizeof(mem_models) / sizeof(mem_models[0]))
-		return bad(p, "memory device %u: unknown model '%s'", i, model);
+		return px_bad(p, "memory device %u: unknown model '%s'", i, model);
 	m->model = (int)k;
 	r = xsize(p, n, "target/size", "target/size/@unit", &m->bytes);
 	if (r == 0 && !m->bytes)
-		r = bad(p, "memory device %u: no target size", i);
+		r = px_bad(p, "memory device %u: no target size", i);
 	if (r == 0 && m->model == MEM_VIRTIO_MEM)
 		r = xsize(p, n, "target/requested", "target/requested/@unit", &m->requested);
 	if (r == 0)
 		r = xsize(p, n, "source/pagesize", "source/pagesize/@unit", &m->page_size);
 	if (r == 0 && m->page_size & (m->page_size - 1))
-		r = bad(p, "memory device %u: page size %llu is not a power of two", i,
+		r = px_bad(p, "memory device %u: page size %llu is not a power of two", i,
 			(unsigned long long)m->page_size);
-	if (r == 0 && xstr(p, n, "source/nodemask", buf, sizeof(buf)) &&
+	if (r == 0 && px_str(p, n, "source/nodemask", buf, sizeof(buf)) &&
 	    (nodeset_parse(buf, &m->source_nodes) < 0 || !m->source_nodes))
-		r = bad(p, "memory device %u: bad nodemask '%s' (nodes 0-%d)", i, buf,
+		r = px_bad(p, "memory device %u: bad nodemask '%s' (nodes 0-%d)", i, buf,
 			DOM_MAX_NODES - 1);
 	if (r == 0)
 		r = access_parse(p, n, "@access", "memory device access", &m->access);
 	if (r < 0)
 		return r;
-	m->cell = xstr(p, n, "target/node", buf, sizeof(buf)) ? atoi(buf) : -1;
+	m->cell = px_str(p, n, "target/node", buf, sizeof(buf)) ? atoi(buf) : -1;
 	/* The live XML names it; else libvirt's: dimm/nvdimm by slot, the rest by count. */
 	k = counters[mem_models[m->model].counter]++;
-	if (xstr(p, n, "address[@type='dimm']/@slot", buf, sizeof(buf)))
+	if (px_str(p, n, "address[@type='dimm']/@slot", buf, sizeof(buf)))
 		k = (unsigned int)strtoul(buf, NULL, 0);
-	if (!xstr(p, n, "alias/@name", m->alias, sizeof(m->alias)))
+	if (!px_str(p, n, "alias/@name", m->alias, sizeof(m->alias)))
 		snprintf(m->alias, sizeof(m->alias), "%s%u", mem_models[m->model].prefix, k);
 	return 0;
 }
 
 static int parse_dimms(struct px *p, struct domain *d)
 {
-	xmlXPathObjectPtr o = xnodes(p, "/domain/devices/memory");
+	xmlXPathObjectPtr o = px_nodes(p, "/domain/devices/memory");
 	unsigned int counters[MEM_ALIAS_COUNTERS] = { 0 };
 	int r = 0;
 
-	d->nr_dimms = nr_of(o);
+	d->nr_dimms = px_count(o);
 	if (d->nr_dimms > DOM_MAX_DIMMS)
-		r = bad(p, "%u memory devices: at most %d", d->nr_dimms, DOM_MAX_DIMMS);
+		r = px_bad(p, "%u memory devices: at most %d", d->nr_dimms, DOM_MAX_DIMMS);
 	for (unsigned int i = 0; r == 0 && i < d->nr_dimms; i++)
 		r = parse_memdev(p, o->nodesetval->nodeTab[i], i, counters, &d->dimms[i]);
 	xmlXPathFreeObject(o);
@@ -336,10 +330,10 @@ static int yes_no(struct px *p, const char *attr, int *ret)
 	char v[16], expr[128];
 
 	snprintf(expr, sizeof(expr), "/domain/metadata/pa:config/@%s", attr);
-	if (!xstr(p, NULL, expr, v, sizeof(v)))
+	if (!px_str(p, NULL, expr, v, sizeof(v)))
 		return 0;
 	if (strcmp(v, "yes") && strcmp(v, "no"))
-		return bad(p, "<metadata> config %s='%s': yes or no", attr, v);
+		return px_bad(p, "<metadata> config %s='%s': yes or no", attr, v);
 	*ret = !strcmp(v, "yes") ? TRI_YES : TRI_NO;
 	return 0;
 }
@@ -353,14 +347,14 @@ static int tenant_parse(struct px *p, struct domain *d)
 {
 	size_t n;
 
-	if (!xstr(p, NULL, "/domain/metadata/pa:config/@tenant", d->tenant, sizeof(d->tenant)))
+	if (!px_str(p, NULL, "/domain/metadata/pa:config/@tenant", d->tenant, sizeof(d->tenant)))
 		return 0;
 	n = strlen(d->tenant);
 	for (size_t i = 0; i < n; i++)
 		if (d->tenant[i] <= ' ' || d->tenant[i] > '~' || d->tenant[0] == '@')
 			n = 0;
 	if (n == 0 || n >= sizeof(d->tenant) - 1)
-		return bad(p, "<metadata> config tenant='%s': 1 to %zu printable characters, not "
+		return px_bad(p, "<metadata> config tenant='%s': 1 to %zu printable characters, not "
 			   "starting with '@'", d->tenant,
 			   sizeof(d->tenant) - 2);
 	return 0;
@@ -371,21 +365,21 @@ static int parse_misc(struct px *p, struct domain *d)
 	char buf[256];
 	int r;
 
-	if (xstr(p, NULL, "/domain/memoryBacking/source/@type", buf, sizeof(buf)))
+	if (px_str(p, NULL, "/domain/memoryBacking/source/@type", buf, sizeof(buf)))
 		d->source = !strcmp(buf, "file") ? SOURCE_FILE
 			    : !strcmp(buf, "memfd") ? SOURCE_MEMFD : SOURCE_ANON;
 	r = access_parse(p, NULL, "/domain/memoryBacking/access/@mode", "<access>", &d->access);
 	if (r < 0)
 		return r;
 	d->shared = d->access == ACCESS_SHARED;
-	if (xstr(p, NULL, "/domain/seclabel[@model='dac']/label", buf, sizeof(buf)) ||
-	    xstr(p, NULL, "/domain/seclabel[@model='dac']/imagelabel", buf, sizeof(buf))) {
+	if (px_str(p, NULL, "/domain/seclabel[@model='dac']/label", buf, sizeof(buf)) ||
+	    px_str(p, NULL, "/domain/seclabel[@model='dac']/imagelabel", buf, sizeof(buf))) {
 		if (sscanf(buf, "+%u:+%u", &d->uid, &d->gid) != 2)
-			return bad(p, "DAC label '%s' is not +UID:+GID", buf);
+			return px_bad(p, "DAC label '%s' is not +UID:+GID", buf);
 		d->has_dac = true;
 	}
 	/* libvirt fills in the label at start begin; none at prepare begin. */
-	d->mac_dynamic = xstr(p, NULL, "/domain/seclabel[@type='dynamic'][@model='selinux' or "
+	d->mac_dynamic = px_str(p, NULL, "/domain/seclabel[@type='dynamic'][@model='selinux' or "
 			      "@model='apparmor'][not(@relabel='no')]/@model", buf, sizeof(buf));
 	/* reserve='yes': the attribute's name before grow_pools, still read. */
 	r = yes_no(p, "reserve", &d->grow_pools);
@@ -404,26 +398,28 @@ static int parse_doc(struct px *p, struct domain *d)
 	char buf[64];
 	int r;
 
-	if (!xstr(p, NULL, "/domain/name", d->name, sizeof(d->name)) || !d->name[0])
-		return bad(p, "no <name>");
-	if (!xstr(p, NULL, "/domain/uuid", d->uuid, sizeof(d->uuid)) || strlen(d->uuid) != 36 ||
+	if (!px_str(p, NULL, "/domain/name", d->name, sizeof(d->name)) || !d->name[0])
+		return px_bad(p, "no <name>");
+	if (!px_str(p, NULL, "/domain/uuid", d->uuid, sizeof(d->uuid)) || strlen(d->uuid) != 36 ||
 	    strspn(d->uuid, "0123456789abcdefABCDEF-") != 36)
-		return bad(p, "no <uuid> of 36 characters");
-	d->id = xstr(p, NULL, "/domain/@id", buf, sizeof(buf)) ? atoi(buf) : -1;
+		return px_bad(p, "no <uuid> of 36 characters");
+	d->id = px_str(p, NULL, "/domain/@id", buf, sizeof(buf)) ? atoi(buf) : -1;
 	r = xsize(p, NULL, "/domain/memory", "/domain/memory/@unit", &d->memory);
 	if (r == 0 && !d->memory)
-		r = bad(p, "no <memory>");
-	o = r == 0 ? xnodes(p, "/domain/numatune/memory") : NULL;
-	if (nr_of(o))
+		r = px_bad(p, "no <memory>");
+	o = r == 0 ? px_nodes(p, "/domain/numatune/memory") : NULL;
+	if (px_count(o))
 		r = binding_parse(p, o->nodesetval->nodeTab[0], "numatune memory", &d->bind);
 	xmlXPathFreeObject(o);
 	if (r == 0)
 		r = parse_numa(p, d);
-	d->hugepages = r == 0 && xstr(p, NULL, "/domain/memoryBacking/hugepages", buf, sizeof(buf));
+	d->hugepages = r == 0 && px_str(p, NULL, "/domain/memoryBacking/hugepages", buf, sizeof(buf));
 	if (r == 0)
 		r = parse_pages(p, d);
 	if (r == 0)
 		r = parse_dimms(p, d);
+	if (r == 0)
+		r = hostdev_parse(p, d);
 	return r == 0 ? parse_misc(p, d) : r;
 }
 
@@ -443,12 +439,12 @@ int domain_parse(const char *xml, size_t len, struct domain *ret, char *why, siz
 	if (why_len)
 		why[0] = '\0';
 	if (len > INT32_MAX)
-		return bad(&p, "domain XML too large");
+		return px_bad(&p, "domain XML too large");
 	xmlSetGenericErrorFunc(NULL, no_errors);
 	doc = xmlReadMemory(xml, (int)len, "domain.xml", NULL,
 			    XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
 	if (!doc)
-		return bad(&p, "the domain XML does not parse");
+		return px_bad(&p, "the domain XML does not parse");
 	p.x = xmlXPathNewContext(doc);
 	if (!p.x) {
 		xmlFreeDoc(doc);

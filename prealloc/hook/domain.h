@@ -20,6 +20,7 @@
 #define DOM_MAX_PAGES 8
 #define DOM_MAX_NODES 64	/* host nodes a binding may name */
 #define DOM_NAMESPACE "urn:x-prealloc:libvirt:1"
+#define DOM_MAX_HOSTDEVS 16	/* devices passed through that are listed; more are counted */
 
 enum dom_mode { MODE_NONE = 0, MODE_STRICT, MODE_PREFERRED, MODE_INTERLEAVE, MODE_RESTRICTIVE };
 enum dom_source { SOURCE_ANON = 0, SOURCE_FILE, SOURCE_MEMFD };
@@ -55,6 +56,15 @@ struct dom_dimm {
 	char alias[64];		/* from the XML, else libvirt's: dimm<slot>, virtiomem<N> */
 };
 
+/* A PCI device the guest gets through VFIO: how the XML says so. */
+enum dom_hostdev_kind { HOSTDEV_PCI = 0, HOSTDEV_INTERFACE, HOSTDEV_NVME };
+
+/* One device passed through with VFIO, by its host PCI address. */
+struct dom_hostdev {
+	int kind;		/* enum dom_hostdev_kind */
+	char addr[20];		/* "0000:00:03.0" */
+};
+
 /* <hugepages><page size nodeset/>: nodeset names guest cells. */
 struct dom_page {
 	uint64_t size;		/* bytes; 0: the host's default hugepage size */
@@ -81,12 +91,35 @@ struct domain {
 	unsigned int uid, gid;	/* DAC label */
 	/* A dynamic SELinux or AppArmor label (sVirt): its QEMU confined apart from others. */
 	bool mac_dynamic;
+	/* PCI devices assigned through VFIO (<hostdev>, <interface type='hostdev'>, NVMe disks). */
+	unsigned int nr_hostdevs;	/* all of them; the first DOM_MAX_HOSTDEVS listed */
+	struct dom_hostdev hostdevs[DOM_MAX_HOSTDEVS];
+	bool viommu;		/* <devices><iommu>: DMA maps what the guest maps */
 	int grow_pools, prefault, warm;	/* enum dom_tristate, from <metadata> */
 	char tenant[65];		/* <metadata> tenant='': the warm pool's tenant, "" none */
 };
 
 /* Parses len bytes of domain XML; 0 or -EINVAL with why[] saying what is wrong. */
 int domain_parse(const char *xml, size_t len, struct domain *ret, char *why, size_t why_len);
+
+/*
+ * Whether QEMU pins every page of the guest's RAM when it starts: a device
+ * passed through VFIO and no vIOMMU (QEMU maps each RAM section for the
+ * device's DMA at realize, faulting, zeroing and pinning what is not there
+ * yet); behind a vIOMMU it maps what the guest maps, later.
+ */
+bool domain_pinned(const struct domain *d);
+/* The devices as "0000:00:03.0,0000:00:04.0 and 2 more" (at most len). */
+void hostdev_list(const struct domain *d, char *buf, size_t len);
+/*
+ * Whether the hook pre-faults the domain's file backing: its own
+ * prefault='yes|no', else the host's prefault, else, for a domain whose
+ * RAM is pinned at start (domain_pinned) with every file backend shared,
+ * the host's prefault_pinned: the pin would fault every page on QEMU's one
+ * thread anyway.
+ */
+bool hostdev_prefault(const struct domain *d, bool host_prefault, bool host_prefault_pinned,
+		      bool files_shared);
 
 /* ---- demand ------------------------------------------------------------- */
 

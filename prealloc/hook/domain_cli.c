@@ -54,6 +54,33 @@ static int holder_alive(void *userdata, const char *holder)
 	return active == 1 ? 1 : -EAGAIN;
 }
 
+/* The devices passed through and whether QEMU pins all guest RAM at start. */
+static json_object *passthrough_json(const struct hook_run *run)
+{
+	const struct domain *d = &run->dom;
+	json_object *o = json_object_new_object(), *devs = json_object_new_array();
+
+	for (unsigned int i = 0; i < d->nr_hostdevs && i < DOM_MAX_HOSTDEVS; i++)
+		json_object_array_add(devs, json_object_new_string(d->hostdevs[i].addr));
+	json_object_object_add(o, "devices", devs);
+	json_object_object_add(o, "count", json_object_new_int((int)d->nr_hostdevs));
+	json_object_object_add(o, "viommu", json_object_new_boolean(d->viommu));
+	json_object_object_add(o, "pinned_at_start", json_object_new_boolean(run->g.pinned));
+	return o;
+}
+
+/* What the pin at start meets in a backend that starts this way; NULL: no pin at start. */
+static const char *pin_note(const struct hook_run *run, const char *start)
+{
+	if (!run->g.pinned)
+		return NULL;
+	if (!strcmp(start, "warm"))
+		return "pinned at start: its pages are there, zeroed, on its node";
+	if (!strcmp(start, "prefault"))
+		return "pinned at start: pre-faulted by prealloc first";
+	return "pinned at start: QEMU's pin faults and zeroes every page on one thread";
+}
+
 static json_object *demand_json(struct hook_run *run)
 {
 	json_object *o = json_object_new_object(), *needs = json_object_new_array();
@@ -69,6 +96,7 @@ static json_object *demand_json(struct hook_run *run)
 	json_object_object_add(o, "needs", needs);
 	json_object_object_add(o, "files", files);
 	json_object_object_add(o, "backends", json_object_new_array());
+	json_object_object_add(o, "passthrough", passthrough_json(run));
 	return o;
 }
 
@@ -79,6 +107,7 @@ static void backend_show(struct hook_run *run, unsigned int i, json_object *back
 	char why[512], path[4096] = "", nodes[64] = "";
 	bool warm = guest_warm_plan(&run->g, i, why, sizeof(why));
 	const char *start = warm ? "warm" : guest_prefaulted(&run->g, i) ? "prefault" : "qemu";
+	const char *pin = pin_note(run, start);
 
 	for (unsigned int k = 0; k < be->nr_nodes; k++)
 		snprintf(nodes + strlen(nodes), sizeof(nodes) - strlen(nodes), "%s%d", k ? "," : "",
@@ -96,11 +125,13 @@ static void backend_show(struct hook_run *run, unsigned int i, json_object *back
 		json_object_object_add(o, "start", json_object_new_string(start));
 		json_object_object_add(o, "warm", json_object_new_boolean(warm));
 		json_object_object_add(o, "warm_why", json_object_new_string(why));
+		json_object_object_add(o, "pin", pin ? json_object_new_string(pin) : NULL);
 		json_object_array_add(backends, o);
 		return;
 	}
-	printf("  %s: %llu MiB on node(s) %s, start %s (%s)\n", be->alias,
-	       (unsigned long long)(be->bytes >> 20), nodes[0] ? nodes : "-", start, why);
+	printf("  %s: %llu MiB on node(s) %s, start %s (%s)%s%s\n", be->alias,
+	       (unsigned long long)(be->bytes >> 20), nodes[0] ? nodes : "-", start, why,
+	       pin ? "; " : "", pin ? pin : "");
 }
 
 static void need_show(struct hook_run *run, const struct guest_need *n, json_object *needs)
@@ -144,6 +175,14 @@ static void demand_show(struct hook_run *run, bool json)
 		printf("domain %s (holder %s): grow_pools %s, prefault %s, warm %s\n", run->g.name,
 		       run->g.holder, run->g.grow_pools ? "yes" : "no", run->g.prefault ? "yes" : "no",
 		       run->g.warm ? "yes" : "no");
+	if (!json && run->dom.nr_hostdevs) {
+		char devs[256];
+
+		hostdev_list(&run->dom, devs, sizeof(devs));
+		printf("  passthrough: %u device(s) through VFIO (%s): %s\n", run->dom.nr_hostdevs,
+		       devs, run->g.pinned ? "all guest RAM pinned at start"
+		       : "behind a vIOMMU, pinned as the guest maps it");
+	}
 	for (unsigned int i = 0; i < run->g.demand.nr_needs; i++)
 		need_show(run, &run->g.demand.needs[i], needs);
 	for (unsigned int i = 0; i < run->g.demand.nr_backends; i++) {

@@ -62,6 +62,11 @@ static bool tri(int v, bool host)
 static void guest_fill(struct hook_run *run)
 {
 	struct guest *g = &run->g;
+	bool files_shared = true;
+
+	for (unsigned int i = 0; i < g->demand.nr_backends; i++)
+		if (g->demand.backends[i].file && !g->demand.backends[i].shared)
+			files_shared = false;
 
 	snprintf(g->name, sizeof(g->name), "%s", run->dom.name);
 	snprintf(g->holder, sizeof(g->holder), HOLDER_PREFIX "%s", run->dom.uuid);
@@ -75,7 +80,9 @@ static void guest_fill(struct hook_run *run)
 	g->expires = (int64_t)time(NULL) + run->set.start_grace_s;
 	g->deadline = now_seconds() + run->set.deadline_s;
 	g->grow_pools = tri(run->dom.grow_pools, run->set.grow_pools);
-	g->prefault = tri(run->dom.prefault, run->set.prefault);
+	g->pinned = domain_pinned(&run->dom);
+	g->prefault = hostdev_prefault(&run->dom, run->set.prefault, run->set.prefault_pinned,
+				       files_shared);
 	g->warm = tri(run->dom.warm, run->set.warm);
 }
 

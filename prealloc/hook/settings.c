@@ -63,6 +63,8 @@ static int apply(struct hook_settings *s, const char *k, const char *v)
 		return parse_bool(v, &s->grow_pools);
 	if (!strcmp(k, "prefault"))
 		return parse_bool(v, &s->prefault);
+	if (!strcmp(k, "prefault_pinned"))
+		return parse_bool(v, &s->prefault_pinned);
 	if (!strcmp(k, "warm"))
 		return parse_bool(v, &s->warm);
 	if (!strcmp(k, "auto_placement")) {
@@ -94,8 +96,8 @@ int settings_load(const char *path, struct hook_settings *s, char *why, size_t w
 	FILE *f;
 	int r = 0;
 
-	*s = (struct hook_settings){ .grow_pools = true, .deadline_s = 20,
-				     .prefault_rate = UINT64_C(256) << 20, .start_grace_s = 600,
+	*s = (struct hook_settings){ .grow_pools = true, .prefault_pinned = true,
+				     .deadline_s = 20, .prefault_rate = UINT64_C(256) << 20, .start_grace_s = 600,
 				     .qemu_conf = "/etc/libvirt/qemu.conf",
 				     .status_dir = "/run/libvirt/qemu" };
 	f = fopen(path, "re");

@@ -15,6 +15,7 @@
 struct hook_settings {
 	bool grow_pools;	  /* grow pools at prepare (default yes; 0.1: reserve) */
 	bool prefault;		  /* pre-fault shared file backing at start (default no) */
+	bool prefault_pinned;	  /* ... of a guest whose RAM is pinned at start (default yes) */
 	bool warm;		  /* start file backing on a warm file (default no) */
 	int auto_rule;		  /* placement='auto': AUTO_SPREAD or AUTO_REFUSE */
 	unsigned int deadline_s;  /* a stage's bound, before prefault time (default 20) */

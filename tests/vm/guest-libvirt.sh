@@ -314,6 +314,9 @@ check "d: after destroy each file is back on its node ($(wstat 0 dirty_bytes) $(
 check "d: ... and READY after fill ($(wstat 0 ready_bytes) $(wstat 1 ready_bytes))" \
 	"$(cat "$T/fill.out")" all_of '[ "$(wstat 0 ready_bytes) $(wstat 1 ready_bytes)" = "64 64" ]'
 
+# ---- (g) a passed-through device, cold, pre-faulted and warm -----------------
+. /tmp/rig/guest-libvirt-vfio.sh
+
 # ---- (e) 4k warm start on node 1 (tmpfs memory_backing_dir) ------------------
 step "(e) 4k warm on node 1"
 kill "$(cat /run/libvirtd.pid)"

@@ -890,7 +890,8 @@ libvirt_two_node() {
 	for d in run tmp dev/shm; do mount -t tmpfs -o mode=755 tmpfs "$lr/$d"; done
 	chmod 1777 "$lr/tmp" "$lr/dev/shm"
 	mkdir -p "$lr/tmp/rig"
-	cp /tests/guest-libvirt.sh /tests/libvirt.env /bin/vm_json_get /bin/vm_placement_check "$lr/tmp/rig/"
+	cp /tests/guest-libvirt.sh /tests/guest-libvirt-vfio.sh /tests/libvirt.env /bin/vm_json_get \
+		/bin/vm_placement_check "$lr/tmp/rig/"
 	chroot "$lr" /bin/bash /tmp/rig/guest-libvirt.sh
 }
 

@@ -258,7 +258,7 @@ if [ "$variant" = libvirt-two-node ]; then
 		echo "FAIL: meson install -C $build_dir --destdir (build it first: ninja -C $build_dir)"
 		exit 1
 	fi
-	cp "$here/guest-libvirt.sh" "$root/tests/" || exit 1
+	cp "$here/guest-libvirt.sh" "$here/guest-libvirt-vfio.sh" "$root/tests/" || exit 1
 	: >"$root/tests/libvirt.env"
 	for p in bin/prealloc bin/prealloc-domain libexec/prealloc/prealloc-libvirt-hook; do
 		f=$(cd "$root/dest" && find . -path "*/$p" -type f | head -n1)
@@ -380,7 +380,7 @@ memory-only)
 		-numa dist,src=1,dst=2,val=15)
 	;;
 esac
-[ "$arch" = x86_64 ] && [ "$variant" != libvirt-two-node ] &&
+[ "$arch" = x86_64 ] &&
 	machine+=(-device intel-iommu,intremap=on -device edu,dma_mask=0xffffffffffff)
 # This host's root, read-only (QEMU, running as root, passes its owners and
 # modes through: security_model=none); its own mounts (/proc, /run...) get

@@ -90,6 +90,12 @@ const char *guest_page_label(uint64_t page_size, char *buf, size_t len)
 	return buf;
 }
 
+/* The devices' list (hostdev.c's, tested by libvirt-demand): its count, to tell it apart. */
+void hostdev_list(const struct domain *d, char *buf, size_t len)
+{
+	snprintf(buf, len, "the list of %u", d->nr_hostdevs);
+}
+
 /* What the rest of prealloc-domain calls: never reached by these checks. */
 int run_init(struct hook_run *run, guest_log_fn *log, const char *xml, size_t len)
 {
@@ -174,6 +180,29 @@ static struct hook_run *run_new(bool grow_pools, bool prefault, bool warm)
 	return run;
 }
 
+/* The same run with three devices passed through, its RAM pinned at start (or not, viommu). */
+static struct hook_run *run_pinned(bool viommu)
+{
+	struct hook_run *run = run_new(true, true, true);
+
+	if (!run)
+		return NULL;
+	run->dom.nr_hostdevs = 3;
+	run->dom.hostdevs[0] = (struct dom_hostdev){ HOSTDEV_PCI, "0000:00:03.0" };
+	run->dom.hostdevs[1] = (struct dom_hostdev){ HOSTDEV_INTERFACE, "0000:81:10.1" };
+	run->dom.hostdevs[2] = (struct dom_hostdev){ HOSTDEV_NVME, "10000:02:00.0" };
+	run->dom.viommu = viommu;
+	run->g.pinned = !viommu;
+	return run;
+}
+
+/* What each start of run_new's backends tells a guest pinned at start (pin_note). */
+static const char *const pin_notes[] = {
+	"pinned at start: its pages are there, zeroed, on its node",
+	"pinned at start: pre-faulted by prealloc first",
+	"pinned at start: QEMU's pin faults and zeroes every page on one thread",
+};
+
 static json_object *demand_document(struct hook_run *run)
 {
 	struct capture c;
@@ -206,10 +235,10 @@ static void need_matches(json_object *j, int node, uint64_t page_size, uint64_t 
 }
 
 static void backend_matches(json_object *j, unsigned int i, const char *nodes,
-			    const char *start)
+			    const char *start, bool pinned)
 {
 	static const char *const keys[] = { "alias", "bytes", "page_size", "nodes", "path",
-		"start", "warm", "warm_why", NULL };
+		"start", "warm", "warm_why", "pin", NULL };
 	const struct guest_backend *be;
 	struct hook_run *shape = run_new(false, false, false);
 	char what[32];
@@ -230,14 +259,39 @@ static void backend_matches(json_object *j, unsigned int i, const char *nodes,
 	is_string(j, what, "start", start);
 	is_bool(j, what, "warm", fake_backends[i].warm);
 	is_string(j, what, "warm_why", fake_backends[i].why);
+	if (pinned)
+		is_string(j, what, "pin", pin_notes[i]);
+	else
+		is_null(j, what, "pin");
 	free(shape);
+}
+
+/* The document's passthrough: the devices in order, their count, vIOMMU, pinned. */
+static void passthrough_matches(json_object *o, const char *what, const struct hook_run *run)
+{
+	static const char *const keys[] = { "devices", "count", "viommu", "pinned_at_start",
+		NULL };
+	json_object *p = json_object_object_get(o, "passthrough");
+	json_object *a = p ? json_object_object_get(p, "devices") : NULL;
+	bool same = a && json_object_array_length(a) == run->dom.nr_hostdevs;
+	char w[64];
+
+	snprintf(w, sizeof(w), "%s: passthrough", what);
+	has_keys(p, w, keys);
+	for (unsigned int i = 0; same && i < run->dom.nr_hostdevs; i++)
+		same = !strcmp(json_object_get_string(json_object_array_get_idx(a, i)),
+			       run->dom.hostdevs[i].addr);
+	tap_ok(same, "%s: devices, each address in order (%u)", w, run->dom.nr_hostdevs);
+	is_int(p, w, "count", (int)run->dom.nr_hostdevs);
+	is_bool(p, w, "viommu", run->dom.viommu);
+	is_bool(p, w, "pinned_at_start", run->g.pinned);
 }
 
 static void test_json(void)
 {
 	/* "reserve": grow_pools's key before it, still there (docs/libvirt.md). */
 	static const char *const keys[] = { "domain", "holder", "reserve", "grow_pools",
-		"prefault", "warm", "needs", "files", "backends", NULL };
+		"prefault", "warm", "needs", "files", "backends", "passthrough", NULL };
 	/* Each pair of switches differs in one of the two runs: none can carry another. */
 	static const bool switches[2][3] = { { true, false, true }, { true, true, false } };
 
@@ -258,6 +312,7 @@ static void test_json(void)
 		is_bool(o, what, "reserve", switches[k][0]);
 		is_bool(o, what, "prefault", switches[k][1]);
 		is_bool(o, what, "warm", switches[k][2]);
+		passthrough_matches(o, what, run);
 		if (k == 0) {
 			a = json_object_object_get(o, "needs");
 			if (tap_ok(a && json_object_array_length(a) == 2, "needs: two, in order")) {
@@ -273,10 +328,36 @@ static void test_json(void)
 			       "files: the pre-faulted backend's path alone");
 			a = json_object_object_get(o, "backends");
 			if (tap_ok(a && json_object_array_length(a) == 3, "backends: three, in order")) {
-				backend_matches(json_object_array_get_idx(a, 0), 0, "3", "warm");
-				backend_matches(json_object_array_get_idx(a, 1), 1, "4,5", "prefault");
-				backend_matches(json_object_array_get_idx(a, 2), 2, "", "qemu");
+				backend_matches(json_object_array_get_idx(a, 0), 0, "3", "warm", false);
+				backend_matches(json_object_array_get_idx(a, 1), 1, "4,5", "prefault",
+						false);
+				backend_matches(json_object_array_get_idx(a, 2), 2, "", "qemu", false);
 			}
+		}
+		json_object_put(o);
+		free(run);
+	}
+}
+
+/* A guest with devices passed through: pinned at start, or behind a vIOMMU. */
+static void test_json_pinned(void)
+{
+	for (int viommu = 0; viommu < 2; viommu++) {
+		struct hook_run *run = run_pinned(viommu);
+		json_object *o = run ? demand_document(run) : NULL, *a;
+		const char *what = viommu ? "behind a vIOMMU" : "pinned";
+
+		if (!tap_ok(o != NULL, "%s: the document parses", what)) {
+			free(run);
+			continue;
+		}
+		passthrough_matches(o, what, run);
+		a = json_object_object_get(o, "backends");
+		if (tap_ok(a && json_object_array_length(a) == 3, "%s: backends: three", what)) {
+			backend_matches(json_object_array_get_idx(a, 0), 0, "3", "warm", !viommu);
+			backend_matches(json_object_array_get_idx(a, 1), 1, "4,5", "prefault",
+					!viommu);
+			backend_matches(json_object_array_get_idx(a, 2), 2, "", "qemu", !viommu);
 		}
 		json_object_put(o);
 		free(run);
@@ -322,11 +403,38 @@ static void test_human(void)
 		is_line(text, 0, "domain g (holder libvirt:0f1e2d3c): grow_pools yes, prefault yes, "
 				 "warm no");
 	free(text);
+
+	/* Devices passed through: a line for them, and each backend's pin. */
+	for (int viommu = 0; viommu < 2; viommu++) {
+		run = run_pinned(viommu);
+		if (!run)
+			return;
+		capture_begin(&c);
+		demand_show(run, false);
+		text = capture_end(&c);
+		free(run);
+		if (!tap_ok(text != NULL, "pinned %d: the table renders", viommu))
+			return;
+		is_line(text, 1, viommu ? "  passthrough: 3 device(s) through VFIO (the list of 3): "
+					  "behind a vIOMMU, pinned as the guest maps it"
+				 : "  passthrough: 3 device(s) through VFIO (the list of 3): all guest "
+				   "RAM pinned at start");
+		is_line(text, 5, viommu ? "  ram-node0: 1400 MiB on node(s) 3, start warm "
+					  "(a READY file of its size on node 3)"
+				 : "  ram-node0: 1400 MiB on node(s) 3, start warm (a READY file of its "
+				   "size on node 3); pinned at start: its pages are there, zeroed, on "
+				   "its node");
+		is_line(text, 7, viommu ? "  virtiomem0: 512 MiB on node(s) -, start qemu (not a file)"
+				 : "  virtiomem0: 512 MiB on node(s) -, start qemu (not a file); pinned "
+				   "at start: QEMU's pin faults and zeroes every page on one thread");
+		free(text);
+	}
 }
 
 int main(void)
 {
 	test_json();
+	test_json_pinned();
 	test_human();
 	return tap_done();
 }

@@ -2,7 +2,8 @@
 /*
  * The hook's settings file (settings.c): grow_pools, and reserve, the key's
  * name before it, still read, so that a libvirt.conf written for 0.1 keeps
- * meaning what it said; a bad value refuses, naming the line.
+ * meaning what it said; prefault_pinned, on unless the host says no; a bad
+ * value refuses, naming the line.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -45,5 +46,13 @@ int main(void)
 	why[0] = '\0';
 	tap_ok(load("grow_pools = maybe\n", &s, why, sizeof(why)) == -EINVAL && why[0],
 	       "grow_pools = maybe: refused, the line named (%s)", why);
+	/* A guest pinned at start is pre-faulted unless the host says no. */
+	tap_ok(load("# nothing\n", &s, why, sizeof(why)) == 0 && s.prefault_pinned && !s.prefault,
+	       "no key: prefault_pinned yes, prefault no (the defaults)");
+	tap_ok(load("prefault_pinned = no\n", &s, why, sizeof(why)) == 0 && !s.prefault_pinned,
+	       "prefault_pinned = no");
+	why[0] = '\0';
+	tap_ok(load("prefault_pinned = sometimes\n", &s, why, sizeof(why)) == -EINVAL && why[0],
+	       "prefault_pinned = sometimes: refused, the line named (%s)", why);
 	return tap_done();
 }
