@@ -52,24 +52,26 @@ ON1="<numatune><memory mode='strict' nodeset='1'/></numatune>"
 # the BIOS below 4 GiB), VMLCK (kB pinned, type1's charge) and MEMLOCK
 # (its RLIMIT_MEMLOCK, bytes: what libvirt set).
 hstart() {
-	local log=/var/log/libvirt/qemu/$1.log t0 t1 s e
-	: > "$log"
+	local log=/var/log/libvirt/qemu/$1.log t0 t1 s e pid
 	t0=$EPOCHREALTIME
 	start "$1" || { qemu_log "$1"; return 1; }
 	t1=$EPOCHREALTIME
 	START_MS=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", (b - a) * 1000 }')
-	MAP_MS=$(awk -F'[@:]' '/^[0-9]+@[0-9.]+:vfio_listener_region_add_ram / && !s { s = $2 }
-		/^[0-9]+@[0-9.]+:vfio_get_device / && s { printf "%.0f", ($2 - s) * 1000; exit }' "$log")
+	# This QEMU's trace lines only (pid@seconds:event): the log keeps earlier starts'.
+	pid=$(qpid "$1")
+	grep -a "^$pid@[0-9.]*:vfio_" "$log" > "$T/trace.txt"
+	MAP_MS=$(awk -F'[@:]' '$3 ~ /^vfio_listener_region_add_ram / && !s { s = $2 }
+		$3 ~ /^vfio_get_device / && s { printf "%.0f", ($2 - s) * 1000; exit }' "$T/trace.txt")
 	MAPPED_KB=0
 	# (a file, not <(...): the chroot's /dev has no /dev/fd)
 	sed -n 's/.*vfio_listener_region_add_ram region_add \[ram\] \(0x[0-9a-f]*\) - \(0x[0-9a-f]*\) .*/\1 \2/p' \
-		"$log" > "$T/map.txt"
+		"$T/trace.txt" > "$T/map.txt"
 	while read -r s e; do
 		[ $((s)) -ge $((1 << 20)) ] && [ $((e)) -lt $((0xe0000000)) ] &&
 			MAPPED_KB=$((MAPPED_KB + ((e - s + 1) >> 10)))
 	done < "$T/map.txt"
-	VMLCK=$(awk '/^VmLck/ { print $2 }' "/proc/$(qpid "$1")/status")
-	MEMLOCK=$(awk '/^Max locked memory/ { print $4 }' "/proc/$(qpid "$1")/limits")
+	VMLCK=$(awk '/^VmLck/ { print $2 }' "/proc/$pid/status")
+	MEMLOCK=$(awk '/^Max locked memory/ { print $4 }' "/proc/$pid/limits")
 }
 # pinned NAME MiB: all guest RAM above the legacy window below 1 MiB mapped
 # for the device (the trace) and pinned (VmLck), within libvirt's memlock limit.
@@ -97,7 +99,7 @@ edu_driver() { local l; l=$(readlink "/sys/bus/pci/devices/$edu/driver" 2> /dev/
 # cold: the hook told to do nothing (what libvirt alone does; the test makes
 # the free pages): the pin faults and zeroes every page. prefault: no warm
 # file asked for; the guest is pinned at start, so the hook pre-faults its
-# file (prefault_pinned). warm: the node's READY file. 3 rounds, rotating.
+# file (prefault_pinned). warm: the node's READY file. 5 rounds, rotating.
 hdefine hc 64 1 "$ON0$(meta "grow_pools='no' prefault='no' warm='no'")" || fail "hc define" "virsh define"
 hdefine hp 64 1 "$ON0$(meta "warm='no'")" || fail "hp define" "virsh define"
 hdefine hw 64 1 "$ON0$(meta "warm='yes'")" || fail "hw define" "virsh define"
@@ -113,7 +115,7 @@ g0=$(nr 0)
 echo $((g0 + 32)) > "$sysnode/node0/hugepages/hugepages-2048kB/nr_hugepages"	# room: cold, prefault
 rm -f "$T"/g-*.ms
 lims=
-for order in "hc hp hw" "hp hw hc" "hw hc hp"; do
+for order in "hc hp hw" "hp hw hc" "hw hc hp" "hc hw hp" "hp hc hw"; do
 	for k in $order; do
 		ready=$(ready_inodes) before=$(pools)
 		if ! hstart "$k"; then
@@ -128,7 +130,7 @@ for order in "hc hp hw" "hp hw hc" "hw hc hp"; do
 		i=$(stat -c %i "$D/pc.ram")
 		n0=$(pages "$k" "$D/pc.ram" 0) n1=$(pages "$k" "$D/pc.ram" 1)
 		check "g: $k ($order): running, the edu device on $(edu_driver), all guest RAM but the first MiB mapped for it and pinned ($MAPPED_KB kB, VmLck $VMLCK kB, memlock $MEMLOCK)" \
-			"not pinned: $(grep -m4 vfio_ "/var/log/libvirt/qemu/$k.log")" \
+			"not pinned: $(head -4 "$T/trace.txt")" \
 			all_of '[ "$($V domstate "$k")" = running ] && [ "$(edu_driver)" = vfio-pci ] && pinned "$k" 64'
 		case $k in
 		hw) check "g: hw: the READY warm file ($i of $ready), no new page ($before -> $(pools)), its 32 pages on node 0 ($n0, $n1 on 1)" \
@@ -179,7 +181,7 @@ if hstart h2; then
 		"not warm per node" all_of 'grep -qw "$i0" <<< "$ready" && grep -qw "$i1" <<< "$ready" && [ "$i0" != "$i1" ] &&
 			[ "$(pools)" = "$before" ] && [ "$n00 $n01 $n10 $n11" = "32 0 0 32" ]'
 	check "g: h2: the map covers both cells ($MAPPED_KB kB from 1 MiB up, VmLck $VMLCK kB)" \
-		"$(grep -c vfio_listener_region_add_ram /var/log/libvirt/qemu/h2.log) sections" pinned h2 128
+		"$(grep -c vfio_listener_region_add_ram "$T/trace.txt") sections" pinned h2 128
 else
 	fail "g: h2 start" "$(tail -1 "$T/start.out")"
 fi
@@ -202,8 +204,10 @@ if hstart h1; then
 	D=$(ls -d "$MB2"/libvirt/qemu/*-h1)
 	i=$(stat -c %i "$D/pc.ram")
 	n0=$(pages h1 "$D/pc.ram" 0) n1=$(pages h1 "$D/pc.ram" 1)
-	check "g: h1: not node 0's READY file ($i of $ready; READY $(wstat 0 ready_bytes) on 0), pre-faulted on node 1 ($n1, $n0 on 0; node 1's pool $b1 -> $(nr 1)), pinned ($VMLCK kB)" \
-		"another node's file" all_of '! grep -qw "$i" <<< "$ready" && [ "$(wstat 0 ready_bytes)" = 64 ] && recorded "$D/pc.ram" &&
+	rec=no
+	recorded "$D/pc.ram" && rec=yes
+	check "g: h1: not node 0's READY file ($i of $ready; READY $(wstat 0 ready_bytes) on 0), pre-faulted on node 1 (recorded $rec; $n1, $n0 on 0; node 1's pool $b1 -> $(nr 1)), pinned ($MAPPED_KB kB mapped, VmLck $VMLCK kB)" \
+		"another node's file: $(grep -A1 '"path"' "$T/pool.json" | tr -d ' \n' | head -c 600)" all_of '! grep -qw "$i" <<< "$ready" && [ "$(wstat 0 ready_bytes)" = 64 ] && recorded "$D/pc.ram" &&
 			[ "$n0 $n1" = "0 32" ] && [ "$(nr 1)" -eq $((b1 + 32)) ] && pinned h1 64'
 else
 	fail "g: h1 start" "$(tail -1 "$T/start.out")"
