@@ -503,11 +503,16 @@ for b in text:
 open(sys.argv[1], "wb").write(text + b"end %d %016x\n" % (len(lines), h))
 PY
 chmod 600 "$SN/store"
+# Written long before it is read (a file younger than 200 ms is read again
+# and compared, by design: store_cache.c), as a host's store mostly is.
+touch -d '1 minute ago' "$SN/store"
 PREALLOC_STATE_DIR=$SN strace -f -e trace=open,openat -o "$TMP/strace.out" "$PREALLOC" pool \
 	> "$TMP/pool.out" 2>&1
-opens=$(grep -c "$SN/store\"" "$TMP/strace.out")
+# The store is opened below its directory's descriptor (openat(DIR, "store")).
+opens=$(grep -c -e "$SN/store\"" -e 'openat([0-9]*, "store",' "$TMP/strace.out")
 check "400 records: pool lists them all ($(grep -c /nonexistent/ "$TMP/pool.out"))" \
 	[ "$(grep -c /nonexistent/ "$TMP/pool.out")" -eq 400 ]
-check "400 records: the store opened $opens times, not once per record" [ "$opens" -le 8 ]
+check "400 records: the store opened $opens times, not once per record" \
+	all_of '[ "$opens" -ge 1 ] && [ "$opens" -le 8 ]'
 
 finish
