@@ -112,8 +112,8 @@ static int start_one(struct guest *g, unsigned int i, int dir_fd, const char *di
 		guest_log(g, g->pinned ? 4 : 6, "%s: %s has no warm file reserved for it%s: %s%s",
 			  g->name, be->alias, g->pinned ? " and its memory is pinned at start" : "",
 			  guest_prefaulted(g, i) ? "pre-faulting it" : g->words->vmm,
-			  guest_prefaulted(g, i) ? "" : g->pinned ? "'s pin faults and zeroes every page"
-							     : " allocates it");
+			  guest_prefaulted(g, i) ? ""
+			  : g->pinned ? "'s pin faults and zeroes every page" : " allocates it");
 		/*
 		 * A file reserved at the claim and lost since (expired, or
 		 * quarantined at its take) left its hugepages unclaimed: claimed

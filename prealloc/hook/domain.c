@@ -173,7 +173,7 @@ static int binding_parse(struct px *p, xmlNodePtr n, const char *what, struct do
 	if (px_str(p, n, "@nodeset", nodeset, sizeof(nodeset))) {
 		if (nodeset_parse(nodeset, &b->nodes) < 0 || !b->nodes)
 			return px_bad(p, "%s: bad nodeset '%s' (nodes 0-%d)", what, nodeset,
-				   DOM_MAX_NODES - 1);
+				      DOM_MAX_NODES - 1);
 	} else if (!strcmp(placement, "auto")) {
 		b->automatic = true;
 	} else if (!placement[0] || !strcmp(placement, "static")) {
@@ -245,10 +245,11 @@ static int parse_pages(struct px *p, struct domain *d)
 		r = xsize(p, n, "@size", "@unit", &d->pages[i].size);
 		if (r == 0 && d->pages[i].size & (d->pages[i].size - 1))
 			r = px_bad(p, "hugepage size %llu is not a power of two",
-				(unsigned long long)d->pages[i].size);
+				   (unsigned long long)d->pages[i].size);
 		if (r == 0 && px_str(p, n, "@nodeset", nodeset, sizeof(nodeset)) &&
 		    (nodeset_parse(nodeset, &d->pages[i].cells) < 0 || !d->pages[i].cells))
-			r = px_bad(p, "hugepage nodeset '%s' is not a list of guest cells", nodeset);
+			r = px_bad(p, "hugepage nodeset '%s' is not a list of guest cells",
+				   nodeset);
 	}
 	xmlXPathFreeObject(o);
 	return r;
@@ -291,11 +292,11 @@ static int parse_memdev(struct px *p, xmlNodePtr n, unsigned int i,
 		r = xsize(p, n, "source/pagesize", "source/pagesize/@unit", &m->page_size);
 	if (r == 0 && m->page_size & (m->page_size - 1))
 		r = px_bad(p, "memory device %u: page size %llu is not a power of two", i,
-			(unsigned long long)m->page_size);
+			   (unsigned long long)m->page_size);
 	if (r == 0 && px_str(p, n, "source/nodemask", buf, sizeof(buf)) &&
 	    (nodeset_parse(buf, &m->source_nodes) < 0 || !m->source_nodes))
 		r = px_bad(p, "memory device %u: bad nodemask '%s' (nodes 0-%d)", i, buf,
-			DOM_MAX_NODES - 1);
+			   DOM_MAX_NODES - 1);
 	if (r == 0)
 		r = access_parse(p, n, "@access", "memory device access", &m->access);
 	if (r < 0)
@@ -354,9 +355,10 @@ static int tenant_parse(struct px *p, struct domain *d)
 		if (d->tenant[i] <= ' ' || d->tenant[i] > '~' || d->tenant[0] == '@')
 			n = 0;
 	if (n == 0 || n >= sizeof(d->tenant) - 1)
-		return px_bad(p, "<metadata> config tenant='%s': 1 to %zu printable characters, not "
-			   "starting with '@'", d->tenant,
-			   sizeof(d->tenant) - 2);
+		return px_bad(p,
+			      "<metadata> config tenant='%s': 1 to %zu printable characters, not "
+			      "starting with '@'",
+			      d->tenant, sizeof(d->tenant) - 2);
 	return 0;
 }
 
@@ -379,8 +381,10 @@ static int parse_misc(struct px *p, struct domain *d)
 		d->has_dac = true;
 	}
 	/* libvirt fills in the label at start begin; none at prepare begin. */
-	d->mac_dynamic = px_str(p, NULL, "/domain/seclabel[@type='dynamic'][@model='selinux' or "
-			      "@model='apparmor'][not(@relabel='no')]/@model", buf, sizeof(buf));
+	d->mac_dynamic = px_str(p, NULL,
+				"/domain/seclabel[@type='dynamic'][@model='selinux' or "
+				"@model='apparmor'][not(@relabel='no')]/@model",
+				buf, sizeof(buf));
 	/* reserve='yes': the attribute's name before grow_pools, still read. */
 	r = yes_no(p, "reserve", &d->grow_pools);
 	if (r == 0)
@@ -413,7 +417,8 @@ static int parse_doc(struct px *p, struct domain *d)
 	xmlXPathFreeObject(o);
 	if (r == 0)
 		r = parse_numa(p, d);
-	d->hugepages = r == 0 && px_str(p, NULL, "/domain/memoryBacking/hugepages", buf, sizeof(buf));
+	d->hugepages =
+	    r == 0 && px_str(p, NULL, "/domain/memoryBacking/hugepages", buf, sizeof(buf));
 	if (r == 0)
 		r = parse_pages(p, d);
 	if (r == 0)

@@ -97,7 +97,8 @@ int settings_load(const char *path, struct hook_settings *s, char *why, size_t w
 	int r = 0;
 
 	*s = (struct hook_settings){ .grow_pools = true, .prefault_pinned = true,
-				     .deadline_s = 20, .prefault_rate = UINT64_C(256) << 20, .start_grace_s = 600,
+				     .deadline_s = 20, .prefault_rate = UINT64_C(256) << 20,
+				     .start_grace_s = 600,
 				     .qemu_conf = "/etc/libvirt/qemu.conf",
 				     .status_dir = "/run/libvirt/qemu" };
 	f = fopen(path, "re");
