@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The domain XML parser's own helpers, shared by its files (domain.c: the
- * memory; hostdev.c: the devices passed through): XPath over the parsed
- * document, and the refusal that names what is wrong.
+ * The domain XML parser's own helpers (domain_xml.c), shared by its files
+ * (domain.c: the memory; hostdev.c: the devices passed through): XPath over
+ * the parsed document, and the refusal that names what is wrong.
  */
 #ifndef PREALLOC_HOOK_DOMAIN_XML_H
 #define PREALLOC_HOOK_DOMAIN_XML_H
 
+#include <stddef.h>
+
 #include <libxml/xpath.h>
 
-#include "domain.h"
+struct domain;
 
 struct px {
 	xmlXPathContextPtr x;

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "domain.h"
 #include "domain_xml.h"
 
 /* The parts of a PCI address and their bounds: domain, bus, slot, function. */
