@@ -364,18 +364,25 @@ static void test_json_pinned(void)
 	}
 }
 
-static void test_human(void)
+/* The table demand_show prints for run (freed here); NULL when it cannot be had. */
+static char *table_of(struct hook_run *run)
 {
-	struct hook_run *run = run_new(true, false, true);
 	struct capture c;
 	char *text;
 
 	if (!run)
-		return;
+		return NULL;
 	capture_begin(&c);
 	demand_show(run, false);
 	text = capture_end(&c);
 	free(run);
+	return text;
+}
+
+static void test_human(void)
+{
+	char *text = table_of(run_new(true, false, true));
+
 	if (!tap_ok(text != NULL, "domain: the table renders"))
 		return;
 	is_line(text, 0, "domain g (holder libvirt:0f1e2d3c): grow_pools yes, prefault no, warm yes");
@@ -392,13 +399,7 @@ static void test_human(void)
 	free(text);
 
 	/* The switches the other way: grow_pools yes, prefault yes, warm no. */
-	run = run_new(true, true, false);
-	if (!run)
-		return;
-	capture_begin(&c);
-	demand_show(run, false);
-	text = capture_end(&c);
-	free(run);
+	text = table_of(run_new(true, true, false));
 	if (text)
 		is_line(text, 0, "domain g (holder libvirt:0f1e2d3c): grow_pools yes, prefault yes, "
 				 "warm no");
@@ -406,13 +407,7 @@ static void test_human(void)
 
 	/* Devices passed through: a line for them, and each backend's pin. */
 	for (int viommu = 0; viommu < 2; viommu++) {
-		run = run_pinned(viommu);
-		if (!run)
-			return;
-		capture_begin(&c);
-		demand_show(run, false);
-		text = capture_end(&c);
-		free(run);
+		text = table_of(run_pinned(viommu));
 		if (!tap_ok(text != NULL, "pinned %d: the table renders", viommu))
 			return;
 		is_line(text, 1, viommu ? "  passthrough: 3 device(s) through VFIO (the list of 3): "
