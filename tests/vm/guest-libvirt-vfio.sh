@@ -80,17 +80,22 @@ pinned() {
 	[ -n "$MAP_MS" ] && [ "$MAPPED_KB" -eq "$want" ] && [ "${VMLCK:-0}" -ge "$want" ] &&
 		[ "$MEMLOCK" != unlimited ] && [ "$MEMLOCK" -ge $((VMLCK << 10)) ]
 }
-# recorded PATH: the record store has PATH, ready (prealloc made it: the hook's pre-fault).
-recorded() {
-	"$PREALLOC" pool --json > "$T/pool.json" 2> /dev/null
+# record PATH: the state of the store's record of PATH ("ready": prealloc made
+# it, the hook's pre-fault), "none", or "unread" when the store cannot be
+# listed (so that "none" is never an error taken for an answer).
+record() {
 	local i=0 n
-	n=$("$J" "$T/pool.json" records/# 2> /dev/null || echo 0)
+	if ! "$PREALLOC" pool --json > "$T/pool.json" 2> /dev/null ||
+		! n=$("$J" "$T/pool.json" records/# 2> /dev/null); then
+		echo unread
+		return
+	fi
 	while [ "$i" -lt "$n" ]; do
 		[ "$("$J" "$T/pool.json" "records/$i/path")" = "$1" ] &&
-			[ "$("$J" "$T/pool.json" "records/$i/state")" = ready ] && return 0
+			{ "$J" "$T/pool.json" "records/$i/state"; return; }
 		i=$((i + 1))
 	done
-	return 1
+	echo none
 }
 ready_inodes() { find "$MB2/.prealloc" -maxdepth 1 -type f -exec stat -c %i {} + | sort | tr '\n' ' '; }
 edu_driver() { local l; l=$(readlink "/sys/bus/pci/devices/$edu/driver" 2> /dev/null); echo "${l##*/}"; }
@@ -136,10 +141,12 @@ for order in "hc hp hw" "hp hw hc" "hw hc hp" "hc hw hp" "hp hc hw"; do
 		hw) check "g: hw: the READY warm file ($i of $ready), no new page ($before -> $(pools)), its 32 pages on node 0 ($n0, $n1 on 1)" \
 			"not warm" all_of 'grep -qw "$i" <<< "$ready" && [ "$(pools)" = "$before" ] && [ "$n0 $n1" = "32 0" ]' ;;
 		hp) check "g: hp: pre-faulted by the hook (a ready record of the store), not a warm file; its 32 pages on node 0 ($n0, $n1 on 1; READY $(wstat 0 ready_bytes) $(wstat 1 ready_bytes))" \
-			"not pre-faulted" all_of 'recorded "$D/pc.ram" && ! grep -qw "$i" <<< "$ready" && [ "$n0 $n1" = "32 0" ] &&
+			"not pre-faulted" all_of '[ "$(record "$D/pc.ram")" = ready ] && [ -n "$ready" ] && ! grep -qw "$i" <<< "$ready" &&
+				[ "$n0 $n1" = "32 0" ] &&
 				[ "$(wstat 0 ready_bytes) $(wstat 1 ready_bytes)" = "64 64" ]' ;;
 		hc) check "g: hc: cold, QEMU's own file (no record), its 32 pages on node 0 ($n0, $n1 on 1)" \
-			"pages elsewhere" all_of '! recorded "$D/pc.ram" && ! grep -qw "$i" <<< "$ready" && [ "$n0 $n1" = "32 0" ]' ;;
+			"pages elsewhere" all_of '[ "$(record "$D/pc.ram")" = none ] && [ -n "$ready" ] && ! grep -qw "$i" <<< "$ready" &&
+				[ "$n0 $n1" = "32 0" ]' ;;
 		esac
 		destroy "$k"
 		if [ "$k" = hw ]; then
@@ -204,10 +211,9 @@ if hstart h1; then
 	D=$(ls -d "$MB2"/libvirt/qemu/*-h1)
 	i=$(stat -c %i "$D/pc.ram")
 	n0=$(pages h1 "$D/pc.ram" 0) n1=$(pages h1 "$D/pc.ram" 1)
-	rec=no
-	recorded "$D/pc.ram" && rec=yes
-	check "g: h1: not node 0's READY file ($i of $ready; READY $(wstat 0 ready_bytes) on 0), pre-faulted on node 1 (recorded $rec; $n1, $n0 on 0; node 1's pool $b1 -> $(nr 1)), pinned ($MAPPED_KB kB mapped, VmLck $VMLCK kB)" \
-		"another node's file: $(grep -A1 '"path"' "$T/pool.json" | tr -d ' \n' | head -c 600)" all_of '! grep -qw "$i" <<< "$ready" && [ "$(wstat 0 ready_bytes)" = 64 ] && recorded "$D/pc.ram" &&
+	rec=$(record "$D/pc.ram")
+	check "g: h1: not node 0's READY file ($i of $ready; READY $(wstat 0 ready_bytes) on 0), pre-faulted on node 1 (record $rec; $n1, $n0 on 0; node 1's pool $b1 -> $(nr 1)), pinned ($MAPPED_KB kB mapped, VmLck $VMLCK kB)" \
+		"another node's file: $(grep -A1 '"path"' "$T/pool.json" | tr -d ' \n' | head -c 600)" all_of '[ -n "$ready" ] && ! grep -qw "$i" <<< "$ready" && [ "$(wstat 0 ready_bytes)" = 64 ] && [ "$rec" = ready ] &&
 			[ "$n0 $n1" = "0 32" ] && [ "$(nr 1)" -eq $((b1 + 32)) ] && pinned h1 64'
 else
 	fail "g: h1 start" "$(tail -1 "$T/start.out")"
