@@ -46,6 +46,29 @@ extern const unsigned int clear_kernels_count;
 /* c: the C library's memset, on every architecture (arch/portable.c). */
 void clear_c(void *dst, size_t len);
 
+/*
+ * A zero scan reads [addr, addr + len) (any alignment) and returns an
+ * offset before which every byte is zero: the start of the first block
+ * of its own (at most 256 bytes) holding a non-zero byte, or where its
+ * whole blocks end (at most 63 bytes short of len). The bytes from there
+ * on are the caller's to read one by one (memory/placement.c's
+ * zero_check), so a scan decides nothing but how fast a zero is passed.
+ */
+typedef uint64_t (*zero_scan_fn)(const uint8_t *addr, uint64_t len);
+
+struct zero_scan {
+	const char *name;
+	zero_scan_fn fn;	/* NULL: not built (-Dvector_kernels=false) */
+	uint64_t requires;	/* PREALLOC_CPU_* bits */
+};
+
+/* The architecture's scans, fastest first; the last is zero_scan_c. */
+extern const struct zero_scan zero_scans[];
+extern const unsigned int zero_scans_count;
+
+/* c: 64 bytes a round, eight words OR'd (arch/portable.c). */
+uint64_t zero_scan_c(const uint8_t *addr, uint64_t len);
+
 enum clear_quirk_flags {
 	QUIRK_NT_SLOW = 1u << 0,	/* NT stores no faster than cached: never pick NT */
 	QUIRK_VOUCH_OK = 1u << 1,	/* the vouched kernel is a good NT store here */

@@ -144,6 +144,8 @@ typedef int (*huge_fn)(void *arg, uint64_t start, uint64_t end, uint64_t huge_by
 int huge_scan(uint8_t *addr, uint64_t len, huge_fn fn, void *arg);
 /* Offset of the first non-zero byte, or len when all zero. */
 uint64_t zero_check(const uint8_t *addr, uint64_t len);
+/* The first of the architecture's zero scans (arch.h) that features allow. */
+zero_scan_fn zero_scan_pick(uint64_t features);
 
 /* ---- who uses a file (file_users.c) -------------------------------------- */
 

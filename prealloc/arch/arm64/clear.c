@@ -140,3 +140,9 @@ const struct clear_quirk *arch_clear_quirk(const struct cpu_id *cpu)
 	(void)cpu;
 	return NULL;
 }
+
+/* The portable scan alone (arch.h). */
+const struct zero_scan zero_scans[] = {
+	{ .name = "c", .fn = zero_scan_c },
+};
+const unsigned int zero_scans_count = ARRAY_SIZE(zero_scans);
