@@ -6,9 +6,18 @@
  * more is refused with nothing taken. For 2M (free hugepages: none free,
  * then one free and the warm file covering exactly the rest) and for 4k
  * (free memory). A slip to "more than the shortfall" refuses the exact fit.
+ *
+ * And the undo on two nodes: a --grow-pools request that grew both nodes'
+ * pools and then finds node 1's warm file gone before its cut (removed
+ * while the admission stood at before-pool-write) is refused and gives
+ * back both growths, the second node's as well as the first's; the same
+ * request with the file left in place is admitted with both grown, so
+ * that the refusal is not one the growth never reached.
  */
 #include <fcntl.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "state.h"
 #include "warm-record.h"
@@ -110,6 +119,75 @@ static void test_4k(struct prealloc_ctx *ctx)
 	clear_all(ctx);
 }
 
+/*
+ * Node 0 short by 2 pages, node 1 by 3 of which its READY warm file holds
+ * 1: both pools grow by 2, then node 1's file is cut. In a child (the pause
+ * stops it: SIGSTOP) so that the file can go between the plan and the cut
+ * (gone: true). The child's exit status: 0 when admitted, 1 refused, 2 else.
+ */
+static int admit_two(struct prealloc_ctx *ctx, bool gone, char *path)
+{
+	static const int nodes[2] = { 0, 1 };
+	uint64_t bytes[2] = { 2 * MB2, 3 * MB2 };
+	struct prealloc_admit_opts o = {
+		.size = sizeof(o), .flags = PREALLOC_ADMIT_GROW_POOLS, .page_size = MB2,
+		.nr_nodes = 2, .nodes = nodes, .node_bytes = bytes, .tag = "/nonexistent/guest",
+	};
+	int status, stops = 0;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct prealloc_admit_result res = { .size = sizeof(res) };
+		struct prealloc_claim *claim = NULL;
+		int r;
+
+		if (gone)
+			setenv("PREALLOC_TEST_PAUSE", "before-pool-write", 1);
+		r = prealloc_admit(ctx, &o, &claim, &res);
+		_exit(r == 0 ? 0 : r == -ENOMEM && res.reason == PREALLOC_ADMIT_POOL ? 1 : 2);
+	}
+	if (pid < 0)
+		return -1;
+	while (waitpid(pid, &status, WUNTRACED) == pid && WIFSTOPPED(status)) {
+		if (stops++ == 0 && unlink(path) < 0)
+			fprintf(stderr, "# cannot remove %s\n", path);
+		kill(pid, SIGCONT);
+	}
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void test_undo_two_nodes(struct prealloc_ctx *ctx)
+{
+	char path[PATH_MAX];
+	int r;
+
+	snprintf(path, sizeof(path), "%s/warm-node1", fr.dir);
+	for (int gone = 0; gone < 2; gone++) {
+		fr_set_pool(&fr, 0, 4, 0);
+		fr_set_pool(&fr, 1, 6, 0);
+		fr_set_global(&fr, MB2, 0, 0);
+		if (!tap_ok(add_warm(ctx, "warm-node1", 1, MB2, MB2, 1) != 0,
+			    "two nodes: a READY warm file of 1 page on node 1"))
+			return;
+		r = admit_two(ctx, gone, path);
+		if (!gone)
+			tap_ok(r == 0 && fr_pool_nr(&fr, 0) == 6 && fr_pool_nr(&fr, 1) == 8,
+			       "two nodes, the file in place: admitted, node 0 grown 4 -> 6 and node "
+			       "1 6 -> 8 (exit %d, nr %llu, %llu)", r,
+			       (unsigned long long)fr_pool_nr(&fr, 0),
+			       (unsigned long long)fr_pool_nr(&fr, 1));
+		else
+			tap_ok(r == 1 && fr_pool_nr(&fr, 0) == 4 && fr_pool_nr(&fr, 1) == 6,
+			       "two nodes, node 1's file gone before its cut: refused, both growths "
+			       "given back, node 0 at 4 and node 1 at 6 (exit %d, nr %llu, %llu)", r,
+			       (unsigned long long)fr_pool_nr(&fr, 0),
+			       (unsigned long long)fr_pool_nr(&fr, 1));
+		clear_all(ctx);
+	}
+	fr_set_pool(&fr, 0, 0, 0);
+	fr_set_pool(&fr, 1, 0, 0);
+}
+
 int main(void)
 {
 	struct prealloc_ctx *ctx;
@@ -120,6 +198,7 @@ int main(void)
 	test_2m(ctx, 0);
 	test_2m(ctx, 1);
 	test_4k(ctx);
+	test_undo_two_nodes(ctx);
 	prealloc_ctx_free(ctx);
 	fakeroot_remove(&fr);
 	return tap_done();
