@@ -6,8 +6,9 @@
  * well:
  * - all zero: the offset is at most 63 bytes short of len, never past it,
  *   and nothing past len is read (a guard page follows the buffer);
- * - one non-zero byte (each position of lengths up to 600, at several
- *   alignments, the high bit and the low): every byte before the offset
+ * - one non-zero byte (each position of every length up to 600, each
+ *   buffer ending at the guard, so that its start takes all 64 alignments;
+ *   the high bit and the low in turn): every byte before the offset
  *   is zero (offset <= the byte) and the scan stopped in the byte's own
  *   block (offset > the byte - 256);
  * - zero_check finds that byte exactly, and len where there is none,
