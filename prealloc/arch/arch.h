@@ -106,6 +106,19 @@ void arch_cpu_llc(struct cpu_id *id);
  */
 uint64_t llc_for_family(const char *vendor, unsigned int family, unsigned int model);
 
+/*
+ * The registers x86's features are read from: cpuid leaf 1's ECX and EDX,
+ * leaf 7's EBX, ECX and EDX, leaf 0x80000008's EBX, and XCR0 (0 where the
+ * OS has no XSAVE). x86_features_decode gives the PREALLOC_CPU_* bits they
+ * say, AVX ones only with the OS's state saving; x86 only (arch/x86/cpu.c
+ * reads the registers; the unit tests feed it CPUs this one is not).
+ */
+struct x86_feature_regs {
+	unsigned int l1c, l1d, l7b, l7c, l7d, e8b;
+	uint64_t xcr0;
+};
+uint64_t x86_features_decode(const struct x86_feature_regs *r);
+
 /* p's lines out of every cache, written back if dirty; a no-op where the ISA cannot. */
 void arch_cache_flush(const void *p, uint64_t len);
 

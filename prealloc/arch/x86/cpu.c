@@ -41,29 +41,40 @@ static uint64_t xgetbv0(void)
 	return (uint64_t)hi << 32 | lo;
 }
 
+uint64_t x86_features_decode(const struct x86_feature_regs *r)
+{
+	uint64_t f = 0;
+
+	if (r->l1d & bit_SSE2)
+		f |= PREALLOC_CPU_SSE2;
+	if (r->l7b & (1u << 9))	/* ERMS */
+		f |= PREALLOC_CPU_ERMS;
+	if (r->l7d & (1u << 4))	/* FSRM */
+		f |= PREALLOC_CPU_FSRM;
+	if ((r->l1c & bit_AVX) && (r->l7b & bit_AVX2) && (r->xcr0 & XCR0_YMM) == XCR0_YMM)
+		f |= PREALLOC_CPU_AVX2;
+	if ((r->l7b & bit_AVX512F) && (r->xcr0 & XCR0_ZMM) == XCR0_ZMM)
+		f |= PREALLOC_CPU_AVX512F;
+	if (r->l7c & (1u << 28))	/* MOVDIR64B */
+		f |= PREALLOC_CPU_MOVDIR64B;
+	if (r->e8b & 1u)	/* CLZERO */
+		f |= PREALLOC_CPU_CLZERO;
+	return f;
+}
+
 static void cpu_read_features(struct cpu_id *id, unsigned int max_leaf, unsigned int max_ext)
 {
 	struct regs l1 = cpuid(1, 0);
 	struct regs l7 = max_leaf >= 7 ? cpuid(7, 0) : (struct regs){ 0 };
-	uint64_t xcr0 = 0;
+	struct x86_feature_regs r = {
+		.l1c = l1.c, .l1d = l1.d, .l7b = l7.b, .l7c = l7.c, .l7d = l7.d,
+		.e8b = max_ext >= 0x80000008 ? cpuid(0x80000008, 0).b : 0,
+	};
 
 	/* Without OSXSAVE, XGETBV itself is #UD and no AVX state is saved. */
 	if (l1.c & bit_OSXSAVE)
-		xcr0 = xgetbv0();
-	if (l1.d & bit_SSE2)
-		id->features |= PREALLOC_CPU_SSE2;
-	if (l7.b & (1u << 9))	/* ERMS */
-		id->features |= PREALLOC_CPU_ERMS;
-	if (l7.d & (1u << 4))	/* FSRM */
-		id->features |= PREALLOC_CPU_FSRM;
-	if ((l1.c & bit_AVX) && (l7.b & bit_AVX2) && (xcr0 & XCR0_YMM) == XCR0_YMM)
-		id->features |= PREALLOC_CPU_AVX2;
-	if ((l7.b & bit_AVX512F) && (xcr0 & XCR0_ZMM) == XCR0_ZMM)
-		id->features |= PREALLOC_CPU_AVX512F;
-	if (l7.c & (1u << 28))	/* MOVDIR64B */
-		id->features |= PREALLOC_CPU_MOVDIR64B;
-	if (max_ext >= 0x80000008 && (cpuid(0x80000008, 0).b & 1u))
-		id->features |= PREALLOC_CPU_CLZERO;
+		r.xcr0 = xgetbv0();
+	id->features |= x86_features_decode(&r);
 }
 
 /* "model name : X" from /proc/cpuinfo; the cpuid brand string when unreadable. */

@@ -8,12 +8,16 @@
  * checked at both ends of its model range and one model off each end (the
  * next row, or no quirk), and llc_for_family at the Zen 2 boundary, for
  * families before and after Zen and for vendors that are not quite AMD.
+ * And the feature bits from cpuid's registers (x86_features_decode), each
+ * alone and each missing from a CPU that has all the others, so that a bit
+ * this machine's CPU lacks (ERMS on a Zen 2) is decoded all the same.
  * Pure functions of the identity: nothing of this machine is read.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "arch.h"
+#include "prealloc/ctx.h"
 #include "tap.h"
 
 #define MiB (UINT64_C(1) << 20)
@@ -108,9 +112,67 @@ static void test_quirks(void)
 	}
 }
 
+/* Each feature from its register bit; AVX2 and AVX-512F only with XCR0's state. */
+static void test_features(void)
+{
+	static const struct {
+		const char *name;
+		struct x86_feature_regs r;	/* the bit alone (and what it needs besides) */
+		uint64_t want;
+	} t[] = {
+		{ "sse2", { .l1d = 1u << 26 }, PREALLOC_CPU_SSE2 },
+		{ "erms", { .l7b = 1u << 9 }, PREALLOC_CPU_ERMS },
+		{ "fsrm", { .l7d = 1u << 4 }, PREALLOC_CPU_FSRM },
+		{ "avx2", { .l1c = 1u << 28, .l7b = 1u << 5, .xcr0 = 0x06 }, PREALLOC_CPU_AVX2 },
+		{ "avx512f", { .l7b = 1u << 16, .xcr0 = 0xe6 }, PREALLOC_CPU_AVX512F },
+		{ "movdir64b", { .l7c = 1u << 28 }, PREALLOC_CPU_MOVDIR64B },
+		{ "clzero", { .e8b = 1u }, PREALLOC_CPU_CLZERO },
+	};
+	struct x86_feature_regs all = { 0 };
+	uint64_t every = 0;
+	unsigned int wrong = 0;
+
+	for (unsigned int i = 0; i < ARRAY_SIZE(t); i++) {
+		uint64_t got = x86_features_decode(&t[i].r);
+
+		if (!tap_ok(got == t[i].want, "features: %s alone decodes as %#llx (%#llx)", t[i].name,
+			    (unsigned long long)t[i].want, (unsigned long long)got))
+			wrong++;
+		all.l1c |= t[i].r.l1c;
+		all.l1d |= t[i].r.l1d;
+		all.l7b |= t[i].r.l7b;
+		all.l7c |= t[i].r.l7c;
+		all.l7d |= t[i].r.l7d;
+		all.e8b |= t[i].r.e8b;
+		all.xcr0 |= t[i].r.xcr0;
+		every |= t[i].want;
+	}
+	tap_ok(x86_features_decode(&all) == every, "features: every bit at once decodes as all of them");
+	for (unsigned int i = 0; i < ARRAY_SIZE(t); i++) {
+		struct x86_feature_regs r = all;
+
+		/* Take out the bit that is this feature's own (its register's, not XCR0's). */
+		r.l1d &= ~t[i].r.l1d;
+		r.l7b &= ~t[i].r.l7b;
+		r.l7c &= ~t[i].r.l7c;
+		r.l7d &= ~t[i].r.l7d;
+		r.e8b &= ~t[i].r.e8b;
+		if (t[i].want == PREALLOC_CPU_AVX2)
+			r.l7b = all.l7b & ~(1u << 5);
+		if (x86_features_decode(&r) != (every & ~t[i].want))
+			wrong++;
+	}
+	tap_ok(!wrong, "features: each missing from a CPU with all the others is missing alone (%u wrong)",
+	       wrong);
+	all.xcr0 = 0x02;	/* SSE state only: no ymm, no zmm */
+	tap_ok(x86_features_decode(&all) == (every & ~(PREALLOC_CPU_AVX2 | PREALLOC_CPU_AVX512F)),
+	       "features: AVX2 and AVX-512F not counted where the OS saves no ymm or zmm state");
+}
+
 int main(void)
 {
 	test_llc_for_family_edges();
+	test_features();
 	test_quirks();
 	return tap_done();
 }
