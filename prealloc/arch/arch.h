@@ -107,6 +107,14 @@ void arch_cpu_llc(struct cpu_id *id);
 uint64_t llc_for_family(const char *vendor, unsigned int family, unsigned int model);
 
 /*
+ * arch_cpu_llc's last resort on x86, where no cache leaf answered: id's
+ * family figure (llc_for_family), at most l3_socket (the L3 that leaf
+ * 0x80000006 gives for the socket, 0: none), its source named as the
+ * family's; id->llc_bytes 0 and the source untouched where none is known.
+ */
+void x86_llc_by_family(struct cpu_id *id, uint64_t l3_socket);
+
+/*
  * The registers x86's features are read from: cpuid leaf 1's ECX and EDX,
  * leaf 7's EBX, ECX and EDX, leaf 0x80000008's EBX, and XCR0 (0 where the
  * OS has no XSAVE). x86_features_decode gives the PREALLOC_CPU_* bits they

@@ -162,6 +162,16 @@ uint64_t llc_for_family(const char *vendor, unsigned int family, unsigned int mo
  * capped by 0x80000006's L3 size, which is the whole socket's and so only
  * an upper bound.
  */
+void x86_llc_by_family(struct cpu_id *id, uint64_t l3_socket)
+{
+	id->llc_bytes = llc_for_family(id->vendor, id->family, id->model);
+	if (l3_socket && id->llc_bytes > l3_socket)
+		id->llc_bytes = l3_socket;
+	if (id->llc_bytes)
+		snprintf(id->llc_source, sizeof(id->llc_source), "family 0x%x's per-CCX L3",
+			 id->family);
+}
+
 void arch_cpu_llc(struct cpu_id *id)
 {
 	unsigned int max_leaf = cpuid(0, 0).a, max_ext = cpuid(0x80000000, 0).a;
@@ -181,12 +191,7 @@ void arch_cpu_llc(struct cpu_id *id)
 		return;
 	if (max_ext >= 0x80000006)
 		l3_socket = (uint64_t)(cpuid(0x80000006, 0).d >> 18) * (512 << 10);
-	id->llc_bytes = llc_for_family(id->vendor, id->family, id->model);
-	if (l3_socket && id->llc_bytes > l3_socket)
-		id->llc_bytes = l3_socket;
-	if (id->llc_bytes)
-		snprintf(id->llc_source, sizeof(id->llc_source), "family 0x%x's per-CCX L3",
-			 id->family);
+	x86_llc_by_family(id, l3_socket);
 }
 
 void arch_cpu_identify(struct cpu_id *id)

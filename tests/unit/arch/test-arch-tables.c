@@ -169,9 +169,32 @@ static void test_features(void)
 	       "features: AVX2 and AVX-512F not counted where the OS saves no ymm or zmm state");
 }
 
+/* The last resort of arch_cpu_llc: the family's figure, capped, and its source named. */
+static void test_llc_by_family(void)
+{
+	struct cpu_id id = { .vendor = "AuthenticAMD", .family = 0x17, .model = 0x31 };
+
+	snprintf(id.llc_source, sizeof(id.llc_source), "before");
+	x86_llc_by_family(&id, 0);
+	tap_ok(id.llc_bytes == 16 * MiB && !strcmp(id.llc_source, "family 0x17's per-CCX L3"),
+	       "llc by family: Zen 2, no socket L3 known: 16 MiB, named as the family's (%llu, '%s')",
+	       (unsigned long long)id.llc_bytes, id.llc_source);
+	x86_llc_by_family(&id, 8 * MiB);
+	tap_ok(id.llc_bytes == 8 * MiB && !strcmp(id.llc_source, "family 0x17's per-CCX L3"),
+	       "llc by family: capped by a socket L3 of 8 MiB (%llu, '%s')",
+	       (unsigned long long)id.llc_bytes, id.llc_source);
+	id = (struct cpu_id){ .vendor = "GenuineIntel", .family = 6, .model = 0xcf };
+	snprintf(id.llc_source, sizeof(id.llc_source), "before");
+	x86_llc_by_family(&id, 0);
+	tap_ok(id.llc_bytes == 0 && !strcmp(id.llc_source, "before"),
+	       "llc by family: none known for an Intel family: 0, the source untouched (%llu, '%s')",
+	       (unsigned long long)id.llc_bytes, id.llc_source);
+}
+
 int main(void)
 {
 	test_llc_for_family_edges();
+	test_llc_by_family();
 	test_features();
 	test_quirks();
 	return tap_done();
