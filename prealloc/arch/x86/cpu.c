@@ -155,13 +155,6 @@ uint64_t llc_for_family(const char *vendor, unsigned int family, unsigned int mo
 	return 0;
 }
 
-
-/*
- * Where sysfs is silent: the deterministic cache leaves, else the family's
- * known per-CCX size (a VM may hide TOPOEXT, leaving 0x8000001D all zero),
- * capped by 0x80000006's L3 size, which is the whole socket's and so only
- * an upper bound.
- */
 void x86_llc_by_family(struct cpu_id *id, uint64_t l3_socket)
 {
 	id->llc_bytes = llc_for_family(id->vendor, id->family, id->model);
@@ -172,6 +165,12 @@ void x86_llc_by_family(struct cpu_id *id, uint64_t l3_socket)
 			 id->family);
 }
 
+/*
+ * Where sysfs is silent: the deterministic cache leaves, else the family's
+ * known per-CCX size (a VM may hide TOPOEXT, leaving 0x8000001D all zero),
+ * capped by 0x80000006's L3 size, which is the whole socket's and so only
+ * an upper bound.
+ */
 void arch_cpu_llc(struct cpu_id *id)
 {
 	unsigned int max_leaf = cpuid(0, 0).a, max_ext = cpuid(0x80000000, 0).a;
