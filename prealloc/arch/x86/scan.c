@@ -7,8 +7,8 @@
  *
  * The read-back of a warm file's fresh pages right after their fault
  * (engine/check.c) is what they are for: on the Zen 2 guest of issue 52,
- * 2 MiB written with memset then read back with the portable scan ran at
- * 0.55 of memset alone, with SSE2 at 0.73-0.78 and AVX2 at 0.80-0.90.
+ * 2 MiB anonymous THP faults each read back at once ran at 0.81 of the
+ * faults alone with AVX2 and 0.48 with the portable scan (docs/warm.md).
  */
 #include <stdint.h>
 
